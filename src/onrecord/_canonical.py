@@ -1,0 +1,176 @@
+"""Canonical JSON, digests and the portable value codec.
+
+One serializer (orjson) produces every byte that is hashed: UTF-8, sorted keys, no
+whitespace, no NaN or Infinity. ``to_portable`` turns user values (``info`` dicts,
+observer output, options, metadata) into plain JSON values *once*, at the boundary,
+so everything downstream can hash with a single C call.
+
+NumPy: a scalar is stored as its exact Python value (``float32`` and ``float64`` are
+exactly representable as JSON doubles; integers and booleans are exact). An array is
+stored as ``{"$ndarray": {"dtype", "shape", "data"}}`` so that dtype and shape come
+back on decode; ``from_portable`` restores it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from onrecord.errors import PortabilityError
+
+__all__ = [
+    "NDARRAY_TAG",
+    "atomic_write_bytes",
+    "canonical_bytes",
+    "content_digest",
+    "digest_bytes",
+    "from_portable",
+    "record_bytes",
+    "to_portable",
+]
+
+NDARRAY_TAG = "$ndarray"
+_OPTIONS = orjson.OPT_SORT_KEYS
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """Canonical JSON bytes of a value that is already portable."""
+    try:
+        return orjson.dumps(value, option=_OPTIONS)
+    except TypeError as exc:  # orjson.JSONEncodeError subclasses TypeError
+        raise PortabilityError(f"value is not portable JSON: {exc}; pass it through "
+                               "onrecord's to_portable first") from exc
+
+
+def digest_bytes(data: bytes) -> str:
+    """sha256 hex digest of bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def content_digest(record: Mapping[str, Any]) -> str:
+    """Digest of a record: sha256 of its canonical bytes without the ``digest`` field."""
+    if "digest" in record:
+        record = {key: value for key, value in record.items() if key != "digest"}
+    return digest_bytes(canonical_bytes(record))
+
+
+def record_bytes(record: Mapping[str, Any]) -> bytes:
+    """The exact bytes a record is saved as: canonical JSON plus a newline."""
+    return canonical_bytes(record) + b"\n"
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` via a temporary file and rename, so readers never
+    see a half-written file and a crash never leaves one behind."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def to_portable(value: Any, path: str = "$") -> Any:
+    """Return a detached copy of ``value`` made of plain JSON types.
+
+    Refuses, with the JSON path of the value, anything that would not come back
+    unchanged: NaN/Infinity, integers beyond 64 bits, non-string keys, and objects
+    of unknown type. Never stringifies silently.
+    """
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        raise PortabilityError(f"{path} is {value!r}; non-finite numbers have no JSON "
+                               "form: replace it with null or a finite value", path)
+    if kind is int:
+        return _checked_int(value, path)
+    if kind is dict:
+        return {_checked_key(key, path): to_portable(item, f"{path}.{key}")
+                for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [to_portable(item, f"{path}[{index}]") for index, item in enumerate(value)]
+    return _to_portable_slow(value, path)
+
+
+def _to_portable_slow(value: Any, path: str) -> Any:
+    if isinstance(value, np.ndarray):
+        return _array_to_portable(value, path)
+    if isinstance(value, np.generic):
+        return to_portable(value.item(), path) if value.dtype.kind in "biuf" else \
+            _refuse(value, path)
+    if isinstance(value, bool | str):
+        return bool(value) if isinstance(value, bool) else str(value)
+    if isinstance(value, float):
+        return to_portable(float(value), path)
+    if isinstance(value, int):
+        return _checked_int(int(value), path)
+    if isinstance(value, Mapping):
+        return to_portable(dict(value), path)
+    if isinstance(value, list | tuple):
+        return to_portable(list(value), path)
+    return _refuse(value, path)
+
+
+def _refuse(value: Any, path: str) -> Any:
+    raise PortabilityError(
+        f"{path} holds a {type(value).__module__}.{type(value).__qualname__}, which has no "
+        "lossless JSON form; convert it to str, int, float, bool, None, list, dict or a "
+        "numpy array before returning it", path)
+
+
+def _checked_int(value: int, path: str) -> int:
+    if _INT_MIN <= value <= _INT_MAX:
+        return value
+    raise PortabilityError(f"{path} is {value}, beyond the 64-bit range JSON readers keep "
+                           "exactly; store it as a string", path)
+
+
+def _checked_key(key: Any, path: str) -> str:
+    if type(key) is str:
+        return key
+    raise PortabilityError(f"{path} has the key {key!r} of type {type(key).__name__}; "
+                           "JSON object keys must be strings: convert the key with str()",
+                           path)
+
+
+def _array_to_portable(array: np.ndarray, path: str) -> dict[str, Any]:
+    if array.dtype.kind not in "biuf":
+        _refuse(array, path)
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        raise PortabilityError(f"{path}{list(bad)} is {array[bad]!r}; non-finite numbers "
+                               "have no JSON form: replace it with a finite value", path)
+    return {NDARRAY_TAG: {"dtype": array.dtype.str, "shape": list(array.shape),
+                          "data": array.ravel().tolist()}}
+
+
+def from_portable(value: Any) -> Any:
+    """Decode what ``to_portable`` made: tagged arrays come back as numpy arrays."""
+    if isinstance(value, dict):
+        tagged = value.get(NDARRAY_TAG) if len(value) == 1 else None
+        if tagged is not None:
+            return np.asarray(tagged["data"], dtype=np.dtype(tagged["dtype"])).reshape(
+                tagged["shape"])
+        return {key: from_portable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [from_portable(item) for item in value]
+    return value
