@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from onrecord.errors import PortabilityError
+from onrecord.errors import DigestMismatch, PortabilityError, SchemaError
 
 __all__ = [
     "NDARRAY_TAG",
@@ -33,6 +33,7 @@ __all__ = [
     "content_digest",
     "digest_bytes",
     "from_portable",
+    "load_record_bytes",
     "record_bytes",
     "to_portable",
 ]
@@ -86,6 +87,22 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return target
 
 
+def load_record_bytes(raw: bytes, what: str) -> dict[str, Any]:
+    """Parse a saved record and insist its bytes are exactly the canonical form, so that
+    no edit (not even one that parses to the same values) goes unnoticed."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise SchemaError(f"{what} is not valid JSON ({exc}); the file is damaged or was "
+                          "edited: restore it from the run directory or re-run") from exc
+    if not isinstance(data, dict):
+        raise SchemaError(f"{what} must hold a JSON object, found {type(data).__name__}")
+    if canonical_bytes(data) != raw.rstrip(b"\n"):
+        raise DigestMismatch(f"{what} is not in canonical form: it was edited after saving; "
+                             "restore the original file")
+    return data
+
+
 def to_portable(value: Any, path: str = "$") -> Any:
     """Return a detached copy of ``value`` made of plain JSON types.
 
@@ -93,6 +110,45 @@ def to_portable(value: Any, path: str = "$") -> Any:
     unchanged: NaN/Infinity, integers beyond 64 bits, non-string keys, and objects
     of unknown type. Never stringifies silently.
     """
+    try:
+        return _fast(value)
+    except _NotFast:
+        return _walk(value, path)
+
+
+class _NotFast(Exception):
+    """Raised inside the fast walk; the path-tracking walk then decides and explains."""
+
+
+_FLOATS = (float, np.float64, np.float32)
+
+
+def _fast(value: Any) -> Any:
+    # The hot path of every capture: no path strings, exact-type dispatch only.
+    kind = type(value)
+    if kind is float or kind is np.float64 or kind is np.float32:
+        if value - value == 0.0:  # false for NaN and +-inf
+            return float(value)
+        raise _NotFast
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
+        if _INT_MIN <= value <= _INT_MAX:
+            return value
+        raise _NotFast
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotFast
+            out[key] = _fast(item)
+        return out
+    if kind is list or kind is tuple:
+        return [float(x) if type(x) in _FLOATS and x - x == 0.0 else _fast(x) for x in value]
+    raise _NotFast
+
+
+def _walk(value: Any, path: str) -> Any:
     kind = type(value)
     if kind is str or kind is bool or value is None:
         return value
@@ -104,10 +160,10 @@ def to_portable(value: Any, path: str = "$") -> Any:
     if kind is int:
         return _checked_int(value, path)
     if kind is dict:
-        return {_checked_key(key, path): to_portable(item, f"{path}.{key}")
+        return {_checked_key(key, path): _walk(item, f"{path}.{key}")
                 for key, item in value.items()}
     if kind is list or kind is tuple:
-        return [to_portable(item, f"{path}[{index}]") for index, item in enumerate(value)]
+        return [_walk(item, f"{path}[{index}]") for index, item in enumerate(value)]
     return _to_portable_slow(value, path)
 
 
@@ -115,18 +171,18 @@ def _to_portable_slow(value: Any, path: str) -> Any:
     if isinstance(value, np.ndarray):
         return _array_to_portable(value, path)
     if isinstance(value, np.generic):
-        return to_portable(value.item(), path) if value.dtype.kind in "biuf" else \
+        return _walk(value.item(), path) if value.dtype.kind in "biuf" else \
             _refuse(value, path)
     if isinstance(value, bool | str):
         return bool(value) if isinstance(value, bool) else str(value)
     if isinstance(value, float):
-        return to_portable(float(value), path)
+        return _walk(float(value), path)
     if isinstance(value, int):
         return _checked_int(int(value), path)
     if isinstance(value, Mapping):
-        return to_portable(dict(value), path)
+        return _walk(dict(value), path)
     if isinstance(value, list | tuple):
-        return to_portable(list(value), path)
+        return _walk(list(value), path)
     return _refuse(value, path)
 
 

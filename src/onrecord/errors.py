@@ -5,6 +5,7 @@ The hierarchy::
     OnrecordError                 base class: catch this to catch everything below
     ├── InputError                a public function got an argument it cannot use
     │   └── PortabilityError      a value cannot be stored losslessly as canonical JSON
+    │                             (also a CaptureError when it stops a capture)
     ├── CaptureError              recording an episode or forecast could not continue
     │   ├── LifecycleError        the environment was used out of order (second reset,
     │   │                         step after the end)
@@ -49,7 +50,11 @@ class InputError(OnrecordError, ValueError):
     """A public function received an argument it cannot use."""
 
 
-class PortabilityError(InputError):
+class CaptureError(OnrecordError):
+    """Recording an episode or a forecast could not continue."""
+
+
+class PortabilityError(InputError, CaptureError):
     """A value cannot be stored losslessly as canonical JSON.
 
     ``path`` is the JSON path of the offending value, e.g. ``$.info.mask[3]``.
@@ -58,10 +63,6 @@ class PortabilityError(InputError):
     def __init__(self, message: str, path: str = "$") -> None:
         super().__init__(message)
         self.path = path
-
-
-class CaptureError(OnrecordError):
-    """Recording an episode or a forecast could not continue."""
 
 
 class LifecycleError(CaptureError):

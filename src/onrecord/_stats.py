@@ -1,0 +1,56 @@
+"""Small exact statistics: Wilson intervals, exact binomial (McNemar) tests, pass^k and a
+paired bootstrap. Kept dependency-free (NumPy only) so the core needs no SciPy."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["mcnemar_exact_p", "paired_bootstrap_ci", "pass_hat_k", "wilson_interval"]
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.959963984540054
+                    ) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (95 % by default); (0, 1) when
+    there are no trials."""
+    if trials == 0:
+        return (0.0, 1.0)
+    rate = successes / trials
+    denominator = 1 + z * z / trials
+    centre = (rate + z * z / (2 * trials)) / denominator
+    half = z * math.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / denominator
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mcnemar_exact_p(only_a: int, only_b: int) -> float:
+    """Exact two-sided McNemar p-value: a binomial test of the discordant pairs against
+    1/2. With no discordant pairs the two sides cannot be told apart: p = 1."""
+    discordant = only_a + only_b
+    if discordant == 0:
+        return 1.0
+    tail = sum(math.comb(discordant, i) for i in range(min(only_a, only_b) + 1))
+    return min(1.0, 2 * tail / 2**discordant)
+
+
+def pass_hat_k(passes_per_case: Sequence[tuple[int, int]], k: int) -> float | None:
+    """Unbiased estimate of the chance that k independent repeats of a case all pass,
+    averaged over cases with at least k repeats. ``passes_per_case`` holds
+    (passes, repeats). None when no case has k repeats."""
+    estimates = [math.comb(passes, k) / math.comb(total, k)
+                 for passes, total in passes_per_case if total >= k]
+    return math.fsum(estimates) / len(estimates) if estimates else None
+
+
+def paired_bootstrap_ci(differences: Sequence[float], *, resamples: int = 2000, seed: int = 0,
+                        level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean paired difference."""
+    values = np.asarray(differences, dtype=float)
+    if values.size == 0:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, values.size, size=(resamples, values.size))].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return (float(low), float(high))

@@ -1,0 +1,168 @@
+"""Paired comparison of two reports over the same cases.
+
+Trials are paired by (case_id, content digest, repeat). Pass/fail checks get an exact
+McNemar test; continuous measures a paired bootstrap interval of the mean difference.
+Comparison is refused, with every reason, when the two locks differ: different check
+versions, environment settings or case sets would make a p-value meaningless.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from onrecord._stats import mcnemar_exact_p, paired_bootstrap_ci
+from onrecord.errors import ComparisonRefused, InputError
+from onrecord.report import EvaluationReport, Trial
+
+__all__ = ["CheckComparison", "Comparison", "MeasureComparison", "compare_reports",
+           "lock_differences"]
+
+
+@dataclass(frozen=True)
+class CheckComparison:
+    """One check, A against B, over the pairs measured on both sides."""
+
+    name: str
+    """Check name."""
+    both_pass: int
+    """Pairs passing in A and B."""
+    only_a: int
+    """Pairs passing in A only (B regressed)."""
+    only_b: int
+    """Pairs passing in B only (B improved)."""
+    both_fail: int
+    """Pairs failing in both."""
+    unmeasured: int
+    """Pairs without a measured result on at least one side."""
+    p_value: float
+    """Exact two-sided McNemar p-value."""
+    discordant: tuple[str, ...]
+    """The discordant pairs, as ``case_id#repeat: A→B``."""
+
+
+@dataclass(frozen=True)
+class MeasureComparison:
+    """One continuous measure: mean of B − A with a paired bootstrap interval."""
+
+    name: str
+    """Measure name."""
+    pairs: int
+    """Pairs with the measure on both sides."""
+    mean_a: float
+    """Mean in A."""
+    mean_b: float
+    """Mean in B."""
+    mean_difference: float
+    """Mean of B − A."""
+    interval: tuple[float, float]
+    """95 % paired bootstrap interval of the mean difference."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything ``compare_reports`` found."""
+
+    pairs: int
+    """Number of paired trials."""
+    checks: tuple[CheckComparison, ...]
+    """Per check."""
+    measures: tuple[MeasureComparison, ...]
+    """Per continuous measure."""
+    report_a: str
+    """Digest of A."""
+    report_b: str
+    """Digest of B."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Portable form."""
+        return {"pairs": self.pairs, "report_a": self.report_a, "report_b": self.report_b,
+                "checks": [vars(check) | {"discordant": list(check.discordant)}
+                           for check in self.checks],
+                "measures": [vars(measure) | {"interval": list(measure.interval)}
+                             for measure in self.measures]}
+
+
+def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str]:
+    """Every reason two locks make their reports incomparable (empty when comparable)."""
+    reasons = []
+    checks_a, checks_b = lock_a.get("checks", {}), lock_b.get("checks", {})
+    for name in sorted(set(checks_a) | set(checks_b)):
+        version_a, version_b = checks_a.get(name), checks_b.get(name)
+        if version_a != version_b:
+            reasons.append(f"check {name!r}: version {version_a!r} in A, {version_b!r} in B")
+    if lock_a.get("environments") != lock_b.get("environments"):
+        reasons.append("environment settings differ (environment/observer ids, max_steps, "
+                       "options, spec or completion)")
+    cases_a = {(c["case_id"], c["content_digest"]): c["trials"] for c in lock_a.get("cases", [])}
+    cases_b = {(c["case_id"], c["content_digest"]): c["trials"] for c in lock_b.get("cases", [])}
+    only_a, only_b = sorted(set(cases_a) - set(cases_b)), sorted(set(cases_b) - set(cases_a))
+    if only_a or only_b:
+        reasons.append(f"case sets differ: {len(only_a)} only in A (e.g. "
+                       f"{[c[0] for c in only_a[:3]]}), {len(only_b)} only in B (e.g. "
+                       f"{[c[0] for c in only_b[:3]]})")
+    differing = [key[0] for key in sorted(set(cases_a) & set(cases_b))
+                 if cases_a[key] != cases_b[key]]
+    if differing:
+        reasons.append(f"repeats or seeds differ for {len(differing)} cases (e.g. "
+                       f"{differing[:3]})")
+    extra_a = {k: v for k, v in lock_a.items() if k not in _CORE_LOCK_KEYS}
+    extra_b = {k: v for k, v in lock_b.items() if k not in _CORE_LOCK_KEYS}
+    if extra_a != extra_b:
+        reasons.append(f"lock settings differ: {sorted(set(extra_a) ^ set(extra_b)) or 'values'}")
+    return reasons
+
+
+_CORE_LOCK_KEYS = ("library", "checks", "environments", "cases")
+
+
+def compare_reports(a: EvaluationReport, b: EvaluationReport, *, resamples: int = 2000,
+                    seed: int = 0) -> Comparison:
+    """Compare B against A. Raises ComparisonRefused when the locks differ."""
+    if not isinstance(a, EvaluationReport) or not isinstance(b, EvaluationReport):
+        raise InputError("compare_reports takes two EvaluationReport objects; load saved "
+                         "reports with EvaluationReport.load(path)")
+    reasons = lock_differences(a.lock, b.lock)
+    if reasons:
+        raise ComparisonRefused(reasons)
+    trials_b = {trial.key: trial for trial in b.trials}
+    pairs = [(trial, trials_b[trial.key]) for trial in a.trials]
+    checks = tuple(_compare_check(name, pairs) for name in a.check_names)
+    names = sorted({name for trial_a, trial_b in pairs for name in trial_a.measures
+                    if name in trial_b.measures})
+    measures = tuple(_compare_measure(name, pairs, resamples, seed) for name in names)
+    return Comparison(len(pairs), checks, measures, a.digest, b.digest)
+
+
+def _compare_check(name: str, pairs: list[tuple[Trial, Trial]]) -> CheckComparison:
+    tally = {"both_pass": 0, "only_a": 0, "only_b": 0, "both_fail": 0, "unmeasured": 0}
+    discordant = []
+    for trial_a, trial_b in pairs:
+        result_a, result_b = trial_a.result(name), trial_b.result(name)
+        passed_a = result_a.passed if result_a else None
+        passed_b = result_b.passed if result_b else None
+        if passed_a is None or passed_b is None:
+            tally["unmeasured"] += 1
+            continue
+        key = {(True, True): "both_pass", (True, False): "only_a",
+               (False, True): "only_b", (False, False): "both_fail"}[(passed_a, passed_b)]
+        tally[key] += 1
+        if passed_a != passed_b:
+            arrow = "pass→fail" if passed_a else "fail→pass"
+            discordant.append(f"{trial_a.case['case_id']}#{trial_a.repeat}: {arrow}")
+    return CheckComparison(name, **tally, p_value=mcnemar_exact_p(tally["only_a"],
+                                                                  tally["only_b"]),
+                           discordant=tuple(discordant))
+
+
+def _compare_measure(name: str, pairs: list[tuple[Trial, Trial]], resamples: int, seed: int
+                     ) -> MeasureComparison:
+    values = [(float(a.measures[name]), float(b.measures[name])) for a, b in pairs
+              if name in a.measures and name in b.measures]
+    differences = [value_b - value_a for value_a, value_b in values]
+    return MeasureComparison(
+        name, len(values), math.fsum(v[0] for v in values) / len(values),
+        math.fsum(v[1] for v in values) / len(values),
+        math.fsum(differences) / len(differences),
+        paired_bootstrap_ci(differences, resamples=resamples, seed=seed))

@@ -1,0 +1,89 @@
+"""Run checks over saved evidence and collect the results into a report."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from onrecord.episode._checks import OutcomeCheck, OutcomeVerdict
+from onrecord.episode._evidence import EpisodeEvidence
+from onrecord.errors import InputError, PortabilityError
+from onrecord.report import CheckResult, EvaluationReport, Status, Trial
+
+__all__ = ["episode_trial", "evaluate_episode", "evaluate_episodes", "run_check"]
+
+
+def run_check(check: OutcomeCheck, subject: Any) -> CheckResult:
+    """Apply one check. A raising or misbehaving check is an evaluator error, kept apart
+    from a measured failure."""
+    try:
+        verdict = check.evaluate(subject)
+    except Exception as exc:
+        return _evaluator_error(check, f"raised {type(exc).__name__}: {exc}")
+    if not isinstance(verdict, OutcomeVerdict):
+        return _evaluator_error(check, f"returned {type(verdict).__name__}, not an "
+                                       "OutcomeVerdict")
+    if verdict.passed is not None and type(verdict.passed) is not bool:
+        return _evaluator_error(check, f"returned passed={verdict.passed!r}; use True, False "
+                                       "or None (not measured)")
+    status: Status = "not_measured" if verdict.passed is None else \
+        "pass" if verdict.passed else "fail"
+    try:
+        return CheckResult(check.name, check.version, status, str(verdict.reason),
+                           verdict.evidence)
+    except PortabilityError as exc:
+        return _evaluator_error(check, f"returned evidence that is not portable: {exc}")
+
+
+def _evaluator_error(check: OutcomeCheck, reason: str) -> CheckResult:
+    return CheckResult(check.name, check.version, "evaluator_error", f"check {reason}")
+
+
+def _validated(checks: Sequence[OutcomeCheck]) -> Sequence[OutcomeCheck]:
+    if isinstance(checks, OutcomeCheck) or not all(isinstance(c, OutcomeCheck) for c in checks):
+        raise InputError("checks must be a list of OutcomeCheck, e.g. "
+                         "[OutcomeCheck('posted_once', 'v1', posted_once)]")
+    counts = Counter(check.name for check in checks)
+    duplicated = sorted(name for name, count in counts.items() if count > 1)
+    if duplicated:
+        raise InputError(f"check names must be unique; repeated: {duplicated}")
+    return checks
+
+
+def episode_trial(episode: EpisodeEvidence, checks: Sequence[OutcomeCheck], repeat: int = 0
+                  ) -> Trial:
+    """Evaluate one episode into one trial."""
+    if not isinstance(episode, EpisodeEvidence):
+        raise InputError(f"expected EpisodeEvidence, got {type(episode).__name__}; load saved "
+                         "evidence with EpisodeEvidence.load(path)")
+    case = episode._data["case"]
+    environment = episode._data["environment"]
+    settings = {key: environment[key] for key in environment
+                if key not in ("observation_space", "action_space")}
+    return Trial(
+        case={"case_id": case["case_id"], "source_id": case["source_id"],
+              "content_digest": case["content_digest"]},
+        repeat=repeat, source={"kind": "episode", "digest": episode.digest},
+        results=tuple(run_check(check, episode) for check in checks),
+        coverage_issues=episode.coverage_issues, measures=episode.measures, settings=settings)
+
+
+def evaluate_episode(episode: EpisodeEvidence, checks: Sequence[OutcomeCheck]
+                     ) -> EvaluationReport:
+    """Evaluate one episode with ``checks``."""
+    return EvaluationReport.from_trials([episode_trial(episode, _validated(checks))])
+
+
+def evaluate_episodes(episodes: Iterable[EpisodeEvidence], checks: Sequence[OutcomeCheck]
+                      ) -> EvaluationReport:
+    """Evaluate many episodes; episodes of the same case are numbered as repeats 0, 1, …
+    in the order given."""
+    checks = _validated(checks)
+    seen: Counter[str] = Counter()
+    trials = []
+    for episode in episodes:
+        case_id = episode.case["case_id"] if isinstance(episode, EpisodeEvidence) else None
+        trials.append(episode_trial(episode, checks, seen[str(case_id)]))
+        seen[str(case_id)] += 1
+    return EvaluationReport.from_trials(trials)

@@ -1,0 +1,187 @@
+"""``EpisodeEvidence``: the immutable, self-verifying record of one episode."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from onrecord._canonical import (
+    atomic_write_bytes,
+    canonical_bytes,
+    digest_bytes,
+    load_record_bytes,
+)
+from onrecord.episode import _history
+from onrecord.episode._coverage import coverage_issues, ending
+from onrecord.episode._verify import verify_episode_shape
+from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
+
+__all__ = ["EPISODE_SCHEMA", "EpisodeEvidence"]
+
+EPISODE_SCHEMA = "onrecord.episode/v1"
+
+
+class EpisodeEvidence:
+    """One episode as recorded. Immutable; parsed once; verifies its own digest."""
+
+    __slots__ = ("_bytes", "_data", "_digest")
+
+    _data: dict[str, Any]
+    _bytes: bytes
+    _digest: str
+
+    def __init__(self) -> None:
+        raise TypeError("EpisodeEvidence is made by capture_episode, from_dict or load")
+
+    @classmethod
+    def _from_trusted(cls, data: dict[str, Any]) -> EpisodeEvidence:
+        """Seal a record built by onrecord itself (already portable and consistent)."""
+        body = canonical_bytes(data)
+        data["digest"] = digest_bytes(body)
+        return cls._seal(data, body)
+
+    @classmethod
+    def _seal(cls, data: dict[str, Any], body: bytes) -> EpisodeEvidence:
+        evidence = object.__new__(cls)
+        object.__setattr__(evidence, "_data", data)
+        object.__setattr__(evidence, "_bytes", body)
+        object.__setattr__(evidence, "_digest", data["digest"])
+        return evidence
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("EpisodeEvidence is immutable")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EpisodeEvidence:
+        """Rebuild evidence from its dict form, verifying schema, digest and consistency."""
+        if not isinstance(data, Mapping):
+            raise SchemaError(f"episode evidence must be a mapping, got {type(data).__name__}")
+        schema = data.get("schema")
+        if schema != EPISODE_SCHEMA:
+            raise SchemaError(f"schema is {schema!r}, expected {EPISODE_SCHEMA!r}: this is not "
+                              "onrecord episode evidence, or it needs another onrecord version")
+        stored = data.get("digest")
+        body_dict = {key: value for key, value in data.items() if key != "digest"}
+        body = canonical_bytes(body_dict)
+        actual = digest_bytes(body)
+        if stored != actual:
+            raise DigestMismatch(f"digest is {stored!r} but the content hashes to {actual!r}: "
+                                 "the evidence was changed after it was recorded")
+        detached = orjson.loads(body)  # a private copy the caller cannot mutate
+        verify_episode_shape(detached)
+        _verify_derived(detached)
+        detached["digest"] = actual
+        return cls._seal(detached, body)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> EpisodeEvidence:
+        """Read and verify evidence saved by ``save_json``."""
+        raw = Path(path).read_bytes()
+        return cls.from_dict(load_record_bytes(raw, str(path)))
+
+    def save_json(self, path: str | os.PathLike[str]) -> Path:
+        """Write the evidence atomically in its canonical form."""
+        return atomic_write_bytes(path, self.to_bytes())
+
+    def to_bytes(self) -> bytes:
+        """The exact bytes ``save_json`` writes."""
+        return canonical_bytes(self._data) + b"\n"
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """A detached copy of the whole record."""
+        copy: dict[str, Any] = orjson.loads(self._bytes)
+        copy["digest"] = self._digest
+        return copy
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the canonical record without its digest field."""
+        return self._digest
+
+    def _part(self, key: str) -> Any:
+        value = self._data[key]
+        return orjson.loads(orjson.dumps(value)) if isinstance(value, dict | list) else value
+
+    @property
+    def case(self) -> dict[str, Any]:
+        """The case record: identity (case_id, source_id, content_digest) and content."""
+        return dict(self._part("case"))
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        """Environment and observer ids, seed, max_steps, options, spec, spaces, completion."""
+        return dict(self._part("environment"))
+
+    @property
+    def initial(self) -> dict[str, Any]:
+        """The first observation, reset info, observer state and any reset error."""
+        return dict(self._part("initial"))
+
+    @property
+    def final_state(self) -> Any:
+        """The observer's state read before cleanup (None if it could not be read)."""
+        return self._part("final")["state"]
+
+    @property
+    def ended(self) -> str:
+        """How the episode ended: see ``onrecord.episode.ENDINGS``."""
+        return str(self._data["ended"])
+
+    @property
+    def coverage_issues(self) -> tuple[str, ...]:
+        """Every reason the evidence is incomplete."""
+        return tuple(self._data["coverage_issues"])
+
+    @property
+    def measures(self) -> dict[str, float]:
+        """Continuous measures of the episode (return, steps)."""
+        return dict(self._data["measures"])
+
+    def __len__(self) -> int:
+        """Number of attempted steps."""
+        return len(self._data["steps"]["status"])
+
+    def __repr__(self) -> str:
+        case_id = self._data["case"]["case_id"]
+        return (f"EpisodeEvidence(case_id={case_id!r}, ended={self.ended!r}, "
+                f"attempts={len(self)}, digest={self._digest[:12]!r})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EpisodeEvidence) and other._digest == self._digest
+
+    def __hash__(self) -> int:
+        return hash(self._digest)
+
+    def attempts(self) -> list[dict[str, Any]]:
+        """One dict per attempted step; see ``onrecord.episode._history.attempts``."""
+        return _history.attempts(self._data)
+
+    def transitions(self) -> list[dict[str, Any]]:
+        """One dict per successful step: action, observation, reward, flags, info, state."""
+        return _history.transitions(self._data)
+
+    def actions(self) -> list[Any]:
+        """Encoded actions of the successful steps, in order."""
+        return _history.actions(self._data)
+
+    def states(self) -> list[Any]:
+        """Every observer state in order: after reset, after each attempt, before cleanup."""
+        return _history.states(self._data)
+
+    def failures(self) -> list[dict[str, Any]]:
+        """Simulator, setup, observer and cleanup failures (not the agent's mistakes)."""
+        return _history.failures(self._data)
+
+
+def _verify_derived(data: dict[str, Any]) -> None:
+    if data["ended"] != ending(data):
+        raise ConsistencyError(f"ended is {data['ended']!r} but the recorded steps say "
+                               f"{ending(data)!r}")
+    if data["coverage_issues"] != coverage_issues(data):
+        raise ConsistencyError("coverage_issues do not match the recorded steps and events; "
+                               "the record was assembled by hand or edited")

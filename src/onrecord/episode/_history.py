@@ -1,0 +1,91 @@
+"""Whole-history views of an episode record, for checks that must see every state in
+order (a forbidden change followed by its restoration is invisible in the final state).
+Every function returns detached copies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+__all__ = ["actions", "attempts", "failures", "states", "transitions", "unbatch"]
+
+
+def unbatch(batch: Any, index: int, layout: Any) -> Any:
+    """Element ``index`` of a batch laid out as gymnasium's ``to_jsonable`` makes it."""
+    if layout == "list":
+        return batch[index]
+    if "dict" in layout:
+        return {key: unbatch(batch[key], index, sub) for key, sub in layout["dict"].items()}
+    return [unbatch(part, index, sub) for part, sub in zip(batch, layout["tuple"], strict=True)]
+
+
+def _copy(value: Any) -> Any:
+    return orjson.loads(orjson.dumps(value))
+
+
+def attempts(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """One dict per attempted step: index, status, action (encoded, or None when the
+    action was refused before execution), error, state, observer_error, wall_time_ns."""
+    steps = _copy(data["steps"])
+    layout = data["environment"]["action_space"]["layout"]
+    action_at = {index: unbatch(steps["action"], position, layout)
+                 for position, index in enumerate(steps["action_index"])}
+    return [{"index": index, "status": status, "action": action_at.get(index),
+             "error": steps["error"][index], "state": steps["state"][index],
+             "observer_error": steps["observer_error"][index],
+             "wall_time_ns": steps["wall_time_ns"][index]}
+            for index, status in enumerate(steps["status"])]
+
+
+def transitions(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """One dict per successful step: index, action, observation, reward, terminated,
+    truncated, info and the observer's state after it."""
+    steps = _copy(data["steps"])
+    env = data["environment"]
+    action_layout, obs_layout = env["action_space"]["layout"], env["observation_space"]["layout"]
+    action_position = {index: position for position, index in enumerate(steps["action_index"])}
+    return [{"index": index,
+             "action": unbatch(steps["action"], action_position[index], action_layout),
+             "observation": unbatch(steps["observation"], position, obs_layout),
+             "reward": steps["reward"][position], "terminated": steps["terminated"][position],
+             "truncated": steps["truncated"][position], "info": steps["info"][position],
+             "state": steps["state"][index]}
+            for position, index in enumerate(steps["transition_index"])]
+
+
+def actions(data: dict[str, Any]) -> list[Any]:
+    """Encoded actions of the successful steps, in order."""
+    return [transition["action"] for transition in transitions(data)]
+
+
+def states(data: dict[str, Any]) -> list[Any]:
+    """Every observer state in order: after reset, after each attempt, before cleanup.
+    A failed read is None (and is listed in ``coverage_issues``)."""
+    ordered = [data["initial"]["state"], *data["steps"]["state"], data["final"]["state"]]
+    copied: list[Any] = _copy(ordered)
+    return copied
+
+
+def failures(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Simulator, setup and cleanup failures: factory, reset, step exceptions, observer
+    failures, close(). Invalid actions and lifecycle misuse are the agent's, not listed."""
+    found = [dict(event) for event in data["events"] if event["phase"] == "factory"]
+    if data["initial"]["reset_error"]:
+        found.append({"phase": "reset", "index": 0, **data["initial"]["reset_error"]})
+    steps = data["steps"]
+    found += [{"phase": "step", "index": index, **steps["error"][index]}
+              for index, status in enumerate(steps["status"]) if status == "env_error"]
+    found += _observer_failures(data)
+    if data["cleanup"]["ok"] is False:
+        found.append({"phase": "cleanup", "index": len(steps["status"]),
+                      **data["cleanup"]["error"]})
+    return found
+
+
+def _observer_failures(data: dict[str, Any]) -> list[dict[str, Any]]:
+    points = [(0, data["initial"]["observer_error"]),
+              *enumerate(data["steps"]["observer_error"]),
+              (len(data["steps"]["status"]), data["final"]["observer_error"])]
+    return [{"phase": "observe", "index": index, "type": "ObserverError", "message": error}
+            for index, error in points if error]

@@ -1,0 +1,106 @@
+"""Structural verification of an episode record: every field present with the right
+shape, and no internal contradiction (step indices, data after the end)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from onrecord.case import EvalCase
+from onrecord.errors import ConsistencyError, InputError, SchemaError
+
+__all__ = ["ATTEMPT_STATUSES", "verify_episode_shape"]
+
+ATTEMPT_STATUSES = frozenset({"ok", "invalid_action", "env_error", "lifecycle", "step_limit"})
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "library": dict, "case": dict, "environment": dict, "initial": dict, "events": list,
+    "final": dict, "cleanup": dict, "steps": dict, "ended": str, "coverage_issues": list,
+    "measures": dict, "interact": (dict, type(None)),
+}
+_SUBFIELDS = {
+    "environment": ("environment_id", "observer_id", "seed", "max_steps", "completion",
+                    "options", "spec", "observation_space", "action_space"),
+    "initial": ("observation", "info", "reset_error", "state", "observer_error"),
+    "final": ("state", "observer_error"),
+    "cleanup": ("ok", "error"),
+    "steps": ("status", "error", "state", "observer_error", "wall_time_ns", "action_index",
+              "action", "transition_index", "observation", "reward", "terminated",
+              "truncated", "info"),
+}
+_PER_ATTEMPT = ("error", "state", "observer_error", "wall_time_ns")
+_PER_TRANSITION = ("reward", "terminated", "truncated", "info")
+
+
+def verify_episode_shape(data: dict[str, Any]) -> None:
+    """Raise SchemaError or ConsistencyError naming the first problem found."""
+    for name, kind in _FIELDS.items():
+        if not isinstance(data.get(name), kind):
+            raise SchemaError(f"field {name!r} is missing or not a {_kind_name(kind)}")
+    for name, keys in _SUBFIELDS.items():
+        missing = [key for key in keys if key not in data[name]]
+        if missing:
+            raise SchemaError(f"field {name!r} lacks {', '.join(map(repr, missing))}")
+    _verify_case(data["case"])
+    _verify_steps(data["steps"], data["environment"])
+    _verify_measures(data)
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join("null" if item is type(None) else item.__name__ for item in kinds)
+
+
+def _verify_case(case: dict[str, Any]) -> None:
+    try:
+        EvalCase.from_dict(case)
+    except InputError as exc:
+        raise ConsistencyError(f"case identity does not verify: {exc}") from exc
+
+
+def _verify_steps(steps: dict[str, Any], environment: dict[str, Any]) -> None:
+    status = steps["status"]
+    for name in _PER_ATTEMPT:
+        _same_length(steps, name, len(status), "attempts")
+    unknown = set(status) - ATTEMPT_STATUSES
+    if unknown:
+        raise SchemaError(f"steps.status holds unknown values {sorted(unknown)}")
+    executed = [i for i, value in enumerate(status) if value in ("ok", "env_error")]
+    if steps["action_index"] != executed:
+        raise ConsistencyError("steps.action_index must list exactly the executed attempts "
+                               f"{executed[:5]}..., found {steps['action_index'][:5]}...")
+    succeeded = [i for i, value in enumerate(status) if value == "ok"]
+    if steps["transition_index"] != succeeded:
+        raise ConsistencyError("steps.transition_index must list exactly the successful "
+                               "attempts")
+    for name in _PER_TRANSITION:
+        _same_length(steps, name, len(succeeded), "successful steps")
+    _verify_order(steps, environment["max_steps"])
+
+
+def _same_length(steps: dict[str, Any], name: str, expected: int, unit: str) -> None:
+    if not isinstance(steps[name], list) or len(steps[name]) != expected:
+        raise ConsistencyError(f"steps.{name} must hold one entry per {unit} ({expected})")
+
+
+def _verify_order(steps: dict[str, Any], max_steps: int) -> None:
+    ended_at = None
+    for position, index in enumerate(steps["transition_index"]):
+        if steps["terminated"][position] or steps["truncated"][position]:
+            ended_at = index
+            break
+    for index, value in enumerate(steps["status"]):
+        after_end = ended_at is not None and index > ended_at
+        if after_end and value != "lifecycle":
+            raise ConsistencyError(f"step {index} has status {value!r} after the episode "
+                                   f"ended at step {ended_at}; only refusals may follow")
+        if not after_end and (value == "step_limit") != (index >= max_steps):
+            raise ConsistencyError(f"step {index} has status {value!r}, which contradicts "
+                                   f"max_steps={max_steps}")
+
+
+def _verify_measures(data: dict[str, Any]) -> None:
+    rewards = data["steps"]["reward"]
+    expected = {"return": math.fsum(rewards), "steps": len(rewards)}
+    if data["measures"] != expected:
+        raise ConsistencyError(f"measures {data['measures']} do not match the recorded "
+                               f"rewards {expected}")

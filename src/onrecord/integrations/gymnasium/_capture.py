@@ -1,0 +1,207 @@
+"""``capture_episode``: one task lifecycle on a fresh environment, kept as evidence."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+
+from onrecord import __version__
+from onrecord._canonical import to_portable
+from onrecord.case import EvalCase
+from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
+from onrecord.episode._coverage import coverage_issues, ending
+from onrecord.errors import InputError, PortabilityError
+from onrecord.integrations.gymnasium._recorder import EpisodeRecorder, error_record
+from onrecord.integrations.gymnasium._spaces import describe_space, encode_batch
+
+__all__ = ["capture_episode"]
+
+Interact = Callable[[Any, Any, dict[str, Any]], Any]
+
+
+def capture_episode(
+    factory: Callable[[], gym.Env[Any, Any]],
+    interact: Interact,
+    *,
+    case: EvalCase,
+    environment_id: str,
+    observer_id: str,
+    observe: Callable[[], Any],
+    seed: int,
+    max_steps: int,
+    options: Mapping[str, Any] | None = None,
+) -> EpisodeEvidence:
+    """Create a fresh environment, reset it once with ``seed``, hand it to ``interact``
+    and record everything that happened, then close it.
+
+    Ordinary exceptions from the factory, reset, steps, the observer, ``interact`` and
+    ``close`` are kept in the evidence; ``KeyboardInterrupt`` and other cancellations
+    propagate after cleanup.
+    """
+    settings = _settings(case, environment_id, observer_id, seed, max_steps, options)
+    try:
+        env = factory()
+    except Exception as exc:
+        return _setup_failure(case, settings, "factory", exc)
+    if not isinstance(env, gym.Env):
+        _close_quietly(env)
+        return _setup_failure(case, settings, "factory", InputError(
+            f"factory returned {type(env).__name__}, not a gymnasium.Env"))
+    return _run(env, interact, observe, case, settings)
+
+
+def _settings(case: EvalCase, environment_id: str, observer_id: str, seed: int,
+              max_steps: int, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    if not isinstance(case, EvalCase):
+        raise InputError(f"case must be an onrecord.EvalCase, got {type(case).__name__}")
+    for name, value in (("environment_id", environment_id), ("observer_id", observer_id)):
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(f"{name} must be a non-empty version label such as "
+                             f"'invoice-environment-v1', got {value!r}")
+    if type(seed) is not int or seed < 0:
+        raise InputError(f"seed must be a non-negative int, got {seed!r}")
+    if type(max_steps) is not int or max_steps < 1:
+        raise InputError(f"max_steps must be a positive int, got {max_steps!r}")
+    return {"environment_id": environment_id, "observer_id": observer_id, "seed": seed,
+            "max_steps": max_steps, "completion": case.completion,
+            "options": to_portable(dict(options) if options is not None else None,
+                                   "$.options")}
+
+
+def _run(env: gym.Env[Any, Any], interact: Interact, observe: Callable[[], Any],
+         case: EvalCase, settings: dict[str, Any]) -> EpisodeEvidence:
+    recorder = EpisodeRecorder(env, observe, settings["max_steps"])
+    settings["spec"] = _spec(env)
+    settings["observation_space"] = describe_space(getattr(env, "observation_space", None))
+    settings["action_space"] = describe_space(getattr(env, "action_space", None))
+    record: dict[str, Any] = {"interact": None, "events": recorder.events}
+    try:
+        _reset(env, recorder, settings, record)
+        if record["initial"]["reset_error"] is None:
+            _interact(interact, recorder, record)
+        record["final"] = dict(zip(("state", "observer_error"), recorder.observe(), strict=True))
+    finally:
+        record["cleanup"] = _close(env)
+    return _assemble(case, settings, recorder, record)
+
+
+def _reset(env: gym.Env[Any, Any], recorder: EpisodeRecorder, settings: dict[str, Any],
+           record: dict[str, Any]) -> None:
+    seed = settings["seed"]
+    initial: dict[str, Any] = {"observation": None, "info": None, "reset_error": None}
+    record["initial"] = initial
+    try:
+        env.action_space.seed(seed)
+        env.observation_space.seed(seed)
+        observation, info = env.reset(seed=seed, options=settings["options"])
+        recorder.initial_observation = observation  # type: ignore[attr-defined]
+        initial["observation"] = encode_batch(env.observation_space, [observation],
+                                              "initial.observation")[0]
+        initial["info"] = to_portable(info, "$.initial.info")
+    except PortabilityError:
+        raise
+    except Exception as exc:
+        initial["reset_error"] = error_record(exc)
+    initial["state"], initial["observer_error"] = recorder.observe()
+
+
+def _interact(interact: Interact, recorder: EpisodeRecorder, record: dict[str, Any]) -> None:
+    info = record["initial"]["info"]
+    try:
+        returned = interact(recorder, recorder.initial_observation,  # type: ignore[attr-defined]
+                            dict(info or {}))
+        record["interact"] = {"error": None, "returned": _portable_or_note(returned)}
+    except Exception as exc:
+        record["interact"] = {"error": error_record(exc), "returned": None}
+
+
+def _portable_or_note(value: Any) -> Any:
+    try:
+        return to_portable(value, "$.interact.returned")
+    except PortabilityError as exc:
+        return {"unportable": type(value).__qualname__, "reason": str(exc)}
+
+
+def _close(env: gym.Env[Any, Any]) -> dict[str, Any]:
+    try:
+        env.close()
+    except Exception as exc:
+        return {"ok": False, "error": error_record(exc)}
+    return {"ok": True, "error": None}
+
+
+def _close_quietly(env: Any) -> None:
+    close = getattr(env, "close", None)
+    if callable(close):
+        # The factory's object is already being reported as wrong; a failing close()
+        # would only hide that.
+        with contextlib.suppress(Exception):
+            close()
+
+
+def _spec(env: gym.Env[Any, Any]) -> dict[str, Any] | None:
+    spec = env.spec
+    if spec is None:
+        return None
+    kwargs, unportable = {}, []
+    for key, value in sorted(spec.kwargs.items()):
+        try:
+            kwargs[key] = to_portable(value, f"$.spec.kwargs.{key}")
+        except PortabilityError:
+            unportable.append(key)
+    return {"id": spec.id, "kwargs": kwargs, "unportable_kwargs": unportable,
+            "max_episode_steps": spec.max_episode_steps}
+
+
+def _setup_failure(case: EvalCase, settings: dict[str, Any], phase: str,
+                   exc: Exception) -> EpisodeEvidence:
+    settings.update(spec=None, observation_space=describe_space(None),
+                    action_space=describe_space(None))
+    record = {"initial": {"observation": None, "info": None, "reset_error": None,
+                          "state": None, "observer_error": None},
+              "interact": None, "final": {"state": None, "observer_error": None},
+              "cleanup": {"ok": None, "error": None},
+              "events": [{"phase": phase, "index": 0, **error_record(exc)}]}
+    return _assemble(case, settings, EpisodeRecorder.__new__(EpisodeRecorder), record)
+
+
+def _assemble(case: EvalCase, settings: dict[str, Any], recorder: EpisodeRecorder,
+              record: dict[str, Any]) -> EpisodeEvidence:
+    steps = _encode_steps(recorder, settings) if hasattr(recorder, "status") else _no_steps()
+    data = {"schema": EPISODE_SCHEMA, "library": {"name": "onrecord", "version": __version__},
+            "case": case.to_dict(), "environment": settings, **record, "steps": steps}
+    data["ended"] = ending(data)
+    data["coverage_issues"] = coverage_issues(data)
+    data["measures"] = {"return": math.fsum(steps["reward"]),
+                        "steps": len(steps["reward"])}
+    return EpisodeEvidence._from_trusted(data)
+
+
+def _encode_steps(recorder: EpisodeRecorder, settings: dict[str, Any]) -> dict[str, Any]:
+    env = recorder.env
+    rewards = [float(reward) for reward in recorder.rewards]
+    if not all(math.isfinite(reward) for reward in rewards):
+        raise PortabilityError("$.steps.reward holds a non-finite reward; JSON has no NaN or "
+                               "Infinity: the environment returned an invalid reward",
+                               "$.steps.reward")
+    return {
+        "status": recorder.status, "error": recorder.errors, "state": recorder.states,
+        "observer_error": recorder.observer_errors, "wall_time_ns": recorder.wall_ns,
+        "action_index": recorder.action_index,
+        "action": encode_batch(env.action_space, recorder.actions, "steps.action"),
+        "transition_index": recorder.transition_index,
+        "observation": encode_batch(env.observation_space, recorder.observations,
+                                    "steps.observation"),
+        "reward": rewards, "terminated": [bool(flag) for flag in recorder.terminated],
+        "truncated": [bool(flag) for flag in recorder.truncated], "info": recorder.infos,
+    }
+
+
+def _no_steps() -> dict[str, Any]:
+    return {key: [] for key in ("status", "error", "state", "observer_error", "wall_time_ns",
+                                "action_index", "action", "transition_index", "observation",
+                                "reward", "terminated", "truncated", "info")}

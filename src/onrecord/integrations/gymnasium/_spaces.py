@@ -1,0 +1,73 @@
+"""Batched encoding of actions and observations with the spaces' own ``to_jsonable``.
+
+The batch layout is recorded next to the values, so a reader can take one element out
+of a batch (``unbatch``) without the original space objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from onrecord._canonical import to_portable
+from onrecord.errors import PortabilityError
+
+__all__ = ["batch_layout", "describe_space", "encode_batch", "fast_contains"]
+
+
+def batch_layout(space: spaces.Space[Any]) -> Any:
+    """How ``space.to_jsonable`` lays out a batch: ``"list"`` (one item per sample) or a
+    nested ``{"dict": {...}}`` / ``{"tuple": [...]}`` of per-subspace batches."""
+    if isinstance(space, spaces.Dict):
+        return {"dict": {key: batch_layout(sub) for key, sub in space.spaces.items()}}
+    if isinstance(space, spaces.Tuple):
+        return {"tuple": [batch_layout(sub) for sub in space.spaces]}
+    return "list"
+
+
+def describe_space(space: spaces.Space[Any] | None) -> dict[str, Any]:
+    """A diagnostic description; decoding needs the same declared upstream space."""
+    if space is None:
+        return {"repr": None, "layout": "list"}
+    return {"repr": repr(space), "type": type(space).__name__, "layout": batch_layout(space)}
+
+
+def encode_batch(space: spaces.Space[Any] | None, values: list[Any], field: str) -> Any:
+    """Encode many samples at once; refuses non-finite numbers with the field named."""
+    if not values:
+        return [] if space is None or batch_layout(space) == "list" else \
+            to_portable(space.to_jsonable(values), f"$.{field}")
+    if isinstance(space, spaces.Box):
+        stacked = np.stack([np.asarray(value) for value in values])
+        if stacked.dtype.kind == "f" and not np.isfinite(stacked).all():
+            row = int(np.argwhere(~np.isfinite(stacked))[0][0])
+            raise PortabilityError(f"$.{field}[{row}] holds a non-finite number; JSON has no "
+                                   "NaN or Infinity: the environment returned an invalid value",
+                                   f"$.{field}[{row}]")
+        return stacked.tolist()
+    if isinstance(space, spaces.Discrete):
+        return [int(value) for value in values]
+    if space is None:
+        return to_portable(values, f"$.{field}")
+    try:
+        encoded = space.to_jsonable(values)
+    except NotImplementedError as exc:
+        raise PortabilityError(f"$.{field}: {type(space).__name__} has no to_jsonable; "
+                               "give the environment a space gymnasium can encode",
+                               f"$.{field}") from exc
+    return to_portable(encoded, f"$.{field}")
+
+
+def fast_contains(space: spaces.Space[Any] | None, action: Any) -> bool:
+    """``space.contains`` with a shortcut for plain ints in ``Discrete`` spaces."""
+    if space is None:
+        return True
+    if type(action) is int and type(space) is spaces.Discrete:
+        start = int(space.start)
+        return start <= action < start + int(space.n)
+    try:
+        return bool(space.contains(action))
+    except Exception:  # a malformed action can make contains() itself fail
+        return False

@@ -1,0 +1,239 @@
+"""Acceptance policies: a reducer from a report to one decision.
+
+* a measured failure of a critical requirement **rejects**, even when other evidence is
+  missing;
+* otherwise any requirement that cannot be decided, or any coverage issue, makes the
+  decision **indeterminate**;
+* otherwise the report is **accepted**.
+
+``CheckRequirement.check`` may be a glob (``dynamics/pole_angle/*``): every check in the
+report that matches is required in every trial, so a missing horizon is missing coverage.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from onrecord._canonical import (
+    atomic_write_bytes,
+    canonical_bytes,
+    content_digest,
+    load_record_bytes,
+)
+from onrecord.errors import DigestMismatch, PolicyError, SchemaError
+from onrecord.report import EvaluationReport
+
+__all__ = [
+    "POLICY_SCHEMA",
+    "AcceptancePolicy",
+    "CheckRequirement",
+    "Decision",
+    "PolicyDecision",
+    "RequirementOutcome",
+]
+
+POLICY_SCHEMA = "onrecord.policy/v1"
+Decision = Literal["accept", "reject", "indeterminate"]
+
+
+@dataclass(frozen=True)
+class CheckRequirement:
+    """One check (or glob of checks) a report must satisfy."""
+
+    check: str
+    """Check name or glob pattern, e.g. ``posted_once`` or ``dynamics/x/*``."""
+    critical: bool = field(default=True, kw_only=True)
+    """A measured failure of a critical requirement rejects; of a non-critical one, warns."""
+    min_pass_rate: float = field(default=1.0, kw_only=True)
+    """Share of (trial, check) results that must pass; 1.0 means every one."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.check, str) or not self.check.strip():
+            raise PolicyError(f"CheckRequirement.check must be a check name or glob, got "
+                              f"{self.check!r}")
+        if type(self.critical) is not bool:
+            raise PolicyError(f"CheckRequirement.critical must be True or False, got "
+                              f"{self.critical!r}")
+        rate = self.min_pass_rate
+        if not isinstance(rate, int | float) or not math.isfinite(rate) or not 0 < rate <= 1:
+            raise PolicyError(f"CheckRequirement.min_pass_rate must be in (0, 1], got {rate!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Portable form."""
+        return {"check": self.check, "critical": self.critical,
+                "min_pass_rate": float(self.min_pass_rate)}
+
+
+@dataclass(frozen=True)
+class RequirementOutcome:
+    """How one requirement fared."""
+
+    requirement: CheckRequirement
+    """The requirement."""
+    status: Literal["met", "failed", "undecided"]
+    """met, failed (measured), or undecided (missing evidence could go either way)."""
+    passed: int
+    """Passing (trial, check) results."""
+    failed: int
+    """Failing results."""
+    unmeasured: int
+    """Results missing, not measured, or errored."""
+    matched: tuple[str, ...]
+    """Check names the requirement matched."""
+    explanation: str
+    """One sentence."""
+
+
+@dataclass(frozen=True)
+class PolicyDecision:
+    """The decision and every reason for it."""
+
+    decision: Decision
+    """accept, reject or indeterminate."""
+    reasons: tuple[str, ...]
+    """Why, one sentence each; empty for a clean accept."""
+    outcomes: tuple[RequirementOutcome, ...]
+    """Per requirement."""
+    coverage_issues: tuple[str, ...]
+    """Report-level coverage issues taken into account."""
+    report_digest: str
+    """The report decided on."""
+    policy_digest: str
+    """The policy applied."""
+
+    @property
+    def exit_code(self) -> int:
+        """0 accept, 1 reject, 2 indeterminate (for CI gates)."""
+        return {"accept": 0, "reject": 1, "indeterminate": 2}[self.decision]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Portable form."""
+        return {"decision": self.decision, "reasons": list(self.reasons),
+                "coverage_issues": list(self.coverage_issues),
+                "report_digest": self.report_digest, "policy_digest": self.policy_digest,
+                "requirements": [{**o.requirement.to_dict(), "status": o.status,
+                                  "passed": o.passed, "failed": o.failed,
+                                  "unmeasured": o.unmeasured, "matched": list(o.matched),
+                                  "explanation": o.explanation} for o in self.outcomes]}
+
+
+@dataclass(frozen=True)
+class AcceptancePolicy:
+    """Requirements that turn a report into accept / reject / indeterminate."""
+
+    requirements: tuple[CheckRequirement, ...]
+    """At least one requirement."""
+    name: str = field(default="policy", kw_only=True)
+    """A label for reports and logs."""
+
+    def __post_init__(self) -> None:
+        requirements = tuple(self.requirements) if isinstance(self.requirements, Sequence) \
+            else self.requirements
+        if not isinstance(requirements, tuple) or not requirements or not all(
+                isinstance(item, CheckRequirement) for item in requirements):
+            raise PolicyError("AcceptancePolicy needs a non-empty tuple of CheckRequirement, "
+                              "e.g. AcceptancePolicy((CheckRequirement('posted_once'),))")
+        object.__setattr__(self, "requirements", requirements)
+
+    def evaluate(self, report: EvaluationReport) -> PolicyDecision:
+        """Decide on ``report``."""
+        if not isinstance(report, EvaluationReport):
+            raise PolicyError(f"evaluate() takes an EvaluationReport, got "
+                              f"{type(report).__name__}")
+        outcomes = tuple(_judge(requirement, report) for requirement in self.requirements)
+        coverage = report.coverage_issues
+        reasons = [o.explanation for o in outcomes if o.status != "met"]
+        reasons += [f"coverage: {issue}" for issue in coverage]
+        if any(o.status == "failed" and o.requirement.critical for o in outcomes):
+            decision: Decision = "reject"
+        elif any(o.status == "undecided" for o in outcomes) or coverage:
+            decision = "indeterminate"
+        else:
+            decision = "accept"
+        return PolicyDecision(decision, tuple(reasons), outcomes, coverage, report.digest,
+                              self.digest)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Portable form, with schema and digest."""
+        body = {"schema": POLICY_SCHEMA, "name": self.name,
+                "requirements": [item.to_dict() for item in self.requirements]}
+        return {**body, "digest": content_digest(body)}
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the canonical policy."""
+        return str(self.to_dict()["digest"])
+
+    def save_json(self, path: str | os.PathLike[str]) -> Path:
+        """Write the policy atomically in canonical form."""
+        return atomic_write_bytes(path, canonical_bytes(self.to_dict()) + b"\n")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, verify_digest: bool = True
+                  ) -> AcceptancePolicy:
+        """Rebuild a policy; a saved policy's digest must match."""
+        if data.get("schema", POLICY_SCHEMA) != POLICY_SCHEMA:
+            raise SchemaError(f"schema is {data.get('schema')!r}, expected {POLICY_SCHEMA!r}")
+        items = data.get("requirements")
+        if not isinstance(items, list):
+            raise PolicyError("a policy needs a 'requirements' list of {check, critical, "
+                              "min_pass_rate} objects")
+        try:
+            policy = cls(tuple(CheckRequirement(item["check"],
+                                                critical=item.get("critical", True),
+                                                min_pass_rate=item.get("min_pass_rate", 1.0))
+                               for item in items), name=data.get("name", "policy"))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise PolicyError(f"a requirement is malformed ({exc}); each needs 'check'") from exc
+        if verify_digest and "digest" in data and data["digest"] != policy.digest:
+            raise DigestMismatch(f"policy digest is {data['digest']!r} but its content hashes "
+                                 f"to {policy.digest!r}: it was changed after saving")
+        return policy
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> AcceptancePolicy:
+        """Read a policy: canonical JSON saved by ``save_json`` (verified) or a hand-written
+        TOML file with ``[[requirements]]`` tables."""
+        raw = Path(path).read_bytes()
+        if str(path).endswith(".toml"):
+            import tomllib
+
+            try:
+                return cls.from_dict(tomllib.loads(raw.decode()), verify_digest=False)
+            except tomllib.TOMLDecodeError as exc:
+                raise PolicyError(f"{path} is not valid TOML: {exc}") from exc
+        return cls.from_dict(load_record_bytes(raw, str(path)))
+
+
+def _judge(requirement: CheckRequirement, report: EvaluationReport) -> RequirementOutcome:
+    matched = tuple(name for name in report.check_names
+                    if fnmatch.fnmatchcase(name, requirement.check))
+    if not matched:
+        return RequirementOutcome(requirement, "undecided", 0, 0, 0, (),
+                                  f"no check in the report matches {requirement.check!r}")
+    passed = failed = unmeasured = 0
+    for trial in report.trials:
+        for name in matched:
+            result = trial.result(name)
+            status = result.status if result is not None else "missing"
+            passed += status == "pass"
+            failed += status == "fail"
+            unmeasured += status not in ("pass", "fail")
+    total = passed + failed + unmeasured
+    need = requirement.min_pass_rate
+    label = f"{requirement.check!r} ({'critical' if requirement.critical else 'advisory'})"
+    counts = f"{passed} passed, {failed} failed, {unmeasured} not measured of {total}"
+    if (passed + unmeasured) / total < need:
+        return RequirementOutcome(requirement, "failed", passed, failed, unmeasured, matched,
+                                  f"{label} failed: {counts}; needs pass rate >= {need:g}")
+    if unmeasured == 0 and passed / total >= need:
+        return RequirementOutcome(requirement, "met", passed, failed, unmeasured, matched,
+                                  f"{label} met: {counts}")
+    return RequirementOutcome(requirement, "undecided", passed, failed, unmeasured, matched,
+                              f"{label} undecided: {counts}")

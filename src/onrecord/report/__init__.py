@@ -1,0 +1,19 @@
+"""Reports: trials of check results, a lock that says what they are comparable with,
+summary statistics, verified save and load."""
+
+from onrecord.report._report import REPORT_SCHEMA, EvaluationReport, build_lock
+from onrecord.report._results import STATUSES, CheckResult, Status, Trial
+from onrecord.report._summary import CheckSummary, ReportSummary, summarize
+
+__all__ = [
+    "REPORT_SCHEMA",
+    "STATUSES",
+    "CheckResult",
+    "CheckSummary",
+    "EvaluationReport",
+    "ReportSummary",
+    "Status",
+    "Trial",
+    "build_lock",
+    "summarize",
+]

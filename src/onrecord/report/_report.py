@@ -1,0 +1,154 @@
+"""``EvaluationReport``: many trials, their lock, and a verifying save/load."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from onrecord import __version__
+from onrecord._canonical import (
+    atomic_write_bytes,
+    canonical_bytes,
+    content_digest,
+    load_record_bytes,
+    to_portable,
+)
+from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
+from onrecord.report._results import Trial
+from onrecord.report._summary import ReportSummary, summarize
+
+__all__ = ["REPORT_SCHEMA", "EvaluationReport", "build_lock"]
+
+REPORT_SCHEMA = "onrecord.report/v1"
+
+
+def build_lock(trials: Iterable[Trial], extra: Mapping[str, Any] | None = None
+               ) -> dict[str, Any]:
+    """Everything two reports must share to be compared: library, check versions,
+    environment settings and the exact set of cases, repeats and seeds."""
+    checks: dict[str, str] = {}
+    environments: dict[str, dict[str, Any]] = {}
+    cases: dict[tuple[str, str], list[list[Any]]] = {}
+    for trial in trials:
+        for result in trial.results:
+            if checks.setdefault(result.name, result.version) != result.version:
+                raise InputError(f"check {result.name!r} appears with two versions "
+                                 f"({checks[result.name]!r} and {result.version!r}) in one "
+                                 "report; evaluate every trial with the same checks")
+        settings = {key: value for key, value in trial.settings.items() if key != "seed"}
+        environments[content_digest(settings)] = settings
+        cases.setdefault((trial.case["case_id"], trial.case["content_digest"]), []).append(
+            [trial.repeat, trial.settings.get("seed")])
+    return {"library": {"name": "onrecord", "version": __version__},
+            "checks": dict(sorted(checks.items())),
+            "environments": [environments[key] for key in sorted(environments)],
+            "cases": [{"case_id": case_id, "content_digest": digest,
+                       "trials": sorted(trials_, key=lambda item: item[0])}
+                      for (case_id, digest), trials_ in sorted(cases.items())],
+            **to_portable(dict(extra or {}), "$.lock")}
+
+
+class EvaluationReport:
+    """The results of evaluating one or many trials with a fixed set of checks."""
+
+    __slots__ = ("_digest", "_lock", "_trials")
+
+    def __init__(self, trials: Iterable[Trial], lock: Mapping[str, Any]) -> None:
+        self._trials = tuple(trials)
+        self._lock = dict(lock)
+        self._digest = content_digest(self._body())
+        keys = [trial.key for trial in self._trials]
+        if len(keys) != len(set(keys)):
+            raise InputError("a report holds one trial per (case, repeat); found duplicates: "
+                             "give each repeat its own repeat number")
+
+    @classmethod
+    def from_trials(cls, trials: Iterable[Trial], *, lock_extra: Mapping[str, Any] | None = None
+                    ) -> EvaluationReport:
+        """Build a report and derive its lock from the trials."""
+        trials = tuple(trials)
+        return cls(trials, build_lock(trials, lock_extra))
+
+    @classmethod
+    def merge(cls, reports: Iterable[EvaluationReport]) -> EvaluationReport:
+        """One report holding the trials of several (same checks expected)."""
+        return cls.from_trials(trial for report in reports for trial in report.trials)
+
+    @property
+    def trials(self) -> tuple[Trial, ...]:
+        """Every trial, in evaluation order."""
+        return self._trials
+
+    @property
+    def lock(self) -> dict[str, Any]:
+        """Library version, check versions, environment settings, cases (copy)."""
+        return to_portable(self._lock)  # type: ignore[no-any-return]
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the canonical report."""
+        return self._digest
+
+    @property
+    def check_names(self) -> tuple[str, ...]:
+        """Every check that appears in the report, sorted."""
+        return tuple(self._lock["checks"])
+
+    @property
+    def coverage_issues(self) -> tuple[str, ...]:
+        """Every trial's coverage issues, prefixed with the trial it belongs to."""
+        return tuple(f"{trial.case['case_id']}#{trial.repeat}: {issue}"
+                     for trial in self._trials for issue in trial.coverage_issues)
+
+    def summary(self) -> ReportSummary:
+        """Pass rates with Wilson intervals, coverage and pass^k."""
+        return summarize(self._trials, self.check_names)
+
+    def _body(self) -> dict[str, Any]:
+        return {"schema": REPORT_SCHEMA, "lock": self._lock,
+                "trials": [trial.to_dict() for trial in self._trials]}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Portable form, with digest."""
+        return {**self._body(), "digest": self._digest}
+
+    def to_bytes(self) -> bytes:
+        """The exact bytes ``save_json`` writes."""
+        return canonical_bytes(self.to_dict()) + b"\n"
+
+    def save_json(self, path: str | os.PathLike[str]) -> Path:
+        """Write the report atomically in canonical form."""
+        return atomic_write_bytes(path, self.to_bytes())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvaluationReport:
+        """Rebuild and verify a report's dict form."""
+        if data.get("schema") != REPORT_SCHEMA:
+            raise SchemaError(f"schema is {data.get('schema')!r}, expected {REPORT_SCHEMA!r}")
+        if not isinstance(data.get("trials"), list) or not isinstance(data.get("lock"), dict):
+            raise SchemaError("a report needs a 'lock' object and a 'trials' list")
+        report = cls((Trial.from_dict(item) for item in data["trials"]), data["lock"])
+        if data.get("digest") != report.digest:
+            raise DigestMismatch(f"report digest is {data.get('digest')!r} but its content "
+                                 f"hashes to {report.digest!r}: it was changed after saving")
+        expected = build_lock(report.trials, _extra(data["lock"]))
+        if expected != data["lock"] | {"library": expected["library"]}:
+            raise ConsistencyError("the report's lock does not match its trials (checks, "
+                                   "environments or cases differ); it was edited")
+        return report
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> EvaluationReport:
+        """Read and verify a report saved by ``save_json``."""
+        return cls.from_dict(load_record_bytes(Path(path).read_bytes(), str(path)))
+
+    def __repr__(self) -> str:
+        return (f"EvaluationReport(trials={len(self._trials)}, checks={len(self.check_names)}, "
+                f"digest={self._digest[:12]!r})")
+
+
+def _extra(lock: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in lock.items()
+            if key not in ("library", "checks", "environments", "cases")}

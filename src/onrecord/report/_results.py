@@ -1,0 +1,126 @@
+"""The rows of a report: one ``CheckResult`` per check per trial, grouped in ``Trial``s."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from onrecord._canonical import to_portable
+from onrecord.errors import InputError, SchemaError
+
+__all__ = ["STATUSES", "CheckResult", "Status", "Trial"]
+
+Status = Literal["pass", "fail", "not_measured", "evaluator_error", "model_error"]
+STATUSES: tuple[Status, ...] = ("pass", "fail", "not_measured", "evaluator_error",
+                                "model_error")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's result on one trial."""
+
+    name: str
+    """Check name."""
+    version: str
+    """Check version (enters the lock)."""
+    status: Status
+    """pass / fail are measured; the other three are not, and never count as a pass."""
+    reason: str
+    """The check's sentence, or the error that stopped it."""
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    """Portable facts behind the result."""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise InputError(f"CheckResult.status must be one of {STATUSES}, got "
+                             f"{self.status!r}")
+        object.__setattr__(self, "evidence",
+                           to_portable(dict(self.evidence), f"$.results.{self.name}.evidence"))
+
+    @property
+    def passed(self) -> bool | None:
+        """True / False when measured, None otherwise."""
+        return {"pass": True, "fail": False}.get(self.status)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Portable form."""
+        return {"name": self.name, "version": self.version, "status": self.status,
+                "reason": self.reason, "evidence": dict(self.evidence)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
+        """Inverse of ``to_dict``."""
+        try:
+            return cls(data["name"], data["version"], data["status"], data["reason"],
+                       data["evidence"])
+        except (KeyError, TypeError) as exc:
+            raise SchemaError(f"check result {data!r:.80} is malformed: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One evaluated unit (an episode, a forecast): a case × repeat with its results."""
+
+    case: Mapping[str, Any]
+    """Case identity: case_id, source_id, content_digest."""
+    repeat: int
+    """Repeat number of this case (0-based)."""
+    source: Mapping[str, Any]
+    """What was evaluated, by reference: e.g. {"kind": "episode", "digest": ...}."""
+    results: tuple[CheckResult, ...]
+    """One result per check."""
+    coverage_issues: tuple[str, ...] = ()
+    """Why the trial's evidence is incomplete."""
+    measures: Mapping[str, float] = field(default_factory=dict)
+    """Continuous measures, compared with a paired bootstrap."""
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    """Environment / observer ids and settings; they enter the lock."""
+
+    def __post_init__(self) -> None:
+        if not {"case_id", "content_digest"} <= set(self.case):
+            raise InputError("Trial.case must hold case_id and content_digest (use "
+                             "EvalCase.identity)")
+        names = [result.name for result in self.results]
+        if len(names) != len(set(names)):
+            raise InputError(f"Trial of case {self.case['case_id']!r} has a check twice: "
+                             f"{sorted(name for name in names if names.count(name) > 1)}")
+        for label in ("case", "source", "measures", "settings"):
+            object.__setattr__(self, label, to_portable(dict(getattr(self, label)),
+                                                        f"$.trial.{label}"))
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """What pairs this trial with its counterpart in another report."""
+        return (self.case["case_id"], self.case["content_digest"], self.repeat)
+
+    @property
+    def outcome(self) -> Literal["pass", "fail", "incomplete"]:
+        """fail if any check failed; pass if every check passed with full coverage."""
+        statuses = {result.status for result in self.results}
+        if "fail" in statuses:
+            return "fail"
+        if statuses <= {"pass"} and self.results and not self.coverage_issues:
+            return "pass"
+        return "incomplete"
+
+    def result(self, name: str) -> CheckResult | None:
+        """This trial's result for one check, if it has one."""
+        return next((result for result in self.results if result.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Portable form."""
+        return {"case": dict(self.case), "repeat": self.repeat, "source": dict(self.source),
+                "results": [result.to_dict() for result in self.results],
+                "coverage_issues": list(self.coverage_issues),
+                "measures": dict(self.measures), "settings": dict(self.settings)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Trial:
+        """Inverse of ``to_dict``."""
+        try:
+            return cls(data["case"], data["repeat"], data["source"],
+                       tuple(CheckResult.from_dict(item) for item in data["results"]),
+                       tuple(data["coverage_issues"]), data["measures"], data["settings"])
+        except (KeyError, TypeError) as exc:
+            raise SchemaError(f"trial record is malformed: missing or wrong {exc}") from exc

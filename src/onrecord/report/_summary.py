@@ -1,0 +1,100 @@
+"""Summary statistics of a report: per-check pass rates with Wilson intervals, coverage,
+trial outcomes and pass^k over repeats."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from onrecord._stats import pass_hat_k, wilson_interval
+from onrecord.report._results import Trial
+
+__all__ = ["CheckSummary", "ReportSummary", "summarize"]
+
+
+@dataclass(frozen=True)
+class CheckSummary:
+    """One check across all trials."""
+
+    name: str
+    """Check name."""
+    passed: int
+    """Measured passes."""
+    failed: int
+    """Measured failures."""
+    unmeasured: int
+    """Trials without a measured result (not measured, errors, or missing)."""
+    pass_rate: float | None
+    """passed / measured, or None when nothing was measured."""
+    interval: tuple[float, float]
+    """95 % Wilson interval of the pass rate over measured trials."""
+
+    @property
+    def coverage(self) -> float:
+        """Share of trials with a measured result."""
+        total = self.passed + self.failed + self.unmeasured
+        return (self.passed + self.failed) / total if total else 0.0
+
+
+@dataclass(frozen=True)
+class ReportSummary:
+    """The headline numbers of a report."""
+
+    trials: int
+    """Number of trials."""
+    outcomes: dict[str, int]
+    """Trials per outcome: pass, fail, incomplete."""
+    pass_rate: float | None
+    """Share of trials whose every check passed with full coverage."""
+    interval: tuple[float, float]
+    """95 % Wilson interval of that rate."""
+    checks: tuple[CheckSummary, ...]
+    """Per-check summaries, sorted by name."""
+    pass_hat_k: dict[int, float]
+    """pass^k for k = 1 .. the largest number of repeats of any case."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Portable form for JSON output."""
+        return {"trials": self.trials, "outcomes": self.outcomes, "pass_rate": self.pass_rate,
+                "interval": list(self.interval),
+                "pass_hat_k": {str(k): value for k, value in self.pass_hat_k.items()},
+                "checks": [{"name": check.name, "passed": check.passed, "failed": check.failed,
+                            "unmeasured": check.unmeasured, "pass_rate": check.pass_rate,
+                            "interval": list(check.interval), "coverage": check.coverage}
+                           for check in self.checks]}
+
+
+def summarize(trials: Sequence[Trial], check_names: Sequence[str]) -> ReportSummary:
+    """Compute the summary of ``trials``."""
+    outcomes = {"pass": 0, "fail": 0, "incomplete": 0}
+    per_case: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for trial in trials:
+        outcome = trial.outcome
+        outcomes[outcome] += 1
+        tally = per_case[(trial.case["case_id"], trial.case["content_digest"])]
+        tally[0] += outcome == "pass"
+        tally[1] += 1
+    most_repeats = max((total for _, total in per_case.values()), default=0)
+    hat = {k: pass_hat_k([(p, n) for p, n in per_case.values()], k)
+           for k in range(1, most_repeats + 1)}
+    return ReportSummary(
+        trials=len(trials), outcomes=outcomes,
+        pass_rate=outcomes["pass"] / len(trials) if trials else None,
+        interval=wilson_interval(outcomes["pass"], len(trials)),
+        checks=tuple(_check_summary(trials, name) for name in check_names),
+        pass_hat_k={k: value for k, value in hat.items() if value is not None})
+
+
+def _check_summary(trials: Sequence[Trial], name: str) -> CheckSummary:
+    passed = failed = 0
+    for trial in trials:
+        result = trial.result(name)
+        status = result.status if result is not None else None
+        passed += status == "pass"
+        failed += status == "fail"
+    measured = passed + failed
+    return CheckSummary(name, passed, failed, len(trials) - measured,
+                        passed / measured if measured else None,
+                        wilson_interval(passed, measured))
