@@ -21,7 +21,7 @@ def wilson_interval(successes: int, trials: int, z: float = 1.959963984540054
     denominator = 1 + z * z / trials
     centre = (rate + z * z / (2 * trials)) / denominator
     half = z * math.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / denominator
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    return (float(max(0.0, centre - half)), float(min(1.0, centre + half)))
 
 
 def mcnemar_exact_p(only_a: int, only_b: int) -> float:
@@ -31,7 +31,7 @@ def mcnemar_exact_p(only_a: int, only_b: int) -> float:
     if discordant == 0:
         return 1.0
     tail = sum(math.comb(discordant, i) for i in range(min(only_a, only_b) + 1))
-    return min(1.0, 2 * tail / 2**discordant)
+    return min(1.0, 2 * tail / (1 << discordant))
 
 
 def pass_hat_k(passes_per_case: Sequence[tuple[int, int]], k: int) -> float | None:
