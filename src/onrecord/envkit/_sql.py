@@ -1,0 +1,114 @@
+"""Small SQLite helpers shared by the kit: identifiers, table layout, value encoding.
+
+Every identifier that reaches SQL text is quoted here; every value is bound as a
+parameter. Internal tables start with ``_onrecord_`` and are invisible to diffs,
+digests and observers.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+INTERNAL_PREFIX = "_onrecord_"
+BLOB_TAG = "$blob"
+
+Row = dict[str, Any]
+
+
+def quote(name: str) -> str:
+    """A safely quoted SQLite identifier (schema, table or column name)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class Table:
+    """Layout of one user table, as the diff and audit code need it."""
+
+    name: str
+    """Table name as declared."""
+    columns: tuple[str, ...]
+    """Stored columns in declaration order; ``rowid`` first when it is the key."""
+    key: tuple[str, ...]
+    """Primary-key columns, or ``("rowid",)`` for a table without a declared key."""
+    sql: str
+    """The ``CREATE TABLE`` statement, part of the state digest."""
+
+    @property
+    def key_positions(self) -> tuple[int, ...]:
+        """Positions of the key columns inside ``columns``."""
+        return tuple(self.columns.index(name) for name in self.key)
+
+    def select_list(self, alias: str = "") -> str:
+        """``"a", "b"`` (optionally ``x."a"``) in column order, for SELECT statements."""
+        prefix = f"{alias}." if alias else ""
+        return ", ".join(prefix + quote(column) for column in self.columns)
+
+
+def user_tables(conn: sqlite3.Connection, schema: str = "main") -> list[Table]:
+    """Ordinary tables of ``schema`` in name order, without SQLite's and onrecord's own."""
+    listed = conn.execute(f"PRAGMA {quote(schema)}.table_list").fetchall()
+    names = sorted(row[1] for row in listed if row[2] == "table" and _is_user_table(row[1]))
+    return [_table(conn, schema, name) for name in names]
+
+
+def _is_user_table(name: str) -> bool:
+    return not name.startswith(("sqlite_", INTERNAL_PREFIX))
+
+
+def _table(conn: sqlite3.Connection, schema: str, name: str) -> Table:
+    info = conn.execute(f"PRAGMA {quote(schema)}.table_info({quote(name)})").fetchall()
+    columns = tuple(row[1] for row in info)
+    declared = tuple(row[1] for row in sorted((r for r in info if r[5]), key=lambda r: r[5]))
+    sql = conn.execute(f"SELECT sql FROM {quote(schema)}.sqlite_schema "
+                       "WHERE type = 'table' AND name = ?", (name,)).fetchone()[0]
+    if declared:
+        return Table(name, columns, declared, sql)
+    return Table(name, ("rowid", *columns), ("rowid",), sql)
+
+
+def portable_value(value: Any) -> Any:
+    """A column value as plain JSON: BLOBs become ``{"$blob": hex}``, the rest as is."""
+    if type(value) is bytes:
+        return {BLOB_TAG: value.hex()}
+    return value
+
+
+def native_value(value: Any) -> Any:
+    """Inverse of :func:`portable_value`."""
+    if type(value) is dict:
+        return bytes.fromhex(value[BLOB_TAG])
+    return value
+
+
+def row_dict(table: Table, values: Sequence[Any]) -> Row:
+    """Column name → portable value."""
+    return {column: portable_value(value) for column, value in zip(table.columns, values,
+                                                                    strict=True)}
+
+
+def row_key(table: Table, values: Sequence[Any]) -> Any:
+    """The diff key of a row: the value of a one-column key, else a list of values."""
+    positions = table.key_positions
+    if len(positions) == 1:
+        return portable_value(values[positions[0]])
+    return [portable_value(values[position]) for position in positions]
+
+
+_TYPE_RANK = {type(None): 0, int: 1, float: 1, bool: 1, str: 2, bytes: 3}
+
+
+def sort_key(value: Any) -> tuple[Any, ...]:
+    """SQLite's ordering across types (NULL < numbers < text < BLOB) as a Python key."""
+    if isinstance(value, tuple | list):
+        return tuple(sort_key(item) for item in value)
+    if isinstance(value, dict):  # an encoded BLOB
+        return (3, value.get(BLOB_TAG, ""))
+    return (_TYPE_RANK.get(type(value), 4), value if value is not None else 0)
+
+
+def same_values(left: Iterable[Any], right: Iterable[Any]) -> bool:
+    """Equal values of equal storage class (``1`` and ``1.0`` differ, as in ``typeof``)."""
+    return all(a == b and type(a) is type(b) for a, b in zip(left, right, strict=True))

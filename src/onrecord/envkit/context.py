@@ -1,0 +1,83 @@
+"""What a tool function receives: parameterized SQL, seeded randomness, hidden reads."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from onrecord.envkit._sql import Table, quote, row_dict
+from onrecord.errors import OnrecordError
+
+__all__ = ["ToolContext", "ToolRejected", "Tracer"]
+
+Tracer = Callable[[str, Sequence[Any]], None]
+"""``tracer(sql, params)`` sees every statement a tool runs through its context."""
+
+
+class ToolRejected(OnrecordError):
+    """Raised by a tool to refuse a call that breaks a domain rule; the call is rolled
+    back and logged as rejected with this message."""
+
+
+class ToolContext:
+    """Handed to every tool call as its first argument."""
+
+    def __init__(self, conn: sqlite3.Connection, *, step: int, seed: int,
+                 hidden: dict[str, Table], tracer: Tracer | None) -> None:
+        self.connection = conn
+        """The world's connection; prefer :meth:`execute`, which the tracer sees."""
+        self.step = step
+        """The step number of this call (1 for the first call of an episode)."""
+        self.reads: list[dict[str, Any]] = []
+        """Hidden records revealed by this call: ``{"table", "key"}``."""
+        self._seed = seed
+        self._hidden = hidden
+        self._tracer = tracer
+        self._rng: random.Random | None = None
+
+    @property
+    def rng(self) -> random.Random:
+        """Randomness for this call, derived from the episode seed and the step, so a
+        replay of the same step draws the same numbers."""
+        if self._rng is None:
+            self._rng = random.Random(f"{self._seed}:{self.step}")
+        return self._rng
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Cursor:
+        """Run one statement with bound parameters (never format values into ``sql``)."""
+        if self._tracer is not None:
+            self._tracer(sql, params if isinstance(params, Sequence) else [params])
+        return self.connection.execute(sql, params)
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()
+              ) -> list[dict[str, Any]]:
+        """Rows of a query as dicts (column name → value)."""
+        cursor = self.execute(sql, params)
+        names = [column[0] for column in cursor.description or ()]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()
+            ) -> dict[str, Any] | None:
+        """The first row of a query as a dict, or ``None``."""
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def reveal(self, table: str, key: Any) -> dict[str, Any] | None:
+        """Read one hidden record by key; the read is logged with this call's event."""
+        layout = self._hidden.get(table)
+        if layout is None:
+            raise ToolRejected(f"{table!r} is not a hidden table of this world; declare it "
+                               "with ToolWorld(..., hidden=[...]) or query it directly")
+        values = list(key) if isinstance(key, list | tuple) else [key]
+        where = " AND ".join(f"{quote(column)} = ?" for column in layout.key)
+        row = self.execute(f"SELECT {layout.select_list()} FROM {quote(table)} WHERE {where}",
+                           values).fetchone()
+        self.reads.append({"table": table, "key": key})
+        return None if row is None else row_dict(layout, row)
+
+    @staticmethod
+    def reject(message: str) -> NoReturn:
+        """Refuse the call (domain rule violation); nothing it wrote is kept."""
+        raise ToolRejected(message)

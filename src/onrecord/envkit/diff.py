@@ -1,0 +1,199 @@
+"""End-state diffs: what the episode created, changed and deleted, per table and key.
+
+Format (DESIGN.md)::
+
+    {table: {"created": [row], "changed": [{"key", "before", "after"}], "deleted": [row]}}
+
+Tables in name order, rows in key order, unchanged tables left out. A key is the value
+of a one-column primary key, or a list for a composite key; tables without a declared
+key are keyed by ``rowid`` (which then appears in the row). Values compare by value
+*and* storage class, like ``typeof`` (``1`` and ``1.0`` differ).
+
+Two ways to compute it that must agree: :func:`audit_diff` folds the audit history
+(fast: it touches only changed rows) and :func:`scan_diff` compares two databases in
+full (for databases written by processes that bypassed nothing but may lack triggers).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from onrecord.envkit._sql import (
+    Table,
+    native_value,
+    quote,
+    row_dict,
+    row_key,
+    same_values,
+    sort_key,
+    user_tables,
+)
+from onrecord.envkit.audit import AuditEvent, audit_tables, raw_audit
+from onrecord.errors import InputError
+
+__all__ = ["StateDiff", "audit_diff", "diff_databases", "diff_from_events", "scan_diff"]
+
+StateDiff = dict[str, dict[str, list[Any]]]
+Values = Sequence[Any]
+
+
+def audit_diff(conn: sqlite3.Connection, schema: str = "main") -> StateDiff:
+    """The diff since the snapshot, folded from the audit history in ``schema``."""
+    diff: StateDiff = {}
+    for table, shadow in audit_tables(conn, schema):
+        rows = raw_audit(conn, shadow, schema)
+        if rows:
+            _put(diff, table, *_fold(table, rows))
+    return diff
+
+
+def _fold(table: Table, rows: list[tuple[Any, ...]]) -> tuple[list[Values], list[
+        tuple[Values, Values]], list[Values]]:
+    width, positions = len(table.columns), table.key_positions
+    first: dict[tuple[Any, ...], Values | None] = {}
+    last: dict[tuple[Any, ...], Values | None] = {}
+    for row in rows:
+        if row[2] != "I":
+            old = row[3:3 + width]
+            key = tuple(old[p] for p in positions)
+            first.setdefault(key, old)
+            last[key] = None
+        if row[2] != "D":
+            new = row[3 + width:]
+            key = tuple(new[p] for p in positions)
+            first.setdefault(key, None)
+            last[key] = new
+    return _classify((before, last[key]) for key, before in first.items())
+
+
+def _classify(pairs: Iterable[tuple[Values | None, Values | None]]) -> tuple[
+        list[Values], list[tuple[Values, Values]], list[Values]]:
+    created: list[Values] = []
+    changed: list[tuple[Values, Values]] = []
+    deleted: list[Values] = []
+    for before, after in pairs:
+        if before is None:
+            if after is not None:
+                created.append(after)
+        elif after is None:
+            deleted.append(before)
+        elif not same_values(before, after):
+            changed.append((before, after))
+    return created, changed, deleted
+
+
+def _put(diff: StateDiff, table: Table, created: list[Values],
+         changed: list[tuple[Values, Values]], deleted: list[Values]) -> None:
+    if not (created or changed or deleted):
+        return
+
+    def ordered(rows: list[Values]) -> list[Values]:
+        return sorted(rows, key=lambda values: sort_key(row_key(table, values)))
+
+    changed.sort(key=lambda pair: sort_key(row_key(table, pair[0])))
+    diff[table.name] = {
+        "created": [row_dict(table, values) for values in ordered(created)],
+        "changed": [{"key": row_key(table, before), "before": row_dict(table, before),
+                     "after": row_dict(table, after)} for before, after in changed],
+        "deleted": [row_dict(table, values) for values in ordered(deleted)],
+    }
+
+
+def scan_diff(conn: sqlite3.Connection, before: str = "main", after: str = "cur"
+              ) -> StateDiff:
+    """The diff between two schemas of one connection, by comparing every row."""
+    old = {table.name: table for table in user_tables(conn, before)}
+    new = {table.name: table for table in user_tables(conn, after)}
+    diff: StateDiff = {}
+    for name in sorted(old.keys() | new.keys()):
+        table = _same_layout(old.get(name), new.get(name))
+        created, changed, deleted = _scan_table(
+            conn, table, before if name in old else None, after if name in new else None)
+        _put(diff, table, created, changed, deleted)
+    return diff
+
+
+def _same_layout(old: Table | None, new: Table | None) -> Table:
+    if old is not None and new is not None and (old.columns, old.key) != (new.columns,
+                                                                          new.key):
+        raise InputError(f"table {old.name!r} has columns {list(old.columns)} before and "
+                         f"{list(new.columns)} after; diffs compare rows of one schema, so "
+                         "migrate the snapshot instead of altering tables in an episode")
+    table = new or old
+    assert table is not None
+    return table
+
+
+def _scan_table(conn: sqlite3.Connection, table: Table, before: str | None,
+                after: str | None) -> tuple[list[Values], list[tuple[Values, Values]],
+                                            list[Values]]:
+    width = len(table.columns)
+    if before is None or after is None:
+        schema = after or before
+        rows = conn.execute(f"SELECT {table.select_list()} FROM {quote(str(schema))}."
+                            f"{quote(table.name)}").fetchall()
+        return (rows, [], []) if before is None else ([], [], rows)
+    source = f"{quote(after)}.{quote(table.name)} AS a"
+    target = f"{quote(before)}.{quote(table.name)} AS b"
+    join = " AND ".join(f"a.{quote(k)} = b.{quote(k)}" for k in table.key)
+    missing = f"b.{quote(table.key[0])} IS NULL"
+    differs = " OR ".join(f"a.{c} IS NOT b.{c} OR typeof(a.{c}) <> typeof(b.{c})"
+                          for c in map(quote, table.columns))
+    created: list[Values] = []
+    changed: list[tuple[Values, Values]] = []
+    for row in conn.execute(f"SELECT {missing}, {table.select_list('a')}, "
+                            f"{table.select_list('b')} FROM {source} LEFT JOIN {target} "
+                            f"ON {join} WHERE {missing} OR {differs}"):
+        if row[0]:
+            created.append(row[1:1 + width])
+        else:
+            changed.append((row[1 + width:], row[1:1 + width]))
+    deleted = conn.execute(f"SELECT {table.select_list('b')} FROM {target} WHERE NOT "
+                           f"EXISTS (SELECT 1 FROM {source} WHERE {join})").fetchall()
+    return created, changed, deleted
+
+
+def diff_databases(before_path: str, after_path: str) -> StateDiff:
+    """Full-scan diff of two SQLite files, both opened read-only."""
+    conn = sqlite3.connect(":memory:", uri=True)
+    try:
+        for alias, path in (("b", before_path), ("a", after_path)):
+            conn.execute("ATTACH DATABASE ? AS " + alias, (_ro_uri(path),))
+        return scan_diff(conn, "b", "a")
+    finally:
+        conn.close()
+
+
+def _ro_uri(path: str) -> str:
+    from urllib.parse import quote as url_quote
+
+    return f"file:{url_quote(str(path))}?mode=ro"
+
+
+def diff_from_events(events: Iterable[AuditEvent], tables: Mapping[str, Table]) -> StateDiff:
+    """Fold audit events (dicts, e.g. a saved history or one step of it) into a diff.
+
+    ``tables`` gives each table's layout (see :func:`~onrecord.envkit.audit.audit_tables`).
+    """
+    per_table: dict[str, list[tuple[Any, ...]]] = {}
+    for event in events:
+        table = tables[event["table"]]
+        op = _OP_LETTERS[event["op"]]
+        per_table.setdefault(table.name, []).append(
+            (event["seq"], event["step"], op, *_values(table, event["old"]),
+             *_values(table, event["new"])))
+    diff: StateDiff = {}
+    for name in sorted(per_table):
+        _put(diff, tables[name], *_fold(tables[name], per_table[name]))
+    return diff
+
+
+_OP_LETTERS = {"insert": "I", "update": "U", "delete": "D"}
+
+
+def _values(table: Table, row: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    if row is None:
+        return (None,) * len(table.columns)
+    return tuple(native_value(row[column]) for column in table.columns)

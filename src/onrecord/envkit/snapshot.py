@@ -1,0 +1,131 @@
+"""Start snapshots: a named, content-addressed start state held in memory.
+
+A snapshot is built once (from a SQLite file, or from a schema plus a seeded data
+generator), gets the audit triggers installed, and then stays read-only in an
+in-memory database. Every reset copies it into the world's open connection with the
+SQLite backup API, so readers of the world's file always see either the old or the new
+state, never a mix (no file copies under an open reader, no stale ``-wal``).
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import quote as url_quote
+
+from onrecord.envkit._sql import Table
+from onrecord.envkit.audit import CTX, audit_tables, install_audit
+from onrecord.envkit.state import state_digest
+from onrecord.errors import InputError
+
+__all__ = ["Populate", "Snapshot", "SnapshotError", "readonly_uri"]
+
+Populate = Callable[[sqlite3.Connection, random.Random], None]
+"""``populate(conn, rng)`` inserts seed rows; ``rng`` is seeded, so data is reproducible."""
+
+
+class SnapshotError(InputError):
+    """A snapshot cannot be built from what was given."""
+
+
+def readonly_uri(path: str | Path) -> str:
+    """The ``file:`` URI that opens ``path`` read-only (``mode=ro``)."""
+    return f"file:{url_quote(str(Path(path).resolve()))}?mode=ro"
+
+
+class Snapshot:
+    """A named start state; its identity is :attr:`digest`, the content digest of its
+    user tables (see :func:`~onrecord.envkit.state_digest`)."""
+
+    def __init__(self, name: str, conn: sqlite3.Connection) -> None:
+        """Use :meth:`from_file` or :meth:`build`."""
+        if not isinstance(name, str) or not name.strip():
+            raise SnapshotError(f"Snapshot name must be a non-empty string, got {name!r}")
+        self.name = name
+        self._conn = conn
+        if not _has_audit(conn):
+            install_audit(conn)
+        self.digest = state_digest(conn)
+        self.tables: tuple[Table, ...] = tuple(table for table, _ in audit_tables(conn))
+        conn.execute("PRAGMA query_only = ON")  # the pristine copy never changes
+
+    @classmethod
+    def from_file(cls, path: str | Path, name: str | None = None) -> Snapshot:
+        """Load a SQLite file (opened read-only; the file itself is never changed)."""
+        if not Path(path).is_file():
+            raise SnapshotError(f"snapshot file {str(path)!r} does not exist; pass the path "
+                                "of a SQLite database")
+        conn = _memory_connection()
+        source = sqlite3.connect(readonly_uri(path), uri=True)
+        try:
+            source.backup(conn)
+        except sqlite3.DatabaseError as exc:
+            raise SnapshotError(f"{str(path)!r} is not a readable SQLite database: {exc}"
+                                ) from exc
+        finally:
+            source.close()
+        if _has_audit(conn):
+            _clear_history(conn)
+        return cls(name or Path(path).stem, conn)
+
+    @classmethod
+    def build(cls, name: str, schema: str, populate: Populate | None = None, *,
+              seed: int = 0) -> Snapshot:
+        """Run ``schema`` (SQL script), then ``populate(conn, random.Random(seed))``."""
+        conn = _memory_connection()
+        try:
+            conn.executescript(schema)
+        except sqlite3.Error as exc:
+            raise SnapshotError(f"snapshot {name!r}: the schema script failed: {exc}") from exc
+        if populate is not None:
+            conn.execute("BEGIN")
+            populate(conn, random.Random(seed))
+            conn.execute("COMMIT")
+        return cls(name, conn)
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The pristine in-memory database (read-only; used as the backup source)."""
+        return self._conn
+
+    def restore_into(self, conn: sqlite3.Connection) -> None:
+        """Replace every page of ``conn``'s main database with the snapshot."""
+        self._conn.backup(conn)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the snapshot (with its audit triggers) to a SQLite file."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        out = sqlite3.connect(target)
+        try:
+            self._conn.backup(out)
+        finally:
+            out.close()
+        return target
+
+    def identity(self) -> dict[str, str]:
+        """``{"name", "digest"}``, as recorded in every episode started from it."""
+        return {"name": self.name, "digest": self.digest}
+
+    def __repr__(self) -> str:
+        return f"Snapshot({self.name!r}, digest={self.digest[:12]}…)"
+
+
+def _memory_connection() -> sqlite3.Connection:
+    # uri=True lets the pristine connection ATTACH the world file read-only for scans.
+    return sqlite3.connect("file::memory:", uri=True, isolation_level=None,
+                           check_same_thread=False)
+
+
+def _has_audit(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_schema WHERE name = ?", (CTX,)).fetchone() \
+        is not None
+
+
+def _clear_history(conn: sqlite3.Connection) -> None:
+    for _, shadow in audit_tables(conn):
+        conn.execute(f'DELETE FROM "{shadow}"')
+    conn.execute(f"UPDATE {CTX} SET step = 0, seq = 0, version = 0")
+

@@ -1,0 +1,61 @@
+"""The content digest of a database: what "the same state" means.
+
+The digest is the sha256 of the canonical JSON of ``[[table, create_sql, rows], ...]``
+over the user tables in name order, each table's rows as lists of values in key order
+(BLOBs as ``{"$blob": hex}``). It is computed in chunks that concatenate to exactly
+those bytes, so a 100k-row table never needs to be held as one JSON document.
+Internal ``_onrecord_`` tables (audit history, episode counters) are not state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from typing import Any
+
+from onrecord._canonical import canonical_bytes
+from onrecord.envkit._sql import Table, portable_value, quote, user_tables
+from onrecord.errors import PortabilityError
+
+__all__ = ["state_digest", "table_rows"]
+
+_CHUNK = 4096
+
+
+def state_digest(conn: sqlite3.Connection, schema: str = "main") -> str:
+    """sha256 hex of the user tables of ``schema`` (see the module docstring)."""
+    hasher = hashlib.sha256(b"[")
+    for index, table in enumerate(user_tables(conn, schema)):
+        head = canonical_bytes([table.name, table.sql])
+        hasher.update((b"," if index else b"") + head[:-1] + b",[")
+        _hash_rows(hasher, conn, schema, table)
+        hasher.update(b"]]")
+    hasher.update(b"]")
+    return hasher.hexdigest()
+
+
+def _hash_rows(hasher: Any, conn: sqlite3.Connection, schema: str, table: Table) -> None:
+    cursor = conn.execute(_ordered_select(schema, table))
+    first = True
+    while chunk := cursor.fetchmany(_CHUNK):
+        data = _chunk_bytes(chunk)
+        hasher.update((b"" if first else b",") + data[1:-1])
+        first = False
+
+
+def _chunk_bytes(chunk: list[Any]) -> bytes:
+    try:
+        return canonical_bytes(chunk)
+    except PortabilityError:  # a BLOB somewhere: encode it (rare, so only then)
+        return canonical_bytes([[portable_value(value) for value in row] for row in chunk])
+
+
+def _ordered_select(schema: str, table: Table) -> str:
+    order = ", ".join(quote(column) for column in table.key)
+    return (f"SELECT {table.select_list()} FROM {quote(schema)}.{quote(table.name)} "
+            f"ORDER BY {order}")
+
+
+def table_rows(conn: sqlite3.Connection, table: Table, schema: str = "main") -> list[Any]:
+    """All rows of a table as value tuples, in key order."""
+    return conn.execute(_ordered_select(schema, table)).fetchall()

@@ -1,0 +1,216 @@
+"""Tools: typed Python functions an agent may call, with an exported JSON schema.
+
+``@tool(writes=True)`` turns ``def allocate(ctx, claim_id: int, amount: float)`` into a
+:class:`Tool` whose ``parameters`` JSON schema is derived from the type hints (extra
+constraints via ``Annotated[float, {"minimum": 0}]``). Arguments are validated against
+that schema before the function runs; a mismatch becomes a rejected action, never a
+call with bad data.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from onrecord._canonical import to_portable
+from onrecord.errors import InputError
+
+__all__ = ["Tool", "ToolFunction", "json_schema_for", "tool", "validate"]
+
+ToolFunction = Callable[..., Any]
+JSON_TYPES = {"integer": "an integer", "number": "a number", "string": "a string",
+              "boolean": "true or false", "null": "null", "array": "a list",
+              "object": "an object"}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A declared tool: its function, whether it writes, and its argument schema."""
+
+    name: str
+    """Name agents call it by."""
+    function: ToolFunction = field(repr=False)
+    """``function(ctx, **arguments)``; raise :class:`~onrecord.envkit.ToolRejected` to
+    refuse a call that breaks a domain rule."""
+    writes: bool
+    """Whether the tool may change state; read-only tools run with writes forbidden."""
+    description: str
+    """What the tool does, shown to agents."""
+    parameters: Mapping[str, Any]
+    """JSON schema of the arguments object."""
+    example: Mapping[str, Any] | None = None
+    """Valid example arguments, used by ``check_environment`` to exercise the tool."""
+
+    def schema(self) -> dict[str, Any]:
+        """The export for agents: ``{"name", "description", "parameters"}``."""
+        return {"name": self.name, "description": self.description,
+                "parameters": to_portable(dict(self.parameters))}
+
+    def check_arguments(self, arguments: Any) -> str | None:
+        """``None`` when ``arguments`` fit the schema, else a sentence saying what is wrong."""
+        return validate(self.parameters, arguments, "arguments")
+
+
+def tool(function: ToolFunction | None = None, *, writes: bool = False, name: str | None = None,
+         description: str | None = None, example: Mapping[str, Any] | None = None,
+         ) -> Any:
+    """Declare a tool. Use as ``@tool(writes=True)`` or bare ``@tool`` (read-only)."""
+    def declare(fn: ToolFunction) -> Tool:
+        doc = inspect.getdoc(fn) or ""
+        built = Tool(name or fn.__name__, fn, bool(writes),
+                     description if description is not None else doc.split("\n\n")[0],
+                     _parameters(fn), dict(example) if example is not None else None)
+        if example is not None and (problem := built.check_arguments(dict(example))):
+            raise InputError(f"tool {built.name!r}: example does not fit its schema: {problem}")
+        return built
+    return declare(function) if function is not None else declare
+
+
+def _parameters(fn: ToolFunction) -> dict[str, Any]:
+    hints = typing.get_type_hints(fn, include_extras=True)
+    params = list(inspect.signature(fn).parameters.values())
+    if not params:
+        raise InputError(f"tool {fn.__name__!r} must take the tool context as its first "
+                         "parameter, e.g. def my_tool(ctx, ...)")
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for param in params[1:]:
+        if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+            raise InputError(f"tool {fn.__name__!r}: parameter {param.name!r} must be a plain "
+                             "named parameter (no *args or **kwargs)")
+        if param.name not in hints:
+            raise InputError(f"tool {fn.__name__!r}: parameter {param.name!r} needs a type "
+                             "hint so its JSON schema can be exported")
+        properties[param.name] = json_schema_for(hints[param.name])
+        if param.default is param.empty:
+            required.append(param.name)
+        else:
+            properties[param.name]["default"] = to_portable(param.default)
+    return {"type": "object", "properties": properties, "required": required,
+            "additionalProperties": False}
+
+
+_SCALARS: dict[Any, dict[str, Any]] = {
+    int: {"type": "integer"}, float: {"type": "number"}, str: {"type": "string"},
+    bool: {"type": "boolean"}, type(None): {"type": "null"}, Any: {}}
+
+
+def json_schema_for(hint: Any) -> dict[str, Any]:
+    """JSON schema of a type hint: scalars, Literal, list/Sequence, dict, unions, Annotated."""
+    if hint in _SCALARS:
+        return dict(_SCALARS[hint])
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Annotated:
+        extra = [arg for arg in args[1:] if isinstance(arg, Mapping)]
+        return {**json_schema_for(args[0]), **{k: v for e in extra for k, v in e.items()}}
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if origin in (list, Sequence, tuple) and args:
+        return {"type": "array", "items": json_schema_for(args[0])}
+    if origin in (dict, Mapping) and args:
+        return {"type": "object", "additionalProperties": json_schema_for(args[1])}
+    if origin in (typing.Union, types.UnionType):
+        return {"anyOf": [json_schema_for(arg) for arg in args]}
+    if hint in (list, dict):
+        return {"type": "array" if hint is list else "object"}
+    raise InputError(f"type hint {hint!r} has no JSON schema; use int, float, str, bool, "
+                     "None, Literal[...], list[T], dict[str, T], a union of these, or Any")
+
+
+def validate(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
+    """First violation of ``schema`` by ``value`` as a sentence, or ``None``."""
+    if "anyOf" in schema:
+        if any(validate(option, value, path) is None for option in schema["anyOf"]):
+            return None
+        return f"{path} is {_show(value)}, which matches none of the allowed forms"
+    if "enum" in schema and not any(value == item and type(value) is type(item)
+                                    for item in schema["enum"]):
+        return f"{path} must be one of {schema['enum']}, got {_show(value)}"
+    kind = schema.get("type")
+    if kind is not None and not _is_type(value, kind):
+        return f"{path} must be {JSON_TYPES[kind]}, got {_show(value)}"
+    for check in (_check_number, _check_string, _check_array, _check_object):
+        if (problem := check(schema, value, path)) is not None:
+            return problem
+    return None
+
+
+def _is_type(value: Any, kind: str) -> bool:
+    if kind == "integer":
+        return type(value) is int
+    if kind == "number":
+        return type(value) in (int, float)
+    return isinstance(value, {"string": str, "boolean": bool, "null": type(None),
+                              "array": list, "object": dict}[kind])
+
+
+def _check_number(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
+    if type(value) not in (int, float):
+        return None
+    if "minimum" in schema and value < schema["minimum"]:
+        return f"{path} must be at least {schema['minimum']}, got {value!r}"
+    if "maximum" in schema and value > schema["maximum"]:
+        return f"{path} must be at most {schema['maximum']}, got {value!r}"
+    if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
+        return f"{path} must be greater than {schema['exclusiveMinimum']}, got {value!r}"
+    return None
+
+
+def _check_string(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
+    if not isinstance(value, str):
+        return None
+    if len(value) < schema.get("minLength", 0):
+        return f"{path} must have at least {schema['minLength']} characters"
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        return f"{path} must have at most {schema['maxLength']} characters"
+    if "pattern" in schema and re.search(schema["pattern"], value) is None:
+        return f"{path} must match the pattern {schema['pattern']!r}, got {_show(value)}"
+    return None
+
+
+def _check_array(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
+    if not isinstance(value, list):
+        return None
+    if len(value) < schema.get("minItems", 0):
+        return f"{path} must have at least {schema['minItems']} items"
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        return f"{path} must have at most {schema['maxItems']} items"
+    items = schema.get("items")
+    if items is None:
+        return None
+    for index, item in enumerate(value):
+        if (problem := validate(items, item, f"{path}[{index}]")) is not None:
+            return problem
+    return None
+
+
+def _check_object(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    properties = schema.get("properties", {})
+    missing = [name for name in schema.get("required", ()) if name not in value]
+    if missing:
+        return f"{path} is missing the required {_names(missing)}"
+    extra = schema.get("additionalProperties", True)
+    for key, item in value.items():
+        sub = properties.get(key, extra)
+        if sub is False:
+            allowed = ", ".join(sorted(properties)) or "none"
+            return f"{path} has the unknown field {key!r}; allowed: {allowed}"
+        if isinstance(sub, Mapping) and (problem := validate(sub, item, f"{path}.{key}")):
+            return problem
+    return None
+
+
+def _names(names: list[str]) -> str:
+    return ("field " if len(names) == 1 else "fields ") + ", ".join(map(repr, names))
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

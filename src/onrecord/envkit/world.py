@@ -1,0 +1,255 @@
+"""``ToolWorld``: a tool environment over one SQLite file, reset from a snapshot.
+
+Each tool call is one atomic unit: a write tool runs inside a savepoint that is released
+(committed) when it returns and rolled back when it is rejected or fails; a read-only
+tool runs with ``PRAGMA query_only`` so it cannot write at all. The file is in WAL mode,
+so a read-only observer connected to it always sees committed states only.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from onrecord._canonical import to_portable
+from onrecord.case import EvalCase
+from onrecord.envkit._sql import quote
+from onrecord.envkit.audit import CTX, AuditEvent, audit_events
+from onrecord.envkit.context import ToolContext, ToolRejected, Tracer
+from onrecord.envkit.diff import StateDiff, audit_diff, scan_diff
+from onrecord.envkit.log import ActionLog
+from onrecord.envkit.snapshot import Snapshot, readonly_uri
+from onrecord.envkit.state import state_digest
+from onrecord.envkit.tools import Tool
+from onrecord.errors import InputError, OnrecordError, PortabilityError
+
+__all__ = ["InjectedFailure", "ToolWorld"]
+
+Event = dict[str, Any]
+
+
+class InjectedFailure(OnrecordError):
+    """The test-only failure set with :meth:`ToolWorld.inject_failure`."""
+
+
+class ToolWorld:
+    """Tools over a SQLite database that starts every episode from ``snapshot``."""
+
+    def __init__(self, snapshot: Snapshot, tools: Iterable[Tool], *,
+                 path: str | os.PathLike[str] | None = None, hidden: Sequence[str] = (),
+                 tracer: Tracer | None = None) -> None:
+        self.snapshot = snapshot
+        self.tools: dict[str, Tool] = {}
+        for item in tools:
+            if not isinstance(item, Tool):
+                raise InputError(f"ToolWorld tools must be declared with @tool, got {item!r}")
+            if item.name in self.tools:
+                raise InputError(f"two tools are named {item.name!r}; tool names must be "
+                                 "unique")
+            self.tools[item.name] = item
+        layouts = {table.name: table for table in snapshot.tables}
+        unknown = [name for name in hidden if name not in layouts]
+        if unknown:
+            raise InputError(f"hidden names tables {unknown} that the snapshot "
+                             f"{snapshot.name!r} does not have; it has {sorted(layouts)}")
+        self.hidden = {name: layouts[name] for name in hidden}
+        self.tracer = tracer
+        """Optional ``tracer(sql, params)`` that sees every statement tools run."""
+        self._tmpdir = None if path is not None else tempfile.TemporaryDirectory(
+            prefix="onrecord-world-")
+        self.path = Path(path) if path is not None else Path(self._tmpdir.name) / "world.db"  # type: ignore[union-attr]
+        self.conn = _open(self.path)
+        self.run_id: str | None = None
+        self.case: EvalCase | None = None
+        self.seed = 0
+        self.step = 0
+        self.state_version = 0
+        self.log = ActionLog()
+        self._inject: str | None = None
+        self.reset()
+
+    # -- episode lifecycle -------------------------------------------------------------
+    def reset(self, *, seed: int = 0, run_id: str | None = None, case: EvalCase | None = None,
+              log_path: str | os.PathLike[str] | None = None) -> None:
+        """Restore the snapshot, start a fresh action log, re-seed, ``state_version = 0``."""
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+        self.snapshot.restore_into(self.conn)
+        self.log.close()
+        self.log = ActionLog(log_path)
+        self.seed, self.run_id, self.case = int(seed), run_id, case
+        self.step = self.state_version = 0
+        self._inject = None
+
+    @property
+    def task_id(self) -> str | None:
+        """The case id of the current task, if the episode has one."""
+        return None if self.case is None else str(self.case.identity["case_id"])
+
+    def end_episode(self) -> None:
+        """Flush and fsync the action log."""
+        self.log.close()
+
+    def close(self) -> None:
+        """End the episode and close the database (and its temporary directory)."""
+        self.end_episode()
+        self.conn.close()
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+
+    def __enter__(self) -> ToolWorld:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- tool calls --------------------------------------------------------------------
+    def call(self, tool: Any, arguments: Any = None) -> Event:
+        """Run one tool call and log it; returns the event (never raises for bad input)."""
+        self.step += 1
+        started, ts = time.perf_counter_ns(), time.time()
+        args, logged_args, problem = _arguments(arguments)
+        spec = self.tools.get(tool) if isinstance(tool, str) else None
+        ctx: ToolContext | None = None
+        if spec is None:
+            outcome = _rejected("unknown_tool", self._unknown_tool(tool))
+        elif problem is not None or (problem := spec.check_arguments(args)) is not None:
+            outcome = _rejected("invalid_arguments", f"{tool}: {problem}")
+        else:
+            ctx = ToolContext(self.conn, step=self.step, seed=self.seed, hidden=self.hidden,
+                              tracer=self.tracer)
+            outcome = self._run(spec, ctx, args)
+        event = {"run_id": self.run_id, "task_id": self.task_id, "step": self.step,
+                 "tool": tool if isinstance(tool, str) else repr(tool),
+                 "arguments": logged_args, "state_version": self.state_version,
+                 "reads": [] if ctx is None else ctx.reads, "ts": ts,
+                 "duration_ns": time.perf_counter_ns() - started, **outcome}
+        self.log.append(event)
+        return event
+
+    def _unknown_tool(self, tool: Any) -> str:
+        names = ", ".join(sorted(self.tools)) or "none"
+        return f"there is no tool named {tool!r}; available tools: {names}"
+
+    def _run(self, spec: Tool, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+        if not spec.writes:
+            return self._run_read(spec, ctx, args)
+        self.conn.execute("SAVEPOINT onrecord_call")
+        try:
+            self.conn.execute(f"UPDATE {CTX} SET step = ?, version = version + 1",
+                              (self.step,))
+            result = to_portable(spec.function(ctx, **args), "$.result")
+        except BaseException as exc:
+            self.conn.execute("ROLLBACK TO onrecord_call")
+            self.conn.execute("RELEASE onrecord_call")
+            return _failure(spec, exc)
+        self.conn.execute("RELEASE onrecord_call")
+        self.state_version += 1
+        if self._inject == spec.name:
+            self._inject = None
+            return _failure(spec, InjectedFailure(f"injected failure after {spec.name!r} "
+                                                  "committed its changes"), result)
+        return {"status": "ok", "result": result, "error": None}
+
+    def _run_read(self, spec: Tool, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+        self.conn.execute("PRAGMA query_only = ON")
+        try:
+            result = to_portable(spec.function(ctx, **args), "$.result")
+        except BaseException as exc:
+            return _failure(spec, exc)
+        finally:
+            self.conn.execute("PRAGMA query_only = OFF")
+        return {"status": "ok", "result": result, "error": None}
+
+    def inject_failure(self, tool: str) -> None:
+        """Test only: the next call of ``tool`` commits its writes, then fails."""
+        if tool not in self.tools or not self.tools[tool].writes:
+            raise InputError(f"inject_failure needs the name of a write tool; {tool!r} is not "
+                             "one")
+        self._inject = tool
+
+    # -- evidence ----------------------------------------------------------------------
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """JSON schemas of every tool, for agents (sorted by name)."""
+        return [self.tools[name].schema() for name in sorted(self.tools)]
+
+    def diff(self) -> StateDiff:
+        """End-state diff since reset, folded from the audit history."""
+        return audit_diff(self.conn)
+
+    def scan_diff(self) -> StateDiff:
+        """End-state diff since reset, by comparing every row with the snapshot."""
+        pristine = self.snapshot.connection
+        pristine.execute("ATTACH DATABASE ? AS cur", (readonly_uri(self.path),))
+        try:
+            return scan_diff(pristine, "main", "cur")
+        finally:
+            pristine.execute("DETACH DATABASE cur")
+
+    def audit_history(self) -> list[AuditEvent]:
+        """Every row change since reset, in order, with the step that made it."""
+        return audit_events(self.conn)
+
+    def state_digest(self) -> str:
+        """Content digest of the current user tables (equals the snapshot's after reset)."""
+        return state_digest(self.conn)
+
+    def connect_readonly(self) -> sqlite3.Connection:
+        """A new ``mode=ro`` connection to the world's file: writes through it fail."""
+        return sqlite3.connect(readonly_uri(self.path), uri=True, check_same_thread=False)
+
+    def table_rows(self, table: str) -> list[dict[str, Any]]:
+        """All rows of a table as dicts, in key order (for tests and review)."""
+        layout = next((t for t in self.snapshot.tables if t.name == table), None)
+        if layout is None:
+            raise InputError(f"no table {table!r}; tables: "
+                             f"{[t.name for t in self.snapshot.tables]}")
+        order = ", ".join(map(quote, layout.key))
+        cursor = self.conn.execute(f"SELECT {layout.select_list()} FROM {quote(table)} "
+                                   f"ORDER BY {order}")
+        return [dict(zip(layout.columns, row, strict=True)) for row in cursor]
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    # WAL: readers never block the writer and never see a half-restored state.
+    conn.execute("PRAGMA journal_mode = WAL")
+    # The file is rebuilt from the snapshot at every reset, so fsyncs buy nothing.
+    conn.execute("PRAGMA synchronous = OFF")
+    # REPLACE conflicts must fire DELETE triggers, or the audit would miss rows.
+    conn.execute("PRAGMA recursive_triggers = ON")
+    return conn
+
+
+def _arguments(arguments: Any) -> tuple[dict[str, Any], Any, str | None]:
+    """(arguments to call with, arguments to log, problem or None)."""
+    if arguments is None:
+        arguments = {}
+    try:
+        portable = to_portable(arguments, "arguments")
+    except PortabilityError as exc:
+        return {}, {"$unportable": repr(arguments)[:500]}, f"arguments are not JSON: {exc}"
+    if not isinstance(portable, dict):
+        return {}, portable, (f"arguments must be a JSON object of named arguments, got "
+                              f"{type(arguments).__name__}")
+    return portable, portable, None
+
+
+def _rejected(kind: str, message: str) -> dict[str, Any]:
+    return {"status": "rejected", "result": None, "error": {"type": kind, "message": message}}
+
+
+def _failure(spec: Tool, exc: BaseException, result: Any = None) -> dict[str, Any]:
+    if isinstance(exc, ToolRejected):
+        return _rejected("rule_violation", str(exc))
+    if isinstance(exc, KeyboardInterrupt | SystemExit):
+        raise exc
+    kind = "injected_failure" if isinstance(exc, InjectedFailure) else "tool_error"
+    return {"status": "error", "result": result,
+            "error": {"type": kind, "message": f"{spec.name}: {type(exc).__name__}: {exc}"}}
