@@ -108,6 +108,20 @@ class PolicyDecision:
     """The policy applied."""
 
     @property
+    def headline(self) -> str:
+        """The decision's cause in a few words: failed and undecided checks, coverage."""
+        parts = []
+        for status in ("failed", "undecided"):
+            names = [o.requirement.check for o in self.outcomes if o.status == status]
+            if names:
+                parts.append(f"{status}: {', '.join(names)}")
+        if self.coverage_issues:
+            parts.append(f"coverage: {self.coverage_issues[0].split(': ', 1)[-1]}"
+                         + (f" (+{len(self.coverage_issues) - 1} more)"
+                            if len(self.coverage_issues) > 1 else ""))
+        return "; ".join(parts) or "every requirement met"
+
+    @property
     def exit_code(self) -> int:
         """0 accept, 1 reject, 2 indeterminate (for CI gates)."""
         return {"accept": 0, "reject": 1, "indeterminate": 2}[self.decision]

@@ -1,0 +1,1 @@
+"""The ``onrecord`` command line."""

@@ -1,0 +1,37 @@
+"""``onrecord compare A B``: paired comparison of two reports."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+
+from onrecord._canonical import atomic_write_bytes, canonical_bytes
+from onrecord.cli._render import render_comparison
+from onrecord.compare import compare_reports
+from onrecord.report import EvaluationReport
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``compare`` subcommand."""
+    parser = subparsers.add_parser(
+        "compare", help="paired comparison of two reports (McNemar, bootstrap)",
+        description="Pair trials by case and repeat; exact McNemar p-value per check and a "
+                    "paired bootstrap interval per measure. Refuses when the locks differ.")
+    parser.add_argument("report_a", metavar="A")
+    parser.add_argument("report_b", metavar="B")
+    parser.add_argument("--json", metavar="FILE", help="also save the comparison as JSON")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compare and print."""
+    comparison = compare_reports(EvaluationReport.load(args.report_a),
+                                 EvaluationReport.load(args.report_b))
+    render_comparison(Console(), comparison)
+    if args.json:
+        atomic_write_bytes(args.json, canonical_bytes(comparison.to_dict()) + b"\n")
+    return 0

@@ -1,0 +1,38 @@
+"""``onrecord gate REPORT --policy POLICY``: the CI gate (exit 0 / 1 / 2)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+
+from onrecord._canonical import atomic_write_bytes, canonical_bytes
+from onrecord.cli._render import render_decision
+from onrecord.policy import AcceptancePolicy
+from onrecord.report import EvaluationReport
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``gate`` subcommand."""
+    parser = subparsers.add_parser(
+        "gate", help="decide accept / reject / indeterminate for a report",
+        description="Apply an acceptance policy (JSON saved by onrecord, or TOML with "
+                    "[[requirements]] tables) to a report. Exit 0 accept, 1 reject, "
+                    "2 indeterminate, 3 bad input.")
+    parser.add_argument("report", metavar="REPORT")
+    parser.add_argument("--policy", required=True, metavar="POLICY")
+    parser.add_argument("--output", metavar="FILE", help="also save the decision as JSON")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, decide, print, exit with the decision's code."""
+    report = EvaluationReport.load(args.report)
+    decision = AcceptancePolicy.load(args.policy).evaluate(report)
+    render_decision(Console(), decision)
+    if args.output:
+        atomic_write_bytes(args.output, canonical_bytes(decision.to_dict()) + b"\n")
+    return decision.exit_code

@@ -1,0 +1,56 @@
+"""Entry point of the ``onrecord`` command. Each subcommand lives in its own module listed
+in ``COMMAND_MODULES``; a module exposes ``register(subparsers)``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from onrecord import __version__
+from onrecord.errors import OnrecordError
+
+__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "onrecord.cli.verify",
+    "onrecord.cli.show",
+    "onrecord.cli.gate",
+    "onrecord.cli.compare",
+    "onrecord.cli.demo",
+)
+
+# Exit codes: 0 accept / success, 1 reject, 2 indeterminate, 3 bad input or tampering.
+EXIT_ERROR = 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, with every registered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="onrecord",
+        description="Evaluate agents and world models by what actually happened.")
+    parser.add_argument("--version", action="version", version=f"onrecord {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except OnrecordError as exc:
+        print(f"onrecord {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except FileNotFoundError as exc:
+        print(f"onrecord {args.command}: error: no such file: {exc.filename}", file=sys.stderr)
+        return EXIT_ERROR
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
