@@ -1,0 +1,70 @@
+"""World-model evaluation: forecasts bound to actual transitions, and decision usefulness.
+
+Capture (``capture_forecast``, ``capture_forecasts``) binds a model's forecast of an
+actual reference episode to that episode by digest. Scoring lives in
+``onrecord.dynamics_metrics``. The shipped models, controls and planners measure whether a
+model responds to actions, keeps state, knows its uncertainty, and helps a planner in
+fresh real environments.
+"""
+
+from onrecord.dynamics._batch import batch_predictor, capture_forecasts, request_predictor
+from onrecord.dynamics._capture import capture_forecast
+from onrecord.dynamics._envs import (
+    SIMULATORS,
+    Coordinate,
+    Simulator,
+    StateResetWrapper,
+    get_simulator,
+)
+from onrecord.dynamics._evidence import (
+    FORECAST_SCHEMA,
+    ForecastEvidence,
+    load_forecasts,
+    save_forecasts,
+)
+from onrecord.dynamics._models import (
+    BayesianLinearModel,
+    BootstrapEnsembleModel,
+    PersistenceModel,
+    RandomModel,
+)
+from onrecord.dynamics._oracle import OracleModel
+from onrecord.dynamics._planners import (
+    CrossEntropyPlanner,
+    ExhaustivePlanner,
+    PlanChoice,
+    Planner,
+    RandomShootingPlanner,
+    score_plans,
+)
+from onrecord.dynamics._protocol import Prediction, Transitions, WorldModel
+
+__all__ = [
+    "FORECAST_SCHEMA",
+    "SIMULATORS",
+    "BayesianLinearModel",
+    "BootstrapEnsembleModel",
+    "Coordinate",
+    "CrossEntropyPlanner",
+    "ExhaustivePlanner",
+    "ForecastEvidence",
+    "OracleModel",
+    "PersistenceModel",
+    "PlanChoice",
+    "Planner",
+    "Prediction",
+    "RandomModel",
+    "RandomShootingPlanner",
+    "Simulator",
+    "StateResetWrapper",
+    "Transitions",
+    "WorldModel",
+    "batch_predictor",
+    "capture_forecast",
+    "capture_forecasts",
+    "get_simulator",
+    "load_forecasts",
+    "request_predictor",
+    "save_forecasts",
+    "score_plans",
+]

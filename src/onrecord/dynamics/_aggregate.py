@@ -1,0 +1,208 @@
+"""``aggregate_metrics``: many forecasts of one model, per coordinate × horizon.
+
+Counts come first: for every horizon, how many forecasts were measured, censored (the
+reference ended earlier), unobserved, or lost to model or simulator errors. Errors are
+then summarized over the measured ones only: bias, MAE, RMSE, skill against persistence
+(the initial state carried forward), and, with standard deviations, interval coverage
+*beside* mean interval width, Gaussian NLL, closed-form Gaussian CRPS, a PIT histogram
+and a calibration error. ``same_cohort=True`` keeps only forecasts measured at every
+declared horizon, so a horizon curve is not a survivor curve. Units are never pooled.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from onrecord.dynamics._evidence import ForecastEvidence
+from onrecord.dynamics._metrics import _HALF_LOG_2PI, LEVELS, Z_SCORES, wrap_angles
+from onrecord.dynamics._protocol import FloatArray
+from onrecord.errors import InputError
+
+__all__ = ["PIT_BINS", "AggregateMetrics", "aggregate_metrics"]
+
+PIT_BINS = 10
+_CAL_LEVELS = np.arange(1, 20) / 20
+_INV_SQRT_PI = 1 / math.sqrt(math.pi)
+_STATS = ("bias", "mae", "rmse", "persistence_rmse", "skill", "nll", "crps",
+          "calibration_error")
+
+
+@dataclass(frozen=True, eq=False)
+class AggregateMetrics:
+    """Summary arrays are ``[H, d]`` (NaN when nothing was measured); coverage and width
+    are ``[L, H, d]`` for ``LEVELS``; ``pit`` is ``[H, d, PIT_BINS]`` counts."""
+
+    model_id: str
+    coordinates: dict[str, str]
+    horizons: tuple[int, ...]
+    same_cohort: bool
+    forecasts: int
+    """Every forecast given, whatever its status."""
+    model_errors: int
+    simulator_errors: int
+    cohort: int
+    """Forecasts the statistics are computed over (ok, and in the cohort if requested)."""
+    measured: NDArray[np.int64]
+    """``[H, d]`` forecasts with an actual value at that horizon: the denominator."""
+    censored: NDArray[np.int64]
+    """``[H]`` forecasts whose reference ended before the horizon."""
+    with_std: int
+    """How many of the cohort carried standard deviations."""
+    bias: FloatArray
+    mae: FloatArray
+    rmse: FloatArray
+    persistence_rmse: FloatArray
+    skill: FloatArray
+    """``1 - rmse / persistence_rmse``; NaN when persistence is exact."""
+    coverage: FloatArray | None = None
+    width: FloatArray | None = None
+    nll: FloatArray | None = None
+    crps: FloatArray | None = None
+    pit: NDArray[np.int64] | None = None
+    calibration_error: FloatArray | None = None
+    """Mean over levels 0.05…0.95 of ``|fraction(PIT <= p) - p|``."""
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One portable row per coordinate × horizon (None where unavailable)."""
+        out = []
+        for j, (name, unit) in enumerate(self.coordinates.items()):
+            for i, h in enumerate(self.horizons):
+                row: dict[str, Any] = {"model_id": self.model_id, "coordinate": name,
+                                       "unit": unit, "horizon": h,
+                                       "measured": int(self.measured[i, j]),
+                                       "censored": int(self.censored[i]),
+                                       "denominator": self.cohort}
+                for stat in _STATS:
+                    value = getattr(self, stat)
+                    row[stat] = None if value is None else _num(value[i, j])
+                for k, level in enumerate(LEVELS):
+                    tag = round(level * 100)
+                    row[f"coverage_{tag}"] = None if self.coverage is None else \
+                        _num(self.coverage[k, i, j])
+                    row[f"width_{tag}"] = None if self.width is None else \
+                        _num(self.width[k, i, j])
+                row["pit"] = None if self.pit is None else self.pit[i, j].tolist()
+                out.append(row)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Portable form: counts and every row."""
+        return {"model_id": self.model_id, "coordinates": dict(self.coordinates),
+                "horizons": list(self.horizons), "same_cohort": self.same_cohort,
+                "forecasts": self.forecasts, "model_errors": self.model_errors,
+                "simulator_errors": self.simulator_errors, "cohort": self.cohort,
+                "with_std": self.with_std, "levels": list(LEVELS), "rows": self.rows()}
+
+
+def _num(value: Any) -> float | None:
+    number = float(value)
+    return None if math.isnan(number) else number
+
+
+def _signature(forecast: ForecastEvidence) -> tuple[Any, ...]:
+    return (forecast.contract, tuple(forecast.coordinates.items()), forecast.angular,
+            forecast.horizons)
+
+
+def _stack(forecasts: Sequence[ForecastEvidence], index: NDArray[np.int64]
+           ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray | None]:
+    """Errors, persistence errors and std ``[N, H, d]`` of ok forecasts; NaN = no value."""
+    count, dim = len(forecasts), len(forecasts[0].coordinates)
+    mean = np.full((count, len(index), dim), np.nan)
+    truth = np.full_like(mean, np.nan)
+    std = np.full_like(mean, np.nan) if all(f.std is not None for f in forecasts) else None
+    initial = np.empty((count, 1, dim))
+    for n, forecast in enumerate(forecasts):
+        usable = index < min(forecast.observed_steps, len(forecast.mean))
+        rows = index[usable]
+        mean[n, usable] = forecast.mean[rows]
+        truth[n, usable] = forecast.truth[rows]
+        initial[n, 0] = forecast.initial_state
+        if std is not None:
+            std[n, usable] = forecast.std[rows]  # type: ignore[index]
+    mask = forecasts[0].angular_mask
+    return (wrap_angles(mean - truth, mask), wrap_angles(initial - truth, mask), truth, std)
+
+
+def aggregate_metrics(forecasts: Sequence[ForecastEvidence], *,
+                      same_cohort: bool = False) -> AggregateMetrics:
+    """Summaries per coordinate × horizon over many forecasts of one model."""
+    forecasts = list(forecasts)
+    if not forecasts or not all(isinstance(f, ForecastEvidence) for f in forecasts):
+        raise InputError("aggregate_metrics needs a non-empty list of ForecastEvidence")
+    first = forecasts[0]
+    for forecast in forecasts:
+        if _signature(forecast) != _signature(first) or forecast.model_id != first.model_id:
+            raise InputError(
+                f"forecast {forecast.digest[:12]} ({forecast.model_id}, {forecast.contract}) "
+                f"differs from {first.digest[:12]} ({first.model_id}, {first.contract}) in "
+                "model, contract, coordinates, units or horizons; aggregate each group "
+                "separately, since unlike units are never pooled")
+    index = np.asarray(first.horizons) - 1
+    ok = [f for f in forecasts if f.status == "ok"]
+    censored_counts = np.array([sum(f.observed_steps < h for f in ok) for h in first.horizons])
+    if same_cohort:
+        ok = [f for f in ok if f.observed_steps >= max(first.horizons)]
+    shape = (len(index), len(first.coordinates))
+    base: dict[str, Any] = {"model_id": first.model_id, "coordinates": first.coordinates,
+            "horizons": first.horizons, "same_cohort": same_cohort,
+            "forecasts": len(forecasts), "cohort": len(ok), "censored": censored_counts,
+            "model_errors": sum(f.status == "model_error" for f in forecasts),
+            "simulator_errors": sum(f.status == "simulator_error" for f in forecasts)}
+    if not ok:
+        nan = np.full(shape, np.nan)
+        return AggregateMetrics(**base, measured=np.zeros(shape, np.int64), with_std=0,
+                                bias=nan, mae=nan, rmse=nan, persistence_rmse=nan, skill=nan)
+    error, persistence, _truth, std = _stack(ok, index)
+    return _summarize(base, error, persistence, std)
+
+
+def _summarize(base: dict[str, Any], error: FloatArray, persistence: FloatArray,
+               std: FloatArray | None) -> AggregateMetrics:
+    measured = ~np.isnan(error)
+    counts = measured.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        denominator = np.where(counts > 0, counts, np.nan)
+        filled = np.where(measured, error, 0.0)
+        bias = filled.sum(axis=0) / denominator
+        mae = np.abs(filled).sum(axis=0) / denominator
+        rmse = np.sqrt((filled * filled).sum(axis=0) / denominator)
+        persisted = np.where(measured, persistence, 0.0)
+        persistence_rmse = np.sqrt((persisted * persisted).sum(axis=0) / denominator)
+        skill = np.where(persistence_rmse > 0, 1 - rmse / persistence_rmse, np.nan)
+    stats: dict[str, Any] = {"measured": counts, "with_std": 0 if std is None else len(error), "bias": bias,
+             "mae": mae, "rmse": rmse, "persistence_rmse": persistence_rmse, "skill": skill}
+    if std is not None:
+        stats.update(_uncertainty(filled, measured, np.where(measured, std, 1.0), denominator))
+    return AggregateMetrics(**base, **stats)
+
+
+def _uncertainty(error: FloatArray, measured: NDArray[np.bool_], std: FloatArray,
+                 denominator: FloatArray) -> dict[str, Any]:
+    from scipy.special import ndtr
+
+    z = error / std
+    abs_z = np.abs(z)
+    inside = (abs_z[None] <= Z_SCORES[:, None, None, None]) & measured[None]
+    coverage = inside.sum(axis=1) / denominator
+    width = 2 * Z_SCORES[:, None, None] * (np.where(measured, std, 0.0).sum(axis=0)
+                                           / denominator)
+    nll = np.where(measured, _HALF_LOG_2PI + np.log(std) + 0.5 * z * z, 0.0)
+    cdf = ndtr(abs_z)
+    pdf = np.exp(-0.5 * z * z) * (1 / math.sqrt(2 * math.pi))
+    crps = np.where(measured, std * (abs_z * (2 * cdf - 1) + 2 * pdf - _INV_SQRT_PI), 0.0)
+    # PIT of the actual value under the forecast: Phi((actual - mean) / std) = Phi(-z).
+    pit = np.where(z <= 0, cdf, 1 - cdf)
+    bins = np.minimum((pit * PIT_BINS).astype(np.int64), PIT_BINS - 1)
+    histogram = (bins[..., None] == np.arange(PIT_BINS)) & measured[..., None]
+    below = ((pit[None] <= _CAL_LEVELS[:, None, None, None]) & measured[None]).sum(axis=1)
+    calibration = np.abs(below / denominator - _CAL_LEVELS[:, None, None]).mean(axis=0)
+    return {"coverage": coverage, "width": width, "nll": nll.sum(axis=0) / denominator,
+            "crps": crps.sum(axis=0) / denominator, "pit": histogram.sum(axis=0),
+            "calibration_error": calibration}

@@ -1,0 +1,186 @@
+"""``capture_forecasts``: many references, one vectorized model call per request length.
+
+``predict(initial_states, actions)`` gets ``[N, d]`` and ``[N, H]`` (or ``[N, H, a]``)
+arrays (copies, so changing them cannot alter the record) and returns a ``Prediction`` or a
+mapping with ``mean`` and optional ``standard_deviation`` ``[N, H, d]``, or ``samples``
+``[N, S, H, d]`` (summarized by their mean and sample deviation), plus ``metadata``.
+Each forecast is recorded exactly as ``capture_forecast`` would record it; a row with a
+bad value gets its own ``model_error`` without spoiling the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from onrecord._canonical import to_portable
+from onrecord.dynamics._capture import (
+    ForecastSpec,
+    ModelError,
+    _sealed,
+    check_array,
+    plan_scope,
+    reference_states,
+    simulator_problem,
+)
+from onrecord.dynamics._envs import Coordinate
+from onrecord.dynamics._evidence import ForecastEvidence
+from onrecord.dynamics._protocol import Prediction, WorldModel
+from onrecord.errors import InputError, OnrecordError
+
+__all__ = ["batch_predictor", "capture_forecasts", "request_predictor"]
+
+BatchPredict = Callable[[np.ndarray, np.ndarray], Any]
+
+
+def capture_forecasts(episodes: Sequence[Any], predict: BatchPredict | WorldModel, *,
+                      model_id: str, contract: str,
+                      coordinates: Mapping[str, str] | Sequence[Coordinate],
+                      horizons: Sequence[int],
+                      planned_actions: Sequence[Sequence[Any] | None] | None = None,
+                      angular: Sequence[str] = (), state_key: str = "state"
+                      ) -> list[ForecastEvidence]:
+    """Forecast many references with a vectorized model; one result per episode, in order.
+
+    ``predict`` may be a ``WorldModel`` (its ``predict`` is called) or a callable.
+    ``planned_actions`` holds one plan (or None) per episode.
+    """
+    from onrecord.episode import EpisodeEvidence
+
+    episodes = list(episodes)
+    if not all(isinstance(e, EpisodeEvidence) for e in episodes):
+        raise InputError("capture_forecasts takes a list of EpisodeEvidence")
+    plans = list(planned_actions) if planned_actions is not None else [None] * len(episodes)
+    if len(plans) != len(episodes):
+        raise InputError(f"planned_actions has {len(plans)} plans for {len(episodes)} "
+                         "episodes; give one plan (or None) per episode")
+    call = batch_predictor(predict)
+    spec = ForecastSpec(model_id, contract, coordinates, horizons, angular, state_key)
+    results: list[ForecastEvidence | None] = [None] * len(episodes)
+    groups: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+    for n, (episode, plan) in enumerate(zip(episodes, plans, strict=True)):
+        actions, scope = plan_scope(episode, plan, spec.horizons)
+        initial, truth = reference_states(episode, state_key)
+        request = None if initial is None else {"initial_state": initial, "actions": actions}
+        record = spec.record(episode, scope, request, truth)
+        problem = simulator_problem(episode, initial, spec.dim)
+        if problem is not None:
+            results[n] = _sealed(record, "simulator_error", None,
+                                 {"type": "SimulatorError", "message": problem})
+        else:
+            groups.setdefault(len(actions), []).append((n, record))
+    for steps, members in groups.items():
+        for n, forecast in zip([n for n, _ in members],
+                               _run_group(call, [r for _, r in members], steps, spec.dim),
+                               strict=True):
+            results[n] = forecast
+    return [r for r in results if r is not None]
+
+
+def batch_predictor(predict: BatchPredict | WorldModel) -> BatchPredict:
+    """The callable ``capture_forecasts`` uses for a model or a function."""
+    if isinstance(predict, WorldModel):
+        return predict.predict
+    if not callable(predict):
+        raise InputError(f"predict must be a WorldModel or a callable, got "
+                         f"{type(predict).__name__}")
+    return predict
+
+
+def request_predictor(model: WorldModel) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Adapt a ``WorldModel`` to ``capture_forecast``'s one-request callback."""
+    def predict(request: dict[str, Any]) -> dict[str, Any]:
+        initial = np.asarray([request["initial_state"]], dtype=np.float64)
+        prediction = model.predict(initial, np.asarray([request["actions"]]))
+        answer: dict[str, Any] = {"states": prediction.mean[0],
+                                  "metadata": {"model_id": model.model_id}}
+        if prediction.std is not None:
+            answer["standard_deviation"] = prediction.std[0]
+        return answer
+    return predict
+
+
+def _run_group(call: BatchPredict, records: list[dict[str, Any]], steps: int,
+               dim: int) -> list[ForecastEvidence]:
+    initial = np.asarray([r["request"]["initial_state"] for r in records], dtype=np.float64)
+    actions = np.asarray([r["request"]["actions"] for r in records])
+    if actions.ndim == 1:  # zero actions
+        actions = actions.reshape(len(records), 0)
+    try:
+        mean, std, metadata = _answer(call, initial, actions, len(records), steps, dim)
+    except ModelError as exc:
+        error = {"type": "ModelError", "message": str(exc)}
+        return [_sealed(r, "model_error", None, dict(error)) for r in records]
+    return [_row(r, mean[n], None if std is None else std[n], metadata)
+            for n, r in enumerate(records)]
+
+
+def _answer(call: BatchPredict, initial: np.ndarray, actions: np.ndarray, count: int,
+            steps: int, dim: int) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
+    try:
+        answer = call(initial.copy(), actions.copy())
+    except Exception as exc:
+        raise ModelError(f"the model raised {type(exc).__name__}: {exc}") from None
+    if isinstance(answer, Prediction):
+        answer = {"mean": answer.mean, "standard_deviation": answer.std}
+    if not isinstance(answer, Mapping):
+        raise ModelError(f"the model returned {type(answer).__name__}, not a Prediction or "
+                         "a mapping with 'mean' or 'samples'")
+    unknown = sorted(set(map(str, answer)) - {"mean", "standard_deviation", "samples",
+                                              "metadata"})
+    if unknown:
+        raise ModelError(f"the model returned unknown fields {unknown}")
+    if "samples" in answer and answer["samples"] is not None:
+        mean, std = _from_samples(answer["samples"], count, steps, dim)
+    elif "mean" in answer:
+        mean = _batch_array(answer["mean"], count, steps, dim, "mean")
+        raw = answer.get("standard_deviation")
+        std = None if raw is None else _batch_array(raw, count, steps, dim, "standard_deviation")
+    else:
+        raise ModelError("the model returned neither 'mean' nor 'samples'")
+    try:
+        metadata = to_portable(dict(answer.get("metadata") or {}), "$.metadata")
+    except (OnrecordError, TypeError, ValueError) as exc:
+        raise ModelError(f"metadata is not portable JSON: {exc}") from None
+    return mean, std, metadata
+
+
+def _batch_array(value: Any, count: int, steps: int, dim: int, name: str) -> np.ndarray:
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{name} is not numeric: {exc}") from None
+    if array.shape != (count, steps, dim):
+        raise ModelError(f"{name} has shape {list(array.shape)}, expected "
+                         f"[{count}, {steps}, {dim}] (references, actions, coordinates)")
+    return array
+
+
+def _from_samples(value: Any, count: int, steps: int, dim: int
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
+    samples = np.asarray(value, dtype=np.float64)
+    if samples.ndim != 4 or samples.shape[0] != count or samples.shape[2:] != (steps, dim):
+        raise ModelError(f"samples has shape {list(samples.shape)}, expected "
+                         f"[{count}, S, {steps}, {dim}]")
+    if samples.shape[1] < 2:
+        return samples.mean(axis=1), None
+    return samples.mean(axis=1), samples.std(axis=1, ddof=1)
+
+
+def _row(record: dict[str, Any], mean: np.ndarray, std: np.ndarray | None,
+         metadata: dict[str, Any]) -> ForecastEvidence:
+    steps, dim = mean.shape
+    try:
+        states = check_array(mean, steps, dim, "mean")
+        if std is not None:
+            check_array(std, steps, dim, "standard_deviation")
+            if not (std > 0).all():
+                raise ModelError("standard_deviation must be positive everywhere")
+    except ModelError as exc:
+        return _sealed(record, "model_error", None, {"type": "ModelError",
+                                                     "message": str(exc)})
+    response = {"states": states.tolist(), "metadata": metadata,
+                "standard_deviation": None if std is None else std.tolist()}
+    return _sealed(record, "ok", response, None)

@@ -1,0 +1,246 @@
+"""``capture_forecast``: ask a model to forecast an actual reference, and keep both.
+
+The model sees a detached request holding only ``initial_state`` and ``actions``. Its
+answer is validated (one finite vector per action, positive deviations, portable
+metadata); anything else, including a mutated request, is recorded as ``model_error``.
+A reference whose simulator, setup, observer or cleanup failed gets ``simulator_error``
+and the model is never called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import orjson
+
+from onrecord._canonical import to_portable
+from onrecord.dynamics._envs import Coordinate
+from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence
+from onrecord.errors import InputError, OnrecordError
+
+__all__ = ["ForecastSpec", "capture_forecast", "reference_states"]
+
+Predict = Callable[[dict[str, Any]], Any]
+_RESPONSE_KEYS = frozenset({"states", "standard_deviation", "metadata"})
+_SIMULATOR_PHASES = ("factory", "reset", "step", "cleanup")
+
+
+class ModelError(OnrecordError):
+    """Internal: the model's answer cannot be used; recorded, never raised to callers."""
+
+
+class ForecastSpec:
+    """Validated ``model_id``, ``contract``, coordinates and horizons of a capture."""
+
+    __slots__ = ("contract", "coordinates", "dim", "horizons", "model_id", "state_key")
+
+    def __init__(self, model_id: Any, contract: Any, coordinates: Any, horizons: Any,
+                 angular: Any, state_key: str) -> None:
+        for name, value in (("model_id", model_id), ("contract", contract)):
+            if not isinstance(value, str) or not value.strip():
+                raise InputError(f"{name} must be a non-empty string such as "
+                                 f"'persistence/v1', got {value!r}")
+        self.model_id, self.contract, self.state_key = model_id, contract, state_key
+        self.coordinates = _coordinates(coordinates, angular)
+        self.dim = len(self.coordinates)
+        self.horizons = _horizons(horizons)
+
+    def record(self, episode: Any, scope: str, request: dict[str, Any] | None,
+               truth: list[Any]) -> dict[str, Any]:
+        """The record fields every forecast of this capture shares."""
+        return {"schema": FORECAST_SCHEMA, "episode": episode_reference(episode),
+                "model_id": self.model_id, "contract": self.contract,
+                "coordinates": self.coordinates, "horizons": self.horizons,
+                "action_scope": scope, "request": request,
+                "reference": {"states": truth, "ended": episode.ended}}
+
+
+def _coordinates(coordinates: Any, angular: Any) -> list[dict[str, Any]]:
+    if isinstance(coordinates, Mapping):
+        items = [Coordinate(name, unit) for name, unit in coordinates.items()]
+    elif isinstance(coordinates, Sequence) and all(isinstance(c, Coordinate)
+                                                    for c in coordinates):
+        items = list(coordinates)
+    else:
+        raise InputError("coordinates must map each state coordinate to its unit, e.g. "
+                         f"{{'x': 'm', 'angle': 'rad'}}, got {coordinates!r:.80}")
+    names = [c.name for c in items]
+    if not items or any(not isinstance(c.name, str) or not c.name or "/" in c.name
+                        or not isinstance(c.unit, str) or not c.unit for c in items):
+        raise InputError("coordinates need at least one entry; names and units must be "
+                         "non-empty strings and names may not contain '/'")
+    extra = sorted(set(angular) - set(names))
+    if extra:
+        raise InputError(f"angular names unknown coordinates {extra}; declare them in "
+                         f"coordinates {names} first")
+    return [{"name": c.name, "unit": c.unit, "angular": c.angular or c.name in angular}
+            for c in items]
+
+
+def _horizons(horizons: Any) -> list[int]:
+    try:
+        values = [int(h) for h in horizons if type(h) is int or isinstance(h, np.integer)]
+    except TypeError:
+        raise InputError(f"horizons must be a list of positive ints, got {horizons!r}") from None
+    if not values or len(values) != len(list(horizons)) or min(values) < 1 \
+            or len(set(values)) != len(values):
+        raise InputError(f"horizons must be distinct positive ints such as [1, 4], got "
+                         f"{horizons!r}")
+    return sorted(values)
+
+
+def episode_reference(episode: Any) -> dict[str, Any]:
+    """How a forecast names its reference: digest, case identity, environment."""
+    env = episode.environment
+    case = episode.case
+    identity = {key: case.get(key) for key in ("case_id", "source_id", "content_digest")}
+    return {"digest": episode.digest, "case": identity,
+            "environment_id": env["environment_id"], "observer_id": env["observer_id"],
+            "seed": env["seed"]}
+
+
+def _vector(observed: Any, key: str) -> list[float] | None:
+    if isinstance(observed, Mapping):
+        observed = observed.get(key)
+    if isinstance(observed, list) and observed and all(
+            type(v) is float or type(v) is int for v in observed):
+        return [float(v) for v in observed]
+    return None
+
+
+def reference_states(episode: Any, state_key: str = "state"
+                     ) -> tuple[list[float] | None, list[list[float] | None]]:
+    """The observed initial state and the state after each executed action."""
+    transitions = episode.transitions()
+    initial = _vector(episode.initial.get("state"), state_key)
+    return initial, [_vector(step["state"], state_key) for step in transitions]
+
+
+def simulator_problem(episode: Any, initial: list[float] | None, dim: int) -> str | None:
+    """Why the reference cannot be forecast, or None."""
+    for failure in episode.failures():
+        if failure["phase"] in _SIMULATOR_PHASES:
+            return (f"reference {failure['phase']} failed at step {failure['index']}: "
+                    f"{failure['type']}: {failure['message']}")
+    if initial is None:
+        return "the reference's initial state was not observed"
+    if len(initial) != dim:
+        return (f"the reference state has {len(initial)} numbers but {dim} coordinates are "
+                "declared")
+    return None
+
+
+def plan_scope(episode: Any, planned_actions: Any, horizons: list[int]
+               ) -> tuple[list[Any], str]:
+    """The actions to request and the recorded ``action_scope``."""
+    executed = episode.actions()
+    if planned_actions is None:
+        return executed, "observed_prefix"
+    plan = to_portable(list(planned_actions), "$.planned_actions")
+    if plan[:len(executed)] != executed or len(executed) > len(plan):
+        first = next((i for i, (p, e) in enumerate(zip(plan, executed, strict=False))
+                      if p != e), min(len(plan), len(executed)))
+        raise InputError(f"planned_actions differ from the executed actions at step {first}"
+                         f" (planned {plan[first:first + 1]}, executed "
+                         f"{executed[first:first + 1]}); pass the plan the reference ran, "
+                         "or omit planned_actions to forecast the observed prefix")
+    if max(horizons) > len(plan):
+        raise InputError(f"horizon {max(horizons)} exceeds the {len(plan)} planned actions; "
+                         "plan at least as many actions as the longest horizon")
+    return plan, "planned"
+
+
+def check_response(response: Any, steps: int, dim: int) -> dict[str, Any]:
+    """The portable response, or ``ModelError`` saying what is wrong with it."""
+    if not isinstance(response, Mapping) or "states" not in response:
+        raise ModelError(f"the model returned {type(response).__name__}, not a mapping with "
+                         "'states'")
+    unknown = sorted(set(map(str, response)) - _RESPONSE_KEYS)
+    if unknown:
+        raise ModelError(f"the model returned unknown fields {unknown}; allowed are "
+                         f"{sorted(_RESPONSE_KEYS)}")
+    states = check_array(response["states"], steps, dim, "states")
+    std = response.get("standard_deviation")
+    deviations = None if std is None else check_array(std, steps, dim, "standard_deviation")
+    if deviations is not None and not (deviations > 0).all():
+        raise ModelError("standard_deviation must be positive everywhere")
+    try:
+        metadata = to_portable(dict(response.get("metadata") or {}), "$.metadata")
+    except (OnrecordError, TypeError, ValueError) as exc:
+        raise ModelError(f"metadata is not portable JSON: {exc}") from None
+    return {"states": states.tolist(), "metadata": metadata,
+            "standard_deviation": None if deviations is None else deviations.tolist()}
+
+
+def check_array(value: Any, steps: int, dim: int, name: str) -> np.ndarray:
+    """``value`` as a finite float array of shape ``[steps, dim]``."""
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{name} is not numeric: {exc}") from None
+    if array.shape != (steps, dim):
+        raise ModelError(f"{name} has shape {list(array.shape)}; expected one vector of {dim} "
+                         f"numbers per action, i.e. [{steps}, {dim}]")
+    if not np.isfinite(array).all():
+        raise ModelError(f"{name} holds non-finite values")
+    return array
+
+
+def error_record(exc: BaseException) -> dict[str, str]:
+    """``{"type", "message"}`` of an exception."""
+    return {"type": type(exc).__name__, "message": str(exc)[:2000]}
+
+
+def capture_forecast(episode: Any, predict: Predict, *, model_id: str, contract: str,
+                     coordinates: Mapping[str, str] | Sequence[Coordinate],
+                     horizons: Sequence[int], planned_actions: Sequence[Any] | None = None,
+                     angular: Sequence[str] = (), state_key: str = "state"
+                     ) -> ForecastEvidence:
+    """Forecast an actual reference episode with ``predict`` and bind both together.
+
+    ``predict(request)`` receives ``{"initial_state": [...], "actions": [...]}`` and
+    returns ``{"states": [...], "standard_deviation": [...]?, "metadata": {...}?}`` with
+    one vector per action. ``angular`` names coordinates whose errors wrap.
+    """
+    from onrecord.episode import EpisodeEvidence
+
+    if not isinstance(episode, EpisodeEvidence):
+        raise InputError(f"episode must be EpisodeEvidence from capture_episode, got "
+                         f"{type(episode).__name__}")
+    if not callable(predict):
+        raise InputError(f"predict must be callable, got {type(predict).__name__}")
+    spec = ForecastSpec(model_id, contract, coordinates, horizons, angular, state_key)
+    actions, scope = plan_scope(episode, planned_actions, spec.horizons)
+    initial, truth = reference_states(episode, state_key)
+    request = None if initial is None else {"initial_state": initial, "actions": actions}
+    record = spec.record(episode, scope, request, truth)
+    problem = simulator_problem(episode, initial, spec.dim)
+    if problem is not None:
+        return _sealed(record, "simulator_error", None,
+                       {"type": "SimulatorError", "message": problem})
+    assert request is not None
+    try:
+        response = _call(predict, request, len(actions), spec.dim)
+    except ModelError as exc:
+        return _sealed(record, "model_error", None, {"type": "ModelError", "message": str(exc)})
+    return _sealed(record, "ok", response, None)
+
+
+def _call(predict: Predict, request: dict[str, Any], steps: int, dim: int) -> dict[str, Any]:
+    original = orjson.dumps(request)
+    detached = orjson.loads(original)
+    try:
+        answer = predict(detached)
+    except Exception as exc:
+        raise ModelError(f"the model raised {type(exc).__name__}: {exc}") from None
+    if orjson.dumps(detached) != original:
+        raise ModelError("the model mutated its request; copy it before changing it")
+    return check_response(answer, steps, dim)
+
+
+def _sealed(record: dict[str, Any], status: str, response: dict[str, Any] | None,
+            error: dict[str, str] | None) -> ForecastEvidence:
+    record.update(status=status, response=response, error=error)
+    return ForecastEvidence._from_trusted(record)

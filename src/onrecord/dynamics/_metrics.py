@@ -1,0 +1,153 @@
+"""``forecast_metrics``: the errors of one forecast against its actual reference.
+
+Every number stays in its coordinate's unit. Horizons after the reference's observed
+prefix are *censored*: they have no error, no interval and no density, and nothing
+fills them. With standard deviations the forecast also gets central Gaussian intervals
+at ``LEVELS``, whether each covered the actual value, and the Gaussian negative log
+density (a density, not a probability: it depends on units and can be negative).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from onrecord.dynamics._evidence import ForecastEvidence
+from onrecord.dynamics._protocol import FloatArray
+from onrecord.errors import InputError
+
+__all__ = ["LEVELS", "ForecastMetrics", "forecast_metrics", "wrap_angles"]
+
+LEVELS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)
+"""Nominal central-interval levels reported wherever a standard deviation exists."""
+Z_SCORES = np.array([NormalDist().inv_cdf(0.5 + level / 2) for level in LEVELS])
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def wrap_angles(errors: FloatArray, mask: NDArray[np.bool_]) -> FloatArray:
+    """Wrap the ``mask`` columns of ``errors`` into [-pi, pi) in place and return them."""
+    if mask.any():
+        errors[..., mask] = (errors[..., mask] + np.pi) % (2 * np.pi) - np.pi
+    return errors
+
+
+@dataclass(frozen=True, eq=False)
+class ForecastMetrics:
+    """Per-horizon, per-coordinate errors of one forecast. Arrays are ``[H, d]`` with
+    NaN where a horizon is censored or unobserved; interval arrays are ``[L, H, d]``."""
+
+    forecast_digest: str
+    """The forecast these numbers come from."""
+    model_id: str
+    """Its model."""
+    status: str
+    """``ok``, ``model_error`` or ``simulator_error``; only ``ok`` has numbers."""
+    coordinates: dict[str, str]
+    """``{name: unit}`` in state order."""
+    horizons: tuple[int, ...]
+    """Declared horizons, the rows of every array."""
+    censored: NDArray[np.bool_]
+    """``[H]`` true where the horizon lies after the observed prefix."""
+    measured: NDArray[np.bool_]
+    """``[H, d]`` true where an error exists."""
+    error: FloatArray
+    """Signed error, prediction minus actual, in the coordinate's unit."""
+    abs_error: FloatArray
+    """Absolute error."""
+    std: FloatArray | None = None
+    """Predicted standard deviation at each horizon, if given."""
+    lower: FloatArray | None = None
+    """Lower bounds of the central intervals at ``LEVELS``."""
+    upper: FloatArray | None = None
+    """Upper bounds."""
+    covered: NDArray[np.bool_] | None = None
+    """Whether each interval held the actual value (False where unmeasured)."""
+    nll: FloatArray | None = None
+    """Gaussian negative log density of the actual value."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Portable nested form: coordinate → ``h<horizon>`` → numbers (None if absent)."""
+        coords: dict[str, Any] = {}
+        for j, (name, unit) in enumerate(self.coordinates.items()):
+            coords[name] = {"unit": unit, "horizons": {
+                f"h{h}": self._cell(i, j) for i, h in enumerate(self.horizons)}}
+        return {"forecast": self.forecast_digest, "model_id": self.model_id,
+                "status": self.status, "levels": list(LEVELS), "coordinates": coords}
+
+    def _cell(self, i: int, j: int) -> dict[str, Any]:
+        if not self.measured[i, j]:
+            return {"censored": bool(self.censored[i]), "measured": False}
+        cell: dict[str, Any] = {"censored": False, "measured": True,
+                                "error": float(self.error[i, j]),
+                                "abs_error": float(self.abs_error[i, j])}
+        if self.std is not None and self.lower is not None and self.upper is not None \
+                and self.covered is not None and self.nll is not None:
+            cell["std"] = float(self.std[i, j])
+            cell["nll"] = float(self.nll[i, j])
+            cell["intervals"] = {
+                f"{round(level * 100)}": {"lower": float(self.lower[k, i, j]),
+                                          "upper": float(self.upper[k, i, j]),
+                                          "covered": bool(self.covered[k, i, j])}
+                for k, level in enumerate(LEVELS)}
+        return cell
+
+    def __str__(self) -> str:
+        lines = [f"forecast {self.forecast_digest[:12]} model={self.model_id} "
+                 f"status={self.status}"]
+        for j, (name, unit) in enumerate(self.coordinates.items()):
+            for i, h in enumerate(self.horizons):
+                lines.append(f"  {name} h{h}: " + self._describe(i, j, unit))
+        return "\n".join(lines)
+
+    def _describe(self, i: int, j: int, unit: str) -> str:
+        if not self.measured[i, j]:
+            return "censored" if self.censored[i] else "not measured"
+        text = f"error {self.error[i, j]:+.4g} {unit}"
+        if self.std is not None and self.covered is not None and self.nll is not None:
+            text += (f", std {self.std[i, j]:.4g} {unit}, 90% covered "
+                     f"{bool(self.covered[2, i, j])}, nll {self.nll[i, j]:.3f}")
+        return text
+
+
+def _rows(forecast: ForecastEvidence) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    index = np.asarray(forecast.horizons) - 1
+    return index, index >= min(forecast.observed_steps, len(forecast.mean))
+
+
+def forecast_metrics(forecast: ForecastEvidence) -> ForecastMetrics:
+    """Errors, intervals, coverage and density of one forecast at its declared horizons."""
+    if not isinstance(forecast, ForecastEvidence):
+        raise InputError(f"forecast_metrics takes ForecastEvidence, got "
+                         f"{type(forecast).__name__}; for many forecasts use "
+                         "aggregate_metrics")
+    index, censored = _rows(forecast)
+    shape = (len(index), len(forecast.coordinates))
+    if forecast.status != "ok":
+        nan = np.full(shape, np.nan)
+        return ForecastMetrics(forecast.digest, forecast.model_id, forecast.status,
+                               forecast.coordinates, forecast.horizons, censored,
+                               np.zeros(shape, bool), nan, nan)
+    rows = np.where(censored, 0, index)
+    truth = forecast.truth[np.minimum(rows, max(len(forecast.truth) - 1, 0))] \
+        if len(forecast.truth) else np.full(shape, np.nan)
+    error = wrap_angles(forecast.mean[rows] - truth, forecast.angular_mask)
+    error[censored] = np.nan
+    measured = ~np.isnan(error)
+    abs_error = np.abs(error)
+    std = forecast.std
+    if std is None:
+        return ForecastMetrics(forecast.digest, forecast.model_id, "ok", forecast.coordinates,
+                               forecast.horizons, censored, measured, error, abs_error)
+    sd = std[rows]
+    half = Z_SCORES[:, None, None] * sd
+    mean = forecast.mean[rows]
+    z = error / sd
+    return ForecastMetrics(
+        forecast.digest, forecast.model_id, "ok", forecast.coordinates, forecast.horizons,
+        censored, measured, error, abs_error, sd, mean - half, mean + half,
+        abs_error <= half, _HALF_LOG_2PI + np.log(sd) + 0.5 * z * z)

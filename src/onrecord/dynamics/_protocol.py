@@ -1,0 +1,121 @@
+"""The ``WorldModel`` protocol and the arrays it exchanges.
+
+A world model is fitted on transitions and predicts, in one batched call, the state
+trajectories that follow ``N`` initial states under ``N`` action sequences of length
+``H``: a mean ``[N, H, d]`` with either a standard deviation ``[N, H, d]`` or particles
+``[N, S, H, d]``. Nothing else is part of the contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from onrecord.errors import InputError
+
+__all__ = ["Prediction", "Transitions", "WorldModel"]
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A batch of forecast trajectories."""
+
+    mean: FloatArray
+    """Predicted states ``[N, H, d]``; step ``k`` is the state after ``k + 1`` actions."""
+    std: FloatArray | None = None
+    """Marginal standard deviations ``[N, H, d]``, or None when the model has none."""
+    samples: FloatArray | None = None
+    """Particles ``[N, S, H, d]`` when the model propagates samples."""
+
+    @classmethod
+    def from_samples(cls, samples: FloatArray) -> Prediction:
+        """Summarize particles by their mean and (sample) standard deviation."""
+        std = samples.std(axis=1, ddof=1) if samples.shape[1] > 1 else None
+        return cls(samples.mean(axis=1), std, samples)
+
+
+@dataclass(frozen=True)
+class Transitions:
+    """Observed ``(state, action, next state)`` triples to fit a model on."""
+
+    states: FloatArray
+    """``[M, d]`` states before the action."""
+    actions: NDArray[Any]
+    """``[M]`` discrete actions or ``[M, a]`` continuous ones, in the environment encoding."""
+    next_states: FloatArray
+    """``[M, d]`` states after the action."""
+
+    def __post_init__(self) -> None:
+        count = len(self.states)
+        if self.states.ndim != 2 or self.next_states.shape != self.states.shape:
+            raise InputError("Transitions.states and next_states must both be [M, d] arrays "
+                             f"of one shape, got {self.states.shape} and "
+                             f"{self.next_states.shape}")
+        if len(self.actions) != count or count == 0:
+            raise InputError(f"Transitions needs at least one transition and one action per "
+                             f"state, got {count} states and {len(self.actions)} actions")
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    @classmethod
+    def from_episodes(cls, episodes: Iterable[Any], *, state_key: str = "state") -> Transitions:
+        """Successful steps of captured episodes whose observer returned ``{state_key: [...]}``.
+
+        Steps whose before- or after-state was not observed are left out, never guessed.
+        """
+        before: list[Any] = []
+        acts: list[Any] = []
+        after: list[Any] = []
+        for episode in episodes:
+            previous = _state_vector(episode.initial.get("state"), state_key)
+            for step in episode.transitions():
+                current = _state_vector(step.get("state"), state_key)
+                if previous is not None and current is not None:
+                    before.append(previous)
+                    acts.append(step["action"])
+                    after.append(current)
+                previous = current
+        return cls(np.asarray(before, dtype=np.float64), np.asarray(acts),
+                   np.asarray(after, dtype=np.float64))
+
+    def resample(self, rng: np.random.Generator) -> Transitions:
+        """A bootstrap resample of the same size."""
+        index = rng.integers(0, len(self), len(self))
+        return Transitions(self.states[index], self.actions[index], self.next_states[index])
+
+
+def _state_vector(observed: Any, key: str) -> list[float] | None:
+    if isinstance(observed, Mapping):
+        observed = observed.get(key)
+    if isinstance(observed, list) and observed and all(
+            isinstance(value, int | float) and not isinstance(value, bool) for value in observed):
+        return [float(value) for value in observed]
+    return None
+
+
+@runtime_checkable
+class WorldModel(Protocol):
+    """What the dynamics tools need from a model."""
+
+    model_id: str
+    """Stable name of the model and its configuration, e.g. ``bayes-linear/v1``."""
+
+    def fit(self, transitions: Transitions) -> None:
+        """Learn from observed transitions (a no-op for models that do not learn)."""
+
+    def predict(self, initial_states: FloatArray, actions: NDArray[Any], *,
+                uncertainty: bool = True) -> Prediction:
+        """Trajectories for ``[N, d]`` initial states under ``[N, H]`` (or ``[N, H, a]``)
+        actions; ``uncertainty=False`` lets planners skip std and particles."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Portable description of the fitted model (parameters, configuration)."""
+        ...
