@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "onrecord.cli.gate",
     "onrecord.cli.compare",
     "onrecord.cli.demo",
+    "onrecord.cli.ledger",
 )
 
 # Exit codes: 0 accept / success, 1 reject, 2 indeterminate, 3 bad input or tampering.

@@ -1,0 +1,119 @@
+"""``onrecord ledger run|analyze``: the invoice ledger experiment and its offline audit."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from onrecord.domains.ledger import (
+    LedgerResult,
+    analyze_ledger_dir,
+    run_ledger_experiment,
+    save_ledger_result,
+)
+from onrecord.errors import InputError
+
+__all__ = ["ablation_table", "decision_table", "register"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``ledger`` subcommand with ``run`` and ``analyze``."""
+    parser = subparsers.add_parser(
+        "ledger",
+        help="the invoice ledger experiment (real SQLite fixture)",
+        description="Run the invoice ledger experiment, or re-verify a saved one offline.",
+    )
+    actions = parser.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
+    run_parser = actions.add_parser(
+        "run",
+        help="run every variant and save databases, evidence, reports and hashes",
+        description="Run every ledger variant with seeds 7 and 8 plus FrozenLake and "
+        "CartPole checks; save everything with a sha256 manifest. Exit 0 when "
+        "every decision is the one the protocol requires, else 1.",
+    )
+    run_parser.add_argument("--output-dir", required=True, type=Path, metavar="DIR")
+    run_parser.set_defaults(func=run)
+    analyze_parser = actions.add_parser(
+        "analyze",
+        help="re-verify hashes and recompute decisions and the ablation",
+        description="Check every file against the manifest, reload every record, re-run "
+        "the checks and recompute decisions and the ablation. Exit 0 when all "
+        "verifies, 3 when anything does not.",
+    )
+    analyze_parser.add_argument("directory", type=Path, metavar="DIR")
+    analyze_parser.set_defaults(func=analyze)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run, save, print the tables."""
+    out: Path = args.output_dir
+    if out.exists() and any(out.iterdir()):
+        raise InputError(f"--output-dir {out} is not empty; pass a new or empty directory")
+    console = Console(width=max(Console().width, 110))
+    with console.status("running the ledger experiment") as status:
+        result = run_ledger_experiment(out, progress=lambda text: status.update(text))
+    save_ledger_result(result, out)
+    console.print(decision_table(result))
+    console.print(ablation_table(result.ablation()))
+    console.print(f"saved to {out}/ (verify with: onrecord ledger analyze {out})")
+    return 0 if result.ok else 1
+
+
+def analyze(args: argparse.Namespace) -> int:
+    """Verify and recompute; print what did not verify."""
+    console = Console(width=max(Console().width, 110))
+    analysis = analyze_ledger_dir(args.directory)
+    console.print(ablation_table(analysis.ablation))
+    for problem in analysis.problems:
+        console.print(f"[red]problem:[/red] {problem}")
+    verdict = "verified" if analysis.ok else f"{len(analysis.problems)} problem(s)"
+    console.print(f"{args.directory}: {len(analysis.decisions)} decisions recomputed, {verdict}")
+    return 0 if analysis.ok else 3
+
+
+def decision_table(result: LedgerResult) -> Table:
+    """Variant × seed × attempt with each grader's decision."""
+    table = Table(
+        "episode",
+        "final answer",
+        "final posting",
+        "full policy",
+        "required",
+        title="ledger experiment",
+    )
+    for episode in result.episodes:
+        d = episode.decisions
+        mark = "" if d["full_policy"] == episode.expected else " [red]✗[/red]"
+        table.add_row(
+            episode.name,
+            d["final_answer"],
+            d["final_posting"],
+            d["full_policy"] + mark,
+            episode.expected,
+        )
+    for run in result.classic:
+        table.add_row(f"classic {run['name']}", "", "", run["decision"].decision, run["expected"])
+    return table
+
+
+def ablation_table(rows: list[dict[str, Any]]) -> Table:
+    """What each weaker grader accepts over the complete episodes."""
+    table = Table(
+        "grader",
+        "complete episodes",
+        "accepted",
+        "accepted but violating",
+        title="ablation: what weaker graders accept",
+    )
+    for row in rows:
+        table.add_row(
+            row["grader"],
+            str(row["episodes"]),
+            str(row["accepted"]),
+            str(row["accepted_violating"]),
+        )
+    return table
