@@ -1,34 +1,101 @@
 """Environment kit: turn a SQLite schema and a few Python tools into an evaluation
-environment with snapshot reset, an action log, audit history, end-state diffs and
-named checks. See docs/envkit.md.
+environment with snapshot reset, an action log, audit history, end-state diffs, named
+checks, hidden state, replay and a gymnasium face. See docs/envkit.md.
 """
 
 from onrecord.envkit.audit import AuditEvent
+from onrecord.envkit.checks import (
+    Score,
+    check,
+    failed,
+    get_check,
+    not_measured,
+    passed,
+    register_check,
+    registered_checks,
+    run_checks,
+    weighted_score,
+)
 from onrecord.envkit.context import ToolContext, ToolRejected, Tracer
 from onrecord.envkit.diff import StateDiff, diff_databases, diff_from_events
+from onrecord.envkit.episode import EPISODE_SCHEMA, ToolEpisode, save_episode
+from onrecord.envkit.evaluate import evaluate_tool_episodes, tool_episode_trial
+from onrecord.envkit.hidden import (
+    ANY,
+    read_before_write,
+    read_before_write_check,
+    read_steps,
+    write_steps,
+)
 from onrecord.envkit.log import ActionLog, ActionLogRead, read_action_log
+from onrecord.envkit.replay import Divergence, ReplayResult, diff_through_step, replay, step_diff
+from onrecord.envkit.rules import (
+    Rule,
+    changed,
+    check_rules,
+    compare_diff,
+    created,
+    deleted,
+    no_other_changes,
+    only_tables,
+    unchanged,
+)
 from onrecord.envkit.snapshot import Populate, Snapshot, SnapshotError
 from onrecord.envkit.state import state_digest
 from onrecord.envkit.tools import Tool, tool
 from onrecord.envkit.world import InjectedFailure, ToolWorld
 
 __all__ = [
+    "ANY",
+    "EPISODE_SCHEMA",
     "ActionLog",
     "ActionLogRead",
     "AuditEvent",
+    "Divergence",
     "InjectedFailure",
     "Populate",
+    "ReplayResult",
+    "Rule",
+    "Score",
     "Snapshot",
     "SnapshotError",
     "StateDiff",
     "Tool",
     "ToolContext",
+    "ToolEpisode",
     "ToolRejected",
     "ToolWorld",
     "Tracer",
+    "changed",
+    "check",
+    "check_rules",
+    "compare_diff",
+    "created",
+    "deleted",
     "diff_databases",
     "diff_from_events",
+    "diff_through_step",
+    "evaluate_tool_episodes",
+    "failed",
+    "get_check",
+    "no_other_changes",
+    "not_measured",
+    "only_tables",
+    "passed",
     "read_action_log",
+    "read_before_write",
+    "read_before_write_check",
+    "read_steps",
+    "register_check",
+    "registered_checks",
+    "replay",
+    "run_checks",
+    "save_episode",
     "state_digest",
+    "step_diff",
     "tool",
+    "tool_episode_trial",
+    "unchanged",
+    "weighted_score",
+    "write_steps",
 ]

@@ -1,0 +1,210 @@
+"""Saved tool-world episodes: one directory of evidence that checks read.
+
+Layout::
+
+    DIR/actions.jsonl   the action log (one canonical JSON event per line)
+    DIR/audit.json      {"schema": "onrecord.envkit.audit/v1", "tables", "events", "digest"}
+    DIR/diff.json       {"schema": "onrecord.envkit.diff/v1", "diff", "digest"}
+    DIR/task.json       {"schema": "onrecord.envkit.task/v1", "case", "digest"}
+    DIR/final.sqlite    the end-state database (audit tables included)
+    DIR/manifest.json   {"schema": "onrecord.envkit.episode/v1", "files": {name: sha256},
+                         "snapshot", "end_state_digest", ..., "digest"}
+
+The manifest is written last, so a directory without one is an unfinished save.
+Loading re-checks every file's sha256 and every record's digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from onrecord._canonical import atomic_write_bytes, canonical_bytes, content_digest, record_bytes
+from onrecord.case import EvalCase
+from onrecord.envkit._sql import Table
+from onrecord.envkit.audit import AuditEvent, audit_events, audit_tables
+from onrecord.envkit.diff import StateDiff, audit_diff
+from onrecord.envkit.log import read_action_log
+from onrecord.envkit.snapshot import readonly_uri
+from onrecord.envkit.state import state_digest
+from onrecord.errors import DigestMismatch, SchemaError
+
+if TYPE_CHECKING:
+    from onrecord.envkit.world import ToolWorld
+
+__all__ = ["EPISODE_FILES", "EPISODE_SCHEMA", "ToolEpisode", "save_episode"]
+
+EPISODE_SCHEMA = "onrecord.envkit.episode/v1"
+AUDIT_SCHEMA = "onrecord.envkit.audit/v1"
+DIFF_SCHEMA = "onrecord.envkit.diff/v1"
+TASK_SCHEMA = "onrecord.envkit.task/v1"
+EPISODE_FILES = ("actions.jsonl", "audit.json", "diff.json", "final.sqlite", "task.json")
+
+
+def save_episode(world: ToolWorld, directory: str | os.PathLike[str]) -> ToolEpisode:
+    """End the world's episode and save its evidence to ``directory``; returns it loaded."""
+    target = Path(directory)
+    target.mkdir(parents=True, exist_ok=True)
+    world.end_episode()
+    layouts = {table.name: {"columns": list(table.columns), "key": list(table.key)}
+               for table, _ in audit_tables(world.conn)}
+    files = {
+        "actions.jsonl": world.log.to_bytes(),
+        "audit.json": _record(AUDIT_SCHEMA, tables=layouts, events=audit_events(world.conn)),
+        "diff.json": _record(DIFF_SCHEMA, diff=audit_diff(world.conn)),
+        "task.json": _record(TASK_SCHEMA,
+                             case=None if world.case is None else world.case.to_dict()),
+    }
+    digests = {name: _write(target / name, data) for name, data in files.items()}
+    digests["final.sqlite"] = _save_database(world.conn, target / "final.sqlite")
+    manifest = {
+        "schema": EPISODE_SCHEMA, "files": dict(sorted(digests.items())),
+        "run_id": world.run_id, "task_id": world.task_id, "seed": world.seed,
+        "snapshot": world.snapshot.identity(), "end_state_digest": world.state_digest(),
+        "state_version": world.state_version, "steps": world.step,
+        "tools": world.tool_schemas(), "writes": sorted(
+            name for name, spec in world.tools.items() if spec.writes),
+        "hidden": sorted(world.hidden)}
+    manifest["digest"] = content_digest(manifest)
+    atomic_write_bytes(target / "manifest.json", record_bytes(manifest))
+    return ToolEpisode.load(target)
+
+
+def _record(schema: str, **fields: Any) -> bytes:
+    record = {"schema": schema, **fields}
+    record["digest"] = content_digest(record)
+    return record_bytes(record)
+
+
+def _write(path: Path, data: bytes) -> str:
+    atomic_write_bytes(path, data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _save_database(conn: sqlite3.Connection, path: Path) -> str:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    out = sqlite3.connect(tmp)
+    try:
+        conn.backup(out)
+        out.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+    finally:
+        out.close()
+    os.replace(tmp, path)
+    return _file_digest(path)
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class ToolEpisode:
+    """A verified saved episode: the evidence checks receive."""
+
+    path: Path
+    """The episode directory."""
+    manifest: Mapping[str, Any]
+    """The verified manifest (file digests, snapshot identity, end-state digest, ...)."""
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str]) -> ToolEpisode:
+        """Load and verify a saved episode directory."""
+        path = Path(directory)
+        manifest_path = path / "manifest.json"
+        if not manifest_path.is_file():
+            raise SchemaError(f"{str(path)!r} has no manifest.json; it is not a saved episode "
+                              "(or its save did not finish): save it with save_episode()")
+        manifest = _verified_record(manifest_path, EPISODE_SCHEMA)
+        for name in EPISODE_FILES:
+            expected = manifest["files"].get(name)
+            if expected is None or _file_digest(path / name) != expected:
+                raise DigestMismatch(f"{path / name} does not match the sha256 in its "
+                                     "manifest: the episode was changed after saving")
+        return cls(path, manifest)
+
+    @property
+    def digest(self) -> str:
+        """The manifest digest, which pins every file of the episode."""
+        return str(self.manifest["digest"])
+
+    @cached_property
+    def actions(self) -> tuple[dict[str, Any], ...]:
+        """The action log events, in order."""
+        return read_action_log(self.path / "actions.jsonl").events
+
+    @cached_property
+    def _audit(self) -> dict[str, Any]:
+        return _verified_record(self.path / "audit.json", AUDIT_SCHEMA)
+
+    @property
+    def audit(self) -> list[AuditEvent]:
+        """The audit history: every row change with its step."""
+        return list(self._audit["events"])
+
+    @property
+    def tables(self) -> dict[str, Table]:
+        """Layout (columns, key) of every audited table."""
+        return {name: Table(name, tuple(item["columns"]), tuple(item["key"]), "")
+                for name, item in self._audit["tables"].items()}
+
+    @cached_property
+    def diff(self) -> StateDiff:
+        """The end-state diff."""
+        diff: StateDiff = _verified_record(self.path / "diff.json", DIFF_SCHEMA)["diff"]
+        return diff
+
+    @cached_property
+    def task(self) -> dict[str, Any] | None:
+        """The task (an ``EvalCase`` in dict form), or ``None``."""
+        case: dict[str, Any] | None = _verified_record(self.path / "task.json",
+                                                       TASK_SCHEMA)["case"]
+        return case
+
+    @property
+    def case(self) -> EvalCase | None:
+        """The task as an ``EvalCase`` (re-verified)."""
+        return None if self.task is None else EvalCase.from_dict(self.task)
+
+    def connect(self) -> sqlite3.Connection:
+        """A read-only connection to the end-state database."""
+        return sqlite3.connect(readonly_uri(self.path / "final.sqlite"), uri=True)
+
+    def end_state_digest(self) -> str:
+        """Recompute the end-state digest from the saved database."""
+        conn = self.connect()
+        try:
+            return state_digest(conn)
+        finally:
+            conn.close()
+
+    def copy_database(self, path: str | os.PathLike[str]) -> Path:
+        """Copy the end-state database somewhere writable (e.g. to resume from it)."""
+        return Path(shutil.copyfile(self.path / "final.sqlite", path))
+
+
+def _verified_record(path: Path, schema: str) -> dict[str, Any]:
+    data = path.read_bytes()
+    try:
+        record = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise SchemaError(f"{path} is not JSON: {exc}") from exc
+    if not isinstance(record, dict) or record.get("schema") != schema:
+        raise SchemaError(f"{path} must hold a record with schema {schema!r}")
+    if canonical_bytes(record) + b"\n" != data or record.get("digest") != content_digest(
+            record):
+        raise DigestMismatch(f"{path} does not match its digest: it was changed after saving")
+    return record

@@ -1,0 +1,58 @@
+"""Turn saved tool-world episodes into report trials, so ``AcceptancePolicy`` and
+``compare_reports`` work on them exactly as on gymnasium episodes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from onrecord._canonical import content_digest
+from onrecord.envkit.checks import run_checks
+from onrecord.envkit.episode import ToolEpisode
+from onrecord.episode import OutcomeCheck
+from onrecord.errors import InputError
+from onrecord.report import EvaluationReport, Trial
+
+__all__ = ["evaluate_tool_episodes", "tool_episode_trial"]
+
+
+def tool_episode_trial(episode: ToolEpisode, checks: Sequence[OutcomeCheck | str],
+                       repeat: int = 0) -> Trial:
+    """One trial: the episode's task identity, check results, measures and settings."""
+    case = episode.case
+    if case is None:
+        raise InputError(f"episode {episode.path} has no task; reset the world with "
+                         "case=EvalCase(...) so results can be tied to a case")
+    manifest = episode.manifest
+    actions = episode.actions
+    issues = []
+    if len(actions) != manifest["steps"]:
+        issues.append(f"the action log holds {len(actions)} events but the episode made "
+                      f"{manifest['steps']} calls")
+    settings = {"environment_id": f"envkit:{manifest['snapshot']['name']}",
+                "snapshot": manifest["snapshot"], "hidden": manifest["hidden"],
+                "tools_digest": content_digest({"tools": manifest["tools"]})}
+    measures = {"tool_calls": float(len(actions)),
+                "rejected_calls": float(sum(e["status"] != "ok" for e in actions)),
+                "rows_changed": float(sum(len(rows) for table in episode.diff.values()
+                                          for rows in table.values()))}
+    return Trial(case=case.identity, repeat=repeat,
+                 source={"kind": "tool_episode", "digest": episode.digest},
+                 results=tuple(run_checks(episode, checks)), coverage_issues=tuple(issues),
+                 measures=measures, settings=settings)
+
+
+def evaluate_tool_episodes(episodes: Iterable[ToolEpisode],
+                           checks: Sequence[OutcomeCheck | str]) -> EvaluationReport:
+    """A report over many episodes; episodes of one case become repeats 0, 1, …"""
+    seen: Counter[str] = Counter()
+    trials = []
+    for episode in episodes:
+        trial = tool_episode_trial(episode, checks, 0)
+        case_id = str(trial.case["case_id"])
+        if seen[case_id]:
+            trial = Trial(trial.case, seen[case_id], trial.source, trial.results,
+                          trial.coverage_issues, trial.measures, trial.settings)
+        seen[case_id] += 1
+        trials.append(trial)
+    return EvaluationReport.from_trials(trials)

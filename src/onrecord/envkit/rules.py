@@ -1,0 +1,240 @@
+"""Compare an end-state diff with an expected diff or with rules, explaining every mismatch.
+
+Rules are plain JSON dicts (so a task can carry them); build them with the helpers::
+
+    rules = [created("allocations", where={"claim_id": 17}, count=1),  # any id
+             only_tables("allocations")]                               # nothing else
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from onrecord._canonical import canonical_bytes, to_portable
+from onrecord.envkit.diff import StateDiff
+from onrecord.errors import InputError
+
+__all__ = ["Rule", "changed", "check_rules", "compare_diff", "created", "deleted",
+           "no_other_changes", "only_tables", "unchanged"]
+
+Rule = dict[str, Any]
+Count = int | Mapping[str, int]
+_KINDS = ("created", "changed", "deleted")
+
+
+def created(table: str, where: Mapping[str, Any] | None = None, count: Count = 1) -> Rule:
+    """``count`` rows created in ``table`` whose columns equal ``where`` (other columns,
+    e.g. generated ids, may be anything). ``count`` is an int or ``{"min", "max"}``."""
+    return _row_rule("created", table, where, count)
+
+
+def deleted(table: str, where: Mapping[str, Any] | None = None, count: Count = 1) -> Rule:
+    """``count`` rows deleted from ``table`` matching ``where``."""
+    return _row_rule("deleted", table, where, count)
+
+
+def changed(table: str, where: Mapping[str, Any] | None = None,
+            to: Mapping[str, Any] | None = None, count: Count = 1) -> Rule:
+    """``count`` rows of ``table`` whose *before* row matches ``where`` changed, and
+    their *after* row matches ``to``."""
+    return {**_row_rule("changed", table, where, count), "to": to_portable(dict(to or {}))}
+
+
+def unchanged(table: str) -> Rule:
+    """``table`` has no created, changed or deleted row."""
+    return {"rule": "unchanged", "table": table}
+
+
+def only_tables(*tables: str) -> Rule:
+    """No table other than ``tables`` changed."""
+    return {"rule": "only_tables", "tables": sorted(tables)}
+
+
+def no_other_changes() -> Rule:
+    """Every row change is accounted for by a created/changed/deleted rule in the list."""
+    return {"rule": "no_other_changes"}
+
+
+def _row_rule(kind: str, table: str, where: Mapping[str, Any] | None, count: Count) -> Rule:
+    return {"rule": kind, "table": table, "where": to_portable(dict(where or {})),
+            "count": to_portable(count)}
+
+
+def check_rules(diff: StateDiff, rules: Sequence[Rule]) -> list[str]:
+    """Every rule the diff breaks, as a sentence (empty when all hold)."""
+    problems: list[str] = []
+    covered: set[tuple[str, str, bytes]] = set()
+    for rule in rules:
+        kind = rule.get("rule") if isinstance(rule, Mapping) else None
+        if kind in _KINDS:
+            problems += _row_rule_problems(diff, rule, covered)
+        elif kind == "unchanged":
+            if rule["table"] in diff:
+                problems.append(f"{rule['table']} was expected to stay unchanged, but "
+                                f"{_summary(diff[rule['table']])}")
+        elif kind == "only_tables":
+            extra = sorted(set(diff) - set(rule["tables"]))
+            problems += [f"{name} changed ({_summary(diff[name])}), but only "
+                         f"{', '.join(rule['tables']) or 'no table'} may change"
+                         for name in extra]
+        elif kind != "no_other_changes":
+            raise InputError(f"unknown rule {rule!r}; build rules with created(), changed(), "
+                             "deleted(), unchanged(), only_tables() or no_other_changes()")
+    if any(rule.get("rule") == "no_other_changes" for rule in rules):
+        problems += _uncovered(diff, covered)
+    return problems
+
+
+def _entries(diff: StateDiff, table: str, kind: str) -> list[Any]:
+    return list(diff.get(table, {}).get(kind, []))
+
+
+def _row_rule_problems(diff: StateDiff, rule: Rule, covered: set[tuple[str, str, bytes]]
+                       ) -> list[str]:
+    table, kind, where = rule["table"], rule["rule"], rule["where"]
+    matches = []
+    for entry in _entries(diff, table, kind):
+        row = entry["before"] if kind == "changed" else entry
+        if _matches(row, where):
+            matches.append(entry)
+            covered.add((table, kind, canonical_bytes(entry)))
+    problems = []
+    low, high = _bounds(rule["count"])
+    if not low <= len(matches) <= high:
+        problems.append(f"expected {_count_text(rule['count'])} {_row_word(high)} {kind} in "
+                        f"{table}{_where_text(where)}; found {len(matches)}"
+                        + (f": {_rows_text(matches)}" if matches else ""))
+    if kind == "changed":
+        problems += [f"{table} key {_show(entry['key'])} changed to {_show(entry['after'])}, "
+                     f"but {_show(rule['to'])} was expected"
+                     for entry in matches if not _matches(entry["after"], rule["to"])]
+    return problems
+
+
+def _uncovered(diff: StateDiff, covered: set[tuple[str, str, bytes]]) -> list[str]:
+    return [f"{table}: {kind} {_show(entry)} is not allowed by any rule"
+            for table in sorted(diff) for kind in _KINDS
+            for entry in _entries(diff, table, kind)
+            if (table, kind, canonical_bytes(entry)) not in covered]
+
+
+def _matches(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
+    return all((column in row and row[column] == value and type(row[column]) is type(value))
+               or (column in row and _numbers_equal(row[column], value))
+               for column, value in where.items())
+
+
+def _numbers_equal(left: Any, right: Any) -> bool:
+    # A rule written with 5 matches a REAL column holding 5.0: rules are about amounts.
+    numeric = (int, float)
+    return type(left) in numeric and type(right) in numeric and left == right
+
+
+def _bounds(count: Count) -> tuple[int, float]:
+    if isinstance(count, int):
+        return count, count
+    return count.get("min", 0), count.get("max", float("inf"))
+
+
+def _count_text(count: Count) -> str:
+    if isinstance(count, int):
+        return f"exactly {count}"
+    low, high = _bounds(count)
+    return f"at least {low}" if high == float("inf") else f"between {low} and {int(high)}"
+
+
+def _row_word(high: float) -> str:
+    return "row" if high == 1 else "rows"
+
+
+def _where_text(where: Mapping[str, Any]) -> str:
+    if not where:
+        return ""
+    return " where " + " and ".join(f"{key} = {_show(value)}" for key, value in where.items())
+
+
+def _rows_text(entries: list[Any]) -> str:
+    shown = ", ".join(_show(entry) for entry in entries[:5])
+    return shown + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
+
+
+def _summary(table_diff: Mapping[str, list[Any]]) -> str:
+    parts = [f"{len(table_diff[kind])} {kind}" for kind in _KINDS if table_diff.get(kind)]
+    return "rows: " + ", ".join(parts)
+
+
+def _show(value: Any) -> str:
+    return canonical_bytes(value).decode()
+
+
+def compare_diff(actual: StateDiff, expected: StateDiff,
+                 ignore: Sequence[str] = ()) -> list[str]:
+    """Every difference between two diffs as a sentence (empty when they agree).
+
+    ``ignore`` names columns as ``"table.column"`` whose values do not matter (generated
+    ids, timestamps); created and deleted rows are then matched without them.
+    """
+    ignored: dict[str, set[str]] = {}
+    for item in ignore:
+        table, _, column = item.partition(".")
+        ignored.setdefault(table, set()).add(column)
+    problems: list[str] = []
+    for table in sorted(set(actual) | set(expected)):
+        skip = ignored.get(table, set())
+        for kind in ("created", "deleted"):
+            problems += _compare_rows(table, kind, _entries(actual, table, kind),
+                                      _entries(expected, table, kind), skip)
+        problems += _compare_changes(table, _entries(actual, table, "changed"),
+                                     _entries(expected, table, "changed"), skip)
+    return problems
+
+
+def _project(row: Mapping[str, Any], skip: set[str]) -> bytes:
+    return canonical_bytes({key: value for key, value in row.items() if key not in skip})
+
+
+def _compare_rows(table: str, kind: str, actual: list[Any], expected: list[Any],
+                  skip: set[str]) -> list[str]:
+    remaining = [_project(row, skip) for row in actual]
+    missing = []
+    for row in expected:
+        projected = _project(row, skip)
+        if projected in remaining:
+            remaining.remove(projected)
+        else:
+            missing.append(f"{table}: expected a {kind} row {projected.decode()}, which the "
+                           f"episode did not {kind[:-1]}")
+    return missing + [f"{table}: the episode {kind} the row {row.decode()}, which was not "
+                      "expected" for row in remaining]
+
+
+def _compare_changes(table: str, actual: list[Any], expected: list[Any], skip: set[str]
+                     ) -> list[str]:
+    have = {canonical_bytes(entry["key"]): entry for entry in actual}
+    want = {canonical_bytes(entry["key"]): entry for entry in expected}
+    problems = []
+    for key in sorted(want.keys() | have.keys()):
+        label = f"{table} key {key.decode()}"
+        if key not in have:
+            problems.append(f"{label}: expected a change to {_show(want[key]['after'])}, but "
+                            "the row was not changed")
+        elif key not in want:
+            problems.append(f"{label}: changed from {_show(have[key]['before'])} to "
+                            f"{_show(have[key]['after'])}, which was not expected")
+        else:
+            problems += _column_problems(label, have[key], want[key], skip)
+    return problems
+
+
+def _column_problems(label: str, have: Mapping[str, Any], want: Mapping[str, Any],
+                     skip: set[str]) -> list[str]:
+    problems = []
+    for side in ("before", "after"):
+        for column in sorted(set(have[side]) | set(want[side])):
+            got, wanted = have[side].get(column), want[side].get(column)
+            if column not in skip and canonical_bytes(got) != canonical_bytes(wanted):
+                verb = "was" if side == "before" else "became"
+                problems.append(f"{label}: {column} {verb} {_show(got)}, expected "
+                                f"{_show(wanted)}")
+    return problems
