@@ -3,7 +3,10 @@ environment with snapshot reset, an action log, audit history, end-state diffs, 
 checks, hidden state, replay and a gymnasium face. See docs/envkit.md.
 """
 
+from typing import Any
+
 from onrecord.envkit.audit import AuditEvent
+from onrecord.envkit.checker import EnvironmentCheckError, check_environment, environment_problems
 from onrecord.envkit.checks import (
     Score,
     check,
@@ -28,6 +31,7 @@ from onrecord.envkit.hidden import (
     write_steps,
 )
 from onrecord.envkit.log import ActionLog, ActionLogRead, read_action_log
+from onrecord.envkit.observer import ReadOnlyObserver
 from onrecord.envkit.replay import Divergence, ReplayResult, diff_through_step, replay, step_diff
 from onrecord.envkit.rules import (
     Rule,
@@ -52,8 +56,10 @@ __all__ = [
     "ActionLogRead",
     "AuditEvent",
     "Divergence",
+    "EnvironmentCheckError",
     "InjectedFailure",
     "Populate",
+    "ReadOnlyObserver",
     "ReplayResult",
     "Rule",
     "Score",
@@ -65,9 +71,11 @@ __all__ = [
     "ToolEpisode",
     "ToolRejected",
     "ToolWorld",
+    "ToolWorldEnv",
     "Tracer",
     "changed",
     "check",
+    "check_environment",
     "check_rules",
     "compare_diff",
     "created",
@@ -75,6 +83,7 @@ __all__ = [
     "diff_databases",
     "diff_from_events",
     "diff_through_step",
+    "environment_problems",
     "evaluate_tool_episodes",
     "failed",
     "get_check",
@@ -99,3 +108,12 @@ __all__ = [
     "weighted_score",
     "write_steps",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The gymnasium face imports gymnasium, which the rest of the kit does not need.
+    if name == "ToolWorldEnv":
+        from onrecord.envkit.gym import ToolWorldEnv
+
+        return ToolWorldEnv
+    raise AttributeError(f"module 'onrecord.envkit' has no attribute {name!r}")

@@ -23,6 +23,7 @@ from onrecord.envkit.audit import CTX, AuditEvent, audit_events
 from onrecord.envkit.context import ToolContext, ToolRejected, Tracer
 from onrecord.envkit.diff import StateDiff, audit_diff, scan_diff
 from onrecord.envkit.log import ActionLog
+from onrecord.envkit.observer import ReadOnlyObserver
 from onrecord.envkit.snapshot import Snapshot, readonly_uri
 from onrecord.envkit.state import state_digest
 from onrecord.envkit.tools import Tool
@@ -202,6 +203,27 @@ class ToolWorld:
     def connect_readonly(self) -> sqlite3.Connection:
         """A new ``mode=ro`` connection to the world's file: writes through it fail."""
         return sqlite3.connect(readonly_uri(self.path), uri=True, check_same_thread=False)
+
+    def observer(self, tables: Sequence[str] | None = None) -> ReadOnlyObserver:
+        """A read-only export of the state (``tables``, default all but hidden ones)."""
+        layouts = {table.name: table for table in self.snapshot.tables}
+        names = [name for name in layouts if name not in self.hidden] if tables is None \
+            else list(tables)
+        unknown = sorted(set(names) - set(layouts))
+        if unknown:
+            raise InputError(f"observer tables {unknown} do not exist; tables: "
+                             f"{sorted(layouts)}")
+        return ReadOnlyObserver(self.path, [layouts[name] for name in names])
+
+    def reject_call(self, tool: str, arguments: Any, kind: str, message: str) -> Event:
+        """Log a call that was refused before reaching any tool (e.g. unparsable text)."""
+        self.step += 1
+        event = {"run_id": self.run_id, "task_id": self.task_id, "step": self.step,
+                 "tool": tool, "arguments": _arguments(arguments)[1],
+                 "state_version": self.state_version, "reads": [], "ts": time.time(),
+                 "duration_ns": 0, **_rejected(kind, message)}
+        self.log.append(event)
+        return event
 
     def table_rows(self, table: str) -> list[dict[str, Any]]:
         """All rows of a table as dicts, in key order (for tests and review)."""
