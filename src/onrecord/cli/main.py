@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "onrecord.cli.compare",
     "onrecord.cli.demo",
     "onrecord.cli.ledger",
+    "onrecord.cli.check",
 )
 
 # Exit codes: 0 accept / success, 1 reject, 2 indeterminate, 3 bad input or tampering.
