@@ -102,9 +102,9 @@ _SCALARS: dict[Any, dict[str, Any]] = {
 
 def json_schema_for(hint: Any) -> dict[str, Any]:
     """JSON schema of a type hint: scalars, Literal, list/Sequence, dict, unions, Annotated."""
-    if hint in _SCALARS:
-        return dict(_SCALARS[hint])
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is None and hint in _SCALARS:
+        return dict(_SCALARS[hint])
     if origin is typing.Annotated:
         extra = [arg for arg in args[1:] if isinstance(arg, Mapping)]
         return {**json_schema_for(args[0]), **{k: v for e in extra for k, v in e.items()}}
