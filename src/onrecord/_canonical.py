@@ -35,6 +35,7 @@ __all__ = [
     "from_portable",
     "load_record_bytes",
     "record_bytes",
+    "state_bytes",
     "to_portable",
 ]
 
@@ -101,6 +102,40 @@ def load_record_bytes(raw: bytes, what: str) -> dict[str, Any]:
         raise DigestMismatch(f"{what} is not in canonical form: it was edited after saving; "
                              "restore the original file")
     return data
+
+
+_STATE_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_SORT_KEYS
+
+
+def state_bytes(value: Any, path: str = "$") -> bytes:
+    """Canonical JSON bytes of a state-like value (observer output, observations) in one C
+    call. NumPy scalars and arrays are written as plain numbers and nested lists, each at
+    its own precision (a float32 keeps its shortest float32 digits), so the bytes are
+    exact and stable under re-serialization. A ``null`` in the output may be a NaN in
+    disguise, and an unknown type makes orjson fail: both take the exact walk, which
+    raises PortabilityError naming the path."""
+    try:
+        raw = orjson.dumps(value, option=_STATE_OPTIONS, default=_numpy_fallback)
+    except TypeError:
+        raw = b""
+    if not raw or b"null" in raw:
+        _walk(value, path)  # raises with the path when something is not portable
+        if not raw:
+            raise PortabilityError(f"{path} could not be serialized; return plain JSON "
+                                   "values or numpy numbers and arrays", path)
+    return raw
+
+
+def _numpy_fallback(value: Any) -> Any:
+    """orjson's hook for numpy values it does not write natively (non-contiguous arrays,
+    float16 scalars)."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        if value.dtype.kind == "f" and not np.isfinite(value).all():
+            raise TypeError("non-finite array")
+        return np.ascontiguousarray(value)
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        return value.item()
+    raise TypeError(f"unsupported type {type(value).__name__}")
 
 
 def to_portable(value: Any, path: str = "$") -> Any:

@@ -26,12 +26,13 @@ EPISODE_SCHEMA = "onrecord.episode/v1"
 
 
 class EpisodeEvidence:
-    """One episode as recorded. Immutable; parsed once; verifies its own digest."""
+    """One episode as recorded. Immutable; verifies its own digest; parsed at most once
+    (lazily, on first access), never once per check."""
 
-    __slots__ = ("_bytes", "_data", "_digest")
+    __slots__ = ("_bytes", "_cache", "_digest")
 
-    _data: dict[str, Any]
     _bytes: bytes
+    _cache: dict[str, Any] | None
     _digest: str
 
     def __init__(self) -> None:
@@ -39,18 +40,33 @@ class EpisodeEvidence:
 
     @classmethod
     def _from_trusted(cls, data: dict[str, Any]) -> EpisodeEvidence:
-        """Seal a record built by onrecord itself (already portable and consistent)."""
-        body = canonical_bytes(data)
-        data["digest"] = digest_bytes(body)
-        return cls._seal(data, body)
+        """Seal a record built by onrecord itself (already portable and consistent).
+
+        The record is serialized once, in two halves split where the sorted key
+        ``digest`` belongs, so the digest can be spliced in without a second pass."""
+        head = canonical_bytes({key: data[key] for key in data if key < "digest"})
+        tail = canonical_bytes({key: data[key] for key in data if key > "digest"})
+        digest = digest_bytes(head[:-1] + b"," + tail[1:])
+        data["digest"] = digest
+        record = b"%s,\"digest\":\"%s\",%s" % (head[:-1], digest.encode(), tail[1:])
+        return cls._seal(record, digest, data)
 
     @classmethod
-    def _seal(cls, data: dict[str, Any], body: bytes) -> EpisodeEvidence:
+    def _seal(cls, record: bytes, digest: str, parsed: dict[str, Any] | None
+              ) -> EpisodeEvidence:
         evidence = object.__new__(cls)
-        object.__setattr__(evidence, "_data", data)
-        object.__setattr__(evidence, "_bytes", body)
-        object.__setattr__(evidence, "_digest", data["digest"])
+        object.__setattr__(evidence, "_bytes", record)
+        object.__setattr__(evidence, "_digest", digest)
+        object.__setattr__(evidence, "_cache", parsed)
         return evidence
+
+    @property
+    def _data(self) -> dict[str, Any]:
+        """The parsed record, shared by every accessor (never handed out)."""
+        if self._cache is None:
+            object.__setattr__(self, "_cache", orjson.loads(self._bytes))
+        assert self._cache is not None
+        return self._cache
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("EpisodeEvidence is immutable")
@@ -75,7 +91,7 @@ class EpisodeEvidence:
         verify_episode_shape(detached)
         _verify_derived(detached)
         detached["digest"] = actual
-        return cls._seal(detached, body)
+        return cls._seal(canonical_bytes(detached), actual, detached)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> EpisodeEvidence:
@@ -89,13 +105,12 @@ class EpisodeEvidence:
 
     def to_bytes(self) -> bytes:
         """The exact bytes ``save_json`` writes."""
-        return canonical_bytes(self._data) + b"\n"
+        return self._bytes + b"\n"
 
     @property
     def data(self) -> dict[str, Any]:
         """A detached copy of the whole record."""
         copy: dict[str, Any] = orjson.loads(self._bytes)
-        copy["digest"] = self._digest
         return copy
 
     @property

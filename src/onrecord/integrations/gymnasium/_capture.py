@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
+import orjson
 
 from onrecord import __version__
 from onrecord._canonical import to_portable
@@ -98,7 +99,7 @@ def _reset(env: gym.Env[Any, Any], recorder: EpisodeRecorder, settings: dict[str
         env.action_space.seed(seed)
         env.observation_space.seed(seed)
         observation, info = env.reset(seed=seed, options=settings["options"])
-        recorder.initial_observation = observation  # type: ignore[attr-defined]
+        recorder.initial_observation = observation
         initial["observation"] = encode_batch(env.observation_space, [observation],
                                               "initial.observation")[0]
         initial["info"] = to_portable(info, "$.initial.info")
@@ -112,8 +113,7 @@ def _reset(env: gym.Env[Any, Any], recorder: EpisodeRecorder, settings: dict[str
 def _interact(interact: Interact, recorder: EpisodeRecorder, record: dict[str, Any]) -> None:
     info = record["initial"]["info"]
     try:
-        returned = interact(recorder, recorder.initial_observation,  # type: ignore[attr-defined]
-                            dict(info or {}))
+        returned = interact(recorder, recorder.initial_observation, dict(info or {}))
         record["interact"] = {"error": None, "returned": _portable_or_note(returned)}
     except Exception as exc:
         record["interact"] = {"error": error_record(exc), "returned": None}
@@ -171,7 +171,7 @@ def _setup_failure(case: EvalCase, settings: dict[str, Any], phase: str,
 
 def _assemble(case: EvalCase, settings: dict[str, Any], recorder: EpisodeRecorder,
               record: dict[str, Any]) -> EpisodeEvidence:
-    steps = _encode_steps(recorder, settings) if hasattr(recorder, "status") else _no_steps()
+    steps = _encode_steps(recorder) if hasattr(recorder, "status") else _no_steps()
     data = {"schema": EPISODE_SCHEMA, "library": {"name": "onrecord", "version": __version__},
             "case": case.to_dict(), "environment": settings, **record, "steps": steps}
     data["ended"] = ending(data)
@@ -181,24 +181,48 @@ def _assemble(case: EvalCase, settings: dict[str, Any], recorder: EpisodeRecorde
     return EpisodeEvidence._from_trusted(data)
 
 
-def _encode_steps(recorder: EpisodeRecorder, settings: dict[str, Any]) -> dict[str, Any]:
+def _encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
     env = recorder.env
-    rewards = [float(reward) for reward in recorder.rewards]
-    if not all(math.isfinite(reward) for reward in rewards):
+    status = recorder.status
+    count = len(status)
+    executed = list(range(count)) if not recorder.errors else \
+        [i for i, value in enumerate(status) if value in ("ok", "env_error")]
+    succeeded = executed if not recorder.errors else \
+        [i for i, value in enumerate(status) if value == "ok"]
+    return {
+        "status": status, "error": _spread(recorder.errors, count),
+        "state": _join(recorder.states),
+        "observer_error": _spread(recorder.observer_errors, count),
+        "wall_time_ns": recorder.wall_ns, "action_index": executed,
+        "action": encode_batch(env.action_space, recorder.actions, "steps.action"),
+        "transition_index": succeeded,
+        "observation": encode_batch(env.observation_space, recorder.observations,
+                                    "steps.observation"),
+        "reward": _rewards(recorder.rewards), "terminated": list(map(bool, recorder.terminated)),
+        "truncated": list(map(bool, recorder.truncated)), "info": _join(recorder.infos),
+    }
+
+
+def _spread(sparse: dict[int, Any], count: int) -> list[Any]:
+    values: list[Any] = [None] * count
+    for index, value in sparse.items():
+        values[index] = value
+    return values
+
+
+def _rewards(raw: list[Any]) -> list[float]:
+    rewards = list(map(float, raw))
+    if not math.isfinite(math.fsum(rewards)) and not all(map(math.isfinite, rewards)):
         raise PortabilityError("$.steps.reward holds a non-finite reward; JSON has no NaN or "
                                "Infinity: the environment returned an invalid reward",
                                "$.steps.reward")
-    return {
-        "status": recorder.status, "error": recorder.errors, "state": recorder.states,
-        "observer_error": recorder.observer_errors, "wall_time_ns": recorder.wall_ns,
-        "action_index": recorder.action_index,
-        "action": encode_batch(env.action_space, recorder.actions, "steps.action"),
-        "transition_index": recorder.transition_index,
-        "observation": encode_batch(env.observation_space, recorder.observations,
-                                    "steps.observation"),
-        "reward": rewards, "terminated": [bool(flag) for flag in recorder.terminated],
-        "truncated": [bool(flag) for flag in recorder.truncated], "info": recorder.infos,
-    }
+    return rewards
+
+
+def _join(chunks: list[bytes]) -> list[Any]:
+    """Decode many JSON snapshots in one C call."""
+    decoded: list[Any] = orjson.loads(b"[" + b",".join(chunks) + b"]")
+    return decoded
 
 
 def _no_steps() -> dict[str, Any]:

@@ -1,6 +1,9 @@
 """The wrapper handed to ``interact``: it records every attempted step and returns the
-step tuple unchanged. Encoding is deferred to the end of the episode (batched), so the
-per-step cost is a few list appends and one observer read."""
+step tuple unchanged.
+
+The per-step path is kept to a few list appends and one observer read serialized by a
+single C call; decoding and batch encoding happen once, at the end of the episode.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +13,16 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
+import orjson
 
-from onrecord._canonical import to_portable
+from onrecord._canonical import canonical_bytes, state_bytes, to_portable
 from onrecord.errors import InvalidActionError, LifecycleError, StepLimitReached
 from onrecord.integrations.gymnasium._spaces import fast_contains
 
 __all__ = ["EpisodeRecorder", "error_record"]
 
 StepResult = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
+_EMPTY = b"{}"
 
 
 def error_record(exc: BaseException) -> dict[str, str]:
@@ -27,8 +32,8 @@ def error_record(exc: BaseException) -> dict[str, str]:
 
 
 def _snapshot(value: Any) -> Any:
-    """Detach a native observation so later in-place changes by the environment cannot
-    rewrite history."""
+    """Detach a native value so later in-place changes by the environment or the agent
+    cannot rewrite history."""
     if isinstance(value, np.ndarray):
         return value.copy()
     if isinstance(value, dict):
@@ -46,87 +51,93 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         space = env.action_space
         self._discrete = (int(space.start), int(space.start) + int(space.n)) \
             if type(space) is gym.spaces.Discrete else None
-        # Per attempt (aligned): status, error, observed state, observer error, wall time.
+        self.initial_observation: Any = None
+        # Per attempt: status, wall time, observer state as JSON bytes.
         self.status: list[str] = []
-        self.errors: list[dict[str, str] | None] = []
-        self.states: list[Any] = []
-        self.observer_errors: list[str | None] = []
         self.wall_ns: list[int] = []
-        # Accepted actions and the attempt each belongs to.
+        self.states: list[bytes] = []
+        # Sparse: attempt index -> error / observer error.
+        self.errors: dict[int, dict[str, str]] = {}
+        self.observer_errors: dict[int, str] = {}
+        # Accepted actions (successful or raising steps) and successful transitions.
         self.actions: list[Any] = []
-        self.action_index: list[int] = []
-        # Successful transitions and the attempt each belongs to.
-        self.transition_index: list[int] = []
         self.observations: list[Any] = []
-        self.rewards: list[float] = []
+        self.rewards: list[SupportsFloat] = []
         self.terminated: list[bool] = []
         self.truncated: list[bool] = []
-        self.infos: list[dict[str, Any]] = []
+        self.infos: list[bytes] = []
         self.events: list[dict[str, Any]] = []
         self.ended: str | None = None
 
     def observe(self) -> tuple[Any, str | None]:
-        """Read the observer once; a failure is kept as an error string, never raised."""
+        """Read the observer once, decoded; a failure is returned as text, never raised."""
         try:
-            return to_portable(self._observe_fn(), "$.state"), None
+            return orjson.loads(state_bytes(self._observe_fn(), "$.state")), None
         except Exception as exc:
             return None, f"{type(exc).__name__}: {exc}"
 
     def step(self, action: Any) -> StepResult:
-        refusal = self._refusal(action)
-        if refusal is not None:
-            self._record_refused(*refusal)
-            raise refusal[1]
         index = len(self.status)
-        self.actions.append(_snapshot(action))
-        self.action_index.append(index)
+        bounds = self._discrete
+        if self.ended is not None or index >= self._max_steps or not (
+                type(action) is int and bounds is not None and bounds[0] <= action < bounds[1]
+                or fast_contains(self.env.action_space, action)):
+            self._refuse(action, index)
+        self.actions.append(action if type(action) is int else _snapshot(action))
         start = perf_counter_ns()
         try:
             result = self.env.step(action)
         except Exception as exc:
-            self._record_attempt("env_error", error_record(exc), perf_counter_ns() - start)
+            self._record_failed(index, "env_error", error_record(exc), perf_counter_ns() - start)
             raise
-        elapsed = perf_counter_ns() - start
+        self.wall_ns.append(perf_counter_ns() - start)
         observation, reward, terminated, truncated, info = result
-        self.transition_index.append(index)
-        self.observations.append(_snapshot(observation))
-        self.rewards.append(reward)  # type: ignore[arg-type]
+        self.observations.append(observation.copy() if type(observation) is np.ndarray
+                                 else _snapshot(observation))
+        self.rewards.append(reward)
         self.terminated.append(terminated)
         self.truncated.append(truncated)
-        self.infos.append(to_portable(info, f"$.info[{index}]") if info else {})
+        self.infos.append(canonical_bytes(to_portable(info, f"$.info[{index}]"))
+                          if info else _EMPTY)
         if terminated or truncated:
             self.ended = "terminated" if terminated else "truncated"
-        self._record_attempt("ok", None, elapsed)
+        self.status.append("ok")
+        try:  # _read_state, inlined on the hot path
+            self.states.append(state_bytes(self._observe_fn(), "$.state"))
+        except Exception as exc:
+            self.states.append(b"null")
+            self.observer_errors[index] = f"{type(exc).__name__}: {exc}"
         return result
 
-    def _refusal(self, action: Any) -> tuple[str, Exception] | None:
+    def _read_state(self, index: int) -> None:
+        try:
+            self.states.append(state_bytes(self._observe_fn(), "$.state"))
+        except Exception as exc:
+            self.states.append(b"null")
+            self.observer_errors[index] = f"{type(exc).__name__}: {exc}"
+
+    def _refuse(self, action: Any, index: int) -> None:
         if self.ended is not None:
-            return "lifecycle", LifecycleError(
+            status, exc = "lifecycle", LifecycleError(
                 f"step() was called after the episode {self.ended}; an episode ends at its "
                 "first terminated or truncated step: return from interact instead")
-        if len(self.status) >= self._max_steps:
-            return "step_limit", StepLimitReached(
+        elif index >= self._max_steps:
+            status, exc = "step_limit", StepLimitReached(
                 f"max_steps={self._max_steps} reached; the action was not sent to the "
                 "environment")
-        valid = (type(action) is int and self._discrete[0] <= action < self._discrete[1]) \
-            if self._discrete is not None and type(action) is int \
-            else fast_contains(self.env.action_space, action)
-        if not valid:
-            return "invalid_action", InvalidActionError(
+        else:
+            status, exc = "invalid_action", InvalidActionError(
                 f"action {action!r} is not in the action space {self.env.action_space}; it "
                 "was refused before execution")
-        return None
+        self._record_failed(index, status, error_record(exc), 0)
+        raise exc
 
-    def _record_refused(self, status: str, exc: Exception) -> None:
-        self._record_attempt(status, error_record(exc), 0)
-
-    def _record_attempt(self, status: str, error: dict[str, str] | None, elapsed: int) -> None:
+    def _record_failed(self, index: int, status: str, error: dict[str, str],
+                       elapsed: int) -> None:
         self.status.append(status)
-        self.errors.append(error)
+        self.errors[index] = error
         self.wall_ns.append(elapsed)
-        state, observer_error = self.observe()
-        self.states.append(state)
-        self.observer_errors.append(observer_error)
+        self._read_state(index)
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
