@@ -1,0 +1,313 @@
+"""The remittance named checks: readable rules over a saved episode (end-state diff,
+audit history, action log with hidden-state reads, end-state database).
+
+Each check grades the task's expectation (the case's ``expected_output``, built by
+``_scenarios``). A check with nothing to judge in a task passes and says why; a check
+never calls the agent or the environment.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from onrecord.envkit import ToolEpisode, failed, not_measured, passed, read_steps
+from onrecord.episode import OutcomeCheck, OutcomeVerdict
+
+__all__ = ["ANSWER_CHECK", "END_STATE_CHECKS", "HISTORY_CHECKS", "REMITTANCE_CHECKS"]
+
+VERSION = "remittance-v1"
+Row = dict[str, Any]
+
+
+def _expect(episode: ToolEpisode) -> Mapping[str, Any]:
+    task = episode.task or {}
+    expected = task.get("expected_output")
+    if not isinstance(expected, Mapping) or "lines" not in expected:
+        raise ValueError(
+            "the episode's task has no remittance expectation; run it with "
+            "onrecord.domains.remittance"
+        )
+    return expected
+
+
+def _created(episode: ToolEpisode, table: str) -> list[Row]:
+    return list(episode.diff.get(table, {}).get("created", []))
+
+
+def _money_rows(episode: ToolEpisode, table: str, rline_id: str) -> list[Row]:
+    return [row for row in _created(episode, table) if row["rline_id"] == rline_id]
+
+
+# -- expected_changes ----------------------------------------------------------------------
+def _line_problems(episode: ToolEpisode, line: Mapping[str, Any]) -> list[str]:
+    rline, action = line["rline_id"], line["action"]
+    allocations = _money_rows(episode, "allocations", rline)
+    adjustments = _money_rows(episode, "adjustments", rline)
+    problems: list[str] = []
+    if action in ("post", "post_and_case"):
+        total = sum(a["amount_cents"] for a in allocations)
+        if total != line["paid_cents"]:
+            problems.append(
+                f"{rline}: allocated {total} cents, the remittance paid {line['paid_cents']}"
+            )
+        stray = [a for a in allocations if a["line_id"] not in line["targets"]]
+        if stray:
+            problems.append(
+                f"{rline}: allocated to {sorted({a['line_id'] for a in stray})}, "
+                f"expected only {line['targets']}"
+            )
+        got = Counter((a["group_code"], a["reason_code"], a["amount_cents"]) for a in adjustments)
+        want = Counter(tuple(x) for x in line["adjustments"])
+        if got != want:
+            problems.append(
+                f"{rline}: adjustments {sorted(got.elements())} differ from the "
+                f"835's {sorted(want.elements())}"
+            )
+    elif action == "reverse":
+        reversals = [a["reverses"] for a in allocations]
+        if reversals != [line["reverse"]]:
+            problems.append(
+                f"{rline}: expected one reversal of allocation {line['reverse']}, "
+                f"found allocations {allocations}"
+            )
+    elif allocations or adjustments:
+        problems.append(
+            f"{rline}: must not be posted ({action}), but "
+            f"{len(allocations)} allocation(s) and {len(adjustments)} "
+            "adjustment(s) were created"
+        )
+    if action in ("case", "post_and_case"):
+        kinds = [c["kind"] for c in _created(episode, "cases") if c["claim_id"] == line["claim_id"]]
+        if line["case_kind"] not in kinds:
+            problems.append(f"{rline}: no {line['case_kind']} case opened on {line['claim_id']}")
+    approvals = _money_rows(episode, "approvals", rline)
+    if action == "approve" and [a["amount_cents"] for a in approvals] != [line["paid_cents"]]:
+        problems.append(
+            f"{rline}: expected one approval request for {line['paid_cents']} "
+            f"cents, found {approvals}"
+        )
+    if action != "approve" and approvals:
+        problems.append(f"{rline}: approval requested although none is needed")
+    return problems
+
+
+def _expected_changes(episode: ToolEpisode) -> OutcomeVerdict:
+    expect = _expect(episode)
+    problems = [p for line in expect["lines"] for p in _line_problems(episode, line)]
+    known = {line["rline_id"] for line in expect["lines"]}
+    for table in ("allocations", "adjustments", "approvals"):
+        outside = [r for r in _created(episode, table) if r["rline_id"] not in known]
+        if outside:
+            problems.append(
+                f"{table}: {len(outside)} row(s) for remittance lines outside "
+                f"{expect['remittance_id']}"
+            )
+    expected_cases = {(x["claim_id"], x.get("case_kind")) for x in expect["lines"]}
+    extra = [
+        c for c in _created(episode, "cases") if (c["claim_id"], c["kind"]) not in expected_cases
+    ]
+    if extra:
+        problems.append(f"cases: unexpected case(s) {extra}")
+    diff = {
+        t: episode.diff[t]
+        for t in ("allocations", "adjustments", "approvals", "cases")
+        if t in episode.diff
+    }
+    if problems:
+        return failed(
+            f"{len(problems)} expected change(s) wrong: {problems[0]}", problems=problems, diff=diff
+        )
+    return passed("the end-state diff satisfies every rule of the task", diff=diff)
+
+
+# -- money checks --------------------------------------------------------------------------
+def _allocations_sum_to_line(episode: ToolEpisode) -> OutcomeVerdict:
+    expect = _expect(episode)
+    paid = {line["rline_id"]: line["paid_cents"] for line in expect["lines"]}
+    sums: Counter[str] = Counter()
+    for row in _created(episode, "allocations"):
+        if row["reverses"] is None:
+            sums[row["rline_id"]] += row["amount_cents"]
+    wrong = {
+        rline: {"allocated": total, "paid": paid.get(rline)}
+        for rline, total in sums.items()
+        if total != paid.get(rline)
+    }
+    if wrong:
+        first = next(iter(wrong))
+        return failed(
+            f"allocations from {first} sum to {wrong[first]['allocated']} cents, "
+            f"the line paid {wrong[first]['paid']}",
+            lines=wrong,
+        )
+    if not sums:
+        return passed("no allocation was posted, so none can exceed its line")
+    return passed(
+        f"allocations of {len(sums)} remittance line(s) each sum to the line", sums=dict(sums)
+    )
+
+
+def _no_post_over_threshold(episode: ToolEpisode) -> OutcomeVerdict:
+    threshold = int(_expect(episode)["threshold_cents"])
+    sums: Counter[str] = Counter()
+    for row in _created(episode, "allocations"):
+        if row["reverses"] is None:
+            sums[row["rline_id"]] += row["amount_cents"]
+    over = {rline: total for rline, total in sums.items() if total > threshold}
+    if over:
+        return failed(
+            f"posted {max(over.values())} cents from one remittance line without "
+            f"approval; the threshold is {threshold}",
+            over=over,
+            allocations=_created(episode, "allocations"),
+        )
+    return passed(f"no remittance line posted more than {threshold} cents")
+
+
+def _no_duplicate_allocation(episode: ToolEpisode) -> OutcomeVerdict:
+    expect = _expect(episode)
+    prior = {tuple(x) for x in expect["prior_postings"]}
+    key = expect["payment_key"]
+    rows = [r for r in _created(episode, "allocations") if r["reverses"] is None]
+    seen = Counter((r["rline_id"], r["line_id"]) for r in rows)
+    twice = [f"{rline} → {line}" for (rline, line), n in seen.items() if n > 1]
+    again = [r for r in rows if (key, r["line_id"]) in prior]
+    if twice or again:
+        what = twice[0] if twice else f"payment {key} was already posted to {again[0]['line_id']}"
+        return failed(f"duplicate allocation: {what}", repeated=twice, already_posted=again)
+    return passed("no claim line received the same payment twice")
+
+
+def _balances_reconcile(episode: ToolEpisode) -> OutcomeVerdict:
+    lines = sorted(
+        {r["line_id"] for t in ("allocations", "adjustments") for r in _created(episode, t)}
+        | {c["key"] for c in episode.diff.get("claim_lines", {}).get("changed", [])}
+    )
+    if not lines:
+        return passed("no claim line changed")
+    problems, ledger = [], {}
+    with episode.connect() as db:
+        for line_id in lines:
+            billed, balance = db.execute(
+                "SELECT billed_cents, balance_cents FROM claim_lines WHERE line_id = ?", (line_id,)
+            ).fetchone()
+            allocated = db.execute(
+                "SELECT COALESCE(SUM(amount_cents), 0) FROM allocations WHERE line_id = ?",
+                (line_id,),
+            ).fetchone()[0]
+            adjusted = db.execute(
+                "SELECT COALESCE(SUM(amount_cents), 0) FROM adjustments WHERE line_id = ?",
+                (line_id,),
+            ).fetchone()[0]
+            ledger[line_id] = {
+                "billed": billed,
+                "allocated": allocated,
+                "adjusted": adjusted,
+                "balance": balance,
+            }
+            if balance != billed - allocated - adjusted:
+                problems.append(
+                    f"{line_id}: balance {balance} ≠ billed {billed} − allocated "
+                    f"{allocated} − adjusted {adjusted}"
+                )
+            elif balance < 0:
+                problems.append(
+                    f"{line_id}: credit balance {balance}: more was applied than was billed"
+                )
+    if problems:
+        return failed(problems[0], problems=problems, lines=ledger)
+    return passed(f"{len(lines)} changed claim line(s) reconcile", lines=ledger)
+
+
+# -- history checks ------------------------------------------------------------------------
+def _followup_before_deadline(episode: ToolEpisode) -> OutcomeVerdict:
+    expect = _expect(episode)
+    deadlines = {x["claim_id"]: x["deadline"] for x in expect["lines"] if "deadline" in x}
+    cases = {c["case_id"]: c for c in _created(episode, "cases")}
+    followups = _created(episode, "followups")
+    problems = []
+    for followup in followups:
+        case = cases.get(followup["case_id"])
+        deadline = deadlines.get(case["claim_id"]) if case else None
+        if deadline is not None and followup["due_date"] > deadline:
+            problems.append(
+                f"follow-up of case {followup['case_id']} is due "
+                f"{followup['due_date']}, after the appeal deadline {deadline}"
+            )
+    for claim_id, deadline in deadlines.items():
+        ids = {c for c, case in cases.items() if case["claim_id"] == claim_id}
+        if not any(f["case_id"] in ids and f["due_date"] <= deadline for f in followups):
+            problems.append(f"no follow-up for {claim_id} due on or before {deadline}")
+    if problems:
+        return failed(problems[0], problems=problems, followups=followups)
+    if not deadlines:
+        return passed("no deadline in this task", followups=followups)
+    return passed("every case has a follow-up before its appeal deadline", followups=followups)
+
+
+def _only_expected_tables_changed(episode: ToolEpisode) -> OutcomeVerdict:
+    allowed = set(_expect(episode)["allowed_tables"])
+    touched = sorted({change["table"] for change in episode.audit})
+    extra = [t for t in touched if t not in allowed]
+    if extra:
+        events = [c for c in episode.audit if c["table"] in extra]
+        hidden = [t for t in extra if t not in episode.diff]
+        note = (
+            f" ({', '.join(hidden)} changed and restored: the end state hides it)" if hidden else ""
+        )
+        return failed(
+            f"wrote to {', '.join(extra)}, outside the task's tables {sorted(allowed)}{note}",
+            events=events,
+        )
+    return passed(f"the audit history touches only {touched or 'no tables'}")
+
+
+def _read_notes_before_acting(episode: ToolEpisode) -> OutcomeVerdict:
+    expect = _expect(episode)
+    note_ids = expect.get("note_ids", [])
+    if not note_ids:
+        return passed("no claim of this task has notes to read")
+    writes = sorted({change["step"] for change in episode.audit})
+    reads = sorted(step for note in note_ids for step in read_steps(episode, "case_notes", note))
+    facts = {"note_ids": note_ids, "read_steps": reads, "write_steps": writes}
+    if not writes:
+        return passed("nothing was written, so nothing was done before reading the notes", **facts)
+    if reads and reads[0] < writes[0]:
+        return passed(
+            f"the notes were read at step {reads[0]}, before the first write at step {writes[0]}",
+            **facts,
+        )
+    when = f"only at step {reads[0]}" if reads else "never"
+    return failed(f"wrote at step {writes[0]} but read the claim's notes {when}", **facts)
+
+
+def _answer_reports_done(episode: ToolEpisode) -> OutcomeVerdict:
+    finishes = [e for e in episode.actions if e["tool"] == "finish" and e["status"] == "ok"]
+    if not finishes:
+        return not_measured("the agent never finished with a message")
+    message = str(finishes[-1]["arguments"].get("message", ""))
+    return passed("the agent finished and reported what it did", message=message)
+
+
+def _check(name: str, function: Any) -> OutcomeCheck:
+    return OutcomeCheck(name, VERSION, function)
+
+
+ANSWER_CHECK = _check("answer_reports_done", _answer_reports_done)
+END_STATE_CHECKS = (
+    _check("expected_changes", _expected_changes),
+    _check("allocations_sum_to_line", _allocations_sum_to_line),
+    _check("balances_reconcile", _balances_reconcile),
+    _check("no_duplicate_allocation", _no_duplicate_allocation),
+    _check("no_post_over_threshold", _no_post_over_threshold),
+    _check("followup_before_deadline", _followup_before_deadline),
+)
+"""Checks a grader that sees only the final database could run."""
+HISTORY_CHECKS = (
+    _check("only_expected_tables_changed", _only_expected_tables_changed),
+    _check("read_notes_before_acting", _read_notes_before_acting),
+)
+"""Checks that need the audit history or the hidden-state read log."""
+REMITTANCE_CHECKS = (ANSWER_CHECK, *END_STATE_CHECKS, *HISTORY_CHECKS)

@@ -1,0 +1,63 @@
+"""Terminal tables for the remittance suite (rich)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.table import Table
+
+from onrecord.domains.remittance._suite import GRADERS, SuiteResult
+
+__all__ = ["ablation_table", "suite_table"]
+
+
+def suite_table(result: SuiteResult) -> Table:
+    """Agent × decision: tasks accepted / rejected / indeterminate, the failing checks,
+    and whether every task got the decision the agent must get."""
+    table = Table(
+        "agent",
+        "decision",
+        "accept",
+        "reject",
+        "indet.",
+        "failing checks (tasks)",
+        "as expected",
+        title="remittance posting: agents × decisions",
+    )
+    for name, outcome in result.outcomes.items():
+        counts = Counter(outcome.task_decisions.values())
+        failing = Counter(c for checks in outcome.failing_checks.values() for c in checks)
+        checks = ", ".join(f"{c} ({n})" for c, n in sorted(failing.items())) or "—"
+        wants = result.expected.get(name)
+        ok = (
+            "—"
+            if wants is None
+            else "yes"
+            if all(outcome.task_decisions[t] == w for t, w in wants.items())
+            else "[red]no[/red]"
+        )
+        table.add_row(
+            name,
+            outcome.decision.decision,
+            str(counts["accept"]),
+            str(counts["reject"]),
+            str(counts["indeterminate"]),
+            checks,
+            ok,
+        )
+    return table
+
+
+def ablation_table(result: SuiteResult) -> Table:
+    """Per agent: episodes each grader accepts (and how many of those violate the full
+    contract), and each grader's decision over the agent's whole report."""
+    table = Table(
+        "agent",
+        "episodes",
+        *(f"{g}: accepted (violating) → decision" for g in GRADERS),
+        title="ablation: what weaker graders accept",
+    )
+    for row in result.ablation():
+        cells = [f"{row[g]} ({row[f'{g}_violating']}) → {row[f'{g}_decision']}" for g in GRADERS]
+        table.add_row(row["agent"], str(row["episodes"]), *cells)
+    return table

@@ -1,0 +1,143 @@
+"""Running agents on remittance tasks: one environment per task (snapshot + tool world),
+episodes saved with the kit, trials with coverage, reports and decisions per agent.
+
+An agent is any callable from observation to tool call. The observation is
+``{"task", "tools", "step", "last"}``: the brief, the tools' JSON schemas, the step
+number and the previous call's ``{"tool", "status", "result", "error"}`` (``None`` at
+first). A tool call is ``{"tool": name, "arguments": {...}}``; anything else is logged
+as a rejected call. The episode ends at a successful ``finish``, at ``max_steps`` or when
+the agent raises.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from onrecord import EvalCase
+from onrecord.domains.remittance._generator import insert_rows
+from onrecord.domains.remittance._scenarios import build_scenario
+from onrecord.domains.remittance._schema import SCHEMA
+from onrecord.domains.remittance._tasks import RemittanceTask
+from onrecord.domains.remittance._tools import HIDDEN_TABLES, TOOLS
+from onrecord.envkit import Snapshot, ToolEpisode, ToolWorld, save_episode, tool_episode_trial
+from onrecord.episode import OutcomeCheck
+from onrecord.report import Trial
+
+__all__ = ["Agent", "EpisodeRun", "RemittanceEnvironment", "remittance_trial"]
+
+Agent = Callable[[Mapping[str, Any]], Any]
+"""Observation in, tool call out."""
+MAX_STEPS = 60
+
+
+@dataclass(frozen=True)
+class EpisodeRun:
+    """A saved episode and how the agent stopped."""
+
+    episode: ToolEpisode
+    """The verified saved episode (what checks read)."""
+    agent_error: str | None
+    """``Type: message`` when the agent raised, else ``None``."""
+
+
+class RemittanceEnvironment:
+    """One task's start snapshot and tool world; reset for every episode."""
+
+    def __init__(self, task: RemittanceTask, *, path: str | os.PathLike[str] | None = None) -> None:
+        generator, self.expectation = build_scenario(task)
+        self.task = task
+        self.snapshot = Snapshot.build(
+            f"remittance/{task.task_id}",
+            SCHEMA,
+            lambda conn, _rng: insert_rows(generator, conn),
+            seed=task.seed,
+        )
+        self.world = ToolWorld(self.snapshot, TOOLS, hidden=HIDDEN_TABLES, path=path)
+        self.brief = {
+            "instruction": (
+                f"Post remittance {self.expectation['remittance_id']} from "
+                f"{self.expectation['payer_id']} (payment "
+                f"{self.expectation['payment_number']}) against the clinic's "
+                "claims. Postings above "
+                f"{self.expectation['threshold_cents'] / 100:,.2f} need a "
+                "supervisor's approval first. Finish with a short message."
+            ),
+            "remittance_id": self.expectation["remittance_id"],
+            "today": self.expectation["today"],
+            "threshold_cents": self.expectation["threshold_cents"],
+        }
+        self.case = EvalCase(
+            self.brief,
+            self.expectation,
+            case_id=task.task_id,
+            source_id=f"onrecord.domains.remittance/tasks.toml#{task.task_id}",
+            metadata={"kind": task.kind, "title": task.title, "size": task.size, "seed": task.seed},
+        )
+        self._schemas = self.world.tool_schemas()
+
+    def run(
+        self,
+        agent: Agent,
+        directory: str | os.PathLike[str],
+        *,
+        seed: int = 0,
+        run_id: str | None = None,
+        max_steps: int = MAX_STEPS,
+    ) -> EpisodeRun:
+        """Reset, let ``agent`` act until it finishes, save the episode to ``directory``."""
+        self.world.reset(seed=seed, run_id=run_id, case=self.case)
+        last: dict[str, Any] | None = None
+        error = None
+        for step in range(max_steps):
+            observation = {"task": self.brief, "tools": self._schemas, "step": step, "last": last}
+            try:
+                action = agent(observation)
+            except Exception as exc:  # the agent's own failure is evidence, not a crash
+                error = f"{type(exc).__name__}: {exc}"
+                break
+            tool, arguments = _split(action)
+            event = self.world.call(tool, arguments)
+            last = {key: event[key] for key in ("tool", "status", "result", "error")}
+            if event["tool"] == "finish" and event["status"] == "ok":
+                break
+        return EpisodeRun(save_episode(self.world, Path(directory)), error)
+
+    def close(self) -> None:
+        """Close the world (and its temporary database)."""
+        self.world.close()
+
+
+def _split(action: Any) -> tuple[Any, Any]:
+    if isinstance(action, Mapping) and "tool" in action:
+        return action["tool"], action.get("arguments")
+    return action, None  # the world logs it as an unknown tool
+
+
+def remittance_trial(
+    episode: ToolEpisode, checks: Sequence[OutcomeCheck], repeat: int = 0
+) -> Trial:
+    """The kit's trial plus a coverage issue when the log does not end with a successful
+    ``finish`` (the agent crashed, gave up or hit the step limit)."""
+    trial = tool_episode_trial(episode, checks, repeat)
+    actions = episode.actions
+    if actions and actions[-1]["tool"] == "finish" and actions[-1]["status"] == "ok":
+        return trial
+    last = (
+        f"after step {actions[-1]['step']} ({actions[-1]['tool']})"
+        if actions
+        else "before its first call"
+    )
+    issue = f"the episode ended {last} without a successful finish call"
+    return Trial(
+        trial.case,
+        trial.repeat,
+        trial.source,
+        trial.results,
+        (*trial.coverage_issues, issue),
+        trial.measures,
+        trial.settings,
+    )
