@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "onrecord.cli.demo",
     "onrecord.cli.ledger",
     "onrecord.cli.check",
+    "onrecord.cli.worldmodel",
 )
 
 # Exit codes: 0 accept / success, 1 reject, 2 indeterminate, 3 bad input or tampering.

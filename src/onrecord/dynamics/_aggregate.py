@@ -176,8 +176,9 @@ def _summarize(base: dict[str, Any], error: FloatArray, persistence: FloatArray,
         persisted = np.where(measured, persistence, 0.0)
         persistence_rmse = np.sqrt((persisted * persisted).sum(axis=0) / denominator)
         skill = np.where(persistence_rmse > 0, 1 - rmse / persistence_rmse, np.nan)
-    stats: dict[str, Any] = {"measured": counts, "with_std": 0 if std is None else len(error), "bias": bias,
-             "mae": mae, "rmse": rmse, "persistence_rmse": persistence_rmse, "skill": skill}
+    stats: dict[str, Any] = {"measured": counts, "with_std": 0 if std is None else len(error),
+                             "bias": bias, "mae": mae, "rmse": rmse,
+                             "persistence_rmse": persistence_rmse, "skill": skill}
     if std is not None:
         stats.update(_uncertainty(filled, measured, np.where(measured, std, 1.0), denominator))
     return AggregateMetrics(**base, **stats)

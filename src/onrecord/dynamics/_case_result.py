@@ -55,8 +55,17 @@ def normalize_tolerances(tolerances: Any, coordinates: Mapping[str, str],
     return out
 
 
-def _per_horizon(name: str, value: Mapping[Any, Any], horizons: tuple[int, ...]
+def _horizon_key(key: Any) -> Any:
+    # JSON and TOML keys are strings: accept "4" and "h4" as horizon 4.
+    if isinstance(key, str) and key != "*":
+        digits = key[1:] if key.startswith("h") else key
+        return int(digits) if digits.isdigit() else key
+    return key
+
+
+def _per_horizon(name: str, raw: Mapping[Any, Any], horizons: tuple[int, ...]
                  ) -> dict[int, float]:
+    value = {_horizon_key(key): item for key, item in raw.items()}
     unknown = [h for h in value if h != "*" and h not in horizons]
     if unknown:
         raise InputError(f"tolerances[{name!r}] names horizons {unknown} that the forecast "

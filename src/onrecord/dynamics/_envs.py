@@ -146,7 +146,7 @@ def _cartpole_reward(states: FloatArray, actions: NDArray[np.int64],
 def _cartpole_shaping(states: FloatArray) -> FloatArray:
     # Keep the pole upright and the cart near the centre; only breaks ties between
     # plans that all survive the planning horizon.
-    result: FloatArray = -(np.square(states[..., 2]) + 0.1 * np.square(states[..., 3])
+    result: FloatArray = -(np.square(states[..., 2]) + 0.05 * np.square(states[..., 3])
                            + 0.01 * np.square(states[..., 0])
                            + 0.01 * np.square(states[..., 1]))
     return result

@@ -250,8 +250,8 @@ def _fail(message: str) -> SchemaError:
 
 
 def _verify_shape(data: dict[str, Any]) -> None:
-    if set(data) != _KEYS:
-        raise _fail(f"fields are {sorted(set(data))}, expected {sorted(_KEYS)}")
+    if set(data) | {"digest"} != _KEYS:
+        raise _fail(f"fields are {sorted(set(data))}, expected {sorted(_KEYS - {'digest'})}")
     status, coordinates = data["status"], data["coordinates"]
     if status not in _STATUSES:
         raise _fail(f"status is {status!r}, expected one of {_STATUSES}")

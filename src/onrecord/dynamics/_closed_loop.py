@@ -1,0 +1,115 @@
+"""Closed loop: does the model help a planner act in fresh real environments?
+
+Every model runs with the same planner and budget in fresh environments with paired
+seeds (the environment seed and the planner's tie-break generator are the same for
+every model). Each run is captured as ordinary episode evidence; a small decision record
+keeps what the planner predicted at each step and references the episode by digest, so
+the summary can be recomputed offline from saved files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from onrecord._canonical import (
+    atomic_write_bytes,
+    canonical_bytes,
+    content_digest,
+    load_record_bytes,
+)
+from onrecord.case import EvalCase
+from onrecord.dynamics._envs import Simulator
+from onrecord.dynamics._planners import Planner
+from onrecord.dynamics._protocol import WorldModel
+from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
+
+__all__ = ["CLOSED_LOOP_SCHEMA", "ClosedLoopRun", "load_runs", "run_closed_loop", "save_runs"]
+
+CLOSED_LOOP_SCHEMA = "onrecord.closed-loop/v1"
+
+
+@dataclass(frozen=True)
+class ClosedLoopRun:
+    """One model, planner and seed: the decisions record and its episode."""
+
+    record: dict[str, Any]
+    """Portable: schema, model_id, budget, seed, episode digest, predicted returns."""
+    episode: Any
+    """The EpisodeEvidence of the run (may be None after loading only the records)."""
+
+    @property
+    def digest(self) -> str:
+        """Digest of the decision record."""
+        return str(self.record["digest"])
+
+
+def run_closed_loop(simulator: Simulator, model: WorldModel, planner: Planner, *,
+                    seeds: Sequence[int], max_steps: int) -> list[ClosedLoopRun]:
+    """Run ``model`` with ``planner`` once per seed, each in a fresh environment."""
+    return [_run_once(simulator, model, planner, seed, max_steps) for seed in seeds]
+
+
+def _run_once(simulator: Simulator, model: WorldModel, planner: Planner, seed: int,
+              max_steps: int) -> ClosedLoopRun:
+    from onrecord.integrations.gymnasium import capture_episode
+
+    holder: dict[str, Any] = {}
+    predicted: list[float] = []
+    rng = np.random.default_rng(seed)
+
+    def factory() -> Any:
+        holder["env"] = simulator.make()
+        return holder["env"]
+
+    def interact(env: Any, observation: Any, info: Any) -> str:
+        for _ in range(max_steps):
+            state = np.asarray(simulator.get_state(env))
+            choice = planner.plan(model, simulator, state, rng)
+            predicted.append(choice.predicted_return)
+            _, _, terminated, truncated, _ = env.step(choice.action)
+            if terminated or truncated:
+                return "ended"
+        return "step budget used"
+
+    case = EvalCase({"task": f"control {simulator.env_id}", "seed": seed},
+                    case_id=f"control-{simulator.env_id}-{seed}", source_id=f"seed:{seed}",
+                    completion="truncated")
+    episode = capture_episode(factory, interact, case=case, environment_id=simulator.env_id,
+                              observer_id=f"{simulator.contract}/internal-state",
+                              observe=simulator.observer(holder), seed=seed,
+                              max_steps=max_steps)
+    record = {"schema": CLOSED_LOOP_SCHEMA, "model_id": model.model_id,
+              "env_id": simulator.env_id, "budget": planner.budget, "seed": seed,
+              "max_steps": max_steps, "episode": episode.digest,
+              "predicted_returns": predicted}
+    record["digest"] = content_digest(record)
+    return ClosedLoopRun(record, episode)
+
+
+def save_runs(path: str | os.PathLike[str], runs: Iterable[ClosedLoopRun]) -> Path:
+    """Decision records as JSON Lines (episodes are saved separately, once each)."""
+    return atomic_write_bytes(path, b"".join(canonical_bytes(r.record) + b"\n" for r in runs))
+
+
+def load_runs(path: str | os.PathLike[str], episodes: Mapping[str, Any]
+              ) -> list[ClosedLoopRun]:
+    """Read and verify decision records and attach their episodes by digest."""
+    runs = []
+    for number, line in enumerate(Path(path).read_bytes().splitlines(), start=1):
+        record = load_record_bytes(line, f"{path}:{number}")
+        if record.get("schema") != CLOSED_LOOP_SCHEMA:
+            raise SchemaError(f"{path}:{number} is not a closed-loop record")
+        if record.get("digest") != content_digest(record):
+            raise DigestMismatch(f"{path}:{number} does not match its digest")
+        episode = episodes.get(record["episode"])
+        if episode is None:
+            raise ConsistencyError(f"{path}:{number} references episode "
+                                   f"{record['episode'][:12]}, which is not in the run")
+        runs.append(ClosedLoopRun(record, episode))
+    return runs

@@ -1,0 +1,81 @@
+"""Closed-loop summaries: returns with paired bootstrap intervals, the score normalized
+between a random model and the oracle, and the planner's prediction gap."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from onrecord.dynamics._closed_loop import ClosedLoopRun
+from onrecord.errors import InputError
+
+__all__ = ["closed_loop_summary", "prediction_gap"]
+
+
+def _rewards(run: ClosedLoopRun) -> np.ndarray:
+    return np.array([t["reward"] for t in run.episode.transitions()], dtype=np.float64)
+
+
+def prediction_gap(run: ClosedLoopRun) -> float | None:
+    """Mean of (predicted − realized) return over the planning horizon, over decisions
+    whose realized horizon is known (not cut off by the step cap)."""
+    rewards = _rewards(run)
+    length = int(run.record["budget"]["length"])
+    terminated = run.episode.ended == "terminated"
+    gaps = []
+    for step, predicted in enumerate(run.record["predicted_returns"][:len(rewards)]):
+        window = rewards[step:step + length]
+        if len(window) == length or terminated:
+            gaps.append(predicted - float(window.sum()))
+    return float(np.mean(gaps)) if gaps else None
+
+
+def closed_loop_summary(runs: Sequence[ClosedLoopRun], *, random_model: str,
+                        oracle_model: str, draws: int = 2000, seed: int = 0
+                        ) -> list[dict[str, Any]]:
+    """One row per model: steps, return (mean and 95% paired bootstrap interval), share
+    reaching the step cap, normalized score with its interval, and prediction gap."""
+    by_model: dict[str, dict[int, ClosedLoopRun]] = {}
+    for run in runs:
+        by_model.setdefault(run.record["model_id"], {})[run.record["seed"]] = run
+    for needed in (random_model, oracle_model):
+        if needed not in by_model:
+            raise InputError(f"closed_loop_summary needs runs of {needed!r} to normalize")
+    seeds = sorted(by_model[oracle_model])
+    budgets = {str(run.record["budget"]) for run in runs}
+    if len(budgets) != 1 or any(sorted(m) != seeds for m in by_model.values()):
+        raise InputError("every model must run with the same planner budget on the same "
+                         f"seeds; found budgets {sorted(budgets)}")
+    returns = {m: np.array([_rewards(r[s]).sum() for s in seeds]) for m, r in by_model.items()}
+    rng = np.random.default_rng(seed)
+    index = rng.integers(0, len(seeds), (draws, len(seeds)))
+    floor, top = returns[random_model], returns[oracle_model]
+    rows = []
+    for model_id, per_seed in sorted(by_model.items()):
+        rows.append(_row(model_id, per_seed, seeds, returns[model_id], floor, top, index))
+    return rows
+
+
+def _row(model_id: str, per_seed: dict[int, ClosedLoopRun], seeds: list[int],
+         returns: np.ndarray, floor: np.ndarray, top: np.ndarray,
+         index: np.ndarray) -> dict[str, Any]:
+    steps = np.array([len(per_seed[s].episode.transitions()) for s in seeds])
+    cap = int(per_seed[seeds[0]].record["max_steps"])
+    resampled = returns[index].mean(axis=1)
+    span = top[index].mean(axis=1) - floor[index].mean(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        normalized = (resampled - floor[index].mean(axis=1)) / span
+    finite = normalized[np.isfinite(normalized)]
+    gaps = [g for g in (prediction_gap(per_seed[s]) for s in seeds) if g is not None]
+    point_span = top.mean() - floor.mean()
+    return {"model_id": model_id, "seeds": len(seeds), "budget": per_seed[seeds[0]].record[
+        "budget"], "steps": steps.tolist(), "mean_steps": float(steps.mean()),
+            "reached_cap": int((steps >= cap).sum()), "mean_return": float(returns.mean()),
+            "return_ci": [float(v) for v in np.quantile(resampled, [0.025, 0.975])],
+            "normalized_score": float((returns.mean() - floor.mean()) / point_span)
+            if point_span else None,
+            "normalized_ci": [float(v) for v in np.quantile(finite, [0.025, 0.975])]
+            if len(finite) else None,
+            "prediction_gap": float(np.mean(gaps)) if gaps else None}

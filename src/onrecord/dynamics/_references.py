@@ -1,0 +1,55 @@
+"""Capturing reference episodes on a ``Simulator``: frozen open-loop plans, optionally
+from a given internal state (``reset(options={"state": [...]})``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from onrecord.case import EvalCase
+from onrecord.dynamics._envs import Simulator
+
+__all__ = ["capture_plan", "random_plan"]
+
+
+def random_plan(simulator: Simulator, length: int, rng: np.random.Generator) -> list[Any]:
+    """A plan of ``length`` actions drawn uniformly from the simulator's action set,
+    frozen before anything is executed."""
+    picks = rng.integers(0, len(simulator.actions), length)
+    return [simulator.actions[int(i)] for i in picks]
+
+
+def capture_plan(simulator: Simulator, plan: Sequence[Any], *, case_id: str, seed: int,
+                 start_state: Sequence[float] | None = None,
+                 source_id: str | None = None) -> Any:
+    """Execute ``plan`` open loop in a fresh environment and return its evidence.
+
+    The episode stops early only when the environment ends it; the plan itself is part
+    of the case, so its length cannot depend on how the reference turned out.
+    """
+    from onrecord.integrations.gymnasium import capture_episode
+
+    holder: dict[str, Any] = {}
+    actions = list(plan)
+
+    def factory() -> Any:
+        holder["env"] = simulator.make()
+        return holder["env"]
+
+    def interact(env: Any, observation: Any, info: Any) -> str:
+        for action in actions:
+            native = np.asarray(action, dtype=np.float32) if isinstance(action, list) else action
+            _, _, terminated, truncated, _ = env.step(native)
+            if terminated or truncated:
+                return "ended"
+        return "plan complete"
+
+    options = None if start_state is None else {"state": [float(v) for v in start_state]}
+    case = EvalCase({"env_id": simulator.env_id, "plan": actions, "start": options},
+                    case_id=case_id, source_id=source_id or f"seed:{seed}", completion="either")
+    return capture_episode(factory, interact, case=case, environment_id=simulator.env_id,
+                           observer_id=f"{simulator.contract}/internal-state",
+                           observe=simulator.observer(holder), seed=seed,
+                           max_steps=max(len(actions), 1), options=options)
