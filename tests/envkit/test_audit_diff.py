@@ -138,7 +138,8 @@ def test_audit_diff_equals_full_scan_diff(scenario: Any) -> None:
         layouts = {t.name: t for t in snap.tables}
         assert same(diff_from_events(world.audit_history(), layouts), audit)
         world.reset()
-        assert world.diff() == {} and world.scan_diff() == {}
+        assert world.diff() == {}
+        assert world.scan_diff() == {}
 
 
 @pytest.mark.skipif(SQLDIFF is None, reason="sqldiff is not installed: apt-get install "

@@ -159,7 +159,8 @@ def test_random_calls_never_crash_and_rejections_change_nothing(world: ToolWorld
     if event["status"] != "ok":
         assert world.state_digest() == world.snapshot.digest
         assert world.audit_history() == []
-        assert isinstance(event["error"]["message"], str) and event["error"]["message"]
+        assert isinstance(event["error"]["message"], str)
+        assert event["error"]["message"]
 
 
 @settings(max_examples=60, deadline=None,
@@ -173,7 +174,8 @@ def test_arguments_crafted_as_sql_never_reach_sql_text(snap: Any, payload: str) 
         world.call("set_status", {"claim_id": 1, "status": payload})
         world.call("tag_claim", {"claim_id": 2, "tag": payload})
         world.call("allocate", {"claim_id": 3, "amount": 1.0, "memo": payload})
-        assert statements and not any(payload in sql for sql in statements)
+        assert statements
+        assert not any(payload in sql for sql in statements)
         assert world.table_rows("claims")[0]["status"] == payload  # stored as data
         assert len(world.table_rows("claims")) == 20
 

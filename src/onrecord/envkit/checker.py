@@ -88,8 +88,9 @@ def _event_problems(world: ToolWorld, spec: Tool, event: dict[str, Any], before:
     if missing:
         problems.append(f"The log event of {spec.name!r} lacks the fields {missing}.")
     if event["status"] != "ok" and not spec.writes and "readonly" in str(event["error"]):
-        problems.append(f"Read-only tool {spec.name!r} tried to write ({event['error']['message']}); "
-                        "declare it with @tool(writes=True) or remove the write.")
+        problems.append(f"Read-only tool {spec.name!r} tried to write "
+                        f"({event['error']['message']}); declare it with @tool(writes=True) "
+                        "or remove the write.")
         return problems
     if event["status"] != "ok":
         problems.append(f"The example call of {spec.name!r} was {event['status']}: "
