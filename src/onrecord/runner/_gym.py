@@ -1,0 +1,134 @@
+"""Gymnasium environments as providers: any registered id, or a factory callable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from onrecord._canonical import to_portable
+from onrecord.case import EvalCase
+from onrecord.episode import EpisodeEvidence, OutcomeCheck, OutcomeVerdict, episode_trial
+from onrecord.errors import InputError
+from onrecord.integrations.gymnasium import capture_episode
+from onrecord.report import Trial
+from onrecord.runner._provider import (
+    AGENT_FACTORY_MARK,
+    AgentContext,
+    AgentFactory,
+    EnvironmentProvider,
+    EpisodeOutput,
+    EpisodeSpec,
+    SavedEpisode,
+)
+
+__all__ = ["COMPLETED", "GymnasiumProvider", "as_interact", "random_agent"]
+
+EnvFactory = Callable[[], gym.Env[Any, Any]]
+Interact = Callable[[Any, Any, dict[str, Any]], Any]
+Observe = Callable[[gym.Env[Any, Any]], Any]
+
+
+def _completed(episode: EpisodeEvidence) -> OutcomeVerdict:
+    completion = episode.environment["completion"]
+    allowed = ("terminated", "truncated") if completion == "either" else (completion,)
+    if episode.ended == "setup_error":
+        return OutcomeVerdict(None, "the environment could not be set up",
+                              {"ended": "setup_error"})
+    return OutcomeVerdict(episode.ended in allowed,
+                          f"the episode must end {' or '.join(allowed)}",
+                          {"ended": episode.ended, "steps": episode.measures["steps"]})
+
+
+COMPLETED = OutcomeCheck("completed", "v1", _completed)
+"""Passes when the episode ended the way its case declares complete."""
+
+
+def unwrapped_state(env: gym.Env[Any, Any]) -> Any:
+    """The simulator's own ``state`` attribute when it has a portable one, else None: an
+    observer independent of what the agent was told."""
+    state = getattr(env.unwrapped, "state", None)
+    try:
+        return to_portable(state, "$.state")
+    except InputError:
+        return None
+
+
+def random_agent(context: AgentContext) -> Interact:
+    """Samples the action space until the episode ends; repeats draw different actions."""
+    def interact(env: Any, observation: Any, info: dict[str, Any]) -> str:
+        env.action_space.seed(context.seed * 1_000_003 + context.repeat)
+        while True:
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            if terminated or truncated:
+                return "ended"
+    return interact
+
+
+def noop_agent(context: AgentContext) -> Interact:
+    """Returns at once without acting: shows what an agent that gives up looks like."""
+    return lambda env, observation, info: "gave up"
+
+
+def as_interact(agent: Any, spec: EpisodeSpec) -> Interact:
+    """The ``interact(env, observation, info)`` callable for one episode: factories marked
+    with ``agent_factory`` are called with the episode's context first."""
+    if getattr(agent, AGENT_FACTORY_MARK, False):
+        agent = agent(AgentContext(spec.case, spec.repeat, spec.seed))
+    if not callable(agent):
+        raise InputError(f"the agent must be callable as agent(env, observation, info), got "
+                         f"{type(agent).__name__}")
+    return agent  # type: ignore[no-any-return]
+
+
+for _factory in (random_agent, noop_agent):
+    setattr(_factory, AGENT_FACTORY_MARK, True)
+
+
+class GymnasiumProvider(EnvironmentProvider):
+    """Episodes of a Gymnasium environment, captured with ``capture_episode``."""
+
+    def __init__(self, make: EnvFactory, *, environment_id: str,
+                 tasks: Sequence[EvalCase] = (), checks: Sequence[OutcomeCheck] = (COMPLETED,),
+                 observe: Observe = unwrapped_state,
+                 observer_id: str = "onrecord.unwrapped-state/v1",
+                 agents: Mapping[str, AgentFactory] | None = None) -> None:
+        self.make = make
+        self.environment_id = environment_id
+        self._tasks = tuple(tasks) or (EvalCase({"environment": environment_id},
+                                                case_id=environment_id, completion="either"),)
+        self._checks = tuple(checks)
+        self._observe = observe
+        self.observer_id = observer_id
+        self._agents = dict(agents) if agents is not None else {
+            "random": random_agent, "noop": noop_agent}
+
+    def tasks(self) -> Sequence[EvalCase]:
+        return self._tasks
+
+    def default_checks(self) -> Sequence[OutcomeCheck]:
+        return self._checks
+
+    def reference_agents(self) -> Mapping[str, AgentFactory]:
+        return self._agents
+
+    def run_episode(self, spec: EpisodeSpec, agent: Any) -> EpisodeOutput:
+        holder: list[gym.Env[Any, Any]] = []
+
+        def factory() -> gym.Env[Any, Any]:
+            holder.append(self.make())
+            return holder[0]
+
+        evidence = capture_episode(
+            factory, as_interact(agent, spec), case=spec.case,
+            environment_id=self.environment_id, observer_id=self.observer_id,
+            observe=lambda: self._observe(holder[0]), seed=spec.seed,
+            max_steps=spec.max_steps, options=spec.options)
+        return EpisodeOutput(evidence.data, evidence)
+
+    def load_subject(self, saved: SavedEpisode) -> EpisodeEvidence:
+        return EpisodeEvidence.from_dict(saved.evidence)
+
+    def trial(self, subject: Any, checks: Sequence[OutcomeCheck], repeat: int) -> Trial:
+        return episode_trial(subject, checks, repeat)

@@ -1,0 +1,177 @@
+"""Episode jobs: the picklable unit of work, and the function every worker runs.
+
+A job is ``(run context, case, repeat, seed)``; the context (environment, agent, checks,
+limits) is shared by every job of a run, so a pickled chunk carries it once. The worker
+runs the episode, grades it, and returns the exact bytes the run store appends, so the
+parent does no per-episode serialization.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from onrecord._canonical import canonical_bytes, content_digest, record_bytes
+from onrecord.case import EvalCase
+from onrecord.episode import EPISODE_SCHEMA, OutcomeCheck
+from onrecord.errors import InputError
+from onrecord.runner._provider import EnvironmentProvider, EpisodeOutput, EpisodeSpec
+from onrecord.runner._registry import EnvironmentRef, build_provider, load_agent, load_checks
+
+__all__ = ["EPISODE_RECORD_SCHEMA", "EpisodeJob", "JobResult", "RunContext", "fingerprint",
+           "run_chunk", "run_job"]
+
+EPISODE_RECORD_SCHEMA = "onrecord.run.episode/v1"
+# Timing fields differ between two executions of the same episode; the fingerprint
+# leaves them out so that executors can be compared.
+_VOLATILE = frozenset({"wall_time_ns", "ts", "duration_ns", "digest"})
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every episode of a run shares."""
+
+    run_id: str
+    """Run identifier (written into action logs)."""
+    environment: EnvironmentRef
+    """How to build the environment."""
+    agent: str
+    """Reference agent name or ``module:callable``."""
+    checks: tuple[str, ...]
+    """``"default"`` and/or import paths of checks."""
+    check_versions: Mapping[str, str]
+    """The check versions the run was started with; a worker refuses others."""
+    max_steps: int
+    """Most actions per episode."""
+    options: Mapping[str, Any] | None = None
+    """Reset options."""
+
+
+@dataclass(frozen=True)
+class EpisodeJob:
+    """One episode to run and grade."""
+
+    context: RunContext
+    """Shared settings."""
+    case: Mapping[str, Any]
+    """``EvalCase.to_dict()`` of the task."""
+    repeat: int
+    """Repeat number."""
+    seed: int
+    """Environment seed."""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """(case_id, repeat): unique within a run."""
+        return (str(self.case["case_id"]), self.repeat)
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """What a worker sends back: ready-to-append bytes, or the error that stopped it."""
+
+    case_id: str
+    """Case id."""
+    repeat: int
+    """Repeat number."""
+    record: bytes = b""
+    """The episode record line (canonical JSON + newline); empty on error."""
+    actions: bytes = b""
+    """The action-log block (JSONL)."""
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    """Side files by sha256."""
+    outcome: str = "incomplete"
+    """pass / fail / incomplete (for the progress display)."""
+    error: str | None = None
+    """Why the episode could not be recorded (a harness failure, not the agent's)."""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """(case_id, repeat)."""
+        return (self.case_id, self.repeat)
+
+
+_CACHE: dict[str, tuple[EnvironmentProvider, Any, list[OutcomeCheck]]] = {}
+
+
+def _resolved(context: RunContext) -> tuple[EnvironmentProvider, Any, list[OutcomeCheck]]:
+    # Built once per worker process: the provider may hold an expensive template (a
+    # snapshot database) that each episode copies.
+    key = content_digest({"environment": context.environment.to_dict(),
+                          "agent": context.agent, "checks": list(context.checks)})
+    if key not in _CACHE:
+        provider = build_provider(context.environment)
+        checks = load_checks(provider, context.checks)
+        versions = {check.name: check.version for check in checks}
+        if versions != dict(context.check_versions):
+            raise InputError(f"the checks now have versions {versions}, but the run was "
+                             f"started with {dict(context.check_versions)}; finish it with "
+                             "the original checks, then use `onrecord regrade`")
+        _CACHE[key] = (provider, load_agent(provider, context.agent), checks)
+    return _CACHE[key]
+
+
+def run_job(job: EpisodeJob) -> JobResult:
+    """Run, grade and serialize one episode. Harness failures come back as ``error``."""
+    case_id, repeat = job.key
+    try:
+        provider, agent, checks = _resolved(job.context)
+        spec = EpisodeSpec(EvalCase.from_dict(job.case), repeat, job.seed,
+                           job.context.max_steps, job.context.options, job.context.run_id)
+        output = provider.run_episode(spec, agent)
+        trial = provider.trial(output.subject, checks, repeat)
+        return _result(job, output, trial.to_dict(), trial.outcome)
+    except Exception as exc:
+        where = traceback.extract_tb(exc.__traceback__)[-1:]
+        place = f" (at {where[0].filename}:{where[0].lineno})" if where else ""
+        return JobResult(case_id, repeat, error=f"{type(exc).__name__}: {exc}{place}")
+
+
+def run_chunk(jobs: Sequence[EpisodeJob]) -> list[JobResult]:
+    """Run several jobs in order (the unit sent to a pool worker or a Ray task)."""
+    return [run_job(job) for job in jobs]
+
+
+def _result(job: EpisodeJob, output: EpisodeOutput, trial: dict[str, Any], outcome: str
+            ) -> JobResult:
+    actions = b"".join(canonical_bytes(event) + b"\n" for event in output.action_log)
+    files = {hashlib.sha256(data).hexdigest(): data for data in output.files.values()}
+    record = {
+        "schema": EPISODE_RECORD_SCHEMA, "run_id": job.context.run_id,
+        "case_id": job.key[0], "repeat": job.repeat, "seed": job.seed,
+        "evidence": dict(output.evidence), "trial": trial,
+        "fingerprint": fingerprint(output.evidence, output.action_log),
+        "action_log": {"events": len(output.action_log), "bytes": len(actions),
+                       "sha256": hashlib.sha256(actions).hexdigest()},
+        "files": {name: hashlib.sha256(data).hexdigest()
+                  for name, data in sorted(output.files.items())},
+    }
+    record["digest"] = content_digest(record)
+    return JobResult(job.key[0], job.repeat, record_bytes(record), actions, files, outcome)
+
+
+def fingerprint(evidence: Mapping[str, Any], action_log: Sequence[Mapping[str, Any]]) -> str:
+    """sha256 of what happened, without timings: equal for two executions of the same
+    deterministic episode, whichever process or machine ran them."""
+    if evidence.get("schema") == EPISODE_SCHEMA:
+        steps = {key: value for key, value in evidence["steps"].items()
+                 if key != "wall_time_ns"}
+        core: Any = {key: value for key, value in evidence.items() if key != "digest"}
+        core["steps"] = steps
+    else:
+        core = _without_volatile(evidence)
+    events = [{key: value for key, value in event.items() if key not in _VOLATILE}
+              for event in action_log]
+    return hashlib.sha256(canonical_bytes([core, events])).hexdigest()
+
+
+def _without_volatile(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_volatile(item) for key, item in value.items()
+                if key not in _VOLATILE}
+    if isinstance(value, list):
+        return [_without_volatile(item) for item in value]
+    return value

@@ -1,0 +1,127 @@
+"""The run protocol: everything that defines which episodes a run holds and how they
+are graded. It is fixed when the run starts and checked again on every resume."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from onrecord._canonical import to_portable
+from onrecord.case import EvalCase
+from onrecord.errors import InputError, SchemaError
+from onrecord.policy import AcceptancePolicy
+from onrecord.runner._job import EpisodeJob, RunContext
+from onrecord.runner._registry import EnvironmentRef
+
+__all__ = ["RunProtocol"]
+
+
+@dataclass(frozen=True)
+class RunProtocol:
+    """Environment, agent, checks, tasks × seeds × repeats, limits and policy."""
+
+    environment: EnvironmentRef
+    """How to build the environment."""
+    agent: str
+    """Reference agent name or ``module:callable``."""
+    checks: tuple[str, ...]
+    """``"default"`` and/or import paths of checks."""
+    check_versions: Mapping[str, str]
+    """Name → version of every check, as resolved when the run started."""
+    tasks: tuple[Mapping[str, Any], ...]
+    """The cases, as ``EvalCase.to_dict()``."""
+    repeats: int = 1
+    """Repeats per (task, seed)."""
+    seeds: tuple[int, ...] = (0,)
+    """Environment seeds; each task runs ``repeats`` times per seed."""
+    max_steps: int = 1000
+    """Most actions per episode."""
+    options: Mapping[str, Any] | None = None
+    """Reset options."""
+    policy: Mapping[str, Any] = field(default_factory=dict)
+    """``AcceptancePolicy.to_dict()`` of the policy that decides the run."""
+
+    def __post_init__(self) -> None:
+        if type(self.repeats) is not int or self.repeats < 1:
+            raise InputError(f"repeats must be a positive integer, got {self.repeats!r}")
+        if not self.seeds or not all(type(s) is int and s >= 0 for s in self.seeds):
+            raise InputError(f"seeds must be non-negative integers, got {list(self.seeds)!r}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise InputError(f"seeds must not repeat, got {list(self.seeds)!r}; use repeats "
+                             "to run a seed several times")
+        if type(self.max_steps) is not int or self.max_steps < 1:
+            raise InputError(f"max_steps must be a positive integer, got {self.max_steps!r}")
+        if not self.tasks:
+            raise InputError("a run needs at least one task")
+        ids = [task["case_id"] for task in self.tasks]
+        if len(ids) != len(set(ids)):
+            raise InputError(f"task ids must be unique; repeated: "
+                             f"{sorted({i for i in ids if ids.count(i) > 1})[:5]}")
+
+    @property
+    def episodes(self) -> int:
+        """Number of episodes the run holds when complete."""
+        return len(self.tasks) * len(self.seeds) * self.repeats
+
+    @property
+    def acceptance_policy(self) -> AcceptancePolicy:
+        """The policy object."""
+        return AcceptancePolicy.from_dict(self.policy)
+
+    def context(self, run_id: str) -> RunContext:
+        """The settings every job shares."""
+        return RunContext(run_id, self.environment, self.agent, self.checks,
+                          dict(self.check_versions), self.max_steps, self.options)
+
+    def jobs(self, run_id: str) -> list[EpisodeJob]:
+        """Every episode in a fixed order: task, then seed, then repeat. A case's repeat
+        number counts across seeds: seed index × repeats + repeat."""
+        context = self.context(run_id)
+        return [EpisodeJob(context, task, index * self.repeats + repeat, seed)
+                for task in self.tasks for index, seed in enumerate(self.seeds)
+                for repeat in range(self.repeats)]
+
+    def lock_extra(self) -> dict[str, Any]:
+        """What enters every report lock of this run besides checks, settings and cases:
+        the environment and its config (never the agent, which is what runs compare)."""
+        return {"run": {"environment": self.environment.to_dict()}}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Portable form."""
+        portable: dict[str, Any] = to_portable({
+            "environment": self.environment.to_dict(), "agent": self.agent,
+            "checks": list(self.checks), "check_versions": dict(self.check_versions),
+            "tasks": [dict(task) for task in self.tasks], "repeats": self.repeats,
+            "seeds": list(self.seeds), "max_steps": self.max_steps,
+            "options": None if self.options is None else dict(self.options),
+            "policy": dict(self.policy)}, "$.protocol")
+        return portable
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunProtocol:
+        """Inverse of ``to_dict``; every task's content digest is re-checked."""
+        try:
+            tasks = tuple(EvalCase.from_dict(task).to_dict() for task in data["tasks"])
+            return cls(EnvironmentRef.from_dict(data["environment"]), data["agent"],
+                       tuple(data["checks"]), dict(data["check_versions"]), tasks,
+                       data["repeats"], tuple(data["seeds"]), data["max_steps"],
+                       data.get("options"), dict(data["policy"]))
+        except (KeyError, TypeError) as exc:
+            raise SchemaError(f"the run protocol is malformed: missing or wrong {exc}") from exc
+
+    def differences(self, other: RunProtocol) -> list[str]:
+        """Fields in which ``other`` differs from this protocol."""
+        mine, theirs = self.to_dict(), other.to_dict()
+        return [f"{key}: the run has {_short(mine[key])}, the new settings say "
+                f"{_short(theirs[key])}" for key in mine if mine[key] != theirs[key]]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def tasks_from(cases: Sequence[EvalCase]) -> tuple[dict[str, Any], ...]:
+    """Case dicts for a protocol."""
+    return tuple(case.to_dict() for case in cases)

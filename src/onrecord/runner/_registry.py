@@ -1,0 +1,238 @@
+"""Names → environments, agents and checks.
+
+Everything a worker needs is carried as text (an import path, a Gymnasium id, a
+reference-agent name) plus portable config, so a job pickles in a few hundred bytes
+and resolves the same way in any process or on any Ray node.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import gymnasium as gym
+
+from onrecord._canonical import to_portable
+from onrecord.episode import OutcomeCheck
+from onrecord.errors import InputError
+from onrecord.runner._gym import GymnasiumProvider
+from onrecord.runner._provider import EnvironmentProvider
+
+__all__ = [
+    "EnvironmentRef",
+    "build_provider",
+    "import_object",
+    "load_agent",
+    "load_checks",
+    "register_environment",
+    "registered_environments",
+    "resolve_agent",
+    "resolve_environment",
+]
+
+ProviderFactory = Callable[..., Any]
+_REGISTRY: dict[str, str] = {
+    "cartpole": "onrecord.runner._examples:cartpole",
+    "frozenlake": "onrecord.runner._examples:frozenlake",
+    "remittance": "onrecord.runner._remittance:remittance",
+}
+
+
+def register_environment(name: str, factory: str | ProviderFactory, *,
+                         replace: bool = False) -> None:
+    """Make ``onrecord run NAME`` use ``factory(**config)``, which returns an
+    ``EnvironmentProvider`` or a ``gymnasium.Env``. ``factory`` is an import path
+    (``"package.module:function"``) or a module-level function; workers import it."""
+    if not isinstance(name, str) or not name.strip() or ":" in name:
+        raise InputError(f"environment name must be a non-empty string without ':', got "
+                         f"{name!r}")
+    path = factory if isinstance(factory, str) else _import_path(factory)
+    if name in _REGISTRY and _REGISTRY[name] != path and not replace:
+        raise InputError(f"the environment name {name!r} is taken by {_REGISTRY[name]}; pick "
+                         "another name or pass replace=True")
+    _REGISTRY[name] = path
+
+
+def registered_environments() -> dict[str, str]:
+    """Registered environment names and the import paths of their factories."""
+    return dict(sorted(_REGISTRY.items()))
+
+
+def _import_path(function: ProviderFactory) -> str:
+    path = f"{function.__module__}:{function.__qualname__}"
+    if "<" in path or function.__module__ == "__main__":
+        raise InputError(f"register_environment needs a module-level function workers can "
+                         f"import; {path} is not one: move it into a module or pass "
+                         "'package.module:function'")
+    return path
+
+
+def import_object(path: str) -> Any:
+    """The object at ``"package.module:attribute.sub"``."""
+    module_name, _, attribute = path.partition(":")
+    if not module_name or not attribute:
+        raise InputError(f"{path!r} is not an import path; write it as 'package.module:name'")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InputError(f"cannot import {module_name!r} for {path!r}: {exc}") from exc
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise InputError(f"{module_name!r} has no attribute {attribute!r} (from {path!r})")
+        target = getattr(target, part)
+    return target
+
+
+@dataclass(frozen=True)
+class EnvironmentRef:
+    """How to build the environment in a worker."""
+
+    name: str
+    """What the user wrote: a registered name, a Gymnasium id or ``module:factory``."""
+    kind: Literal["provider", "env", "gym"]
+    """provider: factory returns an EnvironmentProvider; env: factory returns a gym.Env;
+    gym: a Gymnasium id."""
+    target: str
+    """Import path of the factory, or the Gymnasium id."""
+    config: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword arguments for the factory (portable JSON)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Portable form."""
+        return {"name": self.name, "kind": self.kind, "target": self.target,
+                "config": dict(self.config)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EnvironmentRef:
+        """Inverse of ``to_dict``."""
+        return cls(data["name"], data["kind"], data["target"], data.get("config") or {})
+
+
+def resolve_environment(name: str, config: Mapping[str, Any] | None = None) -> EnvironmentRef:
+    """Decide what ``name`` means, building it once to fail early with a clear message."""
+    config = to_portable(dict(config or {}), "$.environment_config")
+    if not isinstance(name, str) or not name.strip():
+        raise InputError("an environment is required: a registered name "
+                         f"({', '.join(_REGISTRY)}), a Gymnasium id or 'module:factory'")
+    if name in _REGISTRY:
+        ref = EnvironmentRef(name, "provider", _REGISTRY[name], config)
+    elif ":" in name and _importable(name):
+        ref = EnvironmentRef(name, "provider", name, config)
+    elif name in gym.registry or _gym_spec(name):
+        ref = EnvironmentRef(name, "gym", name, config)
+    else:
+        raise InputError(_unknown_environment(name))
+    provider = build_provider(ref)
+    try:
+        if ref.kind == "provider" and provider.environment_id == name and ":" in name:
+            return EnvironmentRef(name, "env", name, config)
+        return ref
+    finally:
+        provider.close()
+
+
+def _importable(path: str) -> bool:
+    attribute = path.partition(":")[2]
+    if not attribute.replace(".", "").replace("_", "").isalnum():
+        return False  # e.g. "ale_py:ALE/Pong-v5" is a Gymnasium id
+    try:
+        import_object(path)
+    except InputError:
+        return False
+    return True
+
+
+def _gym_spec(name: str) -> bool:
+    try:
+        gym.spec(name)
+    except Exception:  # gymnasium raises several error types for unknown ids
+        return False
+    return True
+
+
+def _unknown_environment(name: str) -> str:
+    known = [*_REGISTRY, *gym.registry]
+    close = difflib.get_close_matches(name, known, n=3)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    return (f"unknown environment {name!r}: not a registered name ({', '.join(_REGISTRY)}), "
+            f"not a Gymnasium id and not an importable 'module:factory'{hint}")
+
+
+def build_provider(ref: EnvironmentRef) -> EnvironmentProvider:
+    """Build the provider ``ref`` describes (in whichever process runs episodes)."""
+    config = dict(ref.config)
+    if ref.kind == "gym":
+        return GymnasiumProvider(lambda: gym.make(ref.target, **config),
+                                 environment_id=f"gymnasium:{ref.target}")
+    factory = import_object(ref.target)
+    if ref.kind == "env":
+        return GymnasiumProvider(lambda: factory(**config), environment_id=ref.target)
+    try:
+        built = factory(**config)
+    except TypeError as exc:
+        raise InputError(f"environment {ref.name!r}: {ref.target} does not accept the config "
+                         f"{sorted(config)}: {exc}") from exc
+    if isinstance(built, EnvironmentProvider):
+        return built
+    if isinstance(built, gym.Env):
+        built.close()
+        return GymnasiumProvider(lambda: factory(**config), environment_id=ref.target)
+    raise InputError(f"environment {ref.name!r}: {ref.target} returned "
+                     f"{type(built).__name__}; it must return an EnvironmentProvider or a "
+                     "gymnasium.Env")
+
+
+def resolve_agent(provider: EnvironmentProvider, name: str) -> str:
+    """Check that ``name`` is a reference agent of the provider or an importable
+    ``module:callable``; returns it unchanged."""
+    if not isinstance(name, str) or not name.strip():
+        raise InputError("an agent is required: a reference agent name or 'module:callable'")
+    references = provider.reference_agents()
+    if name in references:
+        return name
+    if ":" in name:
+        if not callable(import_object(name)):
+            raise InputError(f"agent {name!r} is not callable")
+        return name
+    close = difflib.get_close_matches(name, list(references), n=3)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    raise InputError(f"unknown agent {name!r}: the reference agents of this environment are "
+                     f"{sorted(references) or 'none'}; otherwise give 'module:callable'{hint}")
+
+
+def load_agent(provider: EnvironmentProvider, name: str) -> Any:
+    """The agent object ``name`` stands for."""
+    references = provider.reference_agents()
+    return references[name] if name in references else import_object(name)
+
+
+def load_checks(provider: EnvironmentProvider, names: Sequence[str]) -> list[OutcomeCheck]:
+    """Checks from ``"default"`` (the provider's) and import paths of an OutcomeCheck, a
+    list of them, or a zero-argument function returning either."""
+    checks: list[OutcomeCheck] = []
+    for name in names or ("default",):
+        checks += provider.default_checks() if name == "default" else _imported_checks(name)
+    seen: set[str] = set()
+    for check in checks:
+        if check.name in seen:
+            raise InputError(f"two checks are named {check.name!r}; check names must be "
+                             "unique across --checks")
+        seen.add(check.name)
+    if not checks:
+        raise InputError("no checks to run: this environment has no default checks; pass "
+                         "--checks package.module:CHECKS")
+    return checks
+
+
+def _imported_checks(path: str) -> list[OutcomeCheck]:
+    found = import_object(path)
+    if callable(found) and not isinstance(found, OutcomeCheck):
+        found = found()
+    items = [found] if isinstance(found, OutcomeCheck) else found
+    if not isinstance(items, Sequence) or not all(isinstance(i, OutcomeCheck) for i in items):
+        raise InputError(f"checks {path!r} must be an OutcomeCheck, a list of them, or a "
+                         "function returning one of those")
+    return list(items)

@@ -1,0 +1,145 @@
+"""``onrecord run remittance``: the remittance-posting domain as a run environment.
+
+Config: ``size`` (background rows of every task's snapshot, default each task's own),
+``tasks_file`` (another task file), ``kinds`` (only tasks of these kinds).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from onrecord.case import EvalCase
+from onrecord.domains.remittance import (
+    AGENTS,
+    REMITTANCE_CHECKS,
+    RemittanceEnvironment,
+    ScriptedAgent,
+    full_policy,
+    load_tasks,
+    remittance_trial,
+)
+from onrecord.domains.remittance._run import MAX_STEPS
+from onrecord.episode import OutcomeCheck
+from onrecord.errors import InputError
+from onrecord.policy import AcceptancePolicy
+from onrecord.report import Trial
+from onrecord.runner._provider import (
+    AGENT_FACTORY_MARK,
+    AgentContext,
+    AgentFactory,
+    EnvironmentProvider,
+    EpisodeOutput,
+    EpisodeSpec,
+    SavedEpisode,
+    agent_factory,
+)
+from onrecord.runner._toolworld import LiveToolEpisode, rebuild_episode, tool_evidence
+
+__all__ = ["RemittanceProvider", "remittance"]
+
+
+def _reference(name: str) -> AgentFactory:
+    return agent_factory(lambda context: ScriptedAgent(name, context.case.input))
+
+
+class RemittanceProvider(EnvironmentProvider):
+    """Remittance tasks on fresh tool worlds; one snapshot per task, reset per episode."""
+
+    default_max_steps = MAX_STEPS
+
+    def __init__(self, *, size: int | None = None, tasks_file: str | None = None,
+                 kinds: Sequence[str] | None = None) -> None:
+        tasks = load_tasks(tasks_file)
+        if kinds is not None:
+            tasks = tuple(task for task in tasks if task.kind in set(kinds))
+        if size is not None:
+            if type(size) is not int or size < 1:
+                raise InputError(f"remittance size must be a positive integer, got {size!r}")
+            tasks = tuple(dataclasses.replace(task, size=size) for task in tasks)
+        self._tasks = {task.task_id: task for task in tasks}
+        self._envs: dict[str, RemittanceEnvironment] = {}
+        self._schemas: dict[str, list[dict[str, Any]]] = {}
+        self._workdir = tempfile.TemporaryDirectory(prefix="onrecord-remittance-")
+        self.environment_id = "onrecord.domains.remittance/v1"
+
+    def _env(self, case_id: str) -> RemittanceEnvironment:
+        if case_id not in self._envs:
+            if case_id not in self._tasks:
+                raise InputError(f"unknown remittance task {case_id!r}")
+            env = RemittanceEnvironment(self._tasks[case_id])
+            self._envs[case_id] = env
+            self._schemas[case_id] = env.world.tool_schemas()
+        return self._envs[case_id]
+
+    def tasks(self) -> Sequence[EvalCase]:
+        return [self._env(task_id).case for task_id in self._tasks]
+
+    def default_checks(self) -> Sequence[OutcomeCheck]:
+        return REMITTANCE_CHECKS
+
+    def default_policy(self, checks: Sequence[OutcomeCheck]) -> AcceptancePolicy:
+        if tuple(checks) == tuple(REMITTANCE_CHECKS):
+            return full_policy()
+        return super().default_policy(checks)
+
+    def reference_agents(self) -> Mapping[str, AgentFactory]:
+        return {name: _reference(name) for name in AGENTS}
+
+    def run_episode(self, spec: EpisodeSpec, agent: Any) -> EpisodeOutput:
+        env = self._env(str(spec.case.identity["case_id"]))
+        if env.case.identity != spec.case.identity:
+            raise InputError(f"task {spec.case.case_id!r} differs from the run's recorded "
+                             "task (its content digest changed); start a new run")
+        act = agent(AgentContext(spec.case, spec.repeat, spec.seed)) \
+            if getattr(agent, AGENT_FACTORY_MARK, False) else agent(spec.case.input)
+        world = env.world
+        world.reset(seed=spec.seed, run_id=spec.run_id, case=env.case)
+        ending, error = _play(world, env.brief, self._schemas[env.task.task_id], act,
+                              spec.max_steps)
+        evidence = tool_evidence(world, ending=ending, agent_error=error,
+                                 tools=self._schemas[env.task.task_id])
+        events = list(world.log.events)
+        subject = LiveToolEpisode.from_evidence(evidence, events, world.path)
+        return EpisodeOutput(evidence, subject, events)
+
+    def load_subject(self, saved: SavedEpisode) -> LiveToolEpisode:
+        env = self._env(str(saved.evidence["task_id"]))
+        return rebuild_episode(saved.evidence, saved.action_log, env.snapshot,
+                               Path(self._workdir.name))
+
+    def trial(self, subject: Any, checks: Sequence[OutcomeCheck], repeat: int) -> Trial:
+        return remittance_trial(subject, checks, repeat)
+
+    def close(self) -> None:
+        for env in self._envs.values():
+            env.close()
+        self._envs.clear()
+        self._workdir.cleanup()
+
+
+def _play(world: Any, brief: Mapping[str, Any], schemas: list[dict[str, Any]], act: Any,
+          max_steps: int) -> tuple[str, str | None]:
+    """The agent loop of ``RemittanceEnvironment.run``, without saving a directory."""
+    last: dict[str, Any] | None = None
+    for step in range(max_steps):
+        observation = {"task": brief, "tools": schemas, "step": step, "last": last}
+        try:
+            action = act(observation)
+        except Exception as exc:  # the agent's failure is evidence, not a harness crash
+            return "agent_error", f"{type(exc).__name__}: {exc}"
+        tool, arguments = (action["tool"], action.get("arguments")) \
+            if isinstance(action, Mapping) and "tool" in action else (action, None)
+        event = world.call(tool, arguments)
+        last = {key: event[key] for key in ("tool", "status", "result", "error")}
+        if event["tool"] == "finish" and event["status"] == "ok":
+            return "finished", None
+    return "step_limit", None
+
+
+def remittance(**config: Any) -> RemittanceProvider:
+    """Factory registered as ``remittance``."""
+    return RemittanceProvider(**config)

@@ -1,0 +1,204 @@
+"""Run orchestration: plan a protocol, start or resume a run, grade it, decide."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes
+from onrecord.case import EvalCase
+from onrecord.errors import InputError
+from onrecord.policy import AcceptancePolicy, PolicyDecision
+from onrecord.report import EvaluationReport, Trial
+from onrecord.runner._executors import Executor, InProcessExecutor
+from onrecord.runner._job import JobResult
+from onrecord.runner._protocol import RunProtocol, tasks_from
+from onrecord.runner._registry import (
+    build_provider,
+    load_checks,
+    resolve_agent,
+    resolve_environment,
+)
+from onrecord.runner._store import RunStore, RunWriter
+
+__all__ = ["DECISION_SCHEMA", "Progress", "RunResult", "grade_store", "plan_run",
+           "resume_run", "start_run"]
+
+DECISION_SCHEMA = "onrecord.run.decision/v1"
+
+
+class Progress:
+    """Receives progress events; the default does nothing. The CLI draws a bar."""
+
+    def start(self, total: int, done: int) -> None:
+        """``total`` episodes in the run, ``done`` of them already recorded."""
+
+    def advance(self, result: JobResult) -> None:
+        """One episode finished (recorded, or failed to record)."""
+
+    def stop(self) -> None:
+        """The run loop ended."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run (or a resumed run) ended with."""
+
+    store: RunStore
+    """The run directory."""
+    report: EvaluationReport
+    """Every recorded episode, graded."""
+    decision: PolicyDecision
+    """The policy's decision on the report."""
+    expected: int
+    """Episodes the protocol asks for."""
+    recorded_now: int
+    """Episodes recorded by this invocation (the others were recorded before)."""
+    errors: tuple[str, ...]
+    """Episodes this invocation could not record, with the reason."""
+    notices: tuple[str, ...]
+    """Repairs made before resuming (a partial record cut off, ...)."""
+
+    @property
+    def complete(self) -> bool:
+        """Every planned episode is recorded."""
+        return len(self.report.trials) == self.expected
+
+    @property
+    def exit_code(self) -> int:
+        """0 accept, 1 reject, 2 indeterminate; an incomplete run is never accepted."""
+        if not self.complete and self.decision.decision == "accept":
+            return 2
+        return self.decision.exit_code
+
+
+def plan_run(environment: str, agent: str, *, tasks: Sequence[str | EvalCase] | None = None,
+             checks: Sequence[str] = ("default",), repeats: int = 1,
+             seeds: Sequence[int] = (0,), max_steps: int | None = None,
+             options: Mapping[str, Any] | None = None,
+             policy: AcceptancePolicy | None = None,
+             environment_config: Mapping[str, Any] | None = None) -> RunProtocol:
+    """Resolve names and build the protocol, failing early on anything unknown.
+    ``tasks`` holds EvalCases, or ids selecting among the environment's own tasks."""
+    ref = resolve_environment(environment, environment_config)
+    provider = build_provider(ref)
+    try:
+        agent = resolve_agent(provider, agent)
+        loaded = load_checks(provider, checks)
+        cases = _select_tasks(provider.tasks(), tasks, environment)
+        chosen = policy if policy is not None else provider.default_policy(loaded)
+        steps = max_steps if max_steps is not None else getattr(
+            provider, "default_max_steps", 1000)
+    finally:
+        provider.close()
+    return RunProtocol(ref, agent, tuple(checks) or ("default",),
+                       {check.name: check.version for check in loaded}, tasks_from(cases),
+                       repeats, tuple(seeds), steps, options, chosen.to_dict())
+
+
+def _select_tasks(available: Sequence[EvalCase], wanted: Sequence[str | EvalCase] | None,
+                  environment: str) -> list[EvalCase]:
+    if not wanted:
+        if not available:
+            raise InputError(f"environment {environment!r} has no built-in tasks; pass "
+                             "--tasks FILE with [[tasks]] entries")
+        return list(available)
+    by_id = {case.identity["case_id"]: case for case in available}
+    chosen = []
+    for item in wanted:
+        if isinstance(item, EvalCase):
+            chosen.append(item)
+        elif item in by_id:
+            chosen.append(by_id[item])
+        else:
+            known = ", ".join(list(by_id)[:8]) + (" ..." if len(by_id) > 8 else "")
+            raise InputError(f"unknown task {item!r} for environment {environment!r}; its "
+                             f"tasks are: {known or 'none'}")
+    return chosen
+
+
+def start_run(path: str | os.PathLike[str], protocol: RunProtocol, *,
+              executor: Executor | None = None, progress: Progress | None = None,
+              run_id: str | None = None) -> RunResult:
+    """Create the run directory and run every episode of ``protocol``."""
+    run_id = run_id or f"run-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+    store = RunStore.create(path, run_id, protocol)
+    return _execute(store, executor, progress)
+
+
+def resume_run(path: str | os.PathLike[str], *, expect: RunProtocol | None = None,
+               executor: Executor | None = None, progress: Progress | None = None
+               ) -> RunResult:
+    """Run the episodes a run directory does not hold yet. ``expect``, when given, must
+    equal the stored protocol (flags on the command line must not silently change it)."""
+    store = RunStore.open(path)
+    from onrecord import __version__
+
+    if store.library_version != __version__:
+        raise InputError(f"{store.path} was started by onrecord {store.library_version}; "
+                         f"this is {__version__}: resume it with that version (or regrade it)")
+    if expect is not None and (differences := store.protocol.differences(expect)):
+        raise InputError(f"the settings differ from the run in {store.path}:\n  "
+                         + "\n  ".join(differences) + "\nresume without them, or start a new "
+                         "run in another --out directory")
+    return _execute(store, executor, progress)
+
+
+def _execute(store: RunStore, executor: Executor | None, progress: Progress | None
+             ) -> RunResult:
+    progress = progress or Progress()
+    executor = executor or InProcessExecutor()
+    errors: list[str] = []
+    with RunWriter(store) as writer:
+        jobs = [job for job in store.protocol.jobs(store.run_id) if job.key not in writer.done]
+        before = len(writer.done)
+        progress.start(store.protocol.episodes, before)
+        try:
+            for result in executor.run(jobs):
+                writer.append(result)
+                if result.error is not None:
+                    errors.append(f"{result.case_id}#{result.repeat}: {result.error}")
+                progress.advance(result)
+        finally:
+            progress.stop()
+        recorded_now = len(writer.done) - before
+        notices = tuple(writer.notices)
+    report, decision = grade_store(store)
+    return RunResult(store, report, decision, store.protocol.episodes, recorded_now,
+                     tuple(errors), notices)
+
+
+def grade_store(store: RunStore) -> tuple[EvaluationReport, PolicyDecision]:
+    """Build the report from the recorded trials (in plan order), decide, save both."""
+    protocol = store.protocol
+    order = {job.key: index for index, job in enumerate(protocol.jobs(store.run_id))}
+    trials = sorted(((order[record.key], Trial.from_dict(record.data["trial"]))
+                     for record in store.records()), key=lambda item: item[0])
+    report = EvaluationReport.from_trials((trial for _, trial in trials),
+                                          lock_extra=protocol.lock_extra())
+    decision = protocol.acceptance_policy.evaluate(report)
+    save_grading(store.path, report, decision, expected=protocol.episodes)
+    return report, decision
+
+
+def save_grading(directory: str | os.PathLike[str], report: EvaluationReport,
+                 decision: PolicyDecision, *, expected: int,
+                 extra: Mapping[str, Any] | None = None) -> None:
+    """Write ``report.json`` and ``decision.json`` into ``directory`` (atomically)."""
+    target = os.fspath(directory)
+    report.save_json(os.path.join(target, "report.json"))
+    body: dict[str, Any] = {"schema": DECISION_SCHEMA, "decision": decision.to_dict(),
+                            "expected": expected, "recorded": len(report.trials),
+                            "complete": len(report.trials) == expected,
+                            "report_digest": report.digest, **dict(extra or {})}
+    body["digest"] = content_digest(body)
+    atomic_write_bytes(os.path.join(target, "decision.json"), record_bytes(body))
+
+
+def trials_by_key(trials: Iterable[Trial]) -> dict[tuple[str, int], Trial]:
+    """Trials keyed by (case_id, repeat)."""
+    return {(str(trial.case["case_id"]), trial.repeat): trial for trial in trials}

@@ -1,0 +1,341 @@
+"""The run directory: an append-only, digest-verified record of every episode.
+
+Layout::
+
+    RUN/run.json         manifest: run id, library version, protocol (written once)
+    RUN/episodes.jsonl   one record per (task, repeat), appended as episodes finish
+    RUN/actions.jsonl    the tool-call action log of every episode, in record order
+    RUN/files/<sha256>   side files (audit history, row diff, end-state database)
+    RUN/errors.jsonl     episodes that could not be recorded (retried on resume)
+    RUN/report.json      the graded report; RUN/decision.json the policy decision
+
+An episode is committed by one ``write`` of its record line, after its action-log block
+and side files. A process killed mid-write leaves at most a partial last line (no
+newline) and an action-log tail no record accounts for; ``RunWriter`` cuts both off
+before appending. Any other mismatch is tampering: it is reported and nothing is changed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from onrecord import __version__
+from onrecord._canonical import (
+    atomic_write_bytes,
+    content_digest,
+    load_record_bytes,
+    record_bytes,
+)
+from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
+from onrecord.runner._job import EPISODE_RECORD_SCHEMA, JobResult
+from onrecord.runner._protocol import RunProtocol
+from onrecord.runner._provider import SavedEpisode
+
+__all__ = ["RUN_SCHEMA", "EpisodeRecord", "RunStore", "RunWriter"]
+
+RUN_SCHEMA = "onrecord.run/v1"
+_SYNC_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """One verified line of ``episodes.jsonl``."""
+
+    data: dict[str, Any]
+    """The record: case_id, repeat, seed, evidence, trial, fingerprint, ..."""
+    actions_offset: int
+    """Where its block starts in ``actions.jsonl``."""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """(case_id, repeat)."""
+        return (str(self.data["case_id"]), int(self.data["repeat"]))
+
+
+class RunStore:
+    """A run directory, opened for reading (verification happens while iterating)."""
+
+    def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.protocol = RunProtocol.from_dict(manifest["protocol"])
+
+    # -- opening -------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], run_id: str, protocol: RunProtocol
+               ) -> RunStore:
+        """Start a new run directory; refuses one that already holds anything."""
+        target = Path(path)
+        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+            raise InputError(f"{target} already exists and is not empty; pass --resume to "
+                             "continue the run in it, or choose another --out directory")
+        manifest: dict[str, Any] = {
+            "schema": RUN_SCHEMA, "run_id": run_id,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "library": {"name": "onrecord", "version": __version__},
+            "protocol": protocol.to_dict()}
+        manifest["digest"] = content_digest(manifest)
+        atomic_write_bytes(target / "run.json", record_bytes(manifest))
+        return cls(target, manifest)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> RunStore:
+        """Open and verify ``run.json`` of an existing run directory."""
+        target = Path(path)
+        manifest_path = target / "run.json"
+        if not manifest_path.is_file():
+            raise InputError(f"{target} is not a run directory (it has no run.json); start "
+                             "a run with `onrecord run ... --out DIR`")
+        manifest = load_record_bytes(manifest_path.read_bytes(), str(manifest_path))
+        if manifest.get("schema") != RUN_SCHEMA:
+            raise SchemaError(f"{manifest_path}: schema is {manifest.get('schema')!r}; this "
+                              f"onrecord ({__version__}) reads {RUN_SCHEMA!r} run directories: "
+                              "open it with the onrecord version that wrote it")
+        if manifest.get("digest") != content_digest(manifest):
+            raise DigestMismatch(f"{manifest_path} does not match its digest: the run's "
+                                 "protocol was edited after the run started")
+        return cls(target, manifest)
+
+    @property
+    def run_id(self) -> str:
+        """The run's identifier."""
+        return str(self.manifest["run_id"])
+
+    @property
+    def library_version(self) -> str:
+        """The onrecord version that started the run."""
+        return str(self.manifest["library"]["version"])
+
+    def file(self, name: str) -> Path:
+        """Path of a file in the run directory."""
+        return self.path / name
+
+    # -- reading -------------------------------------------------------------------
+    def records(self) -> Iterator[EpisodeRecord]:
+        """Every committed record, verified, in the order they were appended."""
+        yield from _iterate(self, self.file("episodes.jsonl"))
+
+    def committed(self) -> dict[tuple[str, int], int]:
+        """Key → line number of every committed episode (verifies the whole store)."""
+        return {record.key: index for index, record in enumerate(self.records())}
+
+    def saved_episode(self, record: EpisodeRecord) -> SavedEpisode:
+        """The evidence, action-log events and side files of one record, verified."""
+        meta = record.data["action_log"]
+        events: list[dict[str, Any]] = []
+        if meta["bytes"]:
+            with open(self.file("actions.jsonl"), "rb") as handle:
+                handle.seek(record.actions_offset)
+                block = handle.read(meta["bytes"])
+            events = [load_record_bytes(line, "an action-log event")
+                      for line in block.splitlines()]
+        files = {name: self._blob(digest) for name, digest in record.data["files"].items()}
+        return SavedEpisode(record.data["evidence"], events, files)
+
+    def _blob(self, digest: str) -> bytes:
+        path = self.path / "files" / digest
+        if not path.is_file():
+            raise ConsistencyError(f"{path} is missing: a side file of a recorded episode "
+                                   "was deleted; restore it from a copy of the run")
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise DigestMismatch(f"{path} does not match its sha256: it was changed after "
+                                 "the episode was recorded")
+        return data
+
+
+def _iterate(store: RunStore, path: Path) -> Iterator[EpisodeRecord]:
+    if not path.exists():
+        return
+    seen: set[tuple[str, int]] = set()
+    offset = 0
+    actions = store.file("actions.jsonl")
+    with open(path, "rb") as lines, _maybe_open(actions) as log:
+        for number, line in enumerate(lines, start=1):
+            if not line.endswith(b"\n"):
+                return  # a torn last line: never committed
+            record = _verified_line(store, path, number, line, seen)
+            _verify_block(log, actions, offset, record)
+            yield EpisodeRecord(record, offset)
+            offset += record["action_log"]["bytes"]
+
+
+class _NoFile:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _maybe_open(path: Path) -> Any:
+    return open(path, "rb") if path.exists() else _NoFile()
+
+
+def _verified_line(store: RunStore, path: Path, number: int, line: bytes,
+                   seen: set[tuple[str, int]]) -> dict[str, Any]:
+    where = f"{path}: line {number}"
+    record = load_record_bytes(line, where)
+    if record.get("schema") != EPISODE_RECORD_SCHEMA:
+        raise SchemaError(f"{where}: schema is {record.get('schema')!r}, expected "
+                          f"{EPISODE_RECORD_SCHEMA!r}")
+    if record.get("digest") != content_digest(record):
+        raise DigestMismatch(f"{where} does not match its digest: the episode record was "
+                             "changed after it was written")
+    if record.get("run_id") != store.run_id:
+        raise ConsistencyError(f"{where} belongs to run {record.get('run_id')!r}, not "
+                               f"{store.run_id!r}: records from another run were mixed in")
+    key = (str(record["case_id"]), int(record["repeat"]))
+    if key in seen:
+        raise ConsistencyError(f"{where}: episode {key[0]}#{key[1]} is recorded twice")
+    seen.add(key)
+    return record
+
+
+def _verify_block(log: BinaryIO | None, path: Path, offset: int, record: dict[str, Any]
+                  ) -> None:
+    meta = record["action_log"]
+    if not meta["bytes"]:
+        return
+    block = b""
+    if log is not None:
+        log.seek(offset)
+        block = log.read(meta["bytes"])
+    if hashlib.sha256(block).hexdigest() != meta["sha256"]:
+        raise DigestMismatch(f"{path}: the action log of {record['case_id']}#"
+                             f"{record['repeat']} (bytes {offset}..{offset + meta['bytes']}) "
+                             "does not match its sha256: the log was changed or truncated")
+
+
+def _cut_torn_line(store: RunStore) -> list[str]:
+    """Cut off a partial last record line: the episode it began was never committed."""
+    path = store.file("episodes.jsonl")
+    if not path.exists():
+        return []
+    end, size = _last_newline_end(path), path.stat().st_size
+    if end == size:
+        return []
+    os.truncate(path, end)
+    return [f"removed a partial episode record ({size - end} bytes) left by an interrupted "
+            "run; that episode runs again"]
+
+
+def _cut_actions(store: RunStore, committed: int) -> list[str]:
+    """Cut off action-log bytes that no committed record accounts for."""
+    path = store.file("actions.jsonl")
+    if not path.exists() or path.stat().st_size <= committed:
+        return []
+    os.truncate(path, committed)
+    return ["removed the action-log events of an episode that was not committed"]
+
+
+def _last_newline_end(path: Path) -> int:
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        position = size
+        while position > 0:
+            start = max(0, position - 65536)
+            handle.seek(start)
+            chunk = handle.read(position - start)
+            index = chunk.rfind(b"\n")
+            if index >= 0:
+                return start + index + 1
+            position = start
+    return 0
+
+
+class RunWriter:
+    """Appends finished episodes to a run directory; one writer per directory at a time."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        store.path.mkdir(parents=True, exist_ok=True)
+        self._lock = open(store.file(".lock"), "a+b")  # noqa: SIM115
+        try:
+            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            self._lock.close()
+            raise InputError(f"another onrecord process is writing to {store.path}; wait for "
+                             "it to finish (or stop it) before resuming") from exc
+        try:
+            self.notices = _cut_torn_line(store)
+            self.done: set[tuple[str, int]] = set()
+            committed = 0
+            for record in store.records():
+                self.done.add(record.key)
+                committed += record.data["action_log"]["bytes"]
+            self.notices += _cut_actions(store, committed)
+        except BaseException:
+            self.close()
+            raise
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        self._episodes = os.open(store.file("episodes.jsonl"), flags, 0o644)
+        self._actions = os.open(store.file("actions.jsonl"), flags, 0o644)
+        self._errors = os.open(store.file("errors.jsonl"), flags, 0o644)
+        self._synced = time.monotonic()
+
+    def append(self, result: JobResult) -> None:
+        """Commit one finished episode (or note why it could not be recorded)."""
+        if result.error is not None:
+            line = record_bytes({"case_id": result.case_id, "repeat": result.repeat,
+                                 "error": result.error, "time": time.time()})
+            _write_all(self._errors, line)
+            return
+        if result.key in self.done:
+            raise ConsistencyError(f"episode {result.case_id}#{result.repeat} is already "
+                                   "recorded; a run never records an episode twice")
+        for digest, data in result.files.items():
+            self._write_blob(digest, data)
+        if result.actions:
+            _write_all(self._actions, result.actions)
+        _write_all(self._episodes, result.record)  # the commit point
+        self.done.add(result.key)
+        if time.monotonic() - self._synced > _SYNC_SECONDS:
+            self.sync()
+
+    def _write_blob(self, digest: str, data: bytes) -> None:
+        target = self.store.path / "files" / digest
+        if target.exists():
+            return  # content-addressed: the same bytes are already there
+        target.parent.mkdir(exist_ok=True)
+        temporary = target.with_name(f".{digest}.{os.getpid()}.tmp")
+        temporary.write_bytes(data)
+        os.replace(temporary, target)
+
+    def sync(self) -> None:
+        """fsync the append-only files (durability against power loss; a killed process
+        loses nothing that was written)."""
+        for fd in (self._actions, self._episodes, self._errors):
+            os.fsync(fd)
+        self._synced = time.monotonic()
+
+    def close(self) -> None:
+        """Sync, close the files and release the directory lock."""
+        if hasattr(self, "_episodes"):
+            self.sync()
+            for fd in (self._actions, self._episodes, self._errors):
+                os.close(fd)
+            del self._episodes
+        if not self._lock.closed:
+            fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
+            self._lock.close()
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
