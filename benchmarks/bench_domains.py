@@ -42,8 +42,10 @@ def bench_generation() -> None:
             db.close()
 
         write = best_time(insert, repeat=3)
-        print(f"snapshot {rows:>7} rows requested: {total:>7} rows, generate {build * 1e3:7.1f} "
-              f"ms + insert {write * 1e3:7.1f} ms")
+        print(
+            f"snapshot {rows:>7} rows requested: {total:>7} rows, generate {build * 1e3:7.1f} "
+            f"ms + insert {write * 1e3:7.1f} ms"
+        )
 
 
 def bench_episode() -> None:
@@ -61,23 +63,25 @@ def bench_episode() -> None:
         counter = iter(range(10**9))
 
         def full() -> None:
-            run = env.run(ScriptedAgent("careful", env.brief),
-                          Path(scratch) / f"ep{next(counter)}")
+            run = env.run(ScriptedAgent("careful", env.brief), Path(scratch) / f"ep{next(counter)}")
             remittance_trial(run.episode, REMITTANCE_CHECKS)
 
         base, whole = best_time(bare, repeat=20), best_time(full, repeat=20)
     env.close()
-    print(f"remittance episode ({len(calls)} calls): bare tool loop {base * 1e3:.2f} ms, "
-          f"agent + save + 9 checks {whole * 1e3:.2f} ms ({whole / base:.1f}x, "
-          f"{1 / whole:.0f} episodes/s in one process)")
+    print(
+        f"remittance episode ({len(calls)} calls): bare tool loop {base * 1e3:.2f} ms, "
+        f"agent + save + 9 checks {whole * 1e3:.2f} ms ({whole / base:.1f}x, "
+        f"{1 / whole:.0f} episodes/s in one process)"
+    )
 
 
 def bench_ledger() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         start = time.perf_counter()
         run_ledger_experiment(scratch)
-        print(f"ledger experiment (18 attempts + 5 native runs): "
-              f"{time.perf_counter() - start:.2f} s")
+        print(
+            f"ledger experiment (18 attempts + 5 native runs): {time.perf_counter() - start:.2f} s"
+        )
 
 
 if __name__ == "__main__":
