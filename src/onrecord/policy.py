@@ -205,9 +205,13 @@ class AcceptancePolicy:
                                for item in items), name=data.get("name", "policy"))
         except (KeyError, TypeError, AttributeError) as exc:
             raise PolicyError(f"a requirement is malformed ({exc}); each needs 'check'") from exc
-        if verify_digest and "digest" in data and data["digest"] != policy.digest:
+        if verify_digest and "digest" not in data:
+            raise SchemaError("a saved policy needs its 'digest' field; to load a hand-written "
+                              "policy use a .toml file or from_dict(..., verify_digest=False)")
+        if verify_digest and (data["digest"] != content_digest(data)
+                              or policy.to_dict() != dict(data)):
             raise DigestMismatch(f"policy digest is {data['digest']!r} but its content hashes "
-                                 f"to {policy.digest!r}: it was changed after saving")
+                                 f"to {content_digest(data)!r}: it was changed after saving")
         return policy
 
     @classmethod

@@ -1,1 +1,5 @@
-"""The ``onrecord`` command line."""
+"""The ``onrecord`` command line (``onrecord --help``)."""
+
+from onrecord.cli.main import main
+
+__all__ = ["main"]

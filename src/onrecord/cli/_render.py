@@ -10,8 +10,15 @@ from onrecord.episode import EpisodeEvidence
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport
 
-__all__ = ["render_comparison", "render_decision", "render_episode", "render_policy",
-           "render_report"]
+__all__ = ["make_console", "render_comparison", "render_decision", "render_episode",
+           "render_policy", "render_report"]
+
+
+def make_console() -> Console:
+    """A console that keeps tables readable when output goes to a file or CI log
+    (rich would otherwise assume 80 columns)."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
 
 _DECISION_STYLE = {"accept": "bold green", "reject": "bold red", "indeterminate": "bold yellow"}
 _STATUS_STYLE = {"pass": "green", "fail": "red", "not_measured": "yellow",

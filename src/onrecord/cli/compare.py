@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.console import Console
-
 from onrecord._canonical import atomic_write_bytes, canonical_bytes
-from onrecord.cli._render import render_comparison
+from onrecord.cli._render import make_console, render_comparison
 from onrecord.compare import compare_reports
 from onrecord.report import EvaluationReport
 
@@ -31,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     """Compare and print."""
     comparison = compare_reports(EvaluationReport.load(args.report_a),
                                  EvaluationReport.load(args.report_b))
-    render_comparison(Console(), comparison)
+    render_comparison(make_console(), comparison)
     if args.json:
         atomic_write_bytes(args.json, canonical_bytes(comparison.to_dict()) + b"\n")
     return 0

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from onrecord.cli._render import make_console
 from onrecord.episode import evaluate_episodes
 from onrecord.examples import (
     CARTPOLE_AGENTS,
@@ -36,7 +37,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run every demo section; exit 0 when each decision is the expected one."""
-    console = Console(width=max(Console().width, 120))
+    console = make_console()
     rows = run_gym_demo(args.output_dir, console)
     table = Table("environment", "agent", "decision", "expected", "why", title="gymnasium")
     for row in rows:

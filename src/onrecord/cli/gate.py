@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.console import Console
-
 from onrecord._canonical import atomic_write_bytes, canonical_bytes
-from onrecord.cli._render import render_decision
+from onrecord.cli._render import make_console, render_decision
 from onrecord.policy import AcceptancePolicy
 from onrecord.report import EvaluationReport
 
@@ -32,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     """Load, decide, print, exit with the decision's code."""
     report = EvaluationReport.load(args.report)
     decision = AcceptancePolicy.load(args.policy).evaluate(report)
-    render_decision(Console(), decision)
+    render_decision(make_console(), decision)
     if args.output:
         atomic_write_bytes(args.output, canonical_bytes(decision.to_dict()) + b"\n")
     return decision.exit_code

@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.console import Console
-
 from onrecord.cli._records import load_any
-from onrecord.cli._render import render_episode, render_policy, render_report
+from onrecord.cli._render import make_console, render_episode, render_policy, render_report
 from onrecord.episode import EpisodeEvidence
 from onrecord.report import EvaluationReport
 
@@ -26,7 +24,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Render whichever record the file holds."""
     record = load_any(args.file)
-    console = Console()
+    console = make_console()
     if isinstance(record, EpisodeEvidence):
         render_episode(console, record)
     elif isinstance(record, EvaluationReport):

@@ -16,7 +16,12 @@ import numpy as np
 import orjson
 
 from onrecord._canonical import canonical_bytes, state_bytes, to_portable
-from onrecord.errors import InvalidActionError, LifecycleError, StepLimitReached
+from onrecord.errors import (
+    InvalidActionError,
+    LifecycleError,
+    PortabilityError,
+    StepLimitReached,
+)
 from onrecord.integrations.gymnasium._spaces import fast_contains
 
 __all__ = ["EpisodeRecorder", "error_record"]
@@ -90,15 +95,21 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         except Exception as exc:
             self._record_failed(index, "env_error", error_record(exc), perf_counter_ns() - start)
             raise
-        self.wall_ns.append(perf_counter_ns() - start)
+        elapsed = perf_counter_ns() - start
         observation, reward, terminated, truncated, info = result
+        try:
+            info_bytes = canonical_bytes(to_portable(info, f"$.info[{index}]")) \
+                if info else _EMPTY
+        except PortabilityError as exc:  # recorded whole, never half a transition
+            self._record_failed(index, "env_error", error_record(exc), elapsed)
+            raise
+        self.wall_ns.append(elapsed)
         self.observations.append(observation.copy() if type(observation) is np.ndarray
                                  else _snapshot(observation))
         self.rewards.append(reward)
         self.terminated.append(terminated)
         self.truncated.append(truncated)
-        self.infos.append(canonical_bytes(to_portable(info, f"$.info[{index}]"))
-                          if info else _EMPTY)
+        self.infos.append(info_bytes)
         if terminated or truncated:
             self.ended = "terminated" if terminated else "truncated"
         self.status.append("ok")

@@ -1,0 +1,95 @@
+"""Paired comparison (exact McNemar, bootstrap), refusals, Wilson and pass^k."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import binomtest
+
+from onrecord import compare_reports
+from onrecord._stats import mcnemar_exact_p, pass_hat_k, wilson_interval
+from onrecord.errors import ComparisonRefused
+from onrecord.report import CheckResult, EvaluationReport, Trial
+
+
+def _report(outcomes: list[bool], *, version: str = "v1", measure_shift: float = 0.0,
+            cases: int | None = None) -> EvaluationReport:
+    return EvaluationReport.from_trials(
+        Trial({"case_id": f"case-{i}", "content_digest": "d" * 64}, 0, {"kind": "test"},
+              (CheckResult("ok", version, "pass" if passed else "fail", ""),),
+              measures={"return": float(i) + measure_shift}, settings={"env": "x"})
+        for i, passed in enumerate(outcomes[:cases]))
+
+
+def test_a_report_compared_with_itself_has_p_one(frozenlake_report: EvaluationReport) -> None:
+    comparison = compare_reports(frozenlake_report, frozenlake_report)
+    assert comparison.pairs == 3
+    assert {check.p_value for check in comparison.checks} == {1.0}
+    assert comparison.measures[0].mean_difference == 0.0
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=60))
+def test_p_values_equal_scipy_binomtest(pairs: list[tuple[bool, bool]]) -> None:
+    a = _report([x for x, _ in pairs])
+    b = _report([y for _, y in pairs])
+    check = compare_reports(a, b).checks[0]
+    only_a = sum(x and not y for x, y in pairs)
+    only_b = sum(y and not x for x, y in pairs)
+    assert (check.only_a, check.only_b) == (only_a, only_b)
+    expected = 1.0 if only_a + only_b == 0 else binomtest(only_a, only_a + only_b, 0.5).pvalue
+    assert math.isclose(check.p_value, expected, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_discordant_pairs_are_listed() -> None:
+    check = compare_reports(_report([True, True, False]), _report([True, False, True])).checks[0]
+    assert check.discordant == ("case-1#0: pass→fail", "case-2#0: fail→pass")
+
+
+def test_bootstrap_interval_covers_a_constant_shift() -> None:
+    comparison = compare_reports(_report([True] * 20), _report([True] * 20, measure_shift=2.0))
+    measure = comparison.measures[0]
+    assert measure.mean_difference == pytest.approx(2.0)
+    assert measure.interval == pytest.approx((2.0, 2.0))
+
+
+def test_different_check_versions_are_refused_with_reasons() -> None:
+    with pytest.raises(ComparisonRefused) as info:
+        compare_reports(_report([True]), _report([True], version="v2"))
+    assert info.value.reasons == ("check 'ok': version 'v1' in A, 'v2' in B",)
+
+
+def test_different_case_sets_are_refused() -> None:
+    with pytest.raises(ComparisonRefused, match="case sets differ: 0 only in A"):
+        compare_reports(_report([True]), _report([True, True]))
+
+
+def test_different_environment_settings_are_refused(frozenlake_report: EvaluationReport
+                                                    ) -> None:
+    with pytest.raises(ComparisonRefused, match="environment settings differ"):
+        compare_reports(frozenlake_report, EvaluationReport.from_trials(
+            Trial(t.case, t.repeat, t.source, t.results, settings={**t.settings,
+                                                                    "max_steps": 99})
+            for t in frozenlake_report.trials))
+
+
+@pytest.mark.parametrize(("successes", "trials"), [(0, 10), (5, 10), (10, 10), (37, 120)])
+def test_wilson_interval_matches_scipy(successes: int, trials: int) -> None:
+    expected = binomtest(successes, trials).proportion_ci(method="wilson")
+    assert wilson_interval(successes, trials) == pytest.approx(
+        (expected.low, expected.high), abs=1e-9)
+
+
+def test_pass_hat_k_is_the_unbiased_estimate() -> None:
+    # one case passing 2 of 3 repeats: pass^1 = 2/3, pass^2 = C(2,2)/C(3,2) = 1/3, pass^3 = 0
+    assert pass_hat_k([(2, 3)], 1) == pytest.approx(2 / 3)
+    assert pass_hat_k([(2, 3)], 2) == pytest.approx(1 / 3)
+    assert pass_hat_k([(2, 3)], 3) == 0.0
+    assert pass_hat_k([(2, 3)], 4) is None
+
+
+def test_mcnemar_large_counts_stay_finite() -> None:
+    assert 0.0 <= mcnemar_exact_p(4000, 4100) <= 1.0
