@@ -222,3 +222,49 @@ def test_generator_is_deterministic_and_scales(tmp_path: Path) -> None:
     count = [sum(len(rows) for rows in g.rows.values()) for g in (small, large)]
     assert 200 <= count[0] <= 450
     assert 2400 <= count[1] <= 3600
+
+
+@pytest.mark.parametrize(("agent", "decision"), [("careful", "accept"), ("skips_notes", "reject")])
+def test_agents_driving_the_gymnasium_face(tmp_path: Path, agent: str, decision: str) -> None:
+    """A Gymnasium agent (JSON text in, JSON text out) under the real capture_episode;
+    the same world's saved episode is graded by the named checks."""
+    import json
+
+    from onrecord.domains.remittance import full_policy
+    from onrecord.envkit import save_episode
+    from onrecord.integrations.gymnasium import capture_episode
+
+    task = next(t for t in TASKS if t.task_id == "hidden-03")
+    env = RemittanceEnvironment(task)
+    scripted = ScriptedAgent(agent, env.brief)
+
+    def interact(gym_env: object, observation: str, info: dict) -> str:  # type: ignore[type-arg]
+        last = None
+        for _ in range(60):
+            action = json.dumps(scripted({"task": env.brief, "last": last}))
+            observation, _, terminated, truncated, _ = gym_env.step(action)  # type: ignore[attr-defined]
+            shown = json.loads(observation)
+            last = {"tool": None, **{k: shown.get(k) for k in ("status", "result", "error")}}
+            if terminated or truncated:
+                return "finished"
+        return "gave up"
+
+    try:
+        evidence = capture_episode(
+            env.gym_env,
+            interact,
+            case=env.case,
+            environment_id="remittance-gym-v1",
+            observer_id="none-v1",
+            observe=lambda: {},
+            seed=0,
+            max_steps=60,
+        )
+        episode = save_episode(env.world, tmp_path / "ep")
+    finally:
+        env.close()
+    assert evidence.ended == "terminated"
+    assert evidence.coverage_issues == ()
+    assert len(evidence.transitions()) == len(episode.actions)
+    report = EvaluationReport.from_trials([remittance_trial(episode, REMITTANCE_CHECKS)])
+    assert full_policy().evaluate(report).decision == decision

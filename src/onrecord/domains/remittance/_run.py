@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+
 from onrecord import EvalCase
 from onrecord.domains.remittance._generator import insert_rows
 from onrecord.domains.remittance._scenarios import build_scenario
@@ -24,6 +26,7 @@ from onrecord.domains.remittance._schema import SCHEMA
 from onrecord.domains.remittance._tasks import RemittanceTask
 from onrecord.domains.remittance._tools import HIDDEN_TABLES, TOOLS
 from onrecord.envkit import Snapshot, ToolEpisode, ToolWorld, save_episode, tool_episode_trial
+from onrecord.envkit.gym import ToolWorldEnv
 from onrecord.episode import OutcomeCheck
 from onrecord.report import Trial
 
@@ -106,9 +109,27 @@ class RemittanceEnvironment:
                 break
         return EpisodeRun(save_episode(self.world, Path(directory)), error)
 
+    def gym_env(self) -> gym.Env[Any, Any]:
+        """The Gymnasium face of this task: JSON text actions ``{"tool", "arguments"}`` and
+        observations; a successful ``finish`` terminates. Save the episode afterwards with
+        ``envkit.save_episode(env.world, directory)`` to grade it."""
+        return _RemittanceGymEnv(self.world, case=self.case)
+
     def close(self) -> None:
         """Close the world (and its temporary database)."""
         self.world.close()
+
+
+class _RemittanceGymEnv(ToolWorldEnv):
+    """The kit's face ends an episode only on a ``finish`` the world does not declare;
+    the remittance world declares one (it carries the agent's message), so a successful
+    call of it terminates here."""
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = super().step(action)
+        events = self.world.log.events
+        finished = bool(events) and events[-1]["tool"] == "finish" and info.get("status") == "ok"
+        return observation, reward, terminated or finished, truncated, info
 
 
 def _split(action: Any) -> tuple[Any, Any]:
