@@ -22,7 +22,7 @@ from onrecord.dynamics._capture import (
     _sealed,
     check_array,
     plan_scope,
-    reference_states,
+    prepared,
     simulator_problem,
 )
 from onrecord.dynamics._envs import Coordinate
@@ -62,8 +62,7 @@ def capture_forecasts(episodes: Sequence[Any], predict: BatchPredict | WorldMode
     groups: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     for n, (episode, plan) in enumerate(zip(episodes, plans, strict=True)):
         actions, scope = plan_scope(episode, plan, spec.horizons)
-        initial, truth = reference_states(episode, state_key)
-        request = None if initial is None else {"initial_state": initial, "actions": actions}
+        initial, truth, request = prepared(episode, state_key, actions, spec.dim)
         record = spec.record(episode, scope, request, truth)
         problem = simulator_problem(episode, initial, spec.dim)
         if problem is not None:

@@ -118,6 +118,17 @@ def reference_states(episode: Any, state_key: str = "state"
     return initial, [_vector(step["state"], state_key) for step in transitions]
 
 
+def prepared(episode: Any, state_key: str, actions: list[Any], dim: int
+             ) -> tuple[list[float] | None, list[list[float] | None], dict[str, Any] | None]:
+    """Initial state, per-step truth and the model request; vectors of the wrong length
+    are kept out (``simulator_problem`` then says why)."""
+    initial, truth = reference_states(episode, state_key)
+    truth = [row if row is not None and len(row) == dim else None for row in truth]
+    if initial is None or len(initial) != dim:
+        return initial, truth, None
+    return initial, truth, {"initial_state": initial, "actions": actions}
+
+
 def simulator_problem(episode: Any, initial: list[float] | None, dim: int) -> str | None:
     """Why the reference cannot be forecast, or None."""
     for failure in episode.failures():
@@ -213,8 +224,7 @@ def capture_forecast(episode: Any, predict: Predict, *, model_id: str, contract:
         raise InputError(f"predict must be callable, got {type(predict).__name__}")
     spec = ForecastSpec(model_id, contract, coordinates, horizons, angular, state_key)
     actions, scope = plan_scope(episode, planned_actions, spec.horizons)
-    initial, truth = reference_states(episode, state_key)
-    request = None if initial is None else {"initial_state": initial, "actions": actions}
+    initial, truth, request = prepared(episode, state_key, actions, spec.dim)
     record = spec.record(episode, scope, request, truth)
     problem = simulator_problem(episode, initial, spec.dim)
     if problem is not None:

@@ -69,7 +69,8 @@ class ForecastEvidence:
         set_(self, "_angular", np.array([c["angular"] for c in data["coordinates"]], bool))
         dim = len(data["coordinates"])
         request, response = data["request"], data["response"]
-        set_(self, "_initial", _frozen(request["initial_state"] if request else [], dim))
+        initial = _frozen([request["initial_state"]] if request else [], dim)
+        set_(self, "_initial", initial[0] if len(initial) else initial.reshape(0))
         set_(self, "_mean", _frozen(response["states"] if response else [], dim))
         std = response.get("standard_deviation") if response else None
         set_(self, "_std", None if std is None else _frozen(std, dim))
