@@ -14,6 +14,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from onrecord.domains.remittance._tools import WRITE_TOOLS
+from onrecord.errors import InputError
 
 __all__ = [
     "AGENTS",
@@ -62,7 +63,7 @@ def agent_script(name: str, brief: Mapping[str, Any]) -> Script:
     are applied by ``ScriptedAgent``, not here.
     """
     if name not in AGENTS:
-        raise KeyError(f"unknown agent {name!r}; choose one of {AGENTS}")
+        raise InputError(f"unknown agent {name!r}; choose one of {AGENTS}")
     return _post_remittance(brief, name)
 
 
