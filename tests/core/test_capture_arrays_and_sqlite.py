@@ -153,8 +153,7 @@ def _invoice_episode(tmp_path: Path, actions: list[int], *, raise_after_commit: 
 
 
 def posted_once(episode: EpisodeEvidence) -> OutcomeVerdict:
-    state = episode.data["final_state"] if "final_state" in episode.data else \
-        episode.final_state
+    state = episode.data["final_state"]
     if state is None:
         return OutcomeVerdict(None, "No committed-state observation", {})
     rows = state["invoice_rows"]

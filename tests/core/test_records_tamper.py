@@ -71,14 +71,14 @@ def test_untouched_files_load(kind: str, saved: dict[str, bytes], tmp_path: Path
 def test_changed_value_with_recomputed_layout_is_a_digest_mismatch(
         goal_episode: EpisodeEvidence) -> None:
     data = goal_episode.data
-    data["final"]["state"] = {"tile": 14}
+    data["final_state"] = {"tile": 14}
     with pytest.raises(DigestMismatch, match="the evidence was changed after it was recorded"):
         EpisodeEvidence.from_dict(data)
 
 
 def test_data_is_a_detached_copy(goal_episode: EpisodeEvidence) -> None:
     data = goal_episode.data
-    data["final"]["state"]["tile"] = 0
+    data["final_state"]["tile"] = 0
     assert goal_episode.final_state == {"tile": 15}
     states = goal_episode.states()
     states[-1]["tile"] = 0

@@ -78,6 +78,6 @@ def _observer_issues(data: dict[str, Any]) -> list[str]:
     for index, error in enumerate(data["steps"]["observer_error"]):
         if error:
             issues.append(f"observer failed after step {index}: {error}")
-    if data["final"]["observer_error"]:
-        issues.append(f"observer failed before cleanup: {data['final']['observer_error']}")
+    if data["final_observer_error"]:
+        issues.append(f"observer failed before cleanup: {data['final_observer_error']}")
     return issues

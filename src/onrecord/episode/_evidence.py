@@ -140,7 +140,7 @@ class EpisodeEvidence:
     @property
     def final_state(self) -> Any:
         """The observer's state read before cleanup (None if it could not be read)."""
-        return self._part("final")["state"]
+        return self._part("final_state")
 
     @property
     def ended(self) -> str:

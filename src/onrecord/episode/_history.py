@@ -62,7 +62,7 @@ def actions(data: dict[str, Any]) -> list[Any]:
 def states(data: dict[str, Any]) -> list[Any]:
     """Every observer state in order: after reset, after each attempt, before cleanup.
     A failed read is None (and is listed in ``coverage_issues``)."""
-    ordered = [data["initial"]["state"], *data["steps"]["state"], data["final"]["state"]]
+    ordered = [data["initial"]["state"], *data["steps"]["state"], data["final_state"]]
     copied: list[Any] = _copy(ordered)
     return copied
 
@@ -86,6 +86,6 @@ def failures(data: dict[str, Any]) -> list[dict[str, Any]]:
 def _observer_failures(data: dict[str, Any]) -> list[dict[str, Any]]:
     points = [(0, data["initial"]["observer_error"]),
               *enumerate(data["steps"]["observer_error"]),
-              (len(data["steps"]["status"]), data["final"]["observer_error"])]
+              (len(data["steps"]["status"]), data["final_observer_error"])]
     return [{"phase": "observe", "index": index, "type": "ObserverError", "message": error}
             for index, error in points if error]

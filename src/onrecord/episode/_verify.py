@@ -14,14 +14,14 @@ __all__ = ["ATTEMPT_STATUSES", "verify_episode_shape"]
 ATTEMPT_STATUSES = frozenset({"ok", "invalid_action", "env_error", "lifecycle", "step_limit"})
 _FIELDS: dict[str, type | tuple[type, ...]] = {
     "library": dict, "case": dict, "environment": dict, "initial": dict, "events": list,
-    "final": dict, "cleanup": dict, "steps": dict, "ended": str, "coverage_issues": list,
+    "cleanup": dict, "steps": dict, "ended": str, "coverage_issues": list,
     "measures": dict, "interact": (dict, type(None)),
+    "final_observer_error": (str, type(None)),
 }
 _SUBFIELDS = {
     "environment": ("environment_id", "observer_id", "seed", "max_steps", "completion",
                     "options", "spec", "observation_space", "action_space"),
     "initial": ("observation", "info", "reset_error", "state", "observer_error"),
-    "final": ("state", "observer_error"),
     "cleanup": ("ok", "error"),
     "steps": ("status", "error", "state", "observer_error", "wall_time_ns", "action_index",
               "action", "transition_index", "observation", "reward", "terminated",
@@ -33,6 +33,8 @@ _PER_TRANSITION = ("reward", "terminated", "truncated", "info")
 
 def verify_episode_shape(data: dict[str, Any]) -> None:
     """Raise SchemaError or ConsistencyError naming the first problem found."""
+    if "final_state" not in data:
+        raise SchemaError("field 'final_state' is missing (null when it could not be read)")
     for name, kind in _FIELDS.items():
         if not isinstance(data.get(name), kind):
             raise SchemaError(f"field {name!r} is missing or not a {_kind_name(kind)}")

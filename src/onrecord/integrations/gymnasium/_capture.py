@@ -84,7 +84,7 @@ def _run(env: gym.Env[Any, Any], interact: Interact, observe: Callable[[], Any],
         _reset(env, recorder, settings, record)
         if record["initial"]["reset_error"] is None:
             _interact(interact, recorder, record)
-        record["final"] = dict(zip(("state", "observer_error"), recorder.observe(), strict=True))
+        record["final_state"], record["final_observer_error"] = recorder.observe()
     finally:
         record["cleanup"] = _close(env)
     return _assemble(case, settings, recorder, record)
@@ -163,7 +163,7 @@ def _setup_failure(case: EvalCase, settings: dict[str, Any], phase: str,
                     action_space=describe_space(None))
     record = {"initial": {"observation": None, "info": None, "reset_error": None,
                           "state": None, "observer_error": None},
-              "interact": None, "final": {"state": None, "observer_error": None},
+              "interact": None, "final_state": None, "final_observer_error": None,
               "cleanup": {"ok": None, "error": None},
               "events": [{"phase": phase, "index": 0, **error_record(exc)}]}
     return _assemble(case, settings, EpisodeRecorder.__new__(EpisodeRecorder), record)
