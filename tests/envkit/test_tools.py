@@ -185,3 +185,17 @@ def test_exported_schema_is_plain_json(world: ToolWorld) -> None:
     assert [s["name"] for s in schemas] == sorted(t.name for t in claims_env.TOOLS)
     assert all(isinstance(t, Tool) for t in world.tools.values())
     assert re.fullmatch(r"Allocate an amount to a claim\.", schemas[0]["description"])
+
+
+def test_context_hint_may_name_a_local_class() -> None:
+    class LocalContext(ToolContext):
+        pass
+
+    def look(ctx: LocalContext, n: int) -> int:
+        return n
+
+    look.__annotations__ = {"ctx": "LocalContext", "n": "int"}  # as under postponed hints
+    assert tool(look).parameters["properties"] == {"n": {"type": "integer"}}
+    look.__annotations__["n"] = "Missing"
+    with pytest.raises(InputError, match="the type hint 'Missing' of 'n' cannot be evaluated"):
+        tool(look)

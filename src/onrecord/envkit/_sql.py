@@ -8,8 +8,11 @@ digests and observers.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 INTERNAL_PREFIX = "_onrecord_"
@@ -35,11 +38,18 @@ class Table:
     """Primary-key columns, or ``("rowid",)`` for a table without a declared key."""
     sql: str
     """The ``CREATE TABLE`` statement, part of the state digest."""
+    untyped: frozenset[str] = field(default=frozenset(), compare=False)
+    """Columns without type affinity: only there can ``1`` and ``1.0`` both be stored."""
 
-    @property
+    @cached_property
     def key_positions(self) -> tuple[int, ...]:
         """Positions of the key columns inside ``columns``."""
         return tuple(self.columns.index(name) for name in self.key)
+
+    @cached_property
+    def key_of(self) -> Callable[[Sequence[Any]], Any]:
+        """Raw key of a value tuple: a scalar for one key column, else a tuple."""
+        return itemgetter(*self.key_positions)
 
     def select_list(self, alias: str = "") -> str:
         """``"a", "b"`` (optionally ``x."a"``) in column order, for SELECT statements."""
@@ -64,9 +74,19 @@ def _table(conn: sqlite3.Connection, schema: str, name: str) -> Table:
     declared = tuple(row[1] for row in sorted((r for r in info if r[5]), key=lambda r: r[5]))
     sql = conn.execute(f"SELECT sql FROM {quote(schema)}.sqlite_schema "
                        "WHERE type = 'table' AND name = ?", (name,)).fetchone()[0]
+    untyped = frozenset(row[1] for row in info if _has_no_affinity(row[2]))
     if declared:
-        return Table(name, columns, declared, sql)
-    return Table(name, ("rowid", *columns), ("rowid",), sql)
+        return Table(name, columns, declared, sql, untyped)
+    return Table(name, ("rowid", *columns), ("rowid",), sql, untyped)
+
+
+def _has_no_affinity(declared_type: str) -> bool:
+    """SQLite's affinity rules (datatype3.html §3.1): BLOB affinity keeps values as given.
+    ``ANY`` (STRICT tables) keeps them too."""
+    kind = declared_type.upper()
+    if "INT" in kind or any(text in kind for text in ("CHAR", "CLOB", "TEXT")):
+        return False
+    return not kind or "BLOB" in kind or kind == "ANY"
 
 
 def portable_value(value: Any) -> Any:
@@ -89,6 +109,11 @@ def row_dict(table: Table, values: Sequence[Any]) -> Row:
                                                                     strict=True)}
 
 
+def has_blobs(rows: Iterable[Sequence[Any]]) -> bool:
+    """Whether any value is a BLOB (one C-level pass over all values)."""
+    return bytes in set(map(type, chain.from_iterable(rows)))
+
+
 def row_key(table: Table, values: Sequence[Any]) -> Any:
     """The diff key of a row: the value of a one-column key, else a list of values."""
     positions = table.key_positions
@@ -109,6 +134,7 @@ def sort_key(value: Any) -> tuple[Any, ...]:
     return (_TYPE_RANK.get(type(value), 4), value if value is not None else 0)
 
 
-def same_values(left: Iterable[Any], right: Iterable[Any]) -> bool:
+def same_values(left: Sequence[Any], right: Sequence[Any]) -> bool:
     """Equal values of equal storage class (``1`` and ``1.0`` differ, as in ``typeof``)."""
-    return all(a == b and type(a) is type(b) for a, b in zip(left, right, strict=True))
+    # Tuple equality runs in C; the type comparison is needed only when values are equal.
+    return tuple(left) == tuple(right) and list(map(type, left)) == list(map(type, right))

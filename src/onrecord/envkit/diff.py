@@ -17,11 +17,14 @@ full (for databases written by processes that bypassed nothing but may lack trig
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
+from itertools import chain
 from typing import Any
 
 from onrecord.envkit._sql import (
     Table,
+    has_blobs,
     native_value,
     quote,
     row_dict,
@@ -39,10 +42,13 @@ StateDiff = dict[str, dict[str, list[Any]]]
 Values = Sequence[Any]
 
 
-def audit_diff(conn: sqlite3.Connection, schema: str = "main") -> StateDiff:
-    """The diff since the snapshot, folded from the audit history in ``schema``."""
+def audit_diff(conn: sqlite3.Connection, schema: str = "main",
+               layout: Sequence[tuple[Table, str]] | None = None) -> StateDiff:
+    """The diff since the snapshot, folded from the audit history in ``schema``.
+
+    ``layout`` is ``audit_tables(conn, schema)``, passed by callers that keep it."""
     diff: StateDiff = {}
-    for table, shadow in audit_tables(conn, schema):
+    for table, shadow in layout if layout is not None else audit_tables(conn, schema):
         rows = raw_audit(conn, shadow, schema)
         if rows:
             _put(diff, table, *_fold(table, rows))
@@ -51,29 +57,33 @@ def audit_diff(conn: sqlite3.Connection, schema: str = "main") -> StateDiff:
 
 def _fold(table: Table, rows: list[tuple[Any, ...]]) -> tuple[list[Values], list[
         tuple[Values, Values]], list[Values]]:
-    width, positions = len(table.columns), table.key_positions
-    first: dict[tuple[Any, ...], Values | None] = {}
-    last: dict[tuple[Any, ...], Values | None] = {}
+    width, key_of = len(table.columns), table.key_of
+    first: dict[Any, Values | None] = {}
+    last: dict[Any, Values | None] = {}
     for row in rows:
         if row[2] != "I":
             old = row[3:3 + width]
-            key = tuple(old[p] for p in positions)
-            first.setdefault(key, old)
+            key = key_of(old)
+            if key not in first:
+                first[key] = old
             last[key] = None
         if row[2] != "D":
             new = row[3 + width:]
-            key = tuple(new[p] for p in positions)
-            first.setdefault(key, None)
+            key = key_of(new)
+            if key not in first:
+                first[key] = None
             last[key] = new
-    return _classify((before, last[key]) for key, before in first.items())
+    return _classify(first, last)
 
 
-def _classify(pairs: Iterable[tuple[Values | None, Values | None]]) -> tuple[
-        list[Values], list[tuple[Values, Values]], list[Values]]:
+def _classify(first: Mapping[Any, Values | None], last: Mapping[Any, Values | None]
+              ) -> tuple[list[Values], list[tuple[Values, Values]], list[Values]]:
+    """Split keys by (state at the start, state at the end)."""
     created: list[Values] = []
     changed: list[tuple[Values, Values]] = []
     deleted: list[Values] = []
-    for before, after in pairs:
+    for key, before in first.items():
+        after = last[key]
         if before is None:
             if after is not None:
                 created.append(after)
@@ -88,17 +98,41 @@ def _put(diff: StateDiff, table: Table, created: list[Values],
          changed: list[tuple[Values, Values]], deleted: list[Values]) -> None:
     if not (created or changed or deleted):
         return
-
-    def ordered(rows: list[Values]) -> list[Values]:
-        return sorted(rows, key=lambda values: sort_key(row_key(table, values)))
-
-    changed.sort(key=lambda pair: sort_key(row_key(table, pair[0])))
+    key_of = table.key_of
+    to_row, to_key = _encoders(table, has_blobs(chain(created, deleted,
+                                                      chain.from_iterable(changed))))
     diff[table.name] = {
-        "created": [row_dict(table, values) for values in ordered(created)],
-        "changed": [{"key": row_key(table, before), "before": row_dict(table, before),
-                     "after": row_dict(table, after)} for before, after in changed],
-        "deleted": [row_dict(table, values) for values in ordered(deleted)],
+        "created": [to_row(values) for values in _by_key(created, key_of)],
+        "changed": [{"key": to_key(before), "before": to_row(before), "after": to_row(after)}
+                    for before, after in _by_key(changed, lambda pair: key_of(pair[0]))],
+        "deleted": [to_row(values) for values in _by_key(deleted, key_of)],
     }
+
+
+def _encoders(table: Table, blobs: bool) -> tuple[Callable[[Values], Any],
+                                                  Callable[[Values], Any]]:
+    """(values -> row dict, values -> diff key)."""
+    if blobs:
+        return partial(row_dict, table), partial(row_key, table)
+    # The common case: the values are JSON already, so zip straight into dicts.
+    columns, key_of = table.columns, table.key_of
+
+    def to_row(values: Values) -> Any:
+        return dict(zip(columns, values))  # noqa: B905 - widths match by construction
+
+    def to_key(values: Values) -> Any:
+        return list(key_of(values)) if len(table.key) > 1 else key_of(values)
+
+    return to_row, to_key
+
+
+def _by_key(items: list[Any], key: Callable[[Any], Any]) -> list[Any]:
+    """Sort by key; natively when the key types allow it (the common case), else in
+    SQLite's cross-type order (NULL < numbers < text < BLOB)."""
+    try:
+        return sorted(items, key=key)
+    except TypeError:
+        return sorted(items, key=lambda item: sort_key(key(item)))
 
 
 def scan_diff(conn: sqlite3.Connection, before: str = "main", after: str = "cur"
@@ -139,8 +173,8 @@ def _scan_table(conn: sqlite3.Connection, table: Table, before: str | None,
     target = f"{quote(before)}.{quote(table.name)} AS b"
     join = " AND ".join(f"a.{quote(k)} = b.{quote(k)}" for k in table.key)
     missing = f"b.{quote(table.key[0])} IS NULL"
-    differs = " OR ".join(f"a.{c} IS NOT b.{c} OR typeof(a.{c}) <> typeof(b.{c})"
-                          for c in map(quote, table.columns))
+    differs = " OR ".join(_differs(column, column in table.untyped)
+                          for column in table.columns)
     created: list[Values] = []
     changed: list[tuple[Values, Values]] = []
     for row in conn.execute(f"SELECT {missing}, {table.select_list('a')}, "
@@ -153,6 +187,15 @@ def _scan_table(conn: sqlite3.Connection, table: Table, before: str | None,
     deleted = conn.execute(f"SELECT {table.select_list('b')} FROM {target} WHERE NOT "
                            f"EXISTS (SELECT 1 FROM {source} WHERE {join})").fetchall()
     return created, changed, deleted
+
+
+def _differs(column: str, untyped: bool) -> str:
+    name = quote(column)
+    # Affinity makes equal values share a storage class, except in untyped columns, where
+    # 1 and 1.0 compare equal but differ: only there is typeof() worth its cost.
+    if untyped:
+        return f"a.{name} IS NOT b.{name} OR typeof(a.{name}) <> typeof(b.{name})"
+    return f"a.{name} IS NOT b.{name}"
 
 
 def diff_databases(before_path: str, after_path: str) -> StateDiff:

@@ -72,7 +72,6 @@ def tool(function: ToolFunction | None = None, *, writes: bool = False, name: st
 
 
 def _parameters(fn: ToolFunction) -> dict[str, Any]:
-    hints = typing.get_type_hints(fn, include_extras=True)
     params = list(inspect.signature(fn).parameters.values())
     if not params:
         raise InputError(f"tool {fn.__name__!r} must take the tool context as its first "
@@ -83,16 +82,29 @@ def _parameters(fn: ToolFunction) -> dict[str, Any]:
         if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
             raise InputError(f"tool {fn.__name__!r}: parameter {param.name!r} must be a plain "
                              "named parameter (no *args or **kwargs)")
-        if param.name not in hints:
-            raise InputError(f"tool {fn.__name__!r}: parameter {param.name!r} needs a type "
-                             "hint so its JSON schema can be exported")
-        properties[param.name] = json_schema_for(hints[param.name])
+        properties[param.name] = json_schema_for(_hint(fn, param))
         if param.default is param.empty:
             required.append(param.name)
         else:
             properties[param.name]["default"] = to_portable(param.default)
     return {"type": "object", "properties": properties, "required": required,
             "additionalProperties": False}
+
+
+def _hint(fn: ToolFunction, param: inspect.Parameter) -> Any:
+    """The evaluated type hint of one argument. Evaluated one by one (not with
+    get_type_hints) so the context parameter's hint may name anything, even a local."""
+    if param.annotation is param.empty:
+        raise InputError(f"tool {fn.__name__!r}: parameter {param.name!r} needs a type "
+                         "hint so its JSON schema can be exported")
+    if not isinstance(param.annotation, str):
+        return param.annotation
+    try:
+        return eval(param.annotation, getattr(fn, "__globals__", {}))
+    except Exception as exc:
+        raise InputError(f"tool {fn.__name__!r}: the type hint {param.annotation!r} of "
+                         f"{param.name!r} cannot be evaluated ({exc}); import the names it "
+                         "uses at module level") from exc
 
 
 _SCALARS: dict[Any, dict[str, Any]] = {

@@ -19,7 +19,7 @@ from typing import Any
 from onrecord._canonical import to_portable
 from onrecord.case import EvalCase
 from onrecord.envkit._sql import quote
-from onrecord.envkit.audit import CTX, AuditEvent, audit_events
+from onrecord.envkit.audit import CTX, AuditEvent, audit_events, audit_tables
 from onrecord.envkit.context import ToolContext, ToolRejected, Tracer
 from onrecord.envkit.diff import StateDiff, audit_diff, scan_diff
 from onrecord.envkit.log import ActionLog
@@ -73,6 +73,8 @@ class ToolWorld:
         self.log = ActionLog()
         self._inject: str | None = None
         self.reset()
+        # Every reset restores the same snapshot, so the audit layout never changes.
+        self._audit_layout = audit_tables(self.conn)
 
     # -- episode lifecycle -------------------------------------------------------------
     def reset(self, *, seed: int = 0, run_id: str | None = None, case: EvalCase | None = None,
@@ -181,7 +183,7 @@ class ToolWorld:
 
     def diff(self) -> StateDiff:
         """End-state diff since reset, folded from the audit history."""
-        return audit_diff(self.conn)
+        return audit_diff(self.conn, layout=self._audit_layout)
 
     def scan_diff(self) -> StateDiff:
         """End-state diff since reset, by comparing every row with the snapshot."""
