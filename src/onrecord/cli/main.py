@@ -20,6 +20,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "onrecord.cli.compare",
     "onrecord.cli.demo",
     "onrecord.cli.ledger",
+    "onrecord.cli.run",
+    "onrecord.cli.report",
+    "onrecord.cli.regrade",
     "onrecord.cli.check",
     "onrecord.cli.worldmodel",
 )

@@ -1,0 +1,79 @@
+"""The page shell: inline CSS and JavaScript, the embedded data, escaping helpers.
+No external resource is referenced, so a report opens offline and leaks nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from html import escape
+from typing import Any
+
+import orjson
+
+__all__ = ["cell", "document", "embed_json", "esc", "percent", "table"]
+
+CSS = """
+:root{--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--muted:#57606a;--line:#d0d7de;
+--bg:#f6f8fa;font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:14px}
+body{margin:0 auto;max-width:1200px;padding:1.5rem;color:#1f2328}
+h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.15rem;margin-top:2rem;
+border-bottom:1px solid var(--line);padding-bottom:.3rem}h3{font-size:1rem}
+.meta{color:var(--muted)}table{border-collapse:collapse;margin:.5rem 0;width:100%}
+th,td{border:1px solid var(--line);padding:.3rem .5rem;text-align:left;vertical-align:top}
+th{background:var(--bg)}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;padding:.35rem .9rem;border-radius:1rem;font-weight:700;
+color:#fff;text-transform:uppercase;letter-spacing:.05em}
+.accept{background:var(--ok)}.reject{background:var(--bad)}.indeterminate{background:var(--warn)}
+.pass{color:var(--ok)}.fail{color:var(--bad)}.incomplete,.not_measured{color:var(--warn)}
+.evaluator_error,.model_error,.error,.rejected{color:#8250df}
+.decision{border:2px solid var(--line);border-radius:.6rem;padding:1rem;background:var(--bg)}
+code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
+td.mono{overflow-wrap:anywhere}
+pre{white-space:pre-wrap;word-break:break-all;margin:0}
+tr.created td{background:#dafbe1}tr.deleted td{background:#ffebe9}
+tr.selected td{background:#fff8c5}.episodes tr{cursor:pointer}
+del{color:var(--bad)}ins{color:var(--ok);text-decoration:none}
+input[type=search]{padding:.3rem;width:20rem}.svg-chart{max-width:100%}
+"""
+
+
+def esc(value: Any) -> str:
+    """HTML-escaped text of any value."""
+    return escape("" if value is None else str(value), quote=True)
+
+
+def percent(value: float | None) -> str:
+    """``0.857`` → ``85.7%``; None → n/a."""
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def cell(text: Any, *, css: str = "", data: dict[str, Any] | None = None) -> str:
+    """One ``<td>`` with optional class and ``data-*`` attributes (raw values for tests
+    and scripts, the text for people)."""
+    attributes = "".join(f' data-{esc(k)}="{esc(v)}"' for k, v in (data or {}).items())
+    return f'<td class="{esc(css)}"{attributes}>{esc(text)}</td>'
+
+
+def table(headers: Sequence[str], rows: Iterable[str], *, css: str = "",
+          element_id: str = "") -> str:
+    """A table from pre-rendered ``<tr>`` rows."""
+    ident = f' id="{esc(element_id)}"' if element_id else ""
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    return (f'<table class="{esc(css)}"{ident}><thead><tr>{head}</tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table>")
+
+
+def embed_json(value: Any) -> str:
+    """JSON safe inside ``<script type="application/json">`` (no ``</script>`` break-out)."""
+    raw = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return raw.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def document(title: str, body: str, data: Any, script: str) -> str:
+    """The whole self-contained page."""
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width,initial-scale=1">'
+            f'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+            f'img-src data:; style-src \'unsafe-inline\'; script-src \'unsafe-inline\'">'
+            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>{body}"
+            f'<script type="application/json" id="onrecord-data">{embed_json(data)}</script>'
+            f"<script>{script}</script></body></html>")
