@@ -189,6 +189,8 @@ def _encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
         [i for i, value in enumerate(status) if value in ("ok", "env_error")]
     succeeded = executed if not recorder.errors else \
         [i for i, value in enumerate(status) if value == "ok"]
+    rewards, terminated, truncated, infos = zip(*recorder.outcomes, strict=True) \
+        if recorder.outcomes else ((), (), (), ())
     return {
         "status": status, "error": _spread(recorder.errors, count),
         "state": _join(recorder.states),
@@ -198,8 +200,8 @@ def _encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
         "transition_index": succeeded,
         "observation": encode_batch(env.observation_space, recorder.observations,
                                     "steps.observation"),
-        "reward": _rewards(recorder.rewards), "terminated": list(map(bool, recorder.terminated)),
-        "truncated": list(map(bool, recorder.truncated)), "info": _join(recorder.infos),
+        "reward": _rewards(rewards), "terminated": list(map(bool, terminated)),
+        "truncated": list(map(bool, truncated)), "info": _join(list(infos)),
     }
 
 
@@ -210,7 +212,7 @@ def _spread(sparse: dict[int, Any], count: int) -> list[Any]:
     return values
 
 
-def _rewards(raw: list[Any]) -> list[float]:
+def _rewards(raw: tuple[Any, ...]) -> list[float]:
     rewards = list(map(float, raw))
     if not math.isfinite(math.fsum(rewards)) and not all(map(math.isfinite, rewards)):
         raise PortabilityError("$.steps.reward holds a non-finite reward; JSON has no NaN or "

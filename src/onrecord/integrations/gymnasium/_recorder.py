@@ -15,7 +15,13 @@ import gymnasium as gym
 import numpy as np
 import orjson
 
-from onrecord._canonical import canonical_bytes, state_bytes, to_portable
+from onrecord._canonical import (
+    _STATE_OPTIONS,
+    _numpy_fallback,
+    canonical_bytes,
+    state_bytes,
+    to_portable,
+)
 from onrecord.errors import (
     InvalidActionError,
     LifecycleError,
@@ -28,6 +34,7 @@ __all__ = ["EpisodeRecorder", "error_record"]
 
 StepResult = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
 _EMPTY = b"{}"
+_dumps = orjson.dumps
 
 
 def error_record(exc: BaseException) -> dict[str, str]:
@@ -67,10 +74,8 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         # Accepted actions (successful or raising steps) and successful transitions.
         self.actions: list[Any] = []
         self.observations: list[Any] = []
-        self.rewards: list[SupportsFloat] = []
-        self.terminated: list[bool] = []
-        self.truncated: list[bool] = []
-        self.infos: list[bytes] = []
+        # Per successful step: reward, terminated, truncated, info as JSON bytes.
+        self.outcomes: list[tuple[SupportsFloat, bool, bool, bytes]] = []
         self.events: list[dict[str, Any]] = []
         self.ended: str | None = None
 
@@ -106,15 +111,19 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         self.wall_ns.append(elapsed)
         self.observations.append(observation.copy() if type(observation) is np.ndarray
                                  else _snapshot(observation))
-        self.rewards.append(reward)
-        self.terminated.append(terminated)
-        self.truncated.append(truncated)
-        self.infos.append(info_bytes)
+        self.outcomes.append((reward, terminated, truncated, info_bytes))
         if terminated or truncated:
             self.ended = "terminated" if terminated else "truncated"
         self.status.append("ok")
-        try:  # _read_state, inlined on the hot path
-            self.states.append(state_bytes(self._observe_fn(), "$.state"))
+        # The observer read, inlined on the hot path: one C call in the common case.
+        try:
+            state = self._observe_fn()
+            try:
+                raw = _dumps(state, option=_STATE_OPTIONS, default=_numpy_fallback)
+            except TypeError:
+                raw = b""
+            self.states.append(raw if raw and b"null" not in raw
+                               else state_bytes(state, "$.state"))
         except Exception as exc:
             self.states.append(b"null")
             self.observer_errors[index] = f"{type(exc).__name__}: {exc}"
