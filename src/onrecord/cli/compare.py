@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes, canonical_bytes
@@ -22,14 +23,25 @@ def register(subparsers: Any) -> None:
     parser.add_argument("report_a", metavar="A")
     parser.add_argument("report_b", metavar="B")
     parser.add_argument("--json", metavar="FILE", help="also save the comparison as JSON")
+    parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page "
+                        "(written even when the comparison is refused, with the reasons)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Compare and print."""
-    comparison = compare_reports(EvaluationReport.load(args.report_a),
-                                 EvaluationReport.load(args.report_b))
+    """Compare and print. A and B are report files or run directories."""
+    if args.html:
+        from onrecord.html import write_comparison
+
+        print(f"wrote {write_comparison(args.report_a, args.report_b, args.html)[0]}")
+    comparison = compare_reports(_load(args.report_a), _load(args.report_b))
     render_comparison(make_console(), comparison)
     if args.json:
         atomic_write_bytes(args.json, canonical_bytes(comparison.to_dict()) + b"\n")
     return 0
+
+
+def _load(source: str) -> EvaluationReport:
+    """A report file, or the report of a run directory."""
+    path = Path(source)
+    return EvaluationReport.load(path / "report.json" if path.is_dir() else path)
