@@ -106,28 +106,41 @@ def _num(value: Any) -> float | None:
 
 
 def _signature(forecast: ForecastEvidence) -> tuple[Any, ...]:
-    return (forecast.contract, tuple(forecast.coordinates.items()), forecast.angular,
-            forecast.horizons)
+    data = forecast._data
+    return (data["contract"], data["coordinates"], data["horizons"], data["model_id"])
 
 
 def _stack(forecasts: Sequence[ForecastEvidence], index: NDArray[np.int64]
-           ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray | None]:
+           ) -> tuple[FloatArray, FloatArray, FloatArray | None]:
     """Errors, persistence errors and std ``[N, H, d]`` of ok forecasts; NaN = no value."""
+    total = len(index)
+    with_std = all(f._std is not None for f in forecasts)
+    layouts = [f._layout for f in forecasts]
+    if all(layout[1] == total and isinstance(layout[0], slice) for layout in layouts):
+        # Every horizon observed and the horizons are 1..H: stack views, no fancy indexing.
+        mean = np.stack([f._mean[:total] for f in forecasts])
+        truth = np.stack([f._truth[:total] for f in forecasts])
+        std = np.stack([f._std[:total] for f in forecasts]) if with_std else None  # type: ignore[index]
+    else:
+        mean, truth, std = _stack_ragged(forecasts, index, with_std)
+    initial = np.stack([f._initial for f in forecasts])[:, None, :]
+    mask = forecasts[0].angular_mask
+    return (wrap_angles(mean - truth, mask), wrap_angles(initial - truth, mask), std)
+
+
+def _stack_ragged(forecasts: Sequence[ForecastEvidence], index: NDArray[np.int64],
+                  with_std: bool) -> tuple[FloatArray, FloatArray, FloatArray | None]:
     count, dim = len(forecasts), len(forecasts[0].coordinates)
     mean = np.full((count, len(index), dim), np.nan)
     truth = np.full_like(mean, np.nan)
-    std = np.full_like(mean, np.nan) if all(f.std is not None for f in forecasts) else None
-    initial = np.empty((count, 1, dim))
+    std = np.full_like(mean, np.nan) if with_std else None
     for n, forecast in enumerate(forecasts):
-        usable = index < min(forecast.observed_steps, len(forecast.mean))
-        rows = index[usable]
-        mean[n, usable] = forecast.mean[rows]
-        truth[n, usable] = forecast.truth[rows]
-        initial[n, 0] = forecast.initial_state
+        rows, measured = forecast._layout[0], forecast._layout[1]
+        mean[n, :measured] = forecast._mean[rows]
+        truth[n, :measured] = forecast._truth[rows]
         if std is not None:
-            std[n, usable] = forecast.std[rows]  # type: ignore[index]
-    mask = forecasts[0].angular_mask
-    return (wrap_angles(mean - truth, mask), wrap_angles(initial - truth, mask), truth, std)
+            std[n, :measured] = forecast._std[rows]  # type: ignore[index]
+    return mean, truth, std
 
 
 def aggregate_metrics(forecasts: Sequence[ForecastEvidence], *,
@@ -137,72 +150,94 @@ def aggregate_metrics(forecasts: Sequence[ForecastEvidence], *,
     if not forecasts or not all(isinstance(f, ForecastEvidence) for f in forecasts):
         raise InputError("aggregate_metrics needs a non-empty list of ForecastEvidence")
     first = forecasts[0]
+    signature = _signature(first)
     for forecast in forecasts:
-        if _signature(forecast) != _signature(first) or forecast.model_id != first.model_id:
+        if _signature(forecast) != signature:
             raise InputError(
                 f"forecast {forecast.digest[:12]} ({forecast.model_id}, {forecast.contract}) "
                 f"differs from {first.digest[:12]} ({first.model_id}, {first.contract}) in "
                 "model, contract, coordinates, units or horizons; aggregate each group "
                 "separately, since unlike units are never pooled")
-    index = np.asarray(first.horizons) - 1
-    ok = [f for f in forecasts if f.status == "ok"]
-    censored_counts = np.array([sum(f.observed_steps < h for f in ok) for h in first.horizons])
+    horizons = np.asarray(first.horizons)
+    ok = [f for f in forecasts if f._data["status"] == "ok"]
+    observed = np.array([len(f._data["reference"]["states"]) for f in ok], dtype=np.int64)
+    censored_counts = (observed[:, None] < horizons).sum(axis=0)
     if same_cohort:
-        ok = [f for f in ok if f.observed_steps >= max(first.horizons)]
-    shape = (len(index), len(first.coordinates))
-    base: dict[str, Any] = {"model_id": first.model_id, "coordinates": first.coordinates,
-            "horizons": first.horizons, "same_cohort": same_cohort,
-            "forecasts": len(forecasts), "cohort": len(ok), "censored": censored_counts,
-            "model_errors": sum(f.status == "model_error" for f in forecasts),
-            "simulator_errors": sum(f.status == "simulator_error" for f in forecasts)}
+        ok = [f for f, steps in zip(ok, observed, strict=True) if steps >= horizons[-1]]
+    statuses = [f._data["status"] for f in forecasts]
+    shape = (len(horizons), len(first.coordinates))
+    base: dict[str, Any] = {
+        "model_id": first.model_id, "coordinates": first.coordinates,
+        "horizons": first.horizons, "same_cohort": same_cohort, "forecasts": len(forecasts),
+        "cohort": len(ok), "censored": censored_counts,
+        "model_errors": statuses.count("model_error"),
+        "simulator_errors": statuses.count("simulator_error")}
     if not ok:
         nan = np.full(shape, np.nan)
         return AggregateMetrics(**base, measured=np.zeros(shape, np.int64), with_std=0,
                                 bias=nan, mae=nan, rmse=nan, persistence_rmse=nan, skill=nan)
-    error, persistence, _truth, std = _stack(ok, index)
+    error, persistence, std = _stack(ok, horizons - 1)
     return _summarize(base, error, persistence, std)
+
+
+class _Mask:
+    """Restricts sums to measured cells; a no-op (and free) when every cell is measured."""
+
+    def __init__(self, measured: NDArray[np.bool_]) -> None:
+        self.measured = measured
+        self.full = bool(measured.all())
+
+    def keep(self, values: Any, fill: float = 0.0) -> Any:
+        return values if self.full else np.where(self.measured, values, fill)
+
+    def both(self, flags: NDArray[np.bool_], extra_axes: int = 0) -> NDArray[np.bool_]:
+        if self.full:
+            return flags
+        shaped = self.measured[(None,) * extra_axes] if extra_axes else \
+            self.measured[..., None]
+        result: NDArray[np.bool_] = flags & shaped
+        return result
 
 
 def _summarize(base: dict[str, Any], error: FloatArray, persistence: FloatArray,
                std: FloatArray | None) -> AggregateMetrics:
-    measured = ~np.isnan(error)
-    counts = measured.sum(axis=0)
+    mask = _Mask(~np.isnan(error))
+    counts = mask.measured.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         denominator = np.where(counts > 0, counts, np.nan)
-        filled = np.where(measured, error, 0.0)
+        filled = mask.keep(error)
         bias = filled.sum(axis=0) / denominator
         mae = np.abs(filled).sum(axis=0) / denominator
         rmse = np.sqrt((filled * filled).sum(axis=0) / denominator)
-        persisted = np.where(measured, persistence, 0.0)
+        persisted = mask.keep(persistence)
         persistence_rmse = np.sqrt((persisted * persisted).sum(axis=0) / denominator)
         skill = np.where(persistence_rmse > 0, 1 - rmse / persistence_rmse, np.nan)
     stats: dict[str, Any] = {"measured": counts, "with_std": 0 if std is None else len(error),
                              "bias": bias, "mae": mae, "rmse": rmse,
                              "persistence_rmse": persistence_rmse, "skill": skill}
     if std is not None:
-        stats.update(_uncertainty(filled, measured, np.where(measured, std, 1.0), denominator))
+        stats.update(_uncertainty(filled, mask, mask.keep(std, 1.0), denominator))
     return AggregateMetrics(**base, **stats)
 
 
-def _uncertainty(error: FloatArray, measured: NDArray[np.bool_], std: FloatArray,
+def _uncertainty(error: FloatArray, mask: _Mask, std: FloatArray,
                  denominator: FloatArray) -> dict[str, Any]:
     from scipy.special import ndtr
 
     z = error / std
     abs_z = np.abs(z)
-    inside = (abs_z[None] <= Z_SCORES[:, None, None, None]) & measured[None]
+    inside = mask.both(abs_z[None] <= Z_SCORES[:, None, None, None], extra_axes=1)
     coverage = inside.sum(axis=1) / denominator
-    width = 2 * Z_SCORES[:, None, None] * (np.where(measured, std, 0.0).sum(axis=0)
-                                           / denominator)
-    nll = np.where(measured, _HALF_LOG_2PI + np.log(std) + 0.5 * z * z, 0.0)
+    width = 2 * Z_SCORES[:, None, None] * (mask.keep(std).sum(axis=0) / denominator)
+    nll = mask.keep(_HALF_LOG_2PI + np.log(std) + 0.5 * z * z)
     cdf = ndtr(abs_z)
     pdf = np.exp(-0.5 * z * z) * (1 / math.sqrt(2 * math.pi))
-    crps = np.where(measured, std * (abs_z * (2 * cdf - 1) + 2 * pdf - _INV_SQRT_PI), 0.0)
+    crps = mask.keep(std * (abs_z * (2 * cdf - 1) + 2 * pdf - _INV_SQRT_PI))
     # PIT of the actual value under the forecast: Phi((actual - mean) / std) = Phi(-z).
     pit = np.where(z <= 0, cdf, 1 - cdf)
     bins = np.minimum((pit * PIT_BINS).astype(np.int64), PIT_BINS - 1)
-    histogram = (bins[..., None] == np.arange(PIT_BINS)) & measured[..., None]
-    below = ((pit[None] <= _CAL_LEVELS[:, None, None, None]) & measured[None]).sum(axis=1)
+    histogram = mask.both(bins[..., None] == np.arange(PIT_BINS))
+    below = mask.both(pit[None] <= _CAL_LEVELS[:, None, None, None], extra_axes=1).sum(axis=1)
     calibration = np.abs(below / denominator - _CAL_LEVELS[:, None, None]).mean(axis=0)
     return {"coverage": coverage, "width": width, "nll": nll.sum(axis=0) / denominator,
             "crps": crps.sum(axis=0) / denominator, "pit": histogram.sum(axis=0),

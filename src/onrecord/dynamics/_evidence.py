@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import orjson
@@ -37,8 +38,8 @@ _KEYS = {"schema", "episode", "model_id", "contract", "coordinates", "horizons",
 class ForecastEvidence:
     """A forecast and the actual transitions it is scored against. Immutable."""
 
-    __slots__ = ("_angular", "_bytes", "_data", "_digest", "_initial", "_mean", "_std",
-                 "_truth")
+    __slots__ = ("_angular", "_bytes", "_data", "_digest", "_initial", "_layout", "_mean",
+                 "_std", "_truth")
 
     _data: dict[str, Any]
     _bytes: bytes
@@ -48,6 +49,7 @@ class ForecastEvidence:
     _mean: FloatArray
     _std: FloatArray | None
     _truth: FloatArray
+    _layout: Layout
 
     def __init__(self) -> None:
         raise TypeError("ForecastEvidence is made by capture_forecast, from_dict or load")
@@ -77,6 +79,7 @@ class ForecastEvidence:
         truth = [row if row is not None else [np.nan] * dim
                  for row in data["reference"]["states"]]
         set_(self, "_truth", _frozen(truth, dim))
+        set_(self, "_layout", _layout(self))
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -238,6 +241,46 @@ class ForecastEvidence:
 
     def __hash__(self) -> int:
         return hash(self._digest)
+
+
+class Layout(NamedTuple):
+    """Precomputed once per forecast so scoring is pure array arithmetic."""
+
+    rows: Any
+    """Rows of the forecast at the measured horizons (a slice when they are 1..k)."""
+    measured: int
+    """How many leading horizons are measured (censoring only cuts a suffix)."""
+    gaps: bool
+    """Whether the observed truth has unobserved steps (NaN rows)."""
+    angular: bool
+    """Whether any coordinate wraps."""
+    units: Mapping[str, str]
+    """Read-only ``{name: unit}``."""
+    censored: np.ndarray
+    """Read-only ``[H]`` censoring mask."""
+    all_measured: np.ndarray | None
+    """Read-only all-True ``[H, d]`` mask when nothing is missing, else None."""
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+def _layout(forecast: ForecastEvidence) -> Layout:
+    index = np.asarray(forecast.horizons, dtype=np.int64) - 1
+    limit = min(forecast.observed_steps, len(forecast._mean)) if forecast.status == "ok" else 0
+    measured = int((index < limit).sum())
+    rows: Any = index[:measured]
+    if measured and rows[-1] == measured - 1:  # 1, 2, ..., k: a view, no copy
+        rows = slice(0, measured)
+    gaps = bool(np.isnan(forecast._truth).any())
+    shape = (len(index), len(forecast._angular))
+    complete = measured == len(index) and not gaps
+    return Layout(rows, measured, gaps, bool(forecast._angular.any()),
+                  MappingProxyType(forecast.coordinates),
+                  _read_only(np.arange(len(index)) >= measured),
+                  _read_only(np.ones(shape, bool)) if complete else None)
 
 
 def _frozen(rows: Any, dim: int) -> FloatArray:

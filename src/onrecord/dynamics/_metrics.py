@@ -10,6 +10,7 @@ density (a density, not a probability: it depends on units and can be negative).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -47,8 +48,8 @@ class ForecastMetrics:
     """Its model."""
     status: str
     """``ok``, ``model_error`` or ``simulator_error``; only ``ok`` has numbers."""
-    coordinates: dict[str, str]
-    """``{name: unit}`` in state order."""
+    coordinates: Mapping[str, str]
+    """``{name: unit}`` in state order (read-only)."""
     horizons: tuple[int, ...]
     """Declared horizons, the rows of every array."""
     censored: NDArray[np.bool_]
@@ -69,6 +70,23 @@ class ForecastMetrics:
     """Whether each interval held the actual value (False where unmeasured)."""
     nll: FloatArray | None = None
     """Gaussian negative log density of the actual value."""
+
+    @classmethod
+    def _make(cls, forecast: ForecastEvidence, measured: NDArray[np.bool_], error: FloatArray,
+              abs_error: FloatArray,
+              std: FloatArray | None = None, lower: FloatArray | None = None,
+              upper: FloatArray | None = None, covered: NDArray[np.bool_] | None = None,
+              nll: FloatArray | None = None) -> ForecastMetrics:
+        # Filling __dict__ directly skips the frozen dataclass's per-field setattr, which
+        # would otherwise cost as much as the arithmetic itself.
+        self = object.__new__(cls)
+        data, layout = forecast._data, forecast._layout
+        self.__dict__.update(
+            forecast_digest=forecast._digest, model_id=data["model_id"],
+            status=data["status"], coordinates=layout.units, horizons=forecast.horizons,
+            censored=layout.censored, measured=measured, error=error,
+            abs_error=abs_error, std=std, lower=lower, upper=upper, covered=covered, nll=nll)
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         """Portable nested form: coordinate → ``h<horizon>`` → numbers (None if absent)."""
@@ -114,40 +132,42 @@ class ForecastMetrics:
         return text
 
 
-def _rows(forecast: ForecastEvidence) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
-    index = np.asarray(forecast.horizons) - 1
-    return index, index >= min(forecast.observed_steps, len(forecast.mean))
-
-
 def forecast_metrics(forecast: ForecastEvidence) -> ForecastMetrics:
     """Errors, intervals, coverage and density of one forecast at its declared horizons."""
-    if not isinstance(forecast, ForecastEvidence):
+    if type(forecast) is not ForecastEvidence:
         raise InputError(f"forecast_metrics takes ForecastEvidence, got "
                          f"{type(forecast).__name__}; for many forecasts use "
                          "aggregate_metrics")
-    index, censored = _rows(forecast)
-    shape = (len(index), len(forecast.coordinates))
-    if forecast.status != "ok":
+    layout = forecast._layout
+    rows, count = layout.rows, layout.measured
+    total = len(layout.censored)
+    if not count:
+        shape = (total, len(layout.units))
         nan = np.full(shape, np.nan)
-        return ForecastMetrics(forecast.digest, forecast.model_id, forecast.status,
-                               forecast.coordinates, forecast.horizons, censored,
-                               np.zeros(shape, bool), nan, nan)
-    rows = np.where(censored, 0, index)
-    truth = forecast.truth[np.minimum(rows, max(len(forecast.truth) - 1, 0))] \
-        if len(forecast.truth) else np.full(shape, np.nan)
-    error = wrap_angles(forecast.mean[rows] - truth, forecast.angular_mask)
-    error[censored] = np.nan
-    measured = ~np.isnan(error)
+        return ForecastMetrics._make(forecast, np.zeros(shape, bool), nan, nan)
+    mean = forecast._mean[rows]
+    error = mean - forecast._truth[rows]
+    if layout.angular:
+        wrap_angles(error, forecast._angular)
+    std = forecast._std
+    sd = None if std is None else std[rows]
+    if count < total:  # censored horizons stay NaN; nothing fills them
+        mean, error = _pad(mean, total), _pad(error, total)
+        sd = None if sd is None else _pad(sd, total)
+    measured = layout.all_measured
+    if measured is None:
+        measured = ~np.isnan(error)
     abs_error = np.abs(error)
-    std = forecast.std
-    if std is None:
-        return ForecastMetrics(forecast.digest, forecast.model_id, "ok", forecast.coordinates,
-                               forecast.horizons, censored, measured, error, abs_error)
-    sd = std[rows]
+    if sd is None:
+        return ForecastMetrics._make(forecast, measured, error, abs_error)
     half = Z_SCORES[:, None, None] * sd
-    mean = forecast.mean[rows]
     z = error / sd
-    return ForecastMetrics(
-        forecast.digest, forecast.model_id, "ok", forecast.coordinates, forecast.horizons,
-        censored, measured, error, abs_error, sd, mean - half, mean + half,
-        abs_error <= half, _HALF_LOG_2PI + np.log(sd) + 0.5 * z * z)
+    return ForecastMetrics._make(forecast, measured, error, abs_error, sd,
+                                 mean - half, mean + half, abs_error <= half,
+                                 _HALF_LOG_2PI + np.log(sd) + 0.5 * z * z)
+
+
+def _pad(values: FloatArray, total: int) -> FloatArray:
+    out = np.full((total, values.shape[1]), np.nan)
+    out[:len(values)] = values
+    return out
