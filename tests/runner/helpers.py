@@ -43,6 +43,7 @@ def slow_walker(env: Any, observation: Any, info: dict[str, Any]) -> str:
 @agent_factory
 def slow_careful(context: AgentContext) -> Any:
     """The careful remittance agent, 4 ms per tool call."""
+    _note_call()
     agent = ScriptedAgent("careful", context.case.input)
 
     def act(observation: Any) -> Any:
