@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks._timing import best_time, row
-from onrecord.envkit import ActionLog, Snapshot, ToolWorld
+from onrecord.envkit import ActionLog, Snapshot, ToolWorld, save_episode
 from onrecord.envkit._sql import Table
 from onrecord.envkit.audit import audit_tables
 
@@ -161,8 +161,9 @@ def bench_log(folder: Path, events: int = 100_000) -> str:
                ">= 100k/s", rate >= 100_000)
 
 
-def bench_episodes(folder: Path, seconds: float = 1.0) -> str:
-    """Informational: reset + 10 tool calls on a 1k-row snapshot, one process."""
+def bench_episodes(folder: Path, seconds: float = 1.0) -> list[str]:
+    """Informational: reset + 10 tool calls on a 1k-row snapshot, one process; then the
+    same with ``save_episode`` (end database included)."""
     from onrecord.envkit import ToolContext, tool
 
     @tool(writes=True)
@@ -173,17 +174,22 @@ def bench_episodes(folder: Path, seconds: float = 1.0) -> str:
     def look(ctx: ToolContext, item: int) -> object:
         return ctx.one("SELECT * FROM items WHERE id = ?", (item,))
 
+    lines = []
     with ToolWorld(build(1_000), [bump, look], path=folder / "episodes.db") as world:
-        done, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            world.reset(seed=done)
-            for call in range(5):
-                world.call("look", {"item": call})
-                world.call("bump", {"item": call})
-            done += 1
-        rate = done / (time.perf_counter() - start)
-    return row("episodes/s (reset + 10 calls, 1k rows, 1 process)", f"{rate:.0f}/s",
-               "info", True)
+        for label, save in (("", False), (" + save_episode", True)):
+            done, start = 0, time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                world.reset(seed=done)
+                for call in range(5):
+                    world.call("look", {"item": call})
+                    world.call("bump", {"item": call})
+                if save:
+                    save_episode(world, folder / "episodes" / str(done))
+                done += 1
+            rate = done / (time.perf_counter() - start)
+            lines.append(row(f"episodes/s (reset + 10 calls{label}, 1k rows)",
+                             f"{rate:.0f}/s", "info", True))
+    return lines
 
 
 def main() -> None:
@@ -196,7 +202,7 @@ def main() -> None:
         print("-- writes and log")
         print(bench_triggers())
         print(bench_log(folder))
-        print(bench_episodes(folder))
+        print("\n".join(bench_episodes(folder)))
 
 
 if __name__ == "__main__":

@@ -193,3 +193,34 @@ def test_cli_check_imports_user_modules_in_a_real_process(world: ToolWorld,
                           env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert (done.returncode, done.stdout.strip()) == (0, "pass            mine/always v1: 3 "
                                                          "calls")
+
+
+def test_declared_endings_reach_the_trial(world: ToolWorld, tmp_path: Path) -> None:
+    world.reset(case=CASE)
+    world.call("allocate", {"claim_id": 17, "amount": 5.0})
+    crashed = save_episode(world, tmp_path / "crashed", ending="agent_error",
+                           error="RuntimeError: boom")
+    assert (crashed.manifest["ending"], crashed.manifest["ending_error"]) == (
+        "agent_error", "RuntimeError: boom")
+    assert tool_episode_trial(crashed, []).coverage_issues == (
+        "the episode ended with agent_error: RuntimeError: boom, not finished",)
+    world.reset(case=CASE)
+    world.end_episode("finished")
+    finished = save_episode(world, tmp_path / "finished")
+    assert finished.manifest["ending"] == "finished"
+    assert tool_episode_trial(finished, []).coverage_issues == ()
+    world.reset(case=CASE)
+    assert save_episode(world, tmp_path / "silent").manifest["ending"] == "undeclared"
+    with pytest.raises(InputError, match="ending must be one of"):
+        world.end_episode("exploded")
+
+
+def test_episode_without_database(world: ToolWorld, tmp_path: Path) -> None:
+    episode = run_episode(world, tmp_path / "ep")
+    light = save_episode(world, tmp_path / "light", database=False)
+    assert not (tmp_path / "light" / "final.sqlite").exists()
+    assert ToolEpisode.load(tmp_path / "light").diff == episode.diff
+    assert run_checks(light, ["envkit/diff_satisfies_rules"])[0].status == "pass"
+    assert run_checks(light, ["test/allocations_sum_to_5"])[0].status == "evaluator_error"
+    with pytest.raises(SchemaError, match="saved with database=False"):
+        light.connect()

@@ -127,3 +127,19 @@ def test_problems_are_actionable_sentences(snap: Snapshot) -> None:
         "on time or global randomness).",
     ]
     assert sorted(problems) == sorted(expected)
+
+
+def test_a_declared_finish_tool_terminates_after_success(snap: Snapshot) -> None:
+    @tool(writes=True)
+    def finish(ctx: ToolContext, message: str) -> str:
+        if not message:
+            ctx.reject("say why you are done")
+        return message
+
+    with ToolWorld(snap, [finish]) as world:
+        env = ToolWorldEnv(world)
+        env.reset(seed=0)
+        assert env.step('{"tool": "finish", "arguments": {"message": ""}}')[2] is False
+        assert world.ending is None
+        assert env.step('{"tool": "finish", "arguments": {"message": "done"}}')[2] is True
+        assert world.ending == "finished"

@@ -50,11 +50,18 @@ TASK_SCHEMA = "onrecord.envkit.task/v1"
 EPISODE_FILES = ("actions.jsonl", "audit.json", "diff.json", "final.sqlite", "task.json")
 
 
-def save_episode(world: ToolWorld, directory: str | os.PathLike[str]) -> ToolEpisode:
-    """End the world's episode and save its evidence to ``directory``; returns it loaded."""
+def save_episode(world: ToolWorld, directory: str | os.PathLike[str], *,
+                 ending: str | None = None, error: str | None = None,
+                 database: bool = True) -> ToolEpisode:
+    """End the world's episode and save its evidence to ``directory``; returns it loaded.
+
+    ``ending``/``error`` declare how the episode ended (see ``ToolWorld.end_episode``).
+    ``database=False`` leaves out ``final.sqlite`` (faster bulk runs; checks that read the
+    end state through ``episode.connect()`` then cannot run).
+    """
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
-    world.end_episode()
+    world.end_episode(ending, error)
     layouts = {table.name: {"columns": list(table.columns), "key": list(table.key)}
                for table, _ in audit_tables(world.conn)}
     files = {
@@ -65,7 +72,8 @@ def save_episode(world: ToolWorld, directory: str | os.PathLike[str]) -> ToolEpi
                              case=None if world.case is None else world.case.to_dict()),
     }
     digests = {name: _write(target / name, data) for name, data in files.items()}
-    digests["final.sqlite"] = _save_database(world.conn, target / "final.sqlite")
+    if database:
+        digests["final.sqlite"] = _save_database(world.conn, target / "final.sqlite")
     manifest = {
         "schema": EPISODE_SCHEMA, "files": dict(sorted(digests.items())),
         "run_id": world.run_id, "task_id": world.task_id, "seed": world.seed,
@@ -73,10 +81,13 @@ def save_episode(world: ToolWorld, directory: str | os.PathLike[str]) -> ToolEpi
         "state_version": world.state_version, "steps": world.step,
         "tools": world.tool_schemas(), "writes": sorted(
             name for name, spec in world.tools.items() if spec.writes),
-        "hidden": sorted(world.hidden)}
+        "hidden": sorted(world.hidden), "ending": world.ending or "undeclared",
+        "ending_error": world.ending_error, "database": database}
     manifest["digest"] = content_digest(manifest)
+    # Only the manifest is fsynced: it pins every other file by sha256, so a crash that
+    # loses a data file's bytes is caught on load instead of costing an fsync per file.
     atomic_write_bytes(target / "manifest.json", record_bytes(manifest))
-    return ToolEpisode.load(target)
+    return ToolEpisode(target, manifest)  # just written: no need to re-hash every file
 
 
 def _record(schema: str, **fields: Any) -> bytes:
@@ -86,19 +97,17 @@ def _record(schema: str, **fields: Any) -> bytes:
 
 
 def _write(path: Path, data: bytes) -> str:
-    atomic_write_bytes(path, data)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)  # readers never see half a file
     return hashlib.sha256(data).hexdigest()
 
 
 def _save_database(conn: sqlite3.Connection, path: Path) -> str:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.unlink(missing_ok=True)
-    out = sqlite3.connect(tmp)
-    try:
-        conn.backup(out)
-        out.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
-    finally:
-        out.close()
+    # VACUUM INTO writes one compact, self-contained (rollback-journal) file.
+    conn.execute("VACUUM INTO ?", (str(tmp),))
     os.replace(tmp, path)
     return _file_digest(path)
 
@@ -129,7 +138,7 @@ class ToolEpisode:
             raise SchemaError(f"{str(path)!r} has no manifest.json; it is not a saved episode "
                               "(or its save did not finish): save it with save_episode()")
         manifest = _verified_record(manifest_path, EPISODE_SCHEMA)
-        for name in EPISODE_FILES:
+        for name in _expected_files(manifest):
             expected = manifest["files"].get(name)
             if expected is None or _file_digest(path / name) != expected:
                 raise DigestMismatch(f"{path / name} does not match the sha256 in its "
@@ -181,6 +190,10 @@ class ToolEpisode:
 
     def connect(self) -> sqlite3.Connection:
         """A read-only connection to the end-state database."""
+        if not self.manifest.get("database", True):
+            raise SchemaError(f"episode {self.path} was saved with database=False, so its end "
+                              "state cannot be opened; save with database=True for checks "
+                              "that read the end state")
         return sqlite3.connect(readonly_uri(self.path / "final.sqlite"), uri=True)
 
     def end_state_digest(self) -> str:
@@ -194,6 +207,12 @@ class ToolEpisode:
     def copy_database(self, path: str | os.PathLike[str]) -> Path:
         """Copy the end-state database somewhere writable (e.g. to resume from it)."""
         return Path(shutil.copyfile(self.path / "final.sqlite", path))
+
+
+def _expected_files(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    if manifest.get("database", True):
+        return EPISODE_FILES
+    return tuple(name for name in EPISODE_FILES if name != "final.sqlite")
 
 
 def _verified_record(path: Path, schema: str) -> dict[str, Any]:

@@ -29,6 +29,10 @@ def tool_episode_trial(episode: ToolEpisode, checks: Sequence[OutcomeCheck | str
     if len(actions) != manifest["steps"]:
         issues.append(f"the action log holds {len(actions)} events but the episode made "
                       f"{manifest['steps']} calls")
+    ending = manifest.get("ending", "undeclared")
+    if ending not in ("finished", "undeclared"):
+        detail = f": {manifest['ending_error']}" if manifest.get("ending_error") else ""
+        issues.append(f"the episode ended with {ending}{detail}, not finished")
     settings = {"environment_id": f"envkit:{manifest['snapshot']['name']}",
                 "snapshot": manifest["snapshot"], "hidden": manifest["hidden"],
                 "tools_digest": content_digest({"tools": manifest["tools"]})}

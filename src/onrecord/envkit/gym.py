@@ -58,6 +58,7 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         tool, arguments, problem = _parse(action)
         if tool == self.finish_tool and tool not in self.world.tools and problem is None:
+            self.world.end_episode("finished")
             info = {"state_version": self.world.state_version, "finished": True}
             return self._observe({"step": self.world.step, "status": "finished",
                                   "state_version": self.world.state_version}), \
@@ -69,7 +70,11 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
         shown = {key: event[key] for key in ("step", "state_version", "status", "result",
                                              "error")}
         info = {"state_version": event["state_version"], "status": event["status"]}
-        return self._observe(shown), 0.0, False, False, info
+        # A world may declare its own finish tool (e.g. one carrying a message).
+        finished = tool == self.finish_tool and event["status"] == "ok"
+        if finished:
+            self.world.end_episode("finished")
+        return self._observe(shown), 0.0, finished, False, info
 
     def _observe(self, value: dict[str, Any]) -> str:
         text = _text(value)

@@ -29,7 +29,11 @@ from onrecord.envkit.state import state_digest
 from onrecord.envkit.tools import Tool
 from onrecord.errors import InputError, OnrecordError, PortabilityError
 
-__all__ = ["InjectedFailure", "ToolWorld"]
+__all__ = ["ENDINGS", "InjectedFailure", "ToolWorld"]
+
+ENDINGS = ("finished", "agent_error", "step_limit", "stopped")
+"""How an episode can end: the agent finished; the agent raised; it ran out of steps;
+the harness stopped it for another reason."""
 
 Event = dict[str, Any]
 
@@ -70,6 +74,8 @@ class ToolWorld:
         self.seed = 0
         self.step = 0
         self.state_version = 0
+        self.ending: str | None = None
+        self.ending_error: str | None = None
         self.log = ActionLog()
         self._inject: str | None = None
         self.reset()
@@ -87,6 +93,7 @@ class ToolWorld:
         self.log = ActionLog(log_path)
         self.seed, self.run_id, self.case = int(seed), run_id, case
         self.step = self.state_version = 0
+        self.ending = self.ending_error = None
         self._inject = None
 
     @property
@@ -94,8 +101,14 @@ class ToolWorld:
         """The case id of the current task, if the episode has one."""
         return None if self.case is None else str(self.case.identity["case_id"])
 
-    def end_episode(self) -> None:
-        """Flush and fsync the action log."""
+    def end_episode(self, ending: str | None = None, error: str | None = None) -> None:
+        """Flush and fsync the action log, and optionally declare how the episode ended
+        (one of ``ENDINGS``; a saved episode whose ending is not ``finished`` gets a
+        coverage issue in its report trial)."""
+        if ending is not None:
+            if ending not in ENDINGS:
+                raise InputError(f"ending must be one of {ENDINGS}, got {ending!r}")
+            self.ending, self.ending_error = ending, error
         self.log.close()
 
     def close(self) -> None:
