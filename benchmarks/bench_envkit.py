@@ -32,11 +32,13 @@ CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT NOT NULL, balance REAL 
 
 def build(rows: int) -> Snapshot:
     def populate(conn: sqlite3.Connection, rng: random.Random) -> None:
-        conn.executemany("INSERT INTO accounts VALUES (?, ?, ?)",
-                         [(i, f"acct-{i}", 0.0) for i in range(100)])
-        conn.executemany("INSERT INTO items VALUES (?, ?, ?, ?)",
-                         [(i, i % 100, round(rng.uniform(1, 1000), 2), f"memo {i}")
-                          for i in range(rows)])
+        conn.executemany(
+            "INSERT INTO accounts VALUES (?, ?, ?)", [(i, f"acct-{i}", 0.0) for i in range(100)]
+        )
+        conn.executemany(
+            "INSERT INTO items VALUES (?, ?, ?, ?)",
+            [(i, i % 100, round(rng.uniform(1, 1000), 2), f"memo {i}") for i in range(rows)],
+        )
 
     return Snapshot.build(f"bench-{rows}", SCHEMA, populate, seed=1)
 
@@ -46,17 +48,22 @@ def mutate(world: ToolWorld, rows: int) -> None:
     share = max(4, rows // 100)
     conn = world.conn
     conn.execute("BEGIN")
-    conn.executemany("UPDATE items SET amount = amount + 1 WHERE id = ?",
-                     [(i,) for i in range(0, rows, rows // (share // 2))])
-    conn.executemany("INSERT INTO items VALUES (?, 1, 1.0, 'new')",
-                     [(rows + i,) for i in range(share // 4)])
-    conn.executemany("DELETE FROM items WHERE id = ?",
-                     [(i,) for i in range(1, rows, rows // (share // 4))])
+    conn.executemany(
+        "UPDATE items SET amount = amount + 1 WHERE id = ?",
+        [(i,) for i in range(0, rows, rows // (share // 2))],
+    )
+    conn.executemany(
+        "INSERT INTO items VALUES (?, 1, 1.0, 'new')", [(rows + i,) for i in range(share // 4)]
+    )
+    conn.executemany(
+        "DELETE FROM items WHERE id = ?", [(i,) for i in range(1, rows, rows // (share // 4))]
+    )
     conn.execute("COMMIT")
 
 
-def timed_after(prepare: Callable[[], None], action: Callable[[], object],
-                repeat: int = 7) -> float:
+def timed_after(
+    prepare: Callable[[], None], action: Callable[[], object], repeat: int = 7
+) -> float:
     """Best time of ``action`` with an untimed ``prepare`` before each run."""
     best = float("inf")
     for _ in range(repeat):
@@ -76,8 +83,8 @@ def bare_fold(conn: sqlite3.Connection, layout: list[tuple[Table, str]]) -> int:
         last: dict[object, object] = {}
         for record in conn.execute(f'SELECT * FROM "{shadow}" ORDER BY _seq'):
             key = record[3] if record[2] != "I" else record[3 + width]
-            first.setdefault(key, record[3:3 + width])
-            last[key] = record[3 + width:]
+            first.setdefault(key, record[3 : 3 + width])
+            last[key] = record[3 + width :]
         count += len(first)
     return count
 
@@ -89,16 +96,27 @@ def bench_size(rows: int, folder: Path) -> list[str]:
         prepare = lambda: mutate(world, rows)  # noqa: E731
         reset = timed_after(prepare, world.reset)
         backup = timed_after(prepare, lambda: snapshot.connection.backup(world.conn))
-        lines.append(row("reset vs backup API into the open connection",
-                         f"{reset * 1e3:.2f} ms {reset / backup:.2f}x", "<= 2x",
-                         reset / backup <= 2))
+        lines.append(
+            row(
+                "reset vs backup API into the open connection",
+                f"{reset * 1e3:.2f} ms {reset / backup:.2f}x",
+                "<= 2x",
+                reset / backup <= 2,
+            )
+        )
         world.reset()
         mutate(world, rows)
         ours = best_time(world.diff)
         layout = audit_tables(world.conn)
         bare = best_time(lambda: bare_fold(world.conn, layout))
-        lines.append(row("audit diff vs bare fold of the audit tables",
-                         f"{ours * 1e3:.2f} ms {ours / bare:.2f}x", "<= 2x", ours / bare <= 2))
+        lines.append(
+            row(
+                "audit diff vs bare fold of the audit tables",
+                f"{ours * 1e3:.2f} ms {ours / bare:.2f}x",
+                "<= 2x",
+                ours / bare <= 2,
+            )
+        )
         scan = best_time(world.scan_diff, repeat=5)
         lines.append(_vs_sqldiff(snapshot, world, scan, folder))
     return lines
@@ -107,16 +125,24 @@ def bench_size(rows: int, folder: Path) -> list[str]:
 def _vs_sqldiff(snapshot: Snapshot, world: ToolWorld, scan: float, folder: Path) -> str:
     tool = shutil.which("sqldiff")
     if tool is None:
-        return row("full-scan diff (sqldiff not installed: apt-get install sqlite3-tools)",
-                   f"{scan * 1e3:.1f} ms", "<= 1.5x", True)
+        return row(
+            "full-scan diff (sqldiff not installed: apt-get install sqlite3-tools)",
+            f"{scan * 1e3:.1f} ms",
+            "<= 1.5x",
+            True,
+        )
     before = snapshot.save(folder / f"{snapshot.name}.db")
     world.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     command = [tool, "--primarykey", str(before), str(world.path)]
-    reference = best_time(lambda: subprocess.run(command, check=True, capture_output=True),
-                          repeat=5)
-    return row("full-scan diff vs sqldiff --primarykey",
-               f"{scan * 1e3:.1f} ms {scan / reference:.2f}x", "<= 1.5x",
-               scan / reference <= 1.5)
+    reference = best_time(
+        lambda: subprocess.run(command, check=True, capture_output=True), repeat=5
+    )
+    return row(
+        "full-scan diff vs sqldiff --primarykey",
+        f"{scan * 1e3:.1f} ms {scan / reference:.2f}x",
+        "<= 1.5x",
+        scan / reference <= 1.5,
+    )
 
 
 def bench_triggers(rows: int = 20_000) -> str:
@@ -126,12 +152,14 @@ def bench_triggers(rows: int = 20_000) -> str:
     plain.executescript(SCHEMA)
     plain.executemany("INSERT INTO items VALUES (?, 1, 1.0, 'x')", [(i,) for i in range(rows)])
     with ToolWorld(audited, []) as world:
+
         def updates(conn: sqlite3.Connection) -> Callable[[], None]:
             def run() -> None:
                 conn.execute("BEGIN")
                 for i in range(rows):
                     conn.execute("UPDATE items SET amount = amount + 1 WHERE id = ?", (i,))
                 conn.execute("COMMIT")
+
             return run
 
         file_plain = sqlite3.connect(world.path.with_name("plain.db"), isolation_level=None)
@@ -149,16 +177,31 @@ def bench_log(folder: Path, events: int = 100_000) -> str:
     def run() -> None:
         log = ActionLog(folder / "actions.jsonl")
         for step in range(1, events + 1):
-            log.append({"run_id": "bench", "task_id": "case-1", "step": step,
-                        "tool": "allocate", "arguments": {"claim_id": step, "amount": 1.5},
-                        "result": {"allocation_id": step}, "state_version": step,
-                        "status": "ok", "error": None, "reads": [], "ts": 1.7e9 + step,
-                        "duration_ns": 12345})
+            log.append(
+                {
+                    "run_id": "bench",
+                    "task_id": "case-1",
+                    "step": step,
+                    "tool": "allocate",
+                    "arguments": {"claim_id": step, "amount": 1.5},
+                    "result": {"allocation_id": step},
+                    "state_version": step,
+                    "status": "ok",
+                    "error": None,
+                    "reads": [],
+                    "ts": 1.7e9 + step,
+                    "duration_ns": 12345,
+                }
+            )
         log.close()  # flush + fsync: the episode end
 
     rate = events / best_time(run, repeat=3)
-    return row("action log append, fsync at episode end", f"{rate / 1e3:.0f}k events/s",
-               ">= 100k/s", rate >= 100_000)
+    return row(
+        "action log append, fsync at episode end",
+        f"{rate / 1e3:.0f}k events/s",
+        ">= 100k/s",
+        rate >= 100_000,
+    )
 
 
 def bench_episodes(folder: Path, seconds: float = 1.0) -> list[str]:
@@ -187,16 +230,19 @@ def bench_episodes(folder: Path, seconds: float = 1.0) -> list[str]:
                     save_episode(world, folder / "episodes" / str(done))
                 done += 1
             rate = done / (time.perf_counter() - start)
-            lines.append(row(f"episodes/s (reset + 10 calls{label}, 1k rows)",
-                             f"{rate:.0f}/s", "info", True))
+            lines.append(
+                row(f"episodes/s (reset + 10 calls{label}, 1k rows)", f"{rate:.0f}/s", "info", True)
+            )
     return lines
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-envkit-") as tmp:
         folder = Path(tmp)
-        print(f"envkit benchmarks (SQLite {sqlite3.sqlite_version}, Python "
-              f"{sys.version.split()[0]}, {os.cpu_count()} CPUs)")
+        print(
+            f"envkit benchmarks (SQLite {sqlite3.sqlite_version}, Python "
+            f"{sys.version.split()[0]}, {os.cpu_count()} CPUs)"
+        )
         for rows in (1_000, 100_000):
             print("\n".join(bench_size(rows, folder)))
         print("-- writes and log")

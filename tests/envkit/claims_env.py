@@ -21,23 +21,27 @@ CREATE TABLE events (kind TEXT, payload BLOB);
 
 
 def populate(conn: sqlite3.Connection, rng: random.Random) -> None:
-    conn.executemany("INSERT INTO claims (id, payer, amount) VALUES (?, ?, ?)",
-                     [(i, f"payer-{i % 3}", round(rng.uniform(10, 100), 2))
-                      for i in range(1, 21)])
+    conn.executemany(
+        "INSERT INTO claims (id, payer, amount) VALUES (?, ?, ?)",
+        [(i, f"payer-{i % 3}", round(rng.uniform(10, 100), 2)) for i in range(1, 21)],
+    )
     conn.execute("INSERT INTO notes VALUES (1, 17, 'payer called: pay half')")
     conn.execute("INSERT INTO tags VALUES (17, 'urgent')")
     conn.execute("INSERT INTO events VALUES ('seed', x'00ff')")
 
 
 @tool(writes=True, example={"claim_id": 1, "amount": 5.0})
-def allocate(ctx: ToolContext, claim_id: int, amount: Annotated[float, {"minimum": 0}],
-             memo: str = "") -> dict[str, Any]:
+def allocate(
+    ctx: ToolContext, claim_id: int, amount: Annotated[float, {"minimum": 0}], memo: str = ""
+) -> dict[str, Any]:
     """Allocate an amount to a claim."""
     claim = ctx.one("SELECT amount FROM claims WHERE id = ?", (claim_id,))
     if claim is None:
         ctx.reject(f"claim {claim_id} does not exist")
-    cursor = ctx.execute("INSERT INTO allocations (claim_id, amount, memo) VALUES (?, ?, ?)",
-                         (claim_id, amount, memo))
+    cursor = ctx.execute(
+        "INSERT INTO allocations (claim_id, amount, memo) VALUES (?, ?, ?)",
+        (claim_id, amount, memo),
+    )
     if amount > claim["amount"]:
         # Written first, refused after: the savepoint must undo the insert.
         ctx.reject(f"amount {amount} exceeds the claim amount {claim['amount']}")

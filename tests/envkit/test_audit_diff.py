@@ -18,26 +18,29 @@ from onrecord.envkit import Snapshot, ToolWorld, diff_databases, diff_from_event
 from . import claims_env
 
 SQLDIFF = shutil.which("sqldiff")
-TYPES = {"INTEGER": st.integers(-(2**63), 2**63 - 1),
-         "REAL": st.floats(allow_nan=False, allow_infinity=False),
-         "TEXT": st.text(max_size=6), "BLOB": st.binary(max_size=4)}
-KEY_VALUES = {"INTEGER": st.integers(-5, 30), "TEXT": st.text("abcxyz'\"", min_size=1,
-                                                               max_size=2)}
+TYPES = {
+    "INTEGER": st.integers(-(2**63), 2**63 - 1),
+    "REAL": st.floats(allow_nan=False, allow_infinity=False),
+    "TEXT": st.text(max_size=6),
+    "BLOB": st.binary(max_size=4),
+}
+KEY_VALUES = {"INTEGER": st.integers(-5, 30), "TEXT": st.text("abcxyz'\"", min_size=1, max_size=2)}
 
 
 @st.composite
 def schemas(draw: Any) -> list[dict[str, Any]]:
     tables = []
     for index in range(draw(st.integers(1, 3))):
-        columns = [(f"c{i}", draw(st.sampled_from(sorted(TYPES))))
-                   for i in range(draw(st.integers(1, 4)))]
+        columns = [
+            (f"c{i}", draw(st.sampled_from(sorted(TYPES)))) for i in range(draw(st.integers(1, 4)))
+        ]
         kind = draw(st.sampled_from(["intpk", "composite", "without_rowid", "rowid"]))
         keys: list[tuple[str, str]] = []
         if kind == "intpk":
             keys = [("id", "INTEGER")]
         elif kind in ("composite", "without_rowid"):
             keys = [("k0", draw(st.sampled_from(sorted(KEY_VALUES)))), ("k1", "TEXT")]
-        name = f"t{index}" if draw(st.booleans()) else f"odd \"name\" {index}"
+        name = f"t{index}" if draw(st.booleans()) else f'odd "name" {index}'
         tables.append({"name": name, "kind": kind, "keys": keys, "columns": columns})
     return tables
 
@@ -82,8 +85,10 @@ def build(tables: list[dict[str, Any]], seed_rows: list[Any]) -> Snapshot:
 
 def insert(conn: sqlite3.Connection, table: str, values: dict[str, Any], verb: str) -> None:
     quoted = '"' + table.replace('"', '""') + '"'
-    conn.execute(f"{verb} INTO {quoted} ({', '.join(values)}) VALUES "
-                 f"({', '.join('?' * len(values))})", list(values.values()))
+    conn.execute(
+        f"{verb} INTO {quoted} ({', '.join(values)}) VALUES ({', '.join('?' * len(values))})",
+        list(values.values()),
+    )
 
 
 def apply(world: ToolWorld, op: str, table: str, values: dict[str, Any], pick: int) -> None:
@@ -98,8 +103,7 @@ def apply(world: ToolWorld, op: str, table: str, values: dict[str, Any], pick: i
             sets = ", ".join(f"{k} = ?" for k in values)
             where, args = _target(conn, quoted, keyed, pick)
             before = conn.execute(f"SELECT * FROM {quoted} WHERE {where}", args).fetchone()
-            conn.execute(f"UPDATE {quoted} SET {sets} WHERE {where}",
-                         [*values.values(), *args])
+            conn.execute(f"UPDATE {quoted} SET {sets} WHERE {where}", [*values.values(), *args])
             if op == "restore" and before is not None:  # a change, then its undo
                 names = [d[1] for d in conn.execute(f"PRAGMA table_info({quoted})")]
                 conn.execute(f"DELETE FROM {quoted} WHERE {where}", args)
@@ -111,8 +115,7 @@ def apply(world: ToolWorld, op: str, table: str, values: dict[str, Any], pick: i
         pass
 
 
-def _target(conn: sqlite3.Connection, quoted: str, keyed: bool, pick: int
-            ) -> tuple[str, list[Any]]:
+def _target(conn: sqlite3.Connection, quoted: str, keyed: bool, pick: int) -> tuple[str, list[Any]]:
     columns = "k0, k1" if keyed else "rowid"
     keys = conn.execute(f"SELECT {columns} FROM {quoted} ORDER BY {columns}").fetchall()
     if not keys:
@@ -142,8 +145,10 @@ def test_audit_diff_equals_full_scan_diff(scenario: Any) -> None:
         assert world.scan_diff() == {}
 
 
-@pytest.mark.skipif(SQLDIFF is None, reason="sqldiff is not installed: apt-get install "
-                                             "sqlite3-tools (make test tries to)")
+@pytest.mark.skipif(
+    SQLDIFF is None,
+    reason="sqldiff is not installed: apt-get install sqlite3-tools (make test tries to)",
+)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_diff_agrees_with_sqldiff_primarykey(tmp_path_factory: Any, scenario: Any) -> None:
@@ -165,8 +170,12 @@ def test_diff_agrees_with_sqldiff_primarykey(tmp_path_factory: Any, scenario: An
 
 
 def sqldiff_counts(before: Path, after: Path) -> Counter[tuple[str, str]]:
-    out = subprocess.run([str(SQLDIFF), "--primarykey", str(before), str(after)],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [str(SQLDIFF), "--primarykey", str(before), str(after)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     counts: Counter[tuple[str, str]] = Counter()
     for line in out.splitlines():
         match = re.match(r"(INSERT INTO|UPDATE|DELETE FROM) (\w+)", line)
@@ -190,7 +199,9 @@ def test_forbidden_change_then_restoration_is_visible_in_the_audit(world: ToolWo
     assert world.diff() == {}  # the end state looks clean...
     history = world.audit_history()
     assert [(e["step"], e["op"], e["key"], e["new"]["status"]) for e in history] == [
-        (1, "update", 5, "written_off"), (2, "update", 5, "open")]
+        (1, "update", 5, "written_off"),
+        (2, "update", 5, "open"),
+    ]
     assert history[0]["old"]["status"] == "open"
 
 
@@ -204,12 +215,15 @@ def test_diff_format_and_ordering(world: ToolWorld) -> None:
     assert list(diff) == ["allocations", "claims", "tags"]
     assert diff["allocations"]["created"] == [
         {"id": 1, "claim_id": 2, "amount": 1.0, "memo": ""},
-        {"id": 2, "claim_id": 1, "amount": 2.0, "memo": "m"}]
+        {"id": 2, "claim_id": 1, "amount": 2.0, "memo": "m"},
+    ]
     change = diff["claims"]["changed"][0]
     assert (change["key"], change["before"]["status"], change["after"]["status"]) == (
-        4, "open", "closed")
-    assert diff["tags"] == {"created": [{"claim_id": 3, "tag": "a"}], "changed": [],
-                            "deleted": []}
+        4,
+        "open",
+        "closed",
+    )
+    assert diff["tags"] == {"created": [{"claim_id": 3, "tag": "a"}], "changed": [], "deleted": []}
     assert same(diff, world.scan_diff())
 
 
@@ -219,19 +233,30 @@ def test_blobs_rowid_tables_and_storage_classes(snap: Snapshot) -> None:
         world.conn.execute("INSERT INTO events VALUES (1, 1.0)")
         world.conn.execute("UPDATE claims SET amount = amount WHERE id = 1")  # no-op update
         diff = world.diff()
-        assert diff["events"]["changed"][0]["before"] == {"rowid": 1, "kind": "seed",
-                                                          "payload": {"$blob": "00ff"}}
+        assert diff["events"]["changed"][0]["before"] == {
+            "rowid": 1,
+            "kind": "seed",
+            "payload": {"$blob": "00ff"},
+        }
         assert diff["events"]["created"] == [{"rowid": 2, "kind": "1", "payload": 1.0}]
         assert "claims" not in diff
         assert same(diff, world.scan_diff())
 
 
 def test_untyped_column_int_to_float_is_a_change() -> None:
-    snap = Snapshot.build("untyped", "CREATE TABLE u (id INTEGER PRIMARY KEY, v)",
-                          lambda conn, rng: conn.execute("INSERT INTO u VALUES (1, 1)"))
+    snap = Snapshot.build(
+        "untyped",
+        "CREATE TABLE u (id INTEGER PRIMARY KEY, v)",
+        lambda conn, rng: conn.execute("INSERT INTO u VALUES (1, 1)"),
+    )
     with ToolWorld(snap, []) as world:
         world.conn.execute("UPDATE u SET v = 1.0")  # equal by value, not by storage class
         diff = world.diff()
-        assert diff == {"u": {"created": [], "deleted": [], "changed": [
-            {"key": 1, "before": {"id": 1, "v": 1}, "after": {"id": 1, "v": 1.0}}]}}
+        assert diff == {
+            "u": {
+                "created": [],
+                "deleted": [],
+                "changed": [{"key": 1, "before": {"id": 1, "v": 1}, "after": {"id": 1, "v": 1.0}}],
+            }
+        }
         assert same(diff, world.scan_diff())

@@ -30,12 +30,19 @@ from onrecord.envkit import (
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import DigestMismatch, InputError, SchemaError
 
-CASE = EvalCase("Allocate 5.00 to claim 17 and nothing else", {
-    "rules": [created("allocations", where={"claim_id": 17, "amount": 5.0}),
-              only_tables("allocations")],
-    "diff": {"allocations": {"created": [{"id": 1, "claim_id": 17, "amount": 5.0,
-                                          "memo": ""}]}}},
-    case_id="alloc-17")
+CASE = EvalCase(
+    "Allocate 5.00 to claim 17 and nothing else",
+    {
+        "rules": [
+            created("allocations", where={"claim_id": 17, "amount": 5.0}),
+            only_tables("allocations"),
+        ],
+        "diff": {
+            "allocations": {"created": [{"id": 1, "claim_id": 17, "amount": 5.0, "memo": ""}]}
+        },
+    },
+    case_id="alloc-17",
+)
 
 
 @check("test/allocations_sum_to_5", "1")
@@ -47,12 +54,16 @@ def allocations_sum_to_5(episode: ToolEpisode) -> object:
         conn.close()
     if total == 0:
         return not_measured("no allocation was made")
-    return passed("allocations sum to 5.00") if total == 5.0 else \
-        failed(f"allocations sum to {total}, not 5.00", total=total)
+    return (
+        passed("allocations sum to 5.00")
+        if total == 5.0
+        else failed(f"allocations sum to {total}, not 5.00", total=total)
+    )
 
 
-def run_episode(world: ToolWorld, directory: Path, amount: float = 5.0,
-                claim: int = 17) -> ToolEpisode:
+def run_episode(
+    world: ToolWorld, directory: Path, amount: float = 5.0, claim: int = 17
+) -> ToolEpisode:
     world.reset(case=CASE, seed=7, run_id="run-1")
     world.call("read_note", {"note_id": 1})
     world.call("allocate", {"claim_id": claim, "amount": amount})
@@ -63,13 +74,17 @@ def run_episode(world: ToolWorld, directory: Path, amount: float = 5.0,
 def test_saved_episode_layout_and_contents(world: ToolWorld, tmp_path: Path) -> None:
     episode = run_episode(world, tmp_path / "ep")
     assert sorted(p.name for p in (tmp_path / "ep").iterdir()) == [
-        "actions.jsonl", "audit.json", "diff.json", "final.sqlite", "manifest.json",
-        "task.json"]
+        "actions.jsonl",
+        "audit.json",
+        "diff.json",
+        "final.sqlite",
+        "manifest.json",
+        "task.json",
+    ]
     manifest = episode.manifest
     assert manifest["snapshot"] == world.snapshot.identity()
     assert manifest["end_state_digest"] == world.state_digest() == episode.end_state_digest()
-    assert (manifest["steps"], manifest["state_version"], manifest["task_id"]) == (
-        3, 1, "alloc-17")
+    assert (manifest["steps"], manifest["state_version"], manifest["task_id"]) == (3, 1, "alloc-17")
     assert manifest["writes"] == ["allocate", "log_event", "set_status", "tag_claim"]
     assert [e["status"] for e in episode.actions] == ["ok", "ok", "rejected"]
     assert episode.diff == world.diff()
@@ -99,8 +114,12 @@ def test_unfinished_save_is_not_an_episode(tmp_path: Path) -> None:
 def test_checks_and_weighted_score(world: ToolWorld, tmp_path: Path) -> None:
     good = run_episode(world, tmp_path / "good")
     bad = run_episode(world, tmp_path / "bad", amount=4.0)
-    names = ["envkit/diff_satisfies_rules", "envkit/diff_matches_expected",
-             "envkit/rejected_calls_changed_nothing", "test/allocations_sum_to_5"]
+    names = [
+        "envkit/diff_satisfies_rules",
+        "envkit/diff_matches_expected",
+        "envkit/rejected_calls_changed_nothing",
+        "test/allocations_sum_to_5",
+    ]
     assert [r.status for r in run_checks(good, names)] == ["pass"] * 4
     results = run_checks(bad, names)
     assert [r.status for r in results] == ["fail", "fail", "pass", "fail"]
@@ -116,19 +135,20 @@ def test_not_measured_and_evaluator_errors_never_pass(world: ToolWorld, tmp_path
     world.reset()
     episode = save_episode(world, tmp_path / "empty")
     raising = OutcomeCheck("test/raises", "1", lambda episode: 1 / 0)
-    results = run_checks(episode, ["envkit/diff_satisfies_rules", "test/allocations_sum_to_5",
-                                   raising])
+    results = run_checks(
+        episode, ["envkit/diff_satisfies_rules", "test/allocations_sum_to_5", raising]
+    )
     assert [r.status for r in results] == ["not_measured", "not_measured", "evaluator_error"]
     assert weighted_score(results).value is None
 
 
-def test_injected_failure_is_caught_by_the_generic_check(world: ToolWorld,
-                                                         tmp_path: Path) -> None:
+def test_injected_failure_is_caught_by_the_generic_check(world: ToolWorld, tmp_path: Path) -> None:
     world.reset(case=CASE)
     world.inject_failure("allocate")
     world.call("allocate", {"claim_id": 17, "amount": 5.0})
-    result = run_checks(save_episode(world, tmp_path / "ep"),
-                        ["envkit/rejected_calls_changed_nothing"])[0]
+    result = run_checks(
+        save_episode(world, tmp_path / "ep"), ["envkit/rejected_calls_changed_nothing"]
+    )[0]
     assert (result.status, result.evidence) == ("fail", {"steps": [1]})
 
 
@@ -142,8 +162,11 @@ def test_registry_refuses_silent_replacement() -> None:
 
 
 def test_report_adapter_feeds_acceptance_policy(world: ToolWorld, tmp_path: Path) -> None:
-    episodes = [run_episode(world, tmp_path / "a"), run_episode(world, tmp_path / "b"),
-                run_episode(world, tmp_path / "c", amount=4.0)]
+    episodes = [
+        run_episode(world, tmp_path / "a"),
+        run_episode(world, tmp_path / "b"),
+        run_episode(world, tmp_path / "c", amount=4.0),
+    ]
     checks = ["envkit/diff_satisfies_rules", "test/allocations_sum_to_5"]
     trial = tool_episode_trial(episodes[0], checks)
     assert trial.case == CASE.identity
@@ -161,17 +184,29 @@ def test_report_adapter_feeds_acceptance_policy(world: ToolWorld, tmp_path: Path
         tool_episode_trial(save_episode(world, tmp_path / "none"), checks)
 
 
-def test_cli_check_runs_one_check_and_sets_the_exit_code(world: ToolWorld, tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]
-                                                         ) -> None:
+def test_cli_check_runs_one_check_and_sets_the_exit_code(
+    world: ToolWorld, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     good = run_episode(world, tmp_path / "good").path
     bad = run_episode(world, tmp_path / "bad", amount=4.0).path
     assert main(["check", "envkit/diff_satisfies_rules", "--episode", str(good)]) == 0
     assert capsys.readouterr().out.startswith("pass")
     assert main(["check", "envkit/diff_satisfies_rules", "--episode", str(bad)]) == 1
-    assert main(["check", "envkit/diff_satisfies_rules", "envkit/diff_matches_expected",
-                 "--weight", "envkit/diff_matches_expected=3", "--json",
-                 "--episode", str(bad)]) == 1
+    assert (
+        main(
+            [
+                "check",
+                "envkit/diff_satisfies_rules",
+                "envkit/diff_matches_expected",
+                "--weight",
+                "envkit/diff_matches_expected=3",
+                "--json",
+                "--episode",
+                str(bad),
+            ]
+        )
+        == 1
+    )
     out = json.loads(capsys.readouterr().out.split("\n", 1)[1])
     assert out["score"] == 0.0
     assert len(out["results"]) == 2
@@ -179,31 +214,47 @@ def test_cli_check_runs_one_check_and_sets_the_exit_code(world: ToolWorld, tmp_p
     assert "no check named 'nope'" in capsys.readouterr().err
 
 
-def test_cli_check_imports_user_modules_in_a_real_process(world: ToolWorld,
-                                                          tmp_path: Path) -> None:
+def test_cli_check_imports_user_modules_in_a_real_process(world: ToolWorld, tmp_path: Path) -> None:
     episode = run_episode(world, tmp_path / "ep").path
     (tmp_path / "mychecks.py").write_text(
         "from onrecord.envkit import check, passed\n"
         "@check('mine/always', '1')\n"
         "def always(episode):\n"
-        "    return passed(f'{len(episode.actions)} calls')\n")
-    done = subprocess.run([sys.executable, "-m", "onrecord.cli.main", "check", "mine/always",
-                           "--import", "mychecks", "--episode", str(episode)],
-                          capture_output=True, text=True, cwd=tmp_path,
-                          env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
-    assert (done.returncode, done.stdout.strip()) == (0, "pass            mine/always v1: 3 "
-                                                         "calls")
+        "    return passed(f'{len(episode.actions)} calls')\n"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "onrecord.cli.main",
+            "check",
+            "mine/always",
+            "--import",
+            "mychecks",
+            "--episode",
+            str(episode),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "pass            mine/always v1: 3 calls")
 
 
 def test_declared_endings_reach_the_trial(world: ToolWorld, tmp_path: Path) -> None:
     world.reset(case=CASE)
     world.call("allocate", {"claim_id": 17, "amount": 5.0})
-    crashed = save_episode(world, tmp_path / "crashed", ending="agent_error",
-                           error="RuntimeError: boom")
+    crashed = save_episode(
+        world, tmp_path / "crashed", ending="agent_error", error="RuntimeError: boom"
+    )
     assert (crashed.manifest["ending"], crashed.manifest["ending_error"]) == (
-        "agent_error", "RuntimeError: boom")
+        "agent_error",
+        "RuntimeError: boom",
+    )
     assert tool_episode_trial(crashed, []).coverage_issues == (
-        "the episode ended with agent_error: RuntimeError: boom, not finished",)
+        "the episode ended with agent_error: RuntimeError: boom, not finished",
+    )
     world.reset(case=CASE)
     world.end_episode("finished")
     finished = save_episode(world, tmp_path / "finished")

@@ -36,9 +36,15 @@ def test_text_actions_and_observations(world: ToolWorld) -> None:
     assert info == {"state_version": 0}
     assert [t["name"] for t in first["tools"]][-1] == "finish"
     observation, reward, terminated, truncated, info = env.step(
-        '{"tool": "allocate", "arguments": {"claim_id": 17, "amount": 5.0}}')
-    assert json.loads(observation) == {"step": 1, "state_version": 1, "status": "ok",
-                                       "result": {"allocation_id": 1}, "error": None}
+        '{"tool": "allocate", "arguments": {"claim_id": 17, "amount": 5.0}}'
+    )
+    assert json.loads(observation) == {
+        "step": 1,
+        "state_version": 1,
+        "status": "ok",
+        "result": {"allocation_id": 1},
+        "error": None,
+    }
     assert (reward, terminated, truncated, info["status"]) == (0.0, False, False, "ok")
     bad = json.loads(env.step("not json")[0])
     assert bad["status"] == "rejected"
@@ -56,15 +62,23 @@ def test_capture_episode_with_read_only_observer(world: ToolWorld) -> None:
         return "done"
 
     observer = world.observer(["allocations"])
-    evidence = capture_episode(lambda: ToolWorldEnv(world, case=CASE), interact, case=CASE,
-                               environment_id="envkit:claims-basic",
-                               observer_id="allocations-ro", observe=observer, seed=3,
-                               max_steps=10)
+    evidence = capture_episode(
+        lambda: ToolWorldEnv(world, case=CASE),
+        interact,
+        case=CASE,
+        environment_id="envkit:claims-basic",
+        observer_id="allocations-ro",
+        observe=observer,
+        seed=3,
+        max_steps=10,
+    )
     observer.close()
     assert evidence.ended == "terminated"
     assert [s["state_version"] for s in evidence.states()] == [0, 0, 1, 1, 1]
-    assert evidence.final_state == {"state_version": 1, "tables": {"allocations": [
-        {"id": 1, "claim_id": 17, "amount": 5.0, "memo": ""}]}}
+    assert evidence.final_state == {
+        "state_version": 1,
+        "tables": {"allocations": [{"id": 1, "claim_id": 17, "amount": 5.0, "memo": ""}]},
+    }
     assert world.seed == 3
 
 
@@ -103,8 +117,7 @@ def test_problems_are_actionable_sentences(snap: Snapshot) -> None:
     def clock(ctx: ToolContext) -> None:
         ctx.execute("UPDATE claims SET payer = ? WHERE id = 1", (str(time.perf_counter_ns()),))
 
-    with ToolWorld(snap, [no_example, writes_secretly, failing_example, unaudited, clock]
-                   ) as world:
+    with ToolWorld(snap, [no_example, writes_secretly, failing_example, unaudited, clock]) as world:
         problems = environment_problems(world)
         with pytest.raises(EnvironmentCheckError, match=r"^the environment has \d+ problem"):
             check_environment(world)

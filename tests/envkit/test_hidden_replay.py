@@ -18,8 +18,9 @@ from onrecord.episode import run_check
 from . import claims_env
 
 
-def episode_with(world: ToolWorld, tmp_path: Path, calls: list[tuple[str, dict]], name: str,
-                 seed: int = 3):
+def episode_with(
+    world: ToolWorld, tmp_path: Path, calls: list[tuple[str, dict]], name: str, seed: int = 3
+):
     world.reset(seed=seed)
     for tool, arguments in calls:
         world.call(tool, arguments)
@@ -31,8 +32,7 @@ WRITE = ("allocate", {"claim_id": 17, "amount": 5.0})
 
 
 def test_hidden_reads_are_logged_with_their_step(world: ToolWorld, tmp_path: Path) -> None:
-    episode = episode_with(world, tmp_path, [("get_claim", {"claim_id": 17}), READ, WRITE],
-                           "ep")
+    episode = episode_with(world, tmp_path, [("get_claim", {"claim_id": 17}), READ, WRITE], "ep")
     assert episode.actions[1]["reads"] == [{"table": "notes", "key": 1}]
     assert episode.actions[1]["result"]["body"] == "payer called: pay half"
     assert read_steps(episode, "notes") == [2]
@@ -49,7 +49,8 @@ def test_read_before_write_pass_fail_and_not_measured(world: ToolWorld, tmp_path
     assert verdict.passed is True
     assert verdict.reason == "notes key 1 was read at step 1, before the first change at step 2"
     assert read_before_write(late, ("notes", 1), "allocations").reason == (
-        "allocations changed at step 1, but notes key 1 was read only at step 2")
+        "allocations changed at step 1, but notes key 1 was read only at step 2"
+    )
     assert read_before_write(never, "notes", "allocations").passed is False
     assert read_before_write(idle, "notes", "allocations").passed is None
     made = read_before_write_check("notes_before_allocation", ("notes", 1), "allocations")
@@ -64,8 +65,13 @@ def test_reveal_refuses_tables_that_are_not_hidden(snap, tmp_path: Path) -> None
 
 
 def test_replay_reproduces_the_end_state(world: ToolWorld, tmp_path: Path) -> None:
-    calls = [READ, WRITE, ("log_event", {"kind": "k"}), ("set_status",
-             {"claim_id": 2, "status": "x"}), ("allocate", {"claim_id": 999, "amount": 1.0})]
+    calls = [
+        READ,
+        WRITE,
+        ("log_event", {"kind": "k"}),
+        ("set_status", {"claim_id": 2, "status": "x"}),
+        ("allocate", {"claim_id": 999, "amount": 1.0}),
+    ]
     episode = episode_with(world, tmp_path, calls, "ep")
     with claims_env.world(world.snapshot) as fresh:
         result = replay(fresh, episode)
@@ -94,12 +100,21 @@ def test_replay_shows_where_it_diverges(world: ToolWorld, tmp_path: Path) -> Non
 
 
 def test_step_diffs(world: ToolWorld, tmp_path: Path) -> None:
-    episode = episode_with(world, tmp_path, [WRITE, ("set_status", {"claim_id": 17,
-                                                                    "status": "paid"}),
-                                             ("set_status", {"claim_id": 17,
-                                                             "status": "open"})], "ep")
+    episode = episode_with(
+        world,
+        tmp_path,
+        [
+            WRITE,
+            ("set_status", {"claim_id": 17, "status": "paid"}),
+            ("set_status", {"claim_id": 17, "status": "open"}),
+        ],
+        "ep",
+    )
     assert list(step_diff(episode, 1)) == ["allocations"]
     assert step_diff(episode, 2)["claims"]["changed"][0]["after"]["status"] == "paid"
     assert list(diff_through_step(episode, 2)) == ["allocations", "claims"]
-    assert diff_through_step(episode, 3) == episode.diff == {
-        "allocations": episode.diff["allocations"]}
+    assert (
+        diff_through_step(episode, 3)
+        == episode.diff
+        == {"allocations": episode.diff["allocations"]}
+    )

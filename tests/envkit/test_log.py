@@ -22,15 +22,19 @@ def test_every_event_has_the_documented_fields(world: ToolWorld) -> None:
     events = world.log.events
     assert all(sorted(event) == sorted(EVENT_FIELDS) for event in events)
     assert [(e["step"], e["tool"], e["status"], e["state_version"]) for e in events] == [
-        (1, "get_claim", "ok", 0), (2, "allocate", "ok", 1), (3, "nope", "rejected", 1)]
+        (1, "get_claim", "ok", 0),
+        (2, "allocate", "ok", 1),
+        (3, "nope", "rejected", 1),
+    ]
     assert events[1]["arguments"] == {"claim_id": 1, "amount": 2.5}
     assert events[1]["result"] == {"allocation_id": 1}
     assert all(e["run_id"] == "run-1" and e["task_id"] is None for e in events)
     assert all(isinstance(e["ts"], float) and e["duration_ns"] >= 0 for e in events)
 
 
-def test_streamed_log_is_flushed_at_episode_end_and_reads_back(world: ToolWorld,
-                                                                tmp_path: Path) -> None:
+def test_streamed_log_is_flushed_at_episode_end_and_reads_back(
+    world: ToolWorld, tmp_path: Path
+) -> None:
     path = tmp_path / "log" / "actions.jsonl"
     world.reset(log_path=path)
     for amount in (1.0, 2.0, 3.0):
@@ -56,13 +60,15 @@ def test_reset_starts_a_new_log(world: ToolWorld, tmp_path: Path) -> None:
 def test_crashed_episode_log_is_readable_up_to_its_last_complete_line(tmp_path: Path) -> None:
     path = tmp_path / "actions.jsonl"
     # A real process writes many events and dies without ending the episode.
-    script = (f"import sys, os; sys.path.insert(0, {str(ROOT)!r})\n"
-              "from tests.envkit import claims_env\n"
-              "w = claims_env.world()\n"
-              f"w.reset(log_path={str(path)!r})\n"
-              "for i in range(20000):\n"
-              "    w.call('get_claim', {'claim_id': 1 + i % 20})\n"
-              "os._exit(0)\n")
+    script = (
+        f"import sys, os; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from tests.envkit import claims_env\n"
+        "w = claims_env.world()\n"
+        f"w.reset(log_path={str(path)!r})\n"
+        "for i in range(20000):\n"
+        "    w.call('get_claim', {'claim_id': 1 + i % 20})\n"
+        "os._exit(0)\n"
+    )
     subprocess.run([sys.executable, "-c", script], check=True)
     data = path.read_bytes()
     read = read_action_log(path)
@@ -95,6 +101,7 @@ def test_unportable_arguments_are_logged_safely(world: ToolWorld) -> None:
     event = world.call("allocate", {"claim_id": 1, "amount": float("nan")})
     assert event["status"] == "rejected"
     assert event["error"]["message"].startswith(
-        "allocate: arguments are not JSON: arguments.amount is nan")
+        "allocate: arguments are not JSON: arguments.amount is nan"
+    )
     assert set(event["arguments"]) == {"$unportable"}
     world.log.to_bytes()  # still canonical JSON

@@ -30,8 +30,12 @@ world.close()
 
 def test_two_episodes_in_two_processes_never_see_each_others_writes() -> None:
     script = WORKER.format(root=str(ROOT))
-    workers = [subprocess.Popen([sys.executable, "-c", script, str(claim)],
-                                stdout=subprocess.PIPE, text=True) for claim in (3, 4)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(claim)], stdout=subprocess.PIPE, text=True
+        )
+        for claim in (3, 4)
+    ]
     outputs = [json.loads(worker.communicate(timeout=120)[0]) for worker in workers]
     assert all(worker.returncode == 0 for worker in workers)
     for claim, diffs in zip((3, 4), outputs, strict=True):
@@ -49,7 +53,24 @@ def test_public_api_is_curated_and_sorted() -> None:
     for name in envkit.__all__:
         assert getattr(envkit, name) is not None
     public = {name for name in dir(envkit) if not name.startswith("_")}
-    modules = {"audit", "checker", "checks", "context", "diff", "episode", "evaluate", "gym",
-               "hidden", "log", "observer", "replay", "rules", "snapshot", "state", "tools",
-               "world", "Any"}
+    modules = {
+        "audit",
+        "checker",
+        "checks",
+        "context",
+        "diff",
+        "episode",
+        "evaluate",
+        "gym",
+        "hidden",
+        "log",
+        "observer",
+        "replay",
+        "rules",
+        "snapshot",
+        "state",
+        "tools",
+        "world",
+        "Any",
+    }
     assert public - modules <= set(envkit.__all__)

@@ -71,15 +71,18 @@ def test_reader_connected_during_reset_sees_snapshot_not_old_rows(world: ToolWor
         observer.close()
 
 
-def test_stale_wal_from_a_crashed_process_cannot_bring_rows_back(tmp_path: Path,
-                                                                 snap: Snapshot) -> None:
+def test_stale_wal_from_a_crashed_process_cannot_bring_rows_back(
+    tmp_path: Path, snap: Snapshot
+) -> None:
     path = tmp_path / "world.db"
     # A process writes rows into the world's WAL and dies without checkpointing.
-    script = (f"import sys, os; sys.path.insert(0, {str(HERE.parent.parent)!r})\n"
-              "from tests.envkit import claims_env\n"
-              f"w = claims_env.world(path={str(path)!r})\n"
-              "w.call('allocate', {'claim_id': 1, 'amount': 2.0})\n"
-              "os._exit(0)\n")
+    script = (
+        f"import sys, os; sys.path.insert(0, {str(HERE.parent.parent)!r})\n"
+        "from tests.envkit import claims_env\n"
+        f"w = claims_env.world(path={str(path)!r})\n"
+        "w.call('allocate', {'claim_id': 1, 'amount': 2.0})\n"
+        "os._exit(0)\n"
+    )
     subprocess.run([sys.executable, "-c", script], check=True)
     assert Path(f"{path}-wal").exists()
     with claims_env.world(snap, path=path) as world:
@@ -87,8 +90,9 @@ def test_stale_wal_from_a_crashed_process_cannot_bring_rows_back(tmp_path: Path,
         assert world.table_rows("allocations") == []
 
 
-def test_in_place_copy_under_an_open_reader_is_what_reset_avoids(tmp_path: Path,
-                                                                snap: Snapshot) -> None:
+def test_in_place_copy_under_an_open_reader_is_what_reset_avoids(
+    tmp_path: Path, snap: Snapshot
+) -> None:
     # The hazard reset avoids: copying a snapshot file over a WAL database while its
     # old -wal file survives brings the old rows back. Reset goes through SQLite instead.
     pristine = snap.save(tmp_path / "pristine.db")
@@ -156,7 +160,8 @@ def test_state_digest_matches_canonical_bytes_of_the_whole_structure(world: Tool
     from onrecord.envkit._sql import portable_value, user_tables
     from onrecord.envkit.state import table_rows
 
-    whole = [[t.name, t.sql, [[portable_value(v) for v in row]
-                              for row in table_rows(world.conn, t)]]
-             for t in user_tables(world.conn)]
+    whole = [
+        [t.name, t.sql, [[portable_value(v) for v in row] for row in table_rows(world.conn, t)]]
+        for t in user_tables(world.conn)
+    ]
     assert world.state_digest() == hashlib.sha256(canonical_bytes(whole)).hexdigest()

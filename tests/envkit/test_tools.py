@@ -13,45 +13,75 @@ from onrecord.errors import InputError
 
 from . import claims_env
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
-                    lambda inner: st.lists(inner, max_size=3)
-                    | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 
 def test_schema_is_derived_from_type_hints() -> None:
     @tool(writes=True)
-    def sample(ctx: ToolContext, n: int, x: Annotated[float, {"minimum": 0}],
-               mode: Literal["a", "b"], tags: list[str], extra: dict[str, int] | None = None,
-               flag: bool = False) -> None:
+    def sample(
+        ctx: ToolContext,
+        n: int,
+        x: Annotated[float, {"minimum": 0}],
+        mode: Literal["a", "b"],
+        tags: list[str],
+        extra: dict[str, int] | None = None,
+        flag: bool = False,
+    ) -> None:
         """Do a thing.
 
         More detail that agents do not need."""
 
     assert sample.description == "Do a thing."
     assert sample.schema()["parameters"] == {
-        "type": "object", "additionalProperties": False,
+        "type": "object",
+        "additionalProperties": False,
         "required": ["n", "x", "mode", "tags"],
         "properties": {
-            "n": {"type": "integer"}, "x": {"type": "number", "minimum": 0},
-            "mode": {"enum": ["a", "b"]}, "tags": {"type": "array", "items": {"type": "string"}},
-            "extra": {"anyOf": [{"type": "object", "additionalProperties": {"type": "integer"}},
-                                {"type": "null"}], "default": None},
-            "flag": {"type": "boolean", "default": False}}}
+            "n": {"type": "integer"},
+            "x": {"type": "number", "minimum": 0},
+            "mode": {"enum": ["a", "b"]},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "extra": {
+                "anyOf": [
+                    {"type": "object", "additionalProperties": {"type": "integer"}},
+                    {"type": "null"},
+                ],
+                "default": None,
+            },
+            "flag": {"type": "boolean", "default": False},
+        },
+    }
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    ({"claim_id": "7", "amount": 1.0},
-     "allocate: arguments.claim_id must be an integer, got '7'"),
-    ({"claim_id": True, "amount": 1.0},
-     "allocate: arguments.claim_id must be an integer, got True"),
-    ({"claim_id": 1}, "allocate: arguments is missing the required field 'amount'"),
-    ({"claim_id": 1, "amount": -1}, "allocate: arguments.amount must be at least 0, got -1"),
-    ({"claim_id": 1, "amount": 1, "memmo": "x"},
-     "allocate: arguments has the unknown field 'memmo'; allowed: amount, claim_id, memo"),
-    ([1, 2], "allocate: arguments must be a JSON object of named arguments, got list"),
-])
-def test_bad_arguments_are_rejected_with_a_clear_message(world: ToolWorld, arguments: Any,
-                                                         message: str) -> None:
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            {"claim_id": "7", "amount": 1.0},
+            "allocate: arguments.claim_id must be an integer, got '7'",
+        ),
+        (
+            {"claim_id": True, "amount": 1.0},
+            "allocate: arguments.claim_id must be an integer, got True",
+        ),
+        ({"claim_id": 1}, "allocate: arguments is missing the required field 'amount'"),
+        ({"claim_id": 1, "amount": -1}, "allocate: arguments.amount must be at least 0, got -1"),
+        (
+            {"claim_id": 1, "amount": 1, "memmo": "x"},
+            "allocate: arguments has the unknown field 'memmo'; allowed: amount, claim_id, memo",
+        ),
+        ([1, 2], "allocate: arguments must be a JSON object of named arguments, got list"),
+    ],
+)
+def test_bad_arguments_are_rejected_with_a_clear_message(
+    world: ToolWorld, arguments: Any, message: str
+) -> None:
     event = world.call("allocate", arguments)
     assert event["status"] == "rejected"
     assert event["error"] == {"type": "invalid_arguments", "message": message}
@@ -63,8 +93,7 @@ def test_unknown_tool_and_rule_violation(world: ToolWorld) -> None:
     assert event["error"]["type"] == "unknown_tool"
     assert event["error"]["message"].startswith("there is no tool named 'refund'; available")
     event = world.call("allocate", {"claim_id": 999, "amount": 1.0})
-    assert event["error"] == {"type": "rule_violation",
-                              "message": "claim 999 does not exist"}
+    assert event["error"] == {"type": "rule_violation", "message": "claim 999 does not exist"}
 
 
 def test_a_rejected_call_undoes_what_it_already_wrote(world: ToolWorld) -> None:
@@ -126,8 +155,10 @@ def test_tool_declaration_errors() -> None:
     with pytest.raises(InputError, match="must take the tool context"):
         tool(lambda: None)
     with pytest.raises(InputError, match="example does not fit its schema"):
+
         @tool(example={"n": "x"})
         def typed(ctx: ToolContext, n: int) -> None: ...
+
     with pytest.raises(InputError, match="has no JSON schema"):
         json_schema_for(complex)
     with pytest.raises(InputError, match="must be unique"):
@@ -135,9 +166,13 @@ def test_tool_declaration_errors() -> None:
 
 
 def test_validator_covers_schema_keywords() -> None:
-    schema = {"type": "object", "properties": {
-        "s": {"type": "string", "minLength": 2, "maxLength": 3, "pattern": "^a"},
-        "l": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"type": "number"}}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "s": {"type": "string", "minLength": 2, "maxLength": 3, "pattern": "^a"},
+            "l": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"type": "number"}},
+        },
+    }
     assert validate(schema, {"s": "ab", "l": [1.5]}, "a") is None
     assert validate(schema, {"s": "b"}, "a") == "a.s must have at least 2 characters"
     assert validate(schema, {"s": "abcd"}, "a") == "a.s must have at most 3 characters"
@@ -147,12 +182,19 @@ def test_validator_covers_schema_keywords() -> None:
     assert validate(schema, {"l": ["x"]}, "a") == "a.l[0] must be a number, got 'x'"
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=st.sampled_from([t.name for t in claims_env.TOOLS]) | st.text(max_size=8)
-       | st.integers() | st.none(), arguments=JSON)
-def test_random_calls_never_crash_and_rejections_change_nothing(world: ToolWorld, name: Any,
-                                                                arguments: Any) -> None:
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    name=st.sampled_from([t.name for t in claims_env.TOOLS])
+    | st.text(max_size=8)
+    | st.integers()
+    | st.none(),
+    arguments=JSON,
+)
+def test_random_calls_never_crash_and_rejections_change_nothing(
+    world: ToolWorld, name: Any, arguments: Any
+) -> None:
     world.reset()
     event = world.call(name, arguments)
     assert event["status"] in ("ok", "rejected", "error")
@@ -163,11 +205,15 @@ def test_random_calls_never_crash_and_rejections_change_nothing(world: ToolWorld
         assert event["error"]["message"]
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(payload=st.sampled_from(["1; DROP TABLE claims; --", "' OR '1'='1",
-                                "x'); DELETE FROM claims; --", "\" OR 1=1 --"])
-       | st.text(min_size=3).map(lambda t: "'" + t + ";--"))
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    payload=st.sampled_from(
+        ["1; DROP TABLE claims; --", "' OR '1'='1", "x'); DELETE FROM claims; --", '" OR 1=1 --']
+    )
+    | st.text(min_size=3).map(lambda t: "'" + t + ";--")
+)
 def test_arguments_crafted_as_sql_never_reach_sql_text(snap: Any, payload: str) -> None:
     statements: list[str] = []
     with claims_env.world(snap, tracer=lambda sql, params: statements.append(sql)) as world:

@@ -14,24 +14,35 @@ from onrecord.errors import InputError
 __all__ = ["register"]
 
 
-
-
 def register(subparsers: Any) -> None:
     """Add the ``check`` subcommand."""
     parser = subparsers.add_parser(
-        "check", help="run named checks on a saved tool-world episode",
+        "check",
+        help="run named checks on a saved tool-world episode",
         description="Run registered envkit checks on a saved episode directory and print "
-                    "each verdict (and a weighted score when several checks run). Exit 0 "
-                    "when all pass, 1 when any fails, 2 when any is not measured or errs, "
-                    "3 on bad input.")
+        "each verdict (and a weighted score when several checks run). Exit 0 "
+        "when all pass, 1 when any fails, 2 when any is not measured or errs, "
+        "3 on bad input.",
+    )
     parser.add_argument("names", nargs="+", metavar="NAME", help="registered check name")
-    parser.add_argument("--episode", required=True, metavar="DIR",
-                        help="episode directory written by save_episode")
-    parser.add_argument("--import", dest="modules", action="append", default=[],
-                        metavar="MODULE", help="import a module that registers checks "
-                                               "(repeatable)")
-    parser.add_argument("--weight", action="append", default=[], metavar="NAME=W",
-                        help="weight of a check in the score (default 1; repeatable)")
+    parser.add_argument(
+        "--episode", required=True, metavar="DIR", help="episode directory written by save_episode"
+    )
+    parser.add_argument(
+        "--import",
+        dest="modules",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module that registers checks (repeatable)",
+    )
+    parser.add_argument(
+        "--weight",
+        action="append",
+        default=[],
+        metavar="NAME=W",
+        help="weight of a check in the score (default 1; repeatable)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.set_defaults(func=run)
 
@@ -42,23 +53,34 @@ def run(args: argparse.Namespace) -> int:
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            raise InputError(f"--import {module}: {exc}; pass an importable module name "
-                             "(is it on PYTHONPATH?)") from exc
+            raise InputError(
+                f"--import {module}: {exc}; pass an importable module name (is it on PYTHONPATH?)"
+            ) from exc
     weights = dict(_weight(item) for item in args.weight)
     episode = ToolEpisode.load(args.episode)
     results = run_checks(episode, args.names)
     score = weighted_score(results, weights)
     if args.json:
-        print(json.dumps({"episode": episode.digest, "score": score.value,
-                          "results": [result.to_dict() for result in results]},
-                         sort_keys=True, indent=2))
+        print(
+            json.dumps(
+                {
+                    "episode": episode.digest,
+                    "score": score.value,
+                    "results": [result.to_dict() for result in results],
+                },
+                sort_keys=True,
+                indent=2,
+            )
+        )
     else:
         for result in results:
             print(f"{result.status:<15} {result.name} v{result.version}: {result.reason}")
         if len(results) > 1:
             value = "not measured" if score.value is None else f"{score.value:.3f}"
-            print(f"score {value} (measured weight {score.measured_weight:g} of "
-                  f"{score.total_weight:g})")
+            print(
+                f"score {value} (measured weight {score.measured_weight:g} of "
+                f"{score.total_weight:g})"
+            )
     statuses = {result.status for result in results}
     return 1 if "fail" in statuses else 0 if statuses == {"pass"} else 2
 
@@ -68,5 +90,6 @@ def _weight(item: str) -> tuple[str, float]:
     try:
         return name, float(value)
     except ValueError:
-        raise InputError(f"--weight {item!r} must look like NAME=NUMBER, e.g. "
-                         "envkit/diff_satisfies_rules=2") from None
+        raise InputError(
+            f"--weight {item!r} must look like NAME=NUMBER, e.g. envkit/diff_satisfies_rules=2"
+        ) from None

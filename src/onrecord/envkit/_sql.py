@@ -72,8 +72,9 @@ def _table(conn: sqlite3.Connection, schema: str, name: str) -> Table:
     info = conn.execute(f"PRAGMA {quote(schema)}.table_info({quote(name)})").fetchall()
     columns = tuple(row[1] for row in info)
     declared = tuple(row[1] for row in sorted((r for r in info if r[5]), key=lambda r: r[5]))
-    sql = conn.execute(f"SELECT sql FROM {quote(schema)}.sqlite_schema "
-                       "WHERE type = 'table' AND name = ?", (name,)).fetchone()[0]
+    sql = conn.execute(
+        f"SELECT sql FROM {quote(schema)}.sqlite_schema WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone()[0]
     untyped = frozenset(row[1] for row in info if _has_no_affinity(row[2]))
     if declared:
         return Table(name, columns, declared, sql, untyped)
@@ -105,8 +106,9 @@ def native_value(value: Any) -> Any:
 
 def row_dict(table: Table, values: Sequence[Any]) -> Row:
     """Column name → portable value."""
-    return {column: portable_value(value) for column, value in zip(table.columns, values,
-                                                                    strict=True)}
+    return {
+        column: portable_value(value) for column, value in zip(table.columns, values, strict=True)
+    }
 
 
 def has_blobs(rows: Iterable[Sequence[Any]]) -> bool:

@@ -36,11 +36,15 @@ _OPS = {"I": "insert", "U": "update", "D": "delete"}
 
 def install_audit(conn: sqlite3.Connection) -> None:
     """Create the context row, the shadow tables and the triggers for every user table."""
-    conn.execute(f"CREATE TABLE {CTX} (step INTEGER NOT NULL, seq INTEGER NOT NULL, "
-                 "version INTEGER NOT NULL)")
+    conn.execute(
+        f"CREATE TABLE {CTX} (step INTEGER NOT NULL, seq INTEGER NOT NULL, "
+        "version INTEGER NOT NULL)"
+    )
     conn.execute(f"INSERT INTO {CTX} VALUES (0, 0, 0)")
-    conn.execute(f"CREATE TABLE {REGISTRY} (tbl TEXT PRIMARY KEY, shadow TEXT NOT NULL, "
-                 "columns TEXT NOT NULL, key TEXT NOT NULL)")
+    conn.execute(
+        f"CREATE TABLE {REGISTRY} (tbl TEXT PRIMARY KEY, shadow TEXT NOT NULL, "
+        "columns TEXT NOT NULL, key TEXT NOT NULL)"
+    )
     for index, table in enumerate(user_tables(conn)):
         _install_table(conn, f"{INTERNAL_PREFIX}audit_{index}", table)
 
@@ -48,52 +52,71 @@ def install_audit(conn: sqlite3.Connection) -> None:
 def _install_table(conn: sqlite3.Connection, shadow: str, table: Table) -> None:
     width = range(len(table.columns))
     olds, news = [f"o{i}" for i in width], [f"n{i}" for i in width]
-    conn.execute(f"CREATE TABLE {quote(shadow)} (_seq INTEGER PRIMARY KEY, _step INTEGER, "
-                 f"_op TEXT, {', '.join(olds + news)})")
-    conn.execute(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)",
-                 (table.name, shadow, orjson.dumps(table.columns).decode(),
-                  orjson.dumps(table.key).decode()))
+    conn.execute(
+        f"CREATE TABLE {quote(shadow)} (_seq INTEGER PRIMARY KEY, _step INTEGER, "
+        f"_op TEXT, {', '.join(olds + news)})"
+    )
+    conn.execute(
+        f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)",
+        (
+            table.name,
+            shadow,
+            orjson.dumps(table.columns).decode(),
+            orjson.dumps(table.key).decode(),
+        ),
+    )
     old_values = [f"OLD.{quote(column)}" for column in table.columns]
     new_values = [f"NEW.{quote(column)}" for column in table.columns]
     for op, event, targets, values in (
-            ("I", "INSERT", news, new_values), ("D", "DELETE", olds, old_values),
-            ("U", "UPDATE", olds + news, old_values + new_values)):
+        ("I", "INSERT", news, new_values),
+        ("D", "DELETE", olds, old_values),
+        ("U", "UPDATE", olds + news, old_values + new_values),
+    ):
         conn.execute(
             f"CREATE TRIGGER {quote(f'{shadow}_{op}')} AFTER {event} ON {quote(table.name)} "
             f"BEGIN UPDATE {CTX} SET seq = seq + 1; "
             f"INSERT INTO {quote(shadow)} (_seq, _step, _op, {', '.join(targets)}) "
-            f"SELECT seq, step, '{op}', {', '.join(values)} FROM {CTX}; END")
+            f"SELECT seq, step, '{op}', {', '.join(values)} FROM {CTX}; END"
+        )
 
 
 def audit_tables(conn: sqlite3.Connection, schema: str = "main") -> list[tuple[Table, str]]:
     """``(table layout, shadow table name)`` for every audited table, in name order."""
-    rows = conn.execute(f"SELECT tbl, shadow, columns, key FROM {quote(schema)}.{REGISTRY} "
-                        "ORDER BY tbl").fetchall()
-    return [(Table(name, tuple(orjson.loads(columns)), tuple(orjson.loads(key)), ""), shadow)
-            for name, shadow, columns, key in rows]
+    rows = conn.execute(
+        f"SELECT tbl, shadow, columns, key FROM {quote(schema)}.{REGISTRY} ORDER BY tbl"
+    ).fetchall()
+    return [
+        (Table(name, tuple(orjson.loads(columns)), tuple(orjson.loads(key)), ""), shadow)
+        for name, shadow, columns, key in rows
+    ]
 
 
-def raw_audit(conn: sqlite3.Connection, shadow: str,
-              schema: str = "main") -> list[tuple[Any, ...]]:
+def raw_audit(conn: sqlite3.Connection, shadow: str, schema: str = "main") -> list[tuple[Any, ...]]:
     """Rows ``(seq, step, op, old..., new...)`` of one shadow table, in order."""
-    return conn.execute(f"SELECT * FROM {quote(schema)}.{quote(shadow)} ORDER BY _seq"
-                        ).fetchall()
+    return conn.execute(f"SELECT * FROM {quote(schema)}.{quote(shadow)} ORDER BY _seq").fetchall()
 
 
 def audit_events(conn: sqlite3.Connection, schema: str = "main") -> list[AuditEvent]:
     """The whole history, all tables merged in the order the changes happened."""
-    streams = [_table_events(conn, schema, table, shadow)
-               for table, shadow in audit_tables(conn, schema)]
+    streams = [
+        _table_events(conn, schema, table, shadow) for table, shadow in audit_tables(conn, schema)
+    ]
     return list(heapq.merge(*streams, key=lambda event: event["seq"]))
 
 
-def _table_events(conn: sqlite3.Connection, schema: str, table: Table,
-                  shadow: str) -> Iterator[AuditEvent]:
+def _table_events(
+    conn: sqlite3.Connection, schema: str, table: Table, shadow: str
+) -> Iterator[AuditEvent]:
     width = len(table.columns)
     for row in raw_audit(conn, shadow, schema):
         seq, step, op = row[0], row[1], row[2]
-        old, new = row[3:3 + width], row[3 + width:]
-        yield {"seq": seq, "step": step, "table": table.name, "op": _OPS[op],
-               "key": row_key(table, new if op == "I" else old),
-               "old": None if op == "I" else row_dict(table, old),
-               "new": None if op == "D" else row_dict(table, new)}
+        old, new = row[3 : 3 + width], row[3 + width :]
+        yield {
+            "seq": seq,
+            "step": step,
+            "table": table.name,
+            "op": _OPS[op],
+            "key": row_key(table, new if op == "I" else old),
+            "old": None if op == "I" else row_dict(table, old),
+            "new": None if op == "D" else row_dict(table, new),
+        }

@@ -16,8 +16,14 @@ from onrecord.errors import OnrecordError
 __all__ = ["EnvironmentCheckError", "check_environment", "environment_problems"]
 
 _BOGUS_FIELD = "__onrecord_unknown_argument__"
-_WRONG_VALUES: dict[str, Any] = {"integer": "not-a-number", "number": "not-a-number",
-                                 "string": 12345, "boolean": "yes", "array": 7, "object": 7}
+_WRONG_VALUES: dict[str, Any] = {
+    "integer": "not-a-number",
+    "number": "not-a-number",
+    "string": 12345,
+    "boolean": "yes",
+    "array": 7,
+    "object": 7,
+}
 
 
 class EnvironmentCheckError(OnrecordError):
@@ -42,10 +48,12 @@ def environment_problems(world: ToolWorld) -> list[str]:
     first = _exercise(world, problems)
     second = _exercise(world, [])
     if first != second:
-        problems.append("Two runs of the same example calls after reset(seed=0) ended in "
-                        "different states or results; make tools depend only on their "
-                        "arguments, the database and ctx.rng (not on time or global "
-                        "randomness).")
+        problems.append(
+            "Two runs of the same example calls after reset(seed=0) ended in "
+            "different states or results; make tools depend only on their "
+            "arguments, the database and ctx.rng (not on time or global "
+            "randomness)."
+        )
     problems += _rejection_problems(world)
     world.reset()
     return problems
@@ -55,9 +63,11 @@ def _reset_problems(world: ToolWorld) -> list[str]:
     world.reset(seed=0)
     digest = world.state_digest()
     if digest != world.snapshot.digest:
-        return [f"Right after reset the state digest is {digest[:12]}…, not the snapshot's "
-                f"{world.snapshot.digest[:12]}…; something changes the database during "
-                "reset: remove writes done outside tool calls."]
+        return [
+            f"Right after reset the state digest is {digest[:12]}…, not the snapshot's "
+            f"{world.snapshot.digest[:12]}…; something changes the database during "
+            "reset: remove writes done outside tool calls."
+        ]
     return []
 
 
@@ -69,9 +79,11 @@ def _exercise(world: ToolWorld, problems: list[str]) -> tuple[str, list[Any]]:
         spec = world.tools[name]
         if spec.example is None:
             if spec.writes:
-                problems.append(f"Write tool {name!r} has no example arguments, so its audit "
-                                "could not be verified; declare @tool(writes=True, "
-                                "example={...}) with arguments that succeed on the snapshot.")
+                problems.append(
+                    f"Write tool {name!r} has no example arguments, so its audit "
+                    "could not be verified; declare @tool(writes=True, "
+                    "example={...}) with arguments that succeed on the snapshot."
+                )
             continue
         before, seq = world.state_digest(), len(world.audit_history())
         event = world.call(name, dict(spec.example))
@@ -81,31 +93,39 @@ def _exercise(world: ToolWorld, problems: list[str]) -> tuple[str, list[Any]]:
     return world.state_digest(), results
 
 
-def _event_problems(world: ToolWorld, spec: Tool, event: dict[str, Any], before: str,
-                    seq: int) -> list[str]:
+def _event_problems(
+    world: ToolWorld, spec: Tool, event: dict[str, Any], before: str, seq: int
+) -> list[str]:
     problems = []
     missing = [name for name in EVENT_FIELDS if name not in event]
     if missing:
         problems.append(f"The log event of {spec.name!r} lacks the fields {missing}.")
     if event["status"] != "ok" and not spec.writes and "readonly" in str(event["error"]):
-        problems.append(f"Read-only tool {spec.name!r} tried to write "
-                        f"({event['error']['message']}); declare it with @tool(writes=True) "
-                        "or remove the write.")
+        problems.append(
+            f"Read-only tool {spec.name!r} tried to write "
+            f"({event['error']['message']}); declare it with @tool(writes=True) "
+            "or remove the write."
+        )
         return problems
     if event["status"] != "ok":
-        problems.append(f"The example call of {spec.name!r} was {event['status']}: "
-                        f"{event['error']['message']}; give an example that succeeds on the "
-                        "snapshot.")
+        problems.append(
+            f"The example call of {spec.name!r} was {event['status']}: "
+            f"{event['error']['message']}; give an example that succeeds on the "
+            "snapshot."
+        )
         return problems
     changed = world.state_digest() != before
     audited = len(world.audit_history()) > seq
     if changed and not audited:
-        problems.append(f"Tool {spec.name!r} changed the state but the audit history "
-                        "recorded nothing; write only to tables that existed when the "
-                        "snapshot was built, through ctx.execute.")
+        problems.append(
+            f"Tool {spec.name!r} changed the state but the audit history "
+            "recorded nothing; write only to tables that existed when the "
+            "snapshot was built, through ctx.execute."
+        )
     if changed and not spec.writes:
-        problems.append(f"Read-only tool {spec.name!r} changed the state; declare it with "
-                        "@tool(writes=True).")
+        problems.append(
+            f"Read-only tool {spec.name!r} changed the state; declare it with @tool(writes=True)."
+        )
     return problems
 
 
@@ -113,11 +133,12 @@ def _diff_problems(world: ToolWorld) -> list[str]:
     audit, scan = world.diff(), world.scan_diff()
     if audit == scan:
         return []
-    tables = sorted(name for name in set(audit) | set(scan) if audit.get(name) !=
-                    scan.get(name))
-    return [f"The diff from the audit history and the full-scan diff disagree on tables "
-            f"{tables}; a write bypassed the audit triggers (e.g. a table created during "
-            "the episode, or PRAGMA recursive_triggers turned off)."]
+    tables = sorted(name for name in set(audit) | set(scan) if audit.get(name) != scan.get(name))
+    return [
+        f"The diff from the audit history and the full-scan diff disagree on tables "
+        f"{tables}; a write bypassed the audit triggers (e.g. a table created during "
+        "the episode, or PRAGMA recursive_triggers turned off)."
+    ]
 
 
 def _rejection_problems(world: ToolWorld) -> list[str]:
@@ -131,12 +152,16 @@ def _rejection_problems(world: ToolWorld) -> list[str]:
         before, seq = world.state_digest(), len(world.audit_history())
         event = world.call(name, arguments)
         if event["status"] != "rejected":
-            problems.append(f"Calling {name!r} with {arguments!r} was {event['status']}, "
-                            "not rejected; declare precise type hints so bad arguments are "
-                            "refused before the tool runs.")
+            problems.append(
+                f"Calling {name!r} with {arguments!r} was {event['status']}, "
+                "not rejected; declare precise type hints so bad arguments are "
+                "refused before the tool runs."
+            )
         if world.state_digest() != before or len(world.audit_history()) != seq:
-            problems.append(f"The rejected call of {name!r} with {arguments!r} changed the "
-                            "state; rejected calls must leave everything unchanged.")
+            problems.append(
+                f"The rejected call of {name!r} with {arguments!r} changed the "
+                "state; rejected calls must leave everything unchanged."
+            )
     return problems
 
 

@@ -21,8 +21,18 @@ from onrecord.episode import OutcomeCheck, OutcomeVerdict, run_check
 from onrecord.errors import InputError
 from onrecord.report import CheckResult
 
-__all__ = ["Score", "check", "failed", "get_check", "not_measured", "passed",
-           "register_check", "registered_checks", "run_checks", "weighted_score"]
+__all__ = [
+    "Score",
+    "check",
+    "failed",
+    "get_check",
+    "not_measured",
+    "passed",
+    "register_check",
+    "registered_checks",
+    "run_checks",
+    "weighted_score",
+]
 
 Evaluate = Callable[[ToolEpisode], OutcomeVerdict]
 _REGISTRY: dict[str, OutcomeCheck] = {}
@@ -50,16 +60,20 @@ def register_check(item: OutcomeCheck, *, replace: bool = False) -> OutcomeCheck
         raise InputError(f"register_check needs an OutcomeCheck, got {type(item).__name__}")
     known = _REGISTRY.get(item.name)
     if known is not None and known is not item and not replace:
-        raise InputError(f"a check named {item.name!r} is already registered (version "
-                         f"{known.version}); pick another name or pass replace=True")
+        raise InputError(
+            f"a check named {item.name!r} is already registered (version "
+            f"{known.version}); pick another name or pass replace=True"
+        )
     _REGISTRY[item.name] = item
     return item
 
 
 def check(name: str, version: str = "1") -> Callable[[Evaluate], OutcomeCheck]:
     """Decorator: declare and register a check over a ``ToolEpisode``."""
+
     def wrap(function: Evaluate) -> OutcomeCheck:
         return register_check(OutcomeCheck(name, version, function))
+
     return wrap
 
 
@@ -68,8 +82,10 @@ def get_check(name: str) -> OutcomeCheck:
     found = _REGISTRY.get(name)
     if found is None:
         known = ", ".join(sorted(_REGISTRY)) or "none"
-        raise InputError(f"no check named {name!r} is registered (registered: {known}); "
-                         "import the module that defines it (CLI: --import MODULE)")
+        raise InputError(
+            f"no check named {name!r} is registered (registered: {known}); "
+            "import the module that defines it (CLI: --import MODULE)"
+        )
     return found
 
 
@@ -82,8 +98,7 @@ def _resolve(checks: Iterable[OutcomeCheck | str]) -> list[OutcomeCheck]:
     return [get_check(item) if isinstance(item, str) else item for item in checks]
 
 
-def run_checks(episode: ToolEpisode, checks: Iterable[OutcomeCheck | str]
-               ) -> list[CheckResult]:
+def run_checks(episode: ToolEpisode, checks: Iterable[OutcomeCheck | str]) -> list[CheckResult]:
     """Run checks (objects or registered names); a raising check is an evaluator error."""
     return [run_check(item, episode) for item in _resolve(checks)]
 
@@ -102,14 +117,16 @@ class Score:
     """The results the score was computed from."""
 
 
-def weighted_score(results: Sequence[CheckResult], weights: Mapping[str, float] | None = None
-                   ) -> Score:
+def weighted_score(
+    results: Sequence[CheckResult], weights: Mapping[str, float] | None = None
+) -> Score:
     """Combine results into one number (weights default to 1 per check)."""
     weights = dict(weights or {})
     unknown = sorted(set(weights) - {result.name for result in results})
     if unknown or any(weight < 0 for weight in weights.values()):
-        raise InputError(f"weights must be non-negative and name checks that ran; unknown: "
-                         f"{unknown}")
+        raise InputError(
+            f"weights must be non-negative and name checks that ran; unknown: {unknown}"
+        )
     total = measured = won = 0.0
     for result in results:
         weight = weights.get(result.name, 1.0)
@@ -121,6 +138,7 @@ def weighted_score(results: Sequence[CheckResult], weights: Mapping[str, float] 
 
 
 # -- generic checks every tool world supports ---------------------------------------------
+
 
 def _expected(episode: ToolEpisode) -> Mapping[str, Any]:
     task = episode.task or {}
@@ -137,8 +155,11 @@ def diff_matches_expected(episode: ToolEpisode) -> OutcomeVerdict:
         return not_measured("the task has no expected_output['diff'] to compare with")
     problems = compare_diff(episode.diff, expected["diff"], expected.get("ignore", ()))
     if problems:
-        return failed(f"the end state differs from the expected diff in {len(problems)} "
-                      f"place(s): {problems[0]}", mismatches=problems)
+        return failed(
+            f"the end state differs from the expected diff in {len(problems)} "
+            f"place(s): {problems[0]}",
+            mismatches=problems,
+        )
     return passed("the end-state diff matches the expected diff")
 
 
@@ -161,6 +182,9 @@ def rejected_calls_changed_nothing(episode: ToolEpisode) -> OutcomeVerdict:
     ok_steps = {event["step"] for event in episode.actions if event["status"] == "ok"}
     bad = sorted({change["step"] for change in episode.audit} - ok_steps)
     if bad:
-        return failed(f"rows changed at step(s) {bad}, whose calls did not succeed or are "
-                      "not in the action log", steps=bad)
+        return failed(
+            f"rows changed at step(s) {bad}, whose calls did not succeed or are "
+            "not in the action log",
+            steps=bad,
+        )
     return passed("every row change belongs to a successful call")

@@ -24,8 +24,15 @@ class ToolRejected(OnrecordError):
 class ToolContext:
     """Handed to every tool call as its first argument."""
 
-    def __init__(self, conn: sqlite3.Connection, *, step: int, seed: int,
-                 hidden: dict[str, Table], tracer: Tracer | None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        step: int,
+        seed: int,
+        hidden: dict[str, Table],
+        tracer: Tracer | None,
+    ) -> None:
         self.connection = conn
         """The world's connection; prefer :meth:`execute`, which the tracer sees."""
         self.step = step
@@ -51,15 +58,13 @@ class ToolContext:
             self._tracer(sql, params if isinstance(params, Sequence) else [params])
         return self.connection.execute(sql, params)
 
-    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()
-              ) -> list[dict[str, Any]]:
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
         """Rows of a query as dicts (column name → value)."""
         cursor = self.execute(sql, params)
         names = [column[0] for column in cursor.description or ()]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
-    def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()
-            ) -> dict[str, Any] | None:
+    def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> dict[str, Any] | None:
         """The first row of a query as a dict, or ``None``."""
         rows = self.query(sql, params)
         return rows[0] if rows else None
@@ -68,12 +73,15 @@ class ToolContext:
         """Read one hidden record by key; the read is logged with this call's event."""
         layout = self._hidden.get(table)
         if layout is None:
-            raise ToolRejected(f"{table!r} is not a hidden table of this world; declare it "
-                               "with ToolWorld(..., hidden=[...]) or query it directly")
+            raise ToolRejected(
+                f"{table!r} is not a hidden table of this world; declare it "
+                "with ToolWorld(..., hidden=[...]) or query it directly"
+            )
         values = list(key) if isinstance(key, list | tuple) else [key]
         where = " AND ".join(f"{quote(column)} = ?" for column in layout.key)
-        row = self.execute(f"SELECT {layout.select_list()} FROM {quote(table)} WHERE {where}",
-                           values).fetchone()
+        row = self.execute(
+            f"SELECT {layout.select_list()} FROM {quote(table)} WHERE {where}", values
+        ).fetchone()
         self.reads.append({"table": table, "key": key})
         return None if row is None else row_dict(layout, row)
 

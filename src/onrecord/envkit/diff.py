@@ -42,8 +42,11 @@ StateDiff = dict[str, dict[str, list[Any]]]
 Values = Sequence[Any]
 
 
-def audit_diff(conn: sqlite3.Connection, schema: str = "main",
-               layout: Sequence[tuple[Table, str]] | None = None) -> StateDiff:
+def audit_diff(
+    conn: sqlite3.Connection,
+    schema: str = "main",
+    layout: Sequence[tuple[Table, str]] | None = None,
+) -> StateDiff:
     """The diff since the snapshot, folded from the audit history in ``schema``.
 
     ``layout`` is ``audit_tables(conn, schema)``, passed by callers that keep it."""
@@ -55,20 +58,21 @@ def audit_diff(conn: sqlite3.Connection, schema: str = "main",
     return diff
 
 
-def _fold(table: Table, rows: list[tuple[Any, ...]]) -> tuple[list[Values], list[
-        tuple[Values, Values]], list[Values]]:
+def _fold(
+    table: Table, rows: list[tuple[Any, ...]]
+) -> tuple[list[Values], list[tuple[Values, Values]], list[Values]]:
     width, key_of = len(table.columns), table.key_of
     first: dict[Any, Values | None] = {}
     last: dict[Any, Values | None] = {}
     for row in rows:
         if row[2] != "I":
-            old = row[3:3 + width]
+            old = row[3 : 3 + width]
             key = key_of(old)
             if key not in first:
                 first[key] = old
             last[key] = None
         if row[2] != "D":
-            new = row[3 + width:]
+            new = row[3 + width :]
             key = key_of(new)
             if key not in first:
                 first[key] = None
@@ -76,8 +80,9 @@ def _fold(table: Table, rows: list[tuple[Any, ...]]) -> tuple[list[Values], list
     return _classify(first, last)
 
 
-def _classify(first: Mapping[Any, Values | None], last: Mapping[Any, Values | None]
-              ) -> tuple[list[Values], list[tuple[Values, Values]], list[Values]]:
+def _classify(
+    first: Mapping[Any, Values | None], last: Mapping[Any, Values | None]
+) -> tuple[list[Values], list[tuple[Values, Values]], list[Values]]:
     """Split keys by (state at the start, state at the end)."""
     created: list[Values] = []
     changed: list[tuple[Values, Values]] = []
@@ -94,23 +99,30 @@ def _classify(first: Mapping[Any, Values | None], last: Mapping[Any, Values | No
     return created, changed, deleted
 
 
-def _put(diff: StateDiff, table: Table, created: list[Values],
-         changed: list[tuple[Values, Values]], deleted: list[Values]) -> None:
+def _put(
+    diff: StateDiff,
+    table: Table,
+    created: list[Values],
+    changed: list[tuple[Values, Values]],
+    deleted: list[Values],
+) -> None:
     if not (created or changed or deleted):
         return
     key_of = table.key_of
-    to_row, to_key = _encoders(table, has_blobs(chain(created, deleted,
-                                                      chain.from_iterable(changed))))
+    to_row, to_key = _encoders(
+        table, has_blobs(chain(created, deleted, chain.from_iterable(changed)))
+    )
     diff[table.name] = {
         "created": [to_row(values) for values in _by_key(created, key_of)],
-        "changed": [{"key": to_key(before), "before": to_row(before), "after": to_row(after)}
-                    for before, after in _by_key(changed, lambda pair: key_of(pair[0]))],
+        "changed": [
+            {"key": to_key(before), "before": to_row(before), "after": to_row(after)}
+            for before, after in _by_key(changed, lambda pair: key_of(pair[0]))
+        ],
         "deleted": [to_row(values) for values in _by_key(deleted, key_of)],
     }
 
 
-def _encoders(table: Table, blobs: bool) -> tuple[Callable[[Values], Any],
-                                                  Callable[[Values], Any]]:
+def _encoders(table: Table, blobs: bool) -> tuple[Callable[[Values], Any], Callable[[Values], Any]]:
     """(values -> row dict, values -> diff key)."""
     if blobs:
         return partial(row_dict, table), partial(row_key, table)
@@ -135,8 +147,7 @@ def _by_key(items: list[Any], key: Callable[[Any], Any]) -> list[Any]:
         return sorted(items, key=lambda item: sort_key(key(item)))
 
 
-def scan_diff(conn: sqlite3.Connection, before: str = "main", after: str = "cur"
-              ) -> StateDiff:
+def scan_diff(conn: sqlite3.Connection, before: str = "main", after: str = "cur") -> StateDiff:
     """The diff between two schemas of one connection, by comparing every row."""
     old = {table.name: table for table in user_tables(conn, before)}
     new = {table.name: table for table in user_tables(conn, after)}
@@ -144,48 +155,54 @@ def scan_diff(conn: sqlite3.Connection, before: str = "main", after: str = "cur"
     for name in sorted(old.keys() | new.keys()):
         table = _same_layout(old.get(name), new.get(name))
         created, changed, deleted = _scan_table(
-            conn, table, before if name in old else None, after if name in new else None)
+            conn, table, before if name in old else None, after if name in new else None
+        )
         _put(diff, table, created, changed, deleted)
     return diff
 
 
 def _same_layout(old: Table | None, new: Table | None) -> Table:
-    if old is not None and new is not None and (old.columns, old.key) != (new.columns,
-                                                                          new.key):
-        raise InputError(f"table {old.name!r} has columns {list(old.columns)} before and "
-                         f"{list(new.columns)} after; diffs compare rows of one schema, so "
-                         "migrate the snapshot instead of altering tables in an episode")
+    if old is not None and new is not None and (old.columns, old.key) != (new.columns, new.key):
+        raise InputError(
+            f"table {old.name!r} has columns {list(old.columns)} before and "
+            f"{list(new.columns)} after; diffs compare rows of one schema, so "
+            "migrate the snapshot instead of altering tables in an episode"
+        )
     table = new or old
     assert table is not None
     return table
 
 
-def _scan_table(conn: sqlite3.Connection, table: Table, before: str | None,
-                after: str | None) -> tuple[list[Values], list[tuple[Values, Values]],
-                                            list[Values]]:
+def _scan_table(
+    conn: sqlite3.Connection, table: Table, before: str | None, after: str | None
+) -> tuple[list[Values], list[tuple[Values, Values]], list[Values]]:
     width = len(table.columns)
     if before is None or after is None:
         schema = after or before
-        rows = conn.execute(f"SELECT {table.select_list()} FROM {quote(str(schema))}."
-                            f"{quote(table.name)}").fetchall()
+        rows = conn.execute(
+            f"SELECT {table.select_list()} FROM {quote(str(schema))}.{quote(table.name)}"
+        ).fetchall()
         return (rows, [], []) if before is None else ([], [], rows)
     source = f"{quote(after)}.{quote(table.name)} AS a"
     target = f"{quote(before)}.{quote(table.name)} AS b"
     join = " AND ".join(f"a.{quote(k)} = b.{quote(k)}" for k in table.key)
     missing = f"b.{quote(table.key[0])} IS NULL"
-    differs = " OR ".join(_differs(column, column in table.untyped)
-                          for column in table.columns)
+    differs = " OR ".join(_differs(column, column in table.untyped) for column in table.columns)
     created: list[Values] = []
     changed: list[tuple[Values, Values]] = []
-    for row in conn.execute(f"SELECT {missing}, {table.select_list('a')}, "
-                            f"{table.select_list('b')} FROM {source} LEFT JOIN {target} "
-                            f"ON {join} WHERE {missing} OR {differs}"):
+    for row in conn.execute(
+        f"SELECT {missing}, {table.select_list('a')}, "
+        f"{table.select_list('b')} FROM {source} LEFT JOIN {target} "
+        f"ON {join} WHERE {missing} OR {differs}"
+    ):
         if row[0]:
-            created.append(row[1:1 + width])
+            created.append(row[1 : 1 + width])
         else:
-            changed.append((row[1 + width:], row[1:1 + width]))
-    deleted = conn.execute(f"SELECT {table.select_list('b')} FROM {target} WHERE NOT "
-                           f"EXISTS (SELECT 1 FROM {source} WHERE {join})").fetchall()
+            changed.append((row[1 + width :], row[1 : 1 + width]))
+    deleted = conn.execute(
+        f"SELECT {table.select_list('b')} FROM {target} WHERE NOT "
+        f"EXISTS (SELECT 1 FROM {source} WHERE {join})"
+    ).fetchall()
     return created, changed, deleted
 
 
@@ -225,8 +242,14 @@ def diff_from_events(events: Iterable[AuditEvent], tables: Mapping[str, Table]) 
         table = tables[event["table"]]
         op = _OP_LETTERS[event["op"]]
         per_table.setdefault(table.name, []).append(
-            (event["seq"], event["step"], op, *_values(table, event["old"]),
-             *_values(table, event["new"])))
+            (
+                event["seq"],
+                event["step"],
+                op,
+                *_values(table, event["old"]),
+                *_values(table, event["new"]),
+            )
+        )
     diff: StateDiff = {}
     for name in sorted(per_table):
         _put(diff, tables[name], *_fold(tables[name], per_table[name]))

@@ -50,9 +50,14 @@ TASK_SCHEMA = "onrecord.envkit.task/v1"
 EPISODE_FILES = ("actions.jsonl", "audit.json", "diff.json", "final.sqlite", "task.json")
 
 
-def save_episode(world: ToolWorld, directory: str | os.PathLike[str], *,
-                 ending: str | None = None, error: str | None = None,
-                 database: bool = True) -> ToolEpisode:
+def save_episode(
+    world: ToolWorld,
+    directory: str | os.PathLike[str],
+    *,
+    ending: str | None = None,
+    error: str | None = None,
+    database: bool = True,
+) -> ToolEpisode:
     """End the world's episode and save its evidence to ``directory``; returns it loaded.
 
     ``ending``/``error`` declare how the episode ended (see ``ToolWorld.end_episode``).
@@ -62,27 +67,38 @@ def save_episode(world: ToolWorld, directory: str | os.PathLike[str], *,
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
     world.end_episode(ending, error)
-    layouts = {table.name: {"columns": list(table.columns), "key": list(table.key)}
-               for table, _ in audit_tables(world.conn)}
+    layouts = {
+        table.name: {"columns": list(table.columns), "key": list(table.key)}
+        for table, _ in audit_tables(world.conn)
+    }
     files = {
         "actions.jsonl": world.log.to_bytes(),
         "audit.json": _record(AUDIT_SCHEMA, tables=layouts, events=audit_events(world.conn)),
         "diff.json": _record(DIFF_SCHEMA, diff=audit_diff(world.conn)),
-        "task.json": _record(TASK_SCHEMA,
-                             case=None if world.case is None else world.case.to_dict()),
+        "task.json": _record(
+            TASK_SCHEMA, case=None if world.case is None else world.case.to_dict()
+        ),
     }
     digests = {name: _write(target / name, data) for name, data in files.items()}
     if database:
         digests["final.sqlite"] = _save_database(world.conn, target / "final.sqlite")
     manifest = {
-        "schema": EPISODE_SCHEMA, "files": dict(sorted(digests.items())),
-        "run_id": world.run_id, "task_id": world.task_id, "seed": world.seed,
-        "snapshot": world.snapshot.identity(), "end_state_digest": world.state_digest(),
-        "state_version": world.state_version, "steps": world.step,
-        "tools": world.tool_schemas(), "writes": sorted(
-            name for name, spec in world.tools.items() if spec.writes),
-        "hidden": sorted(world.hidden), "ending": world.ending or "undeclared",
-        "ending_error": world.ending_error, "database": database}
+        "schema": EPISODE_SCHEMA,
+        "files": dict(sorted(digests.items())),
+        "run_id": world.run_id,
+        "task_id": world.task_id,
+        "seed": world.seed,
+        "snapshot": world.snapshot.identity(),
+        "end_state_digest": world.state_digest(),
+        "state_version": world.state_version,
+        "steps": world.step,
+        "tools": world.tool_schemas(),
+        "writes": sorted(name for name, spec in world.tools.items() if spec.writes),
+        "hidden": sorted(world.hidden),
+        "ending": world.ending or "undeclared",
+        "ending_error": world.ending_error,
+        "database": database,
+    }
     manifest["digest"] = content_digest(manifest)
     # Only the manifest is fsynced: it pins every other file by sha256, so a crash that
     # loses a data file's bytes is caught on load instead of costing an fsync per file.
@@ -135,14 +151,18 @@ class ToolEpisode:
         path = Path(directory)
         manifest_path = path / "manifest.json"
         if not manifest_path.is_file():
-            raise SchemaError(f"{str(path)!r} has no manifest.json; it is not a saved episode "
-                              "(or its save did not finish): save it with save_episode()")
+            raise SchemaError(
+                f"{str(path)!r} has no manifest.json; it is not a saved episode "
+                "(or its save did not finish): save it with save_episode()"
+            )
         manifest = _verified_record(manifest_path, EPISODE_SCHEMA)
         for name in _expected_files(manifest):
             expected = manifest["files"].get(name)
             if expected is None or _file_digest(path / name) != expected:
-                raise DigestMismatch(f"{path / name} does not match the sha256 in its "
-                                     "manifest: the episode was changed after saving")
+                raise DigestMismatch(
+                    f"{path / name} does not match the sha256 in its "
+                    "manifest: the episode was changed after saving"
+                )
         return cls(path, manifest)
 
     @property
@@ -167,8 +187,10 @@ class ToolEpisode:
     @property
     def tables(self) -> dict[str, Table]:
         """Layout (columns, key) of every audited table."""
-        return {name: Table(name, tuple(item["columns"]), tuple(item["key"]), "")
-                for name, item in self._audit["tables"].items()}
+        return {
+            name: Table(name, tuple(item["columns"]), tuple(item["key"]), "")
+            for name, item in self._audit["tables"].items()
+        }
 
     @cached_property
     def diff(self) -> StateDiff:
@@ -179,8 +201,7 @@ class ToolEpisode:
     @cached_property
     def task(self) -> dict[str, Any] | None:
         """The task (an ``EvalCase`` in dict form), or ``None``."""
-        case: dict[str, Any] | None = _verified_record(self.path / "task.json",
-                                                       TASK_SCHEMA)["case"]
+        case: dict[str, Any] | None = _verified_record(self.path / "task.json", TASK_SCHEMA)["case"]
         return case
 
     @property
@@ -191,9 +212,11 @@ class ToolEpisode:
     def connect(self) -> sqlite3.Connection:
         """A read-only connection to the end-state database."""
         if not self.manifest.get("database", True):
-            raise SchemaError(f"episode {self.path} was saved with database=False, so its end "
-                              "state cannot be opened; save with database=True for checks "
-                              "that read the end state")
+            raise SchemaError(
+                f"episode {self.path} was saved with database=False, so its end "
+                "state cannot be opened; save with database=True for checks "
+                "that read the end state"
+            )
         return sqlite3.connect(readonly_uri(self.path / "final.sqlite"), uri=True)
 
     def end_state_digest(self) -> str:
@@ -223,7 +246,6 @@ def _verified_record(path: Path, schema: str) -> dict[str, Any]:
         raise SchemaError(f"{path} is not JSON: {exc}") from exc
     if not isinstance(record, dict) or record.get("schema") != schema:
         raise SchemaError(f"{path} must hold a record with schema {schema!r}")
-    if canonical_bytes(record) + b"\n" != data or record.get("digest") != content_digest(
-            record):
+    if canonical_bytes(record) + b"\n" != data or record.get("digest") != content_digest(record):
         raise DigestMismatch(f"{path} does not match its digest: it was changed after saving")
     return record

@@ -16,38 +16,55 @@ from onrecord.report import EvaluationReport, Trial
 __all__ = ["evaluate_tool_episodes", "tool_episode_trial"]
 
 
-def tool_episode_trial(episode: ToolEpisode, checks: Sequence[OutcomeCheck | str],
-                       repeat: int = 0) -> Trial:
+def tool_episode_trial(
+    episode: ToolEpisode, checks: Sequence[OutcomeCheck | str], repeat: int = 0
+) -> Trial:
     """One trial: the episode's task identity, check results, measures and settings."""
     case = episode.case
     if case is None:
-        raise InputError(f"episode {episode.path} has no task; reset the world with "
-                         "case=EvalCase(...) so results can be tied to a case")
+        raise InputError(
+            f"episode {episode.path} has no task; reset the world with "
+            "case=EvalCase(...) so results can be tied to a case"
+        )
     manifest = episode.manifest
     actions = episode.actions
     issues = []
     if len(actions) != manifest["steps"]:
-        issues.append(f"the action log holds {len(actions)} events but the episode made "
-                      f"{manifest['steps']} calls")
+        issues.append(
+            f"the action log holds {len(actions)} events but the episode made "
+            f"{manifest['steps']} calls"
+        )
     ending = manifest.get("ending", "undeclared")
     if ending not in ("finished", "undeclared"):
         detail = f": {manifest['ending_error']}" if manifest.get("ending_error") else ""
         issues.append(f"the episode ended with {ending}{detail}, not finished")
-    settings = {"environment_id": f"envkit:{manifest['snapshot']['name']}",
-                "snapshot": manifest["snapshot"], "hidden": manifest["hidden"],
-                "tools_digest": content_digest({"tools": manifest["tools"]})}
-    measures = {"tool_calls": float(len(actions)),
-                "rejected_calls": float(sum(e["status"] != "ok" for e in actions)),
-                "rows_changed": float(sum(len(rows) for table in episode.diff.values()
-                                          for rows in table.values()))}
-    return Trial(case=case.identity, repeat=repeat,
-                 source={"kind": "tool_episode", "digest": episode.digest},
-                 results=tuple(run_checks(episode, checks)), coverage_issues=tuple(issues),
-                 measures=measures, settings=settings)
+    settings = {
+        "environment_id": f"envkit:{manifest['snapshot']['name']}",
+        "snapshot": manifest["snapshot"],
+        "hidden": manifest["hidden"],
+        "tools_digest": content_digest({"tools": manifest["tools"]}),
+    }
+    measures = {
+        "tool_calls": float(len(actions)),
+        "rejected_calls": float(sum(e["status"] != "ok" for e in actions)),
+        "rows_changed": float(
+            sum(len(rows) for table in episode.diff.values() for rows in table.values())
+        ),
+    }
+    return Trial(
+        case=case.identity,
+        repeat=repeat,
+        source={"kind": "tool_episode", "digest": episode.digest},
+        results=tuple(run_checks(episode, checks)),
+        coverage_issues=tuple(issues),
+        measures=measures,
+        settings=settings,
+    )
 
 
-def evaluate_tool_episodes(episodes: Iterable[ToolEpisode],
-                           checks: Sequence[OutcomeCheck | str]) -> EvaluationReport:
+def evaluate_tool_episodes(
+    episodes: Iterable[ToolEpisode], checks: Sequence[OutcomeCheck | str]
+) -> EvaluationReport:
     """A report over many episodes; episodes of one case become repeats 0, 1, …"""
     seen: Counter[str] = Counter()
     trials = []
@@ -55,8 +72,15 @@ def evaluate_tool_episodes(episodes: Iterable[ToolEpisode],
         trial = tool_episode_trial(episode, checks, 0)
         case_id = str(trial.case["case_id"])
         if seen[case_id]:
-            trial = Trial(trial.case, seen[case_id], trial.source, trial.results,
-                          trial.coverage_issues, trial.measures, trial.settings)
+            trial = Trial(
+                trial.case,
+                seen[case_id],
+                trial.source,
+                trial.results,
+                trial.coverage_issues,
+                trial.measures,
+                trial.settings,
+            )
         seen[case_id] += 1
         trials.append(trial)
     return EvaluationReport.from_trials(trials)

@@ -7,7 +7,6 @@ The helpers here turn the saved log and audit into "read X before writing Y" ver
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from onrecord._canonical import canonical_bytes
@@ -26,19 +25,31 @@ def _key_matches(wanted: Any, key: Any) -> bool:
 
 def read_steps(episode: ToolEpisode, table: str, key: Any = ANY) -> list[int]:
     """Steps whose successful call revealed a record of ``table`` (with ``key``)."""
-    return [event["step"] for event in episode.actions if event["status"] == "ok"
-            and any(read["table"] == table and _key_matches(key, read["key"])
-                    for read in event.get("reads", ()))]
+    return [
+        event["step"]
+        for event in episode.actions
+        if event["status"] == "ok"
+        and any(
+            read["table"] == table and _key_matches(key, read["key"])
+            for read in event.get("reads", ())
+        )
+    ]
 
 
 def write_steps(episode: ToolEpisode, table: str, key: Any = ANY) -> list[int]:
     """Steps at which a row of ``table`` (with ``key``) was inserted, updated or deleted."""
-    return sorted({change["step"] for change in episode.audit
-                   if change["table"] == table and _key_matches(key, change["key"])})
+    return sorted(
+        {
+            change["step"]
+            for change in episode.audit
+            if change["table"] == table and _key_matches(key, change["key"])
+        }
+    )
 
 
-def read_before_write(episode: ToolEpisode, read: tuple[str, Any] | str,
-                      write: tuple[str, Any] | str) -> OutcomeVerdict:
+def read_before_write(
+    episode: ToolEpisode, read: tuple[str, Any] | str, write: tuple[str, Any] | str
+) -> OutcomeVerdict:
     """Pass when a record of ``read`` was revealed before the first change to ``write``.
 
     ``read`` and ``write`` are a table name or ``(table, key)``. Not measured when
@@ -51,24 +62,36 @@ def read_before_write(episode: ToolEpisode, read: tuple[str, Any] | str,
     facts = {"read_steps": reads, "write_steps": writes}
     what = _label(read_table, read_key)
     if not writes:
-        return OutcomeVerdict(None, f"{_label(write_table, write_key)} was never changed, so "
-                              f"the order of reading {what} cannot be judged", facts)
+        return OutcomeVerdict(
+            None,
+            f"{_label(write_table, write_key)} was never changed, so "
+            f"the order of reading {what} cannot be judged",
+            facts,
+        )
     if reads and reads[0] < writes[0]:
-        return OutcomeVerdict(True, f"{what} was read at step {reads[0]}, before the first "
-                              f"change at step {writes[0]}", facts)
+        return OutcomeVerdict(
+            True,
+            f"{what} was read at step {reads[0]}, before the first change at step {writes[0]}",
+            facts,
+        )
     when = f"only at step {reads[0]}" if reads else "never"
-    return OutcomeVerdict(False, f"{_label(write_table, write_key)} changed at step "
-                          f"{writes[0]}, but {what} was read {when}", facts)
+    return OutcomeVerdict(
+        False,
+        f"{_label(write_table, write_key)} changed at step {writes[0]}, but {what} was read {when}",
+        facts,
+    )
 
 
 def _label(table: str, key: Any) -> str:
     return table if key is ANY else f"{table} key {canonical_bytes(key).decode()}"
 
 
-def read_before_write_check(name: str, read: tuple[str, Any] | str,
-                            write: tuple[str, Any] | str, version: str = "1"
-                            ) -> OutcomeCheck:
+def read_before_write_check(
+    name: str, read: tuple[str, Any] | str, write: tuple[str, Any] | str, version: str = "1"
+) -> OutcomeCheck:
     """An ``OutcomeCheck`` wrapping :func:`read_before_write` (register it if you like)."""
-    evaluate: Callable[[ToolEpisode], OutcomeVerdict] = \
-        lambda episode: read_before_write(episode, read, write)  # noqa: E731
+
+    def evaluate(episode: ToolEpisode) -> OutcomeVerdict:
+        return read_before_write(episode, read, write)
+
     return OutcomeCheck(name, version, evaluate)

@@ -22,8 +22,20 @@ from onrecord.errors import SchemaError
 __all__ = ["EVENT_FIELDS", "ActionLog", "ActionLogRead", "read_action_log"]
 
 Event = dict[str, Any]
-EVENT_FIELDS = ("arguments", "duration_ns", "error", "reads", "result", "run_id",
-                "state_version", "status", "step", "task_id", "tool", "ts")
+EVENT_FIELDS = (
+    "arguments",
+    "duration_ns",
+    "error",
+    "reads",
+    "result",
+    "run_id",
+    "state_version",
+    "status",
+    "step",
+    "task_id",
+    "tool",
+    "ts",
+)
 _BUFFER = 1 << 20
 
 
@@ -83,10 +95,14 @@ def read_action_log(path: str | os.PathLike[str]) -> ActionLogRead:
         try:
             event = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise SchemaError(f"{path}: line {number} is not JSON ({exc}); only the last "
-                              "line of a log may be damaged") from exc
+            raise SchemaError(
+                f"{path}: line {number} is not JSON ({exc}); only the last "
+                "line of a log may be damaged"
+            ) from exc
         if not isinstance(event, dict) or "step" not in event or "tool" not in event:
-            raise SchemaError(f"{path}: line {number} is not an action event (it needs "
-                              "at least 'step' and 'tool')")
+            raise SchemaError(
+                f"{path}: line {number} is not an action event (it needs "
+                "at least 'step' and 'tool')"
+            )
         events.append(event)
     return ActionLogRead(tuple(events), complete=not tail)

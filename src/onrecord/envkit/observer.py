@@ -20,8 +20,7 @@ class ReadOnlyObserver:
 
     def __init__(self, path: Path, tables: Sequence[Table]) -> None:
         self.tables = tuple(tables)
-        self.connection = sqlite3.connect(readonly_uri(path), uri=True,
-                                          check_same_thread=False)
+        self.connection = sqlite3.connect(readonly_uri(path), uri=True, check_same_thread=False)
 
     def __call__(self) -> dict[str, Any]:
         # One read transaction, so the export is a single consistent state.
@@ -29,15 +28,18 @@ class ReadOnlyObserver:
         conn.execute("BEGIN")
         try:
             version = conn.execute(f"SELECT version FROM {CTX}").fetchone()[0]
-            return {"state_version": version,
-                    "tables": {table.name: self._rows(table) for table in self.tables}}
+            return {
+                "state_version": version,
+                "tables": {table.name: self._rows(table) for table in self.tables},
+            }
         finally:
             conn.execute("COMMIT")
 
     def _rows(self, table: Table) -> list[dict[str, Any]]:
         order = ", ".join(map(quote, table.key))
-        cursor = self.connection.execute(f"SELECT {table.select_list()} FROM "
-                                         f"{quote(table.name)} ORDER BY {order}")
+        cursor = self.connection.execute(
+            f"SELECT {table.select_list()} FROM {quote(table.name)} ORDER BY {order}"
+        )
         return [row_dict(table, row) for row in cursor]
 
     def close(self) -> None:

@@ -61,9 +61,11 @@ def replay(world: ToolWorld, episode: ToolEpisode) -> ReplayResult:
     original steps, and compare step by step, then by end-state digest."""
     recorded_snapshot = episode.manifest["snapshot"]["digest"]
     if world.snapshot.digest != recorded_snapshot:
-        raise InputError(f"the world starts from snapshot {world.snapshot.digest[:12]}…, but "
-                         f"the episode started from {recorded_snapshot[:12]}…; replay it in "
-                         "a world built from the same snapshot")
+        raise InputError(
+            f"the world starts from snapshot {world.snapshot.digest[:12]}…, but "
+            f"the episode started from {recorded_snapshot[:12]}…; replay it in "
+            "a world built from the same snapshot"
+        )
     world.reset(seed=episode.manifest["seed"], run_id=episode.manifest["run_id"])
     writes = set(episode.manifest["writes"])
     statuses: dict[int, tuple[str, str]] = {}
@@ -78,10 +80,14 @@ def replay(world: ToolWorld, episode: ToolEpisode) -> ReplayResult:
     digest = world.state_digest()
     divergence = _first_divergence(episode, world.audit_history(), statuses)
     if divergence is None and digest != episode.manifest["end_state_digest"]:
-        divergence = Divergence(world.step, "every step matched, but the end-state digest "
-                                "differs (a change outside the audited tables?)")
-    return ReplayResult(divergence is None, episode.manifest["end_state_digest"], digest,
-                        calls, divergence)
+        divergence = Divergence(
+            world.step,
+            "every step matched, but the end-state digest "
+            "differs (a change outside the audited tables?)",
+        )
+    return ReplayResult(
+        divergence is None, episode.manifest["end_state_digest"], digest, calls, divergence
+    )
 
 
 def _by_step(events: Iterable[AuditEvent]) -> dict[int, list[AuditEvent]]:
@@ -92,26 +98,32 @@ def _by_step(events: Iterable[AuditEvent]) -> dict[int, list[AuditEvent]]:
 
 
 def _signature(events: list[AuditEvent]) -> bytes:
-    return canonical_bytes([[e["table"], e["op"], e["key"], e["old"], e["new"]]
-                            for e in events])
+    return canonical_bytes([[e["table"], e["op"], e["key"], e["old"], e["new"]] for e in events])
 
 
-def _first_divergence(episode: ToolEpisode, replayed: list[AuditEvent],
-                      statuses: dict[int, tuple[str, str]]) -> Divergence | None:
+def _first_divergence(
+    episode: ToolEpisode, replayed: list[AuditEvent], statuses: dict[int, tuple[str, str]]
+) -> Divergence | None:
     recorded_steps, replayed_steps = _by_step(episode.audit), _by_step(replayed)
     for step in sorted(set(recorded_steps) | set(replayed_steps) | set(statuses)):
         before, after = recorded_steps.get(step, []), replayed_steps.get(step, [])
         if _signature(before) != _signature(after):
-            return Divergence(step, f"step {step} changed different rows in the replay",
-                              _diff(episode, before), _diff(episode, after))
+            return Divergence(
+                step,
+                f"step {step} changed different rows in the replay",
+                _diff(episode, before),
+                _diff(episode, after),
+            )
         was, now = statuses.get(step, ("ok", "ok"))
         if was != now:
-            return Divergence(step, f"step {step} was {was} when recorded but {now} in the "
-                              "replay", _diff(episode, before), _diff(episode, after))
+            return Divergence(
+                step,
+                f"step {step} was {was} when recorded but {now} in the replay",
+                _diff(episode, before),
+                _diff(episode, after),
+            )
     return None
 
 
 def _diff(episode: ToolEpisode, events: list[AuditEvent]) -> StateDiff:
     return diff_from_events(events, episode.tables)
-
-

@@ -15,8 +15,17 @@ from onrecord._canonical import canonical_bytes, to_portable
 from onrecord.envkit.diff import StateDiff
 from onrecord.errors import InputError
 
-__all__ = ["Rule", "changed", "check_rules", "compare_diff", "created", "deleted",
-           "no_other_changes", "only_tables", "unchanged"]
+__all__ = [
+    "Rule",
+    "changed",
+    "check_rules",
+    "compare_diff",
+    "created",
+    "deleted",
+    "no_other_changes",
+    "only_tables",
+    "unchanged",
+]
 
 Rule = dict[str, Any]
 Count = int | Mapping[str, int]
@@ -34,8 +43,12 @@ def deleted(table: str, where: Mapping[str, Any] | None = None, count: Count = 1
     return _row_rule("deleted", table, where, count)
 
 
-def changed(table: str, where: Mapping[str, Any] | None = None,
-            to: Mapping[str, Any] | None = None, count: Count = 1) -> Rule:
+def changed(
+    table: str,
+    where: Mapping[str, Any] | None = None,
+    to: Mapping[str, Any] | None = None,
+    count: Count = 1,
+) -> Rule:
     """``count`` rows of ``table`` whose *before* row matches ``where`` changed, and
     their *after* row matches ``to``."""
     return {**_row_rule("changed", table, where, count), "to": to_portable(dict(to or {}))}
@@ -57,8 +70,12 @@ def no_other_changes() -> Rule:
 
 
 def _row_rule(kind: str, table: str, where: Mapping[str, Any] | None, count: Count) -> Rule:
-    return {"rule": kind, "table": table, "where": to_portable(dict(where or {})),
-            "count": to_portable(count)}
+    return {
+        "rule": kind,
+        "table": table,
+        "where": to_portable(dict(where or {})),
+        "count": to_portable(count),
+    }
 
 
 def check_rules(diff: StateDiff, rules: Sequence[Rule]) -> list[str]:
@@ -71,16 +88,22 @@ def check_rules(diff: StateDiff, rules: Sequence[Rule]) -> list[str]:
             problems += _row_rule_problems(diff, rule, covered)
         elif kind == "unchanged":
             if rule["table"] in diff:
-                problems.append(f"{rule['table']} was expected to stay unchanged, but "
-                                f"{_summary(diff[rule['table']])}")
+                problems.append(
+                    f"{rule['table']} was expected to stay unchanged, but "
+                    f"{_summary(diff[rule['table']])}"
+                )
         elif kind == "only_tables":
             extra = sorted(set(diff) - set(rule["tables"]))
-            problems += [f"{name} changed ({_summary(diff[name])}), but only "
-                         f"{', '.join(rule['tables']) or 'no table'} may change"
-                         for name in extra]
+            problems += [
+                f"{name} changed ({_summary(diff[name])}), but only "
+                f"{', '.join(rule['tables']) or 'no table'} may change"
+                for name in extra
+            ]
         elif kind != "no_other_changes":
-            raise InputError(f"unknown rule {rule!r}; build rules with created(), changed(), "
-                             "deleted(), unchanged(), only_tables() or no_other_changes()")
+            raise InputError(
+                f"unknown rule {rule!r}; build rules with created(), changed(), "
+                "deleted(), unchanged(), only_tables() or no_other_changes()"
+            )
     if any(rule.get("rule") == "no_other_changes" for rule in rules):
         problems += _uncovered(diff, covered)
     return problems
@@ -90,8 +113,9 @@ def _entries(diff: StateDiff, table: str, kind: str) -> list[Any]:
     return list(diff.get(table, {}).get(kind, []))
 
 
-def _row_rule_problems(diff: StateDiff, rule: Rule, covered: set[tuple[str, str, bytes]]
-                       ) -> list[str]:
+def _row_rule_problems(
+    diff: StateDiff, rule: Rule, covered: set[tuple[str, str, bytes]]
+) -> list[str]:
     table, kind, where = rule["table"], rule["rule"], rule["where"]
     matches = []
     for entry in _entries(diff, table, kind):
@@ -102,27 +126,37 @@ def _row_rule_problems(diff: StateDiff, rule: Rule, covered: set[tuple[str, str,
     problems = []
     low, high = _bounds(rule["count"])
     if not low <= len(matches) <= high:
-        problems.append(f"expected {_count_text(rule['count'])} {_row_word(high)} {kind} in "
-                        f"{table}{_where_text(where)}; found {len(matches)}"
-                        + (f": {_rows_text(matches)}" if matches else ""))
+        problems.append(
+            f"expected {_count_text(rule['count'])} {_row_word(high)} {kind} in "
+            f"{table}{_where_text(where)}; found {len(matches)}"
+            + (f": {_rows_text(matches)}" if matches else "")
+        )
     if kind == "changed":
-        problems += [f"{table} key {_show(entry['key'])} changed to {_show(entry['after'])}, "
-                     f"but {_show(rule['to'])} was expected"
-                     for entry in matches if not _matches(entry["after"], rule["to"])]
+        problems += [
+            f"{table} key {_show(entry['key'])} changed to {_show(entry['after'])}, "
+            f"but {_show(rule['to'])} was expected"
+            for entry in matches
+            if not _matches(entry["after"], rule["to"])
+        ]
     return problems
 
 
 def _uncovered(diff: StateDiff, covered: set[tuple[str, str, bytes]]) -> list[str]:
-    return [f"{table}: {kind} {_show(entry)} is not allowed by any rule"
-            for table in sorted(diff) for kind in _KINDS
-            for entry in _entries(diff, table, kind)
-            if (table, kind, canonical_bytes(entry)) not in covered]
+    return [
+        f"{table}: {kind} {_show(entry)} is not allowed by any rule"
+        for table in sorted(diff)
+        for kind in _KINDS
+        for entry in _entries(diff, table, kind)
+        if (table, kind, canonical_bytes(entry)) not in covered
+    ]
 
 
 def _matches(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
-    return all((column in row and row[column] == value and type(row[column]) is type(value))
-               or (column in row and _numbers_equal(row[column], value))
-               for column, value in where.items())
+    return all(
+        (column in row and row[column] == value and type(row[column]) is type(value))
+        or (column in row and _numbers_equal(row[column], value))
+        for column, value in where.items()
+    )
 
 
 def _numbers_equal(left: Any, right: Any) -> bool:
@@ -168,8 +202,7 @@ def _show(value: Any) -> str:
     return canonical_bytes(value).decode()
 
 
-def compare_diff(actual: StateDiff, expected: StateDiff,
-                 ignore: Sequence[str] = ()) -> list[str]:
+def compare_diff(actual: StateDiff, expected: StateDiff, ignore: Sequence[str] = ()) -> list[str]:
     """Every difference between two diffs as a sentence (empty when they agree).
 
     ``ignore`` names columns as ``"table.column"`` whose values do not matter (generated
@@ -183,10 +216,12 @@ def compare_diff(actual: StateDiff, expected: StateDiff,
     for table in sorted(set(actual) | set(expected)):
         skip = ignored.get(table, set())
         for kind in ("created", "deleted"):
-            problems += _compare_rows(table, kind, _entries(actual, table, kind),
-                                      _entries(expected, table, kind), skip)
-        problems += _compare_changes(table, _entries(actual, table, "changed"),
-                                     _entries(expected, table, "changed"), skip)
+            problems += _compare_rows(
+                table, kind, _entries(actual, table, kind), _entries(expected, table, kind), skip
+            )
+        problems += _compare_changes(
+            table, _entries(actual, table, "changed"), _entries(expected, table, "changed"), skip
+        )
     return problems
 
 
@@ -194,8 +229,9 @@ def _project(row: Mapping[str, Any], skip: set[str]) -> bytes:
     return canonical_bytes({key: value for key, value in row.items() if key not in skip})
 
 
-def _compare_rows(table: str, kind: str, actual: list[Any], expected: list[Any],
-                  skip: set[str]) -> list[str]:
+def _compare_rows(
+    table: str, kind: str, actual: list[Any], expected: list[Any], skip: set[str]
+) -> list[str]:
     remaining = [_project(row, skip) for row in actual]
     missing = []
     for row in expected:
@@ -203,38 +239,47 @@ def _compare_rows(table: str, kind: str, actual: list[Any], expected: list[Any],
         if projected in remaining:
             remaining.remove(projected)
         else:
-            missing.append(f"{table}: expected a {kind} row {projected.decode()}, which the "
-                           f"episode did not {kind[:-1]}")
-    return missing + [f"{table}: the episode {kind} the row {row.decode()}, which was not "
-                      "expected" for row in remaining]
+            missing.append(
+                f"{table}: expected a {kind} row {projected.decode()}, which the "
+                f"episode did not {kind[:-1]}"
+            )
+    return missing + [
+        f"{table}: the episode {kind} the row {row.decode()}, which was not expected"
+        for row in remaining
+    ]
 
 
-def _compare_changes(table: str, actual: list[Any], expected: list[Any], skip: set[str]
-                     ) -> list[str]:
+def _compare_changes(
+    table: str, actual: list[Any], expected: list[Any], skip: set[str]
+) -> list[str]:
     have = {canonical_bytes(entry["key"]): entry for entry in actual}
     want = {canonical_bytes(entry["key"]): entry for entry in expected}
     problems = []
     for key in sorted(want.keys() | have.keys()):
         label = f"{table} key {key.decode()}"
         if key not in have:
-            problems.append(f"{label}: expected a change to {_show(want[key]['after'])}, but "
-                            "the row was not changed")
+            problems.append(
+                f"{label}: expected a change to {_show(want[key]['after'])}, but "
+                "the row was not changed"
+            )
         elif key not in want:
-            problems.append(f"{label}: changed from {_show(have[key]['before'])} to "
-                            f"{_show(have[key]['after'])}, which was not expected")
+            problems.append(
+                f"{label}: changed from {_show(have[key]['before'])} to "
+                f"{_show(have[key]['after'])}, which was not expected"
+            )
         else:
             problems += _column_problems(label, have[key], want[key], skip)
     return problems
 
 
-def _column_problems(label: str, have: Mapping[str, Any], want: Mapping[str, Any],
-                     skip: set[str]) -> list[str]:
+def _column_problems(
+    label: str, have: Mapping[str, Any], want: Mapping[str, Any], skip: set[str]
+) -> list[str]:
     problems = []
     for side in ("before", "after"):
         for column in sorted(set(have[side]) | set(want[side])):
             got, wanted = have[side].get(column), want[side].get(column)
             if column not in skip and canonical_bytes(got) != canonical_bytes(wanted):
                 verb = "was" if side == "before" else "became"
-                problems.append(f"{label}: {column} {verb} {_show(got)}, expected "
-                                f"{_show(wanted)}")
+                problems.append(f"{label}: {column} {verb} {_show(got)}, expected {_show(wanted)}")
     return problems

@@ -55,15 +55,15 @@ class Snapshot:
     def from_file(cls, path: str | Path, name: str | None = None) -> Snapshot:
         """Load a SQLite file (opened read-only; the file itself is never changed)."""
         if not Path(path).is_file():
-            raise SnapshotError(f"snapshot file {str(path)!r} does not exist; pass the path "
-                                "of a SQLite database")
+            raise SnapshotError(
+                f"snapshot file {str(path)!r} does not exist; pass the path of a SQLite database"
+            )
         conn = _memory_connection()
         source = sqlite3.connect(readonly_uri(path), uri=True)
         try:
             source.backup(conn)
         except sqlite3.DatabaseError as exc:
-            raise SnapshotError(f"{str(path)!r} is not a readable SQLite database: {exc}"
-                                ) from exc
+            raise SnapshotError(f"{str(path)!r} is not a readable SQLite database: {exc}") from exc
         finally:
             source.close()
         if _has_audit(conn):
@@ -71,8 +71,9 @@ class Snapshot:
         return cls(name or Path(path).stem, conn)
 
     @classmethod
-    def build(cls, name: str, schema: str, populate: Populate | None = None, *,
-              seed: int = 0) -> Snapshot:
+    def build(
+        cls, name: str, schema: str, populate: Populate | None = None, *, seed: int = 0
+    ) -> Snapshot:
         """Run ``schema`` (SQL script), then ``populate(conn, random.Random(seed))``."""
         conn = _memory_connection()
         try:
@@ -115,17 +116,14 @@ class Snapshot:
 
 def _memory_connection() -> sqlite3.Connection:
     # uri=True lets the pristine connection ATTACH the world file read-only for scans.
-    return sqlite3.connect("file::memory:", uri=True, isolation_level=None,
-                           check_same_thread=False)
+    return sqlite3.connect("file::memory:", uri=True, isolation_level=None, check_same_thread=False)
 
 
 def _has_audit(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_schema WHERE name = ?", (CTX,)).fetchone() \
-        is not None
+    return conn.execute("SELECT 1 FROM sqlite_schema WHERE name = ?", (CTX,)).fetchone() is not None
 
 
 def _clear_history(conn: sqlite3.Connection) -> None:
     for _, shadow in audit_tables(conn):
         conn.execute(f'DELETE FROM "{shadow}"')
     conn.execute(f"UPDATE {CTX} SET step = 0, seq = 0, version = 0")
-

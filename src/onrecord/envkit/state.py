@@ -52,8 +52,7 @@ def _chunk_bytes(chunk: list[Any]) -> bytes:
 
 def _ordered_select(schema: str, table: Table) -> str:
     order = ", ".join(quote(column) for column in table.key)
-    return (f"SELECT {table.select_list()} FROM {quote(schema)}.{quote(table.name)} "
-            f"ORDER BY {order}")
+    return f"SELECT {table.select_list()} FROM {quote(schema)}.{quote(table.name)} ORDER BY {order}"
 
 
 def table_rows(conn: sqlite3.Connection, table: Table, schema: str = "main") -> list[Any]:

@@ -23,9 +23,15 @@ from onrecord.errors import InputError
 __all__ = ["Tool", "ToolFunction", "json_schema_for", "tool", "validate"]
 
 ToolFunction = Callable[..., Any]
-JSON_TYPES = {"integer": "an integer", "number": "a number", "string": "a string",
-              "boolean": "true or false", "null": "null", "array": "a list",
-              "object": "an object"}
+JSON_TYPES = {
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "boolean": "true or false",
+    "null": "null",
+    "array": "a list",
+    "object": "an object",
+}
 
 
 @dataclass(frozen=True)
@@ -48,68 +54,100 @@ class Tool:
 
     def schema(self) -> dict[str, Any]:
         """The export for agents: ``{"name", "description", "parameters"}``."""
-        return {"name": self.name, "description": self.description,
-                "parameters": to_portable(dict(self.parameters))}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": to_portable(dict(self.parameters)),
+        }
 
     def check_arguments(self, arguments: Any) -> str | None:
         """``None`` when ``arguments`` fit the schema, else a sentence saying what is wrong."""
         return validate(self.parameters, arguments, "arguments")
 
 
-def tool(function: ToolFunction | None = None, *, writes: bool = False, name: str | None = None,
-         description: str | None = None, example: Mapping[str, Any] | None = None,
-         ) -> Any:
+def tool(
+    function: ToolFunction | None = None,
+    *,
+    writes: bool = False,
+    name: str | None = None,
+    description: str | None = None,
+    example: Mapping[str, Any] | None = None,
+) -> Any:
     """Declare a tool. Use as ``@tool(writes=True)`` or bare ``@tool`` (read-only)."""
+
     def declare(fn: ToolFunction) -> Tool:
         doc = inspect.getdoc(fn) or ""
-        built = Tool(name or fn.__name__, fn, bool(writes),
-                     description if description is not None else doc.split("\n\n")[0],
-                     _parameters(fn), dict(example) if example is not None else None)
+        built = Tool(
+            name or fn.__name__,
+            fn,
+            bool(writes),
+            description if description is not None else doc.split("\n\n")[0],
+            _parameters(fn),
+            dict(example) if example is not None else None,
+        )
         if example is not None and (problem := built.check_arguments(dict(example))):
             raise InputError(f"tool {built.name!r}: example does not fit its schema: {problem}")
         return built
+
     return declare(function) if function is not None else declare
 
 
 def _parameters(fn: ToolFunction) -> dict[str, Any]:
     params = list(inspect.signature(fn).parameters.values())
     if not params:
-        raise InputError(f"tool {fn.__name__!r} must take the tool context as its first "
-                         "parameter, e.g. def my_tool(ctx, ...)")
+        raise InputError(
+            f"tool {fn.__name__!r} must take the tool context as its first "
+            "parameter, e.g. def my_tool(ctx, ...)"
+        )
     properties: dict[str, Any] = {}
     required: list[str] = []
     for param in params[1:]:
         if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
-            raise InputError(f"tool {fn.__name__!r}: parameter {param.name!r} must be a plain "
-                             "named parameter (no *args or **kwargs)")
+            raise InputError(
+                f"tool {fn.__name__!r}: parameter {param.name!r} must be a plain "
+                "named parameter (no *args or **kwargs)"
+            )
         properties[param.name] = json_schema_for(_hint(fn, param))
         if param.default is param.empty:
             required.append(param.name)
         else:
             properties[param.name]["default"] = to_portable(param.default)
-    return {"type": "object", "properties": properties, "required": required,
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
 
 
 def _hint(fn: ToolFunction, param: inspect.Parameter) -> Any:
     """The evaluated type hint of one argument. Evaluated one by one (not with
     get_type_hints) so the context parameter's hint may name anything, even a local."""
     if param.annotation is param.empty:
-        raise InputError(f"tool {fn.__name__!r}: parameter {param.name!r} needs a type "
-                         "hint so its JSON schema can be exported")
+        raise InputError(
+            f"tool {fn.__name__!r}: parameter {param.name!r} needs a type "
+            "hint so its JSON schema can be exported"
+        )
     if not isinstance(param.annotation, str):
         return param.annotation
     try:
         return eval(param.annotation, getattr(fn, "__globals__", {}))
     except Exception as exc:
-        raise InputError(f"tool {fn.__name__!r}: the type hint {param.annotation!r} of "
-                         f"{param.name!r} cannot be evaluated ({exc}); import the names it "
-                         "uses at module level") from exc
+        raise InputError(
+            f"tool {fn.__name__!r}: the type hint {param.annotation!r} of "
+            f"{param.name!r} cannot be evaluated ({exc}); import the names it "
+            "uses at module level"
+        ) from exc
 
 
 _SCALARS: dict[Any, dict[str, Any]] = {
-    int: {"type": "integer"}, float: {"type": "number"}, str: {"type": "string"},
-    bool: {"type": "boolean"}, type(None): {"type": "null"}, Any: {}}
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    str: {"type": "string"},
+    bool: {"type": "boolean"},
+    type(None): {"type": "null"},
+    Any: {},
+}
 
 
 def json_schema_for(hint: Any) -> dict[str, Any]:
@@ -130,8 +168,10 @@ def json_schema_for(hint: Any) -> dict[str, Any]:
         return {"anyOf": [json_schema_for(arg) for arg in args]}
     if hint in (list, dict):
         return {"type": "array" if hint is list else "object"}
-    raise InputError(f"type hint {hint!r} has no JSON schema; use int, float, str, bool, "
-                     "None, Literal[...], list[T], dict[str, T], a union of these, or Any")
+    raise InputError(
+        f"type hint {hint!r} has no JSON schema; use int, float, str, bool, "
+        "None, Literal[...], list[T], dict[str, T], a union of these, or Any"
+    )
 
 
 def validate(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
@@ -140,8 +180,9 @@ def validate(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
         if any(validate(option, value, path) is None for option in schema["anyOf"]):
             return None
         return f"{path} is {_show(value)}, which matches none of the allowed forms"
-    if "enum" in schema and not any(value == item and type(value) is type(item)
-                                    for item in schema["enum"]):
+    if "enum" in schema and not any(
+        value == item and type(value) is type(item) for item in schema["enum"]
+    ):
         return f"{path} must be one of {schema['enum']}, got {_show(value)}"
     kind = schema.get("type")
     if kind is not None and not _is_type(value, kind):
@@ -157,8 +198,10 @@ def _is_type(value: Any, kind: str) -> bool:
         return type(value) is int
     if kind == "number":
         return type(value) in (int, float)
-    return isinstance(value, {"string": str, "boolean": bool, "null": type(None),
-                              "array": list, "object": dict}[kind])
+    return isinstance(
+        value,
+        {"string": str, "boolean": bool, "null": type(None), "array": list, "object": dict}[kind],
+    )
 
 
 def _check_number(schema: Mapping[str, Any], value: Any, path: str) -> str | None:

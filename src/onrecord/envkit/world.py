@@ -45,28 +45,36 @@ class InjectedFailure(OnrecordError):
 class ToolWorld:
     """Tools over a SQLite database that starts every episode from ``snapshot``."""
 
-    def __init__(self, snapshot: Snapshot, tools: Iterable[Tool], *,
-                 path: str | os.PathLike[str] | None = None, hidden: Sequence[str] = (),
-                 tracer: Tracer | None = None) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        tools: Iterable[Tool],
+        *,
+        path: str | os.PathLike[str] | None = None,
+        hidden: Sequence[str] = (),
+        tracer: Tracer | None = None,
+    ) -> None:
         self.snapshot = snapshot
         self.tools: dict[str, Tool] = {}
         for item in tools:
             if not isinstance(item, Tool):
                 raise InputError(f"ToolWorld tools must be declared with @tool, got {item!r}")
             if item.name in self.tools:
-                raise InputError(f"two tools are named {item.name!r}; tool names must be "
-                                 "unique")
+                raise InputError(f"two tools are named {item.name!r}; tool names must be unique")
             self.tools[item.name] = item
         layouts = {table.name: table for table in snapshot.tables}
         unknown = [name for name in hidden if name not in layouts]
         if unknown:
-            raise InputError(f"hidden names tables {unknown} that the snapshot "
-                             f"{snapshot.name!r} does not have; it has {sorted(layouts)}")
+            raise InputError(
+                f"hidden names tables {unknown} that the snapshot "
+                f"{snapshot.name!r} does not have; it has {sorted(layouts)}"
+            )
         self.hidden = {name: layouts[name] for name in hidden}
         self.tracer = tracer
         """Optional ``tracer(sql, params)`` that sees every statement tools run."""
-        self._tmpdir = None if path is not None else tempfile.TemporaryDirectory(
-            prefix="onrecord-world-")
+        self._tmpdir = (
+            None if path is not None else tempfile.TemporaryDirectory(prefix="onrecord-world-")
+        )
         self.path = Path(path) if path is not None else Path(self._tmpdir.name) / "world.db"  # type: ignore[union-attr]
         self.conn = _open(self.path)
         self.run_id: str | None = None
@@ -83,8 +91,14 @@ class ToolWorld:
         self._audit_layout = audit_tables(self.conn)
 
     # -- episode lifecycle -------------------------------------------------------------
-    def reset(self, *, seed: int = 0, run_id: str | None = None, case: EvalCase | None = None,
-              log_path: str | os.PathLike[str] | None = None) -> None:
+    def reset(
+        self,
+        *,
+        seed: int = 0,
+        run_id: str | None = None,
+        case: EvalCase | None = None,
+        log_path: str | os.PathLike[str] | None = None,
+    ) -> None:
         """Restore the snapshot, start a fresh action log, re-seed, ``state_version = 0``."""
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
@@ -137,14 +151,22 @@ class ToolWorld:
         elif problem is not None or (problem := spec.check_arguments(args)) is not None:
             outcome = _rejected("invalid_arguments", f"{tool}: {problem}")
         else:
-            ctx = ToolContext(self.conn, step=self.step, seed=self.seed, hidden=self.hidden,
-                              tracer=self.tracer)
+            ctx = ToolContext(
+                self.conn, step=self.step, seed=self.seed, hidden=self.hidden, tracer=self.tracer
+            )
             outcome = self._run(spec, ctx, args)
-        event = {"run_id": self.run_id, "task_id": self.task_id, "step": self.step,
-                 "tool": tool if isinstance(tool, str) else repr(tool),
-                 "arguments": logged_args, "state_version": self.state_version,
-                 "reads": [] if ctx is None else ctx.reads, "ts": ts,
-                 "duration_ns": time.perf_counter_ns() - started, **outcome}
+        event = {
+            "run_id": self.run_id,
+            "task_id": self.task_id,
+            "step": self.step,
+            "tool": tool if isinstance(tool, str) else repr(tool),
+            "arguments": logged_args,
+            "state_version": self.state_version,
+            "reads": [] if ctx is None else ctx.reads,
+            "ts": ts,
+            "duration_ns": time.perf_counter_ns() - started,
+            **outcome,
+        }
         self.log.append(event)
         return event
 
@@ -157,8 +179,7 @@ class ToolWorld:
             return self._run_read(spec, ctx, args)
         self.conn.execute("SAVEPOINT onrecord_call")
         try:
-            self.conn.execute(f"UPDATE {CTX} SET step = ?, version = version + 1",
-                              (self.step,))
+            self.conn.execute(f"UPDATE {CTX} SET step = ?, version = version + 1", (self.step,))
             result = to_portable(spec.function(ctx, **args), "$.result")
         except BaseException as exc:
             self.conn.execute("ROLLBACK TO onrecord_call")
@@ -168,8 +189,11 @@ class ToolWorld:
         self.state_version += 1
         if self._inject == spec.name:
             self._inject = None
-            return _failure(spec, InjectedFailure(f"injected failure after {spec.name!r} "
-                                                  "committed its changes"), result)
+            return _failure(
+                spec,
+                InjectedFailure(f"injected failure after {spec.name!r} committed its changes"),
+                result,
+            )
         return {"status": "ok", "result": result, "error": None}
 
     def _run_read(self, spec: Tool, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -185,8 +209,7 @@ class ToolWorld:
     def inject_failure(self, tool: str) -> None:
         """Test only: the next call of ``tool`` commits its writes, then fails."""
         if tool not in self.tools or not self.tools[tool].writes:
-            raise InputError(f"inject_failure needs the name of a write tool; {tool!r} is not "
-                             "one")
+            raise InputError(f"inject_failure needs the name of a write tool; {tool!r} is not one")
         self._inject = tool
 
     # -- evidence ----------------------------------------------------------------------
@@ -222,21 +245,31 @@ class ToolWorld:
     def observer(self, tables: Sequence[str] | None = None) -> ReadOnlyObserver:
         """A read-only export of the state (``tables``, default all but hidden ones)."""
         layouts = {table.name: table for table in self.snapshot.tables}
-        names = [name for name in layouts if name not in self.hidden] if tables is None \
+        names = (
+            [name for name in layouts if name not in self.hidden]
+            if tables is None
             else list(tables)
+        )
         unknown = sorted(set(names) - set(layouts))
         if unknown:
-            raise InputError(f"observer tables {unknown} do not exist; tables: "
-                             f"{sorted(layouts)}")
+            raise InputError(f"observer tables {unknown} do not exist; tables: {sorted(layouts)}")
         return ReadOnlyObserver(self.path, [layouts[name] for name in names])
 
     def reject_call(self, tool: str, arguments: Any, kind: str, message: str) -> Event:
         """Log a call that was refused before reaching any tool (e.g. unparsable text)."""
         self.step += 1
-        event = {"run_id": self.run_id, "task_id": self.task_id, "step": self.step,
-                 "tool": tool, "arguments": _arguments(arguments)[1],
-                 "state_version": self.state_version, "reads": [], "ts": time.time(),
-                 "duration_ns": 0, **_rejected(kind, message)}
+        event = {
+            "run_id": self.run_id,
+            "task_id": self.task_id,
+            "step": self.step,
+            "tool": tool,
+            "arguments": _arguments(arguments)[1],
+            "state_version": self.state_version,
+            "reads": [],
+            "ts": time.time(),
+            "duration_ns": 0,
+            **_rejected(kind, message),
+        }
         self.log.append(event)
         return event
 
@@ -244,11 +277,13 @@ class ToolWorld:
         """All rows of a table as dicts, in key order (for tests and review)."""
         layout = next((t for t in self.snapshot.tables if t.name == table), None)
         if layout is None:
-            raise InputError(f"no table {table!r}; tables: "
-                             f"{[t.name for t in self.snapshot.tables]}")
+            raise InputError(
+                f"no table {table!r}; tables: {[t.name for t in self.snapshot.tables]}"
+            )
         order = ", ".join(map(quote, layout.key))
-        cursor = self.conn.execute(f"SELECT {layout.select_list()} FROM {quote(table)} "
-                                   f"ORDER BY {order}")
+        cursor = self.conn.execute(
+            f"SELECT {layout.select_list()} FROM {quote(table)} ORDER BY {order}"
+        )
         return [dict(zip(layout.columns, row, strict=True)) for row in cursor]
 
 
@@ -273,8 +308,11 @@ def _arguments(arguments: Any) -> tuple[dict[str, Any], Any, str | None]:
     except PortabilityError as exc:
         return {}, {"$unportable": repr(arguments)[:500]}, f"arguments are not JSON: {exc}"
     if not isinstance(portable, dict):
-        return {}, portable, (f"arguments must be a JSON object of named arguments, got "
-                              f"{type(arguments).__name__}")
+        return (
+            {},
+            portable,
+            (f"arguments must be a JSON object of named arguments, got {type(arguments).__name__}"),
+        )
     return portable, portable, None
 
 
@@ -288,5 +326,8 @@ def _failure(spec: Tool, exc: BaseException, result: Any = None) -> dict[str, An
     if isinstance(exc, KeyboardInterrupt | SystemExit):
         raise exc
     kind = "injected_failure" if isinstance(exc, InjectedFailure) else "tool_error"
-    return {"status": "error", "result": result,
-            "error": {"type": kind, "message": f"{spec.name}: {type(exc).__name__}: {exc}"}}
+    return {
+        "status": "error",
+        "result": result,
+        "error": {"type": kind, "message": f"{spec.name}: {type(exc).__name__}: {exc}"},
+    }
