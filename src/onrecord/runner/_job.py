@@ -25,9 +25,9 @@ __all__ = ["EPISODE_RECORD_SCHEMA", "EpisodeJob", "JobResult", "RunContext", "fi
            "run_chunk", "run_job"]
 
 EPISODE_RECORD_SCHEMA = "onrecord.run.episode/v1"
-# Timing fields differ between two executions of the same episode; the fingerprint
-# leaves them out so that executors can be compared.
-_VOLATILE = frozenset({"wall_time_ns", "ts", "duration_ns", "digest"})
+# Timing fields and the run id differ between two executions of the same episode; the
+# fingerprint leaves them out so that executors (and runs) can be compared.
+_VOLATILE = frozenset({"wall_time_ns", "ts", "duration_ns", "digest", "run_id"})
 
 
 @dataclass(frozen=True)

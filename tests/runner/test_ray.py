@@ -1,0 +1,50 @@
+"""The Ray executor on a real local cluster gives the same results as in-process."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from onrecord.runner import RayExecutor, RunStore, plan_run, start_run
+
+ray = pytest.importorskip("ray", reason="pip install 'onrecord[ray]'")
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}})
+    yield
+    ray.shutdown()
+
+
+def _fingerprints(path: Path) -> dict[tuple[str, int], tuple[str, list[str]]]:
+    return {r.key: (r.data["fingerprint"], [x["status"] for x in r.data["trial"]["results"]])
+            for r in RunStore.open(path).records()}
+
+
+def test_ray_matches_in_process(cluster: None, tmp_path: Path) -> None:
+    protocol = plan_run("remittance", "double_poster", seeds=[0, 1],
+                        environment_config={"size": 30, "kinds": ["duplicate", "split"]})
+    start_run(tmp_path / "local", protocol)
+    executor = RayExecutor(chunk_size=2)
+    with executor:
+        result = start_run(tmp_path / "ray", protocol, executor=executor)
+    assert ray.is_initialized()  # the executor leaves a cluster it did not start running
+    assert result.complete and executor.workers == 2
+    assert _fingerprints(tmp_path / "ray") == _fingerprints(tmp_path / "local")
+    local = RunStore.open(tmp_path / "local")
+    assert sum(1 for _ in local.records()) == 12
+
+
+def test_gymnasium_episodes_on_ray(cluster: None, tmp_path: Path) -> None:
+    protocol = plan_run("CartPole-v1", "random", seeds=list(range(8)))
+    start_run(tmp_path / "local", protocol)
+    with RayExecutor() as executor:
+        start_run(tmp_path / "ray", protocol, executor=executor)
+    assert _fingerprints(tmp_path / "ray") == _fingerprints(tmp_path / "local")
