@@ -47,10 +47,11 @@ from onrecord.envkit.rules import (
 from onrecord.envkit.snapshot import Populate, Snapshot, SnapshotError
 from onrecord.envkit.state import state_digest
 from onrecord.envkit.tools import Tool, tool
-from onrecord.envkit.world import InjectedFailure, ToolWorld
+from onrecord.envkit.world import ENDINGS, InjectedFailure, ToolWorld
 
 __all__ = [
     "ANY",
+    "ENDINGS",
     "EPISODE_SCHEMA",
     "ActionLog",
     "ActionLogRead",

@@ -13,12 +13,19 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
 from operator import itemgetter
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote as url_quote
 
 INTERNAL_PREFIX = "_onrecord_"
 BLOB_TAG = "$blob"
 
 Row = dict[str, Any]
+
+
+def readonly_uri(path: str | Path) -> str:
+    """The ``file:`` URI that opens ``path`` read-only (``mode=ro``)."""
+    return f"file:{url_quote(str(Path(path).resolve()))}?mode=ro"
 
 
 def quote(name: str) -> str:

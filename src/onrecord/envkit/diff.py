@@ -20,6 +20,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from itertools import chain
+from pathlib import Path
 from typing import Any
 
 from onrecord.envkit._sql import (
@@ -27,6 +28,7 @@ from onrecord.envkit._sql import (
     has_blobs,
     native_value,
     quote,
+    readonly_uri,
     row_dict,
     row_key,
     same_values,
@@ -215,21 +217,15 @@ def _differs(column: str, untyped: bool) -> str:
     return f"a.{name} IS NOT b.{name}"
 
 
-def diff_databases(before_path: str, after_path: str) -> StateDiff:
+def diff_databases(before_path: str | Path, after_path: str | Path) -> StateDiff:
     """Full-scan diff of two SQLite files, both opened read-only."""
     conn = sqlite3.connect(":memory:", uri=True)
     try:
         for alias, path in (("b", before_path), ("a", after_path)):
-            conn.execute("ATTACH DATABASE ? AS " + alias, (_ro_uri(path),))
+            conn.execute("ATTACH DATABASE ? AS " + alias, (readonly_uri(path),))
         return scan_diff(conn, "b", "a")
     finally:
         conn.close()
-
-
-def _ro_uri(path: str) -> str:
-    from urllib.parse import quote as url_quote
-
-    return f"file:{url_quote(str(path))}?mode=ro"
 
 
 def diff_from_events(events: Iterable[AuditEvent], tables: Mapping[str, Table]) -> StateDiff:

@@ -13,9 +13,8 @@ import random
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import quote as url_quote
 
-from onrecord.envkit._sql import Table
+from onrecord.envkit._sql import Table, readonly_uri
 from onrecord.envkit.audit import CTX, audit_tables, install_audit
 from onrecord.envkit.state import state_digest
 from onrecord.errors import InputError
@@ -28,11 +27,6 @@ Populate = Callable[[sqlite3.Connection, random.Random], None]
 
 class SnapshotError(InputError):
     """A snapshot cannot be built from what was given."""
-
-
-def readonly_uri(path: str | Path) -> str:
-    """The ``file:`` URI that opens ``path`` read-only (``mode=ro``)."""
-    return f"file:{url_quote(str(Path(path).resolve()))}?mode=ro"
 
 
 class Snapshot:

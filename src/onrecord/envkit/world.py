@@ -18,7 +18,7 @@ from typing import Any
 
 from onrecord._canonical import to_portable
 from onrecord.case import EvalCase
-from onrecord.envkit._sql import quote
+from onrecord.envkit._sql import Table, quote
 from onrecord.envkit.audit import CTX, AuditEvent, audit_events, audit_tables
 from onrecord.envkit.context import ToolContext, ToolRejected, Tracer
 from onrecord.envkit.diff import StateDiff, audit_diff, scan_diff
@@ -55,27 +55,15 @@ class ToolWorld:
         tracer: Tracer | None = None,
     ) -> None:
         self.snapshot = snapshot
-        self.tools: dict[str, Tool] = {}
-        for item in tools:
-            if not isinstance(item, Tool):
-                raise InputError(f"ToolWorld tools must be declared with @tool, got {item!r}")
-            if item.name in self.tools:
-                raise InputError(f"two tools are named {item.name!r}; tool names must be unique")
-            self.tools[item.name] = item
-        layouts = {table.name: table for table in snapshot.tables}
-        unknown = [name for name in hidden if name not in layouts]
-        if unknown:
-            raise InputError(
-                f"hidden names tables {unknown} that the snapshot "
-                f"{snapshot.name!r} does not have; it has {sorted(layouts)}"
-            )
-        self.hidden = {name: layouts[name] for name in hidden}
+        self.tools = _declared_tools(tools)
+        self.hidden = _hidden_layouts(snapshot, hidden)
         self.tracer = tracer
         """Optional ``tracer(sql, params)`` that sees every statement tools run."""
-        self._tmpdir = (
-            None if path is not None else tempfile.TemporaryDirectory(prefix="onrecord-world-")
-        )
-        self.path = Path(path) if path is not None else Path(self._tmpdir.name) / "world.db"  # type: ignore[union-attr]
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        if path is None:
+            self._tmpdir = tempfile.TemporaryDirectory(prefix="onrecord-world-")
+            path = Path(self._tmpdir.name) / "world.db"
+        self.path = Path(path)
         self.conn = _open(self.path)
         self.run_id: str | None = None
         self.case: EvalCase | None = None
@@ -285,6 +273,28 @@ class ToolWorld:
             f"SELECT {layout.select_list()} FROM {quote(table)} ORDER BY {order}"
         )
         return [dict(zip(layout.columns, row, strict=True)) for row in cursor]
+
+
+def _declared_tools(tools: Iterable[Tool]) -> dict[str, Tool]:
+    declared: dict[str, Tool] = {}
+    for item in tools:
+        if not isinstance(item, Tool):
+            raise InputError(f"ToolWorld tools must be declared with @tool, got {item!r}")
+        if item.name in declared:
+            raise InputError(f"two tools are named {item.name!r}; tool names must be unique")
+        declared[item.name] = item
+    return declared
+
+
+def _hidden_layouts(snapshot: Snapshot, hidden: Sequence[str]) -> dict[str, Table]:
+    layouts = {table.name: table for table in snapshot.tables}
+    unknown = [name for name in hidden if name not in layouts]
+    if unknown:
+        raise InputError(
+            f"hidden lists tables {unknown} that the snapshot {snapshot.name!r} does not "
+            f"have; it has {sorted(layouts)}"
+        )
+    return {name: layouts[name] for name in hidden}
 
 
 def _open(path: Path) -> sqlite3.Connection:
