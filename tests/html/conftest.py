@@ -1,0 +1,27 @@
+"""Finished runs the HTML tests render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from onrecord.runner import plan_run, start_run
+
+
+@pytest.fixture(scope="session")
+def remittance_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """double_poster on duplicate and full-payment tasks: some episodes fail."""
+    path = tmp_path_factory.mktemp("html") / "remittance"
+    start_run(path, plan_run("remittance", "double_poster", seeds=[0, 1],
+                             environment_config={"size": 30,
+                                                 "kinds": ["duplicate", "full_payment"]}))
+    return path
+
+
+@pytest.fixture(scope="session")
+def lake_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An agent that gives up on FrozenLake: incomplete episodes, coverage issues."""
+    path = tmp_path_factory.mktemp("html") / "lake"
+    start_run(path, plan_run("frozenlake", "gives_up_early", seeds=[0, 1], repeats=2))
+    return path

@@ -1,0 +1,73 @@
+"""The report in a real headless Chromium: the page renders, and the numbers the browser
+shows are the numbers in the report's JSON."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from onrecord.html import write_comparison, write_report
+
+pytestmark = pytest.mark.browser
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None:
+    pytest.skip("headless Chromium is not installed: apt-get install chromium "
+                "(or run scripts/install-system-deps.sh)", allow_module_level=True)
+
+
+def _dom(page: Path, profile: Path) -> str:
+    done = subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def _cells(dom: str, attribute: str, name: str) -> dict[str, str]:
+    row = re.search(rf'<tr {attribute}="{re.escape(name)}">(.*?)</tr>', dom, re.S)
+    assert row, f"no row {name}"
+    return dict(re.findall(r'data-field="([^"]+)" data-value="([^"]*)"', row.group(1)))
+
+
+def test_report_renders_and_matches_its_json(remittance_run: Path, tmp_path: Path) -> None:
+    page = write_report(remittance_run, tmp_path / "r.html", data_json=tmp_path / "r.json")
+    data: dict[str, Any] = orjson.loads((tmp_path / "r.json").read_bytes())
+    dom = _dom(page, tmp_path / "profile")
+    assert 'data-rendered="yes"' in dom  # the script ran to the end
+    assert re.search(r'id="decision"[^>]*>reject<', dom)
+    for check in data["summary"]["checks"]:
+        shown = _cells(dom, "data-check", check["name"])
+        assert int(shown["passed"]) == check["passed"]
+        assert int(shown["failed"]) == check["failed"]
+        assert float(shown["pass_rate"]) == check["pass_rate"]
+    # The script rendered the first failing episode's detail view from the data.
+    first = next(e for e in data["episodes"] if e["outcome"] != "pass")
+    view = re.search(r'<div id="episode-view" data-episode="([^"]+)">(.*?)</div>', dom, re.S)
+    assert view and view.group(1) == f"{first['case_id']}#{first['repeat']}"
+    detail = view.group(2)
+    assert detail.count('<tr class="event') == len(first["timeline"])
+    diff_rows = sum(len(t["created"]) + len(t["changed"]) + len(t["deleted"])
+                    for t in first["diff"].values())
+    assert detail.count("diff-row") == diff_rows
+    assert detail.count('class="audit-row"') == len(first["audit"])
+    failing = [r for r in first["results"] if r["status"] != "pass"]
+    assert detail.count('class="failing-check"') == len(failing)
+
+
+def test_comparison_renders_and_matches_its_json(remittance_run: Path,
+                                                 tmp_path: Path) -> None:
+    page, data = write_comparison(remittance_run, remittance_run, tmp_path / "c.html")
+    dom = _dom(page, tmp_path / "profile")
+    assert 'data-rendered="yes"' in dom
+    for check in data["comparison"]["checks"]:
+        shown = _cells(dom, "data-check", check["name"])
+        assert float(shown["p_value"]) == check["p_value"] == 1.0
+        assert int(shown["both_fail"]) == check["both_fail"]
