@@ -9,6 +9,9 @@ fresh real environments.
 
 from onrecord.dynamics._batch import batch_predictor, capture_forecasts, request_predictor
 from onrecord.dynamics._capture import capture_forecast
+from onrecord.dynamics._closed_loop import ClosedLoopRun, load_runs, run_closed_loop, save_runs
+from onrecord.dynamics._closed_loop_stats import closed_loop_summary, prediction_gap
+from onrecord.dynamics._controls import EffectTable, PairedReference, capture_pairs, effect_table
 from onrecord.dynamics._envs import (
     SIMULATORS,
     Coordinate,
@@ -38,17 +41,21 @@ from onrecord.dynamics._planners import (
     score_plans,
 )
 from onrecord.dynamics._protocol import Prediction, Transitions, WorldModel
+from onrecord.dynamics._references import capture_plan, random_plan
 
 __all__ = [
     "FORECAST_SCHEMA",
     "SIMULATORS",
     "BayesianLinearModel",
     "BootstrapEnsembleModel",
+    "ClosedLoopRun",
     "Coordinate",
     "CrossEntropyPlanner",
+    "EffectTable",
     "ExhaustivePlanner",
     "ForecastEvidence",
     "OracleModel",
+    "PairedReference",
     "PersistenceModel",
     "PlanChoice",
     "Planner",
@@ -62,9 +69,18 @@ __all__ = [
     "batch_predictor",
     "capture_forecast",
     "capture_forecasts",
+    "capture_pairs",
+    "capture_plan",
+    "closed_loop_summary",
+    "effect_table",
     "get_simulator",
     "load_forecasts",
+    "load_runs",
+    "prediction_gap",
+    "random_plan",
     "request_predictor",
+    "run_closed_loop",
     "save_forecasts",
+    "save_runs",
     "score_plans",
 ]
