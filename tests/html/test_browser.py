@@ -51,7 +51,8 @@ def test_report_renders_and_matches_its_json(remittance_run: Path, tmp_path: Pat
     # The script rendered the first failing episode's detail view from the data.
     first = next(e for e in data["episodes"] if e["outcome"] != "pass")
     view = re.search(r'<div id="episode-view" data-episode="([^"]+)">(.*?)</div>', dom, re.S)
-    assert view and view.group(1) == f"{first['case_id']}#{first['repeat']}"
+    assert view
+    assert view.group(1) == f"{first['case_id']}#{first['repeat']}"
     detail = view.group(2)
     assert detail.count('<tr class="event') == len(first["timeline"])
     diff_rows = sum(len(t["created"]) + len(t["changed"]) + len(t["deleted"])

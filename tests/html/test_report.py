@@ -29,7 +29,8 @@ def test_report_data_matches_the_saved_report(remittance_run: Path) -> None:
     data = report_data(remittance_run)
     report = EvaluationReport.load(remittance_run / "report.json")
     assert data["summary"] == report.summary().to_dict()
-    assert data["decision"]["decision"] == "reject" and data["decision"]["complete"]
+    assert data["decision"]["decision"] == "reject"
+    assert data["decision"]["complete"]
     assert len(data["episodes"]) == len(report.trials) == 16
     failing = [e for e in data["episodes"] if e["outcome"] == "fail"]
     assert {e["case_id"] for e in failing} == {"duplicate-01", "duplicate-02", "duplicate-03"}
@@ -49,7 +50,8 @@ def test_page_embeds_the_data_and_renders_the_numbers(remittance_run: Path,
     assert data == orjson.loads((tmp_path / "r.json").read_bytes())
     for check in data["summary"]["checks"]:
         row = re.search(rf'<tr data-check="{re.escape(check["name"])}">(.*?)</tr>', page)
-        assert row and f'data-field="failed" data-value="{check["failed"]}"' in row.group(1)
+        assert row
+        assert f'data-field="failed" data-value="{check["failed"]}"' in row.group(1)
     assert 'data-decision="reject"' in page
 
 
@@ -65,7 +67,8 @@ def test_gymnasium_episodes_show_their_attempts(lake_run: Path) -> None:
     data = report_data(lake_run)
     assert data["decision"]["decision"] == "indeterminate"
     episode = data["episodes"][0]
-    assert episode["ended"] == "returned" and len(episode["timeline"]) == 3
+    assert episode["ended"] == "returned"
+    assert len(episode["timeline"]) == 3
     assert any("interact returned before the episode ended" in issue
                for issue in episode["coverage_issues"])
 
@@ -76,7 +79,8 @@ def test_report_of_a_plain_report_file(lake_run: Path, tmp_path: Path) -> None:
     done = onrecord("report", str(copy))
     assert done.returncode == 0, done.stderr
     page = (tmp_path / "report.html").read_text()
-    assert "no policy" in page and _embedded(page)["episodes"] == []
+    assert "no policy" in page
+    assert _embedded(page)["episodes"] == []
 
 
 def test_hostile_text_cannot_break_out_of_the_page(tmp_path: Path) -> None:
@@ -89,7 +93,8 @@ def test_hostile_text_cannot_break_out_of_the_page(tmp_path: Path) -> None:
     start_run(tmp_path / "run", plan_run("frozenlake", "walks_to_goal",
                                          tasks=load_tasks(tasks), checks=["default"]))
     page = write_report(tmp_path / "run").read_text()
-    assert "<script>alert(1)" not in page and "<img src=x" not in page
+    assert "<script>alert(1)" not in page
+    assert "<img src=x" not in page
     assert page.count("<script") == 2
     assert _embedded(page)["tasks"][0]["case_id"] == hostile
 
@@ -99,7 +104,8 @@ def test_hostile_text_cannot_break_out_of_the_page(tmp_path: Path) -> None:
                     | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20))
 def test_embedded_json_round_trips_and_never_closes_the_script(value: Any) -> None:
     text = embed_json(value)
-    assert "<" not in text and ">" not in text
+    assert "<" not in text
+    assert ">" not in text
     assert orjson.loads(text) == value
 
 

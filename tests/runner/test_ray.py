@@ -36,7 +36,8 @@ def test_ray_matches_in_process(cluster: None, tmp_path: Path) -> None:
     with executor:
         result = start_run(tmp_path / "ray", protocol, executor=executor)
     assert ray.is_initialized()  # the executor leaves a cluster it did not start running
-    assert result.complete and executor.workers == 2
+    assert result.complete
+    assert executor.workers == 2
     assert _fingerprints(tmp_path / "ray") == _fingerprints(tmp_path / "local")
     local = RunStore.open(tmp_path / "local")
     assert sum(1 for _ in local.records()) == 12

@@ -40,7 +40,8 @@ def test_regrade_lists_changed_verdicts_without_calling_the_agent(
 def test_regrade_with_the_same_checks_changes_nothing(run_dir: Path) -> None:
     _lake_run(run_dir)
     regrade = regrade_run(run_dir, name="same")
-    assert regrade.changes == () and regrade.versions == {}
+    assert regrade.changes == ()
+    assert regrade.versions == {}
     assert regrade.report.trials == regrade.previous.trials
 
 
@@ -74,5 +75,5 @@ def test_regrade_refuses_a_diff_that_does_not_rebuild_the_recorded_end_state(
     record["digest"] = content_digest(record)
     path.write_bytes(record_bytes(record) + b"".join(lines[1:]))
     with pytest.raises(ConsistencyError, match="rebuilt from the recorded diff of "
-                                               "'full-01' hashes to"):
+                                               "'full-01' hashes differently"):
         regrade_run(run_dir, name="forged")

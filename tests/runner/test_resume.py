@@ -14,7 +14,6 @@ import orjson
 import pytest
 
 from onrecord._canonical import content_digest, record_bytes
-
 from onrecord.errors import DigestMismatch, InputError, SchemaError
 from onrecord.runner import RunStore, plan_run, resume_run, start_run
 from tests.runner.conftest import ROOT, onrecord
@@ -73,7 +72,8 @@ def test_resume_cuts_a_torn_record_and_orphan_log_events(run_dir: Path) -> None:
     keep = b"".join(lines[:-1])
     episodes.write_bytes(keep + lines[-1][:40])
     result = resume_run(run_dir)
-    assert result.recorded_now == 1 and result.complete
+    assert result.recorded_now == 1
+    assert result.complete
     assert any("partial episode record" in notice for notice in result.notices)
     assert any("not committed" in notice for notice in result.notices)
     assert RunStore.open(run_dir).committed().keys() == last.keys()
@@ -117,7 +117,8 @@ def test_tampered_runs_are_refused_and_left_unchanged(
         resume_run(finished)
     assert _snapshot(finished) == before
     done = onrecord("run", "--resume", str(finished))
-    assert done.returncode == 3 and message.split()[0] in done.stderr
+    assert done.returncode == 3
+    assert message.split()[0] in done.stderr
     assert _snapshot(finished) == before
 
 
@@ -128,12 +129,13 @@ def test_resume_refuses_changed_settings_and_another_library_version(finished: P
                                          "\\[0, 1\\]"):
         resume_run(finished, expect=other)
     done = onrecord("run", "remittance", "--agent", "careful", "--out", str(finished))
-    assert done.returncode == 3 and "already exists and is not empty" in done.stderr
+    assert done.returncode == 3
+    assert "already exists and is not empty" in done.stderr
     manifest = orjson.loads((finished / "run.json").read_bytes())
     manifest["library"]["version"] = "0.0.1"
     manifest["digest"] = content_digest(manifest)
     (finished / "run.json").write_bytes(record_bytes(manifest))
-    with pytest.raises(InputError, match="was started by onrecord 0.0.1; this is"):
+    with pytest.raises(InputError, match=r"was started by onrecord 0\.0\.1; this is"):
         resume_run(finished)
 
 

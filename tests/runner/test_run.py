@@ -30,7 +30,9 @@ def test_cartpole_run_records_every_episode_once_and_decides(run_dir: Path) -> N
     result = start_run(run_dir, protocol)
     keys = [record.key for record in RunStore.open(run_dir).records()]
     assert sorted(keys) == [("cartpole/survive-500", r) for r in range(6)]
-    assert result.complete and result.decision.decision == "accept" and result.exit_code == 0
+    assert result.complete
+    assert result.decision.decision == "accept"
+    assert result.exit_code == 0
     saved = EvaluationReport.load(run_dir / "report.json")
     assert saved.digest == result.report.digest
     assert [t.settings["seed"] for t in saved.trials] == [0, 0, 1, 1, 2, 2]
@@ -42,7 +44,8 @@ def test_process_pool_gives_the_same_results_as_in_process(tmp_path: Path) -> No
     with ProcessPoolExecutor(2, chunk_size=3) as pool:
         start_run(tmp_path / "b", protocol, executor=pool)
     a, b = _verdicts(tmp_path / "a"), _verdicts(tmp_path / "b")
-    assert a == b and len(a) == 12
+    assert a == b
+    assert len(a) == 12
     # Repeats of one seed differ (the random agent draws per repeat), seeds too.
     assert len({fingerprint for fingerprint, _ in a.values()}) == 12
 
@@ -51,7 +54,8 @@ def test_remittance_run_keeps_action_logs_and_row_diffs(run_dir: Path) -> None:
     protocol = plan_run("remittance", "double_poster", seeds=[0], repeats=1,
                         environment_config={"size": 40, "kinds": ["duplicate", "full_payment"]})
     result = start_run(run_dir, protocol)
-    assert result.decision.decision == "reject" and result.exit_code == 1
+    assert result.decision.decision == "reject"
+    assert result.exit_code == 1
     store = RunStore.open(run_dir)
     lines = (run_dir / "actions.jsonl").read_bytes().splitlines()
     assert len(lines) == sum(r.data["action_log"]["events"] for r in store.records()) > 0
@@ -67,8 +71,10 @@ def test_remittance_run_keeps_action_logs_and_row_diffs(run_dir: Path) -> None:
 def test_a_run_that_cannot_record_an_episode_is_incomplete_and_retried(run_dir: Path) -> None:
     protocol = plan_run("tests.runner.helpers:unportable", "noop", seeds=[0, 1])
     result = start_run(run_dir, protocol)
-    assert not result.complete and result.exit_code == 2
-    assert len(result.errors) == 2 and "PortabilityError" in result.errors[0]
+    assert not result.complete
+    assert result.exit_code == 2
+    assert len(result.errors) == 2
+    assert "PortabilityError" in result.errors[0]
     errors = (run_dir / "errors.jsonl").read_bytes().splitlines()
     assert [orjson.loads(line)["case_id"] for line in errors] == [
         "tests.runner.helpers:unportable"] * 2
@@ -110,10 +116,10 @@ def test_flags_override_the_config_file(tmp_path: Path) -> None:
 
 
 def test_unknown_names_fail_before_anything_is_written(run_dir: Path) -> None:
-    with pytest.raises(InputError, match="unknown environment 'remitance'.*did you mean "
+    with pytest.raises(InputError, match=r"unknown environment 'remitance'.*did you mean "
                                          "'remittance'"):
         plan_run("remitance", "careful")
-    with pytest.raises(InputError, match="unknown agent 'carefull'.*did you mean 'careful'"):
+    with pytest.raises(InputError, match=r"unknown agent 'carefull'.*did you mean 'careful'"):
         plan_run("remittance", "carefull")
     with pytest.raises(InputError, match="cannot import 'no_such_module'"):
         plan_run("cartpole", "no_such_module:agent")

@@ -28,6 +28,7 @@ EPISODE_RECORD_SCHEMA = "onrecord.run.episode/v1"
 # Timing fields and the run id differ between two executions of the same episode; the
 # fingerprint leaves them out so that executors (and runs) can be compared.
 _VOLATILE = frozenset({"wall_time_ns", "ts", "duration_ns", "digest", "run_id"})
+_FLAT_SCHEMAS = frozenset({"onrecord.run.tool-episode/v1"})
 
 
 @dataclass(frozen=True)
@@ -154,13 +155,15 @@ def _result(job: EpisodeJob, output: EpisodeOutput, trial: dict[str, Any], outco
 
 
 def fingerprint(evidence: Mapping[str, Any], action_log: Sequence[Mapping[str, Any]]) -> str:
-    """sha256 of what happened, without timings: equal for two executions of the same
-    deterministic episode, whichever process or machine ran them."""
-    if evidence.get("schema") == EPISODE_SCHEMA:
-        steps = {key: value for key, value in evidence["steps"].items()
-                 if key != "wall_time_ns"}
+    """sha256 of what happened, without timings or run ids: equal for two executions of
+    the same deterministic episode, whichever process or machine ran them."""
+    schema = evidence.get("schema")
+    if schema == EPISODE_SCHEMA:
         core: Any = {key: value for key, value in evidence.items() if key != "digest"}
-        core["steps"] = steps
+        core["steps"] = {key: value for key, value in evidence["steps"].items()
+                         if key != "wall_time_ns"}
+    elif schema in _FLAT_SCHEMAS:  # timings live only in the action log
+        core = {key: value for key, value in evidence.items() if key not in _VOLATILE}
     else:
         core = _without_volatile(evidence)
     events = [{key: value for key, value in event.items() if key not in _VOLATILE}

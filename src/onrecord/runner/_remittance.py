@@ -37,7 +37,12 @@ from onrecord.runner._provider import (
     SavedEpisode,
     agent_factory,
 )
-from onrecord.runner._toolworld import LiveToolEpisode, rebuild_episode, tool_evidence
+from onrecord.runner._toolworld import (
+    LiveToolEpisode,
+    rebuild_episode,
+    table_layouts,
+    tool_evidence,
+)
 
 __all__ = ["RemittanceProvider", "remittance"]
 
@@ -63,6 +68,7 @@ class RemittanceProvider(EnvironmentProvider):
         self._tasks = {task.task_id: task for task in tasks}
         self._envs: dict[str, RemittanceEnvironment] = {}
         self._schemas: dict[str, list[dict[str, Any]]] = {}
+        self._layouts: dict[str, dict[str, dict[str, list[str]]]] = {}
         self._workdir = tempfile.TemporaryDirectory(prefix="onrecord-remittance-")
         self.environment_id = "onrecord.domains.remittance/v1"
 
@@ -73,6 +79,7 @@ class RemittanceProvider(EnvironmentProvider):
             env = RemittanceEnvironment(self._tasks[case_id])
             self._envs[case_id] = env
             self._schemas[case_id] = env.world.tool_schemas()
+            self._layouts[case_id] = table_layouts(env.world)
         return self._envs[case_id]
 
     def tasks(self) -> Sequence[EvalCase]:
@@ -101,7 +108,8 @@ class RemittanceProvider(EnvironmentProvider):
         ending, error = _play(world, env.brief, self._schemas[env.task.task_id], act,
                               spec.max_steps)
         evidence = tool_evidence(world, ending=ending, agent_error=error,
-                                 tools=self._schemas[env.task.task_id])
+                                 tools=self._schemas[env.task.task_id],
+                                 layouts=self._layouts[env.task.task_id])
         events = list(world.log.events)
         subject = LiveToolEpisode.from_evidence(evidence, events, world.path)
         return EpisodeOutput(evidence, subject, events)

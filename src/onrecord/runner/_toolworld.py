@@ -2,49 +2,77 @@
 
 The runner does not save an episode directory per episode (a database backup and five
 fsyncs each); it keeps the world's evidence in the run record: the action log, the audit
-history, the row diff, the task and the start and end state digests. Checks grade the
-live end state right after the episode. Re-grading rebuilds the end state from saved
-evidence alone: the task's start snapshot (its digest must equal the recorded one) plus
-the recorded row diff (the result's digest must equal the recorded end-state digest).
+history, the row diff, the task, the start snapshot's digest and a digest of every table
+the episode changed, as it ended. Checks grade the live end state right after the
+episode. Re-grading rebuilds the end state from saved evidence alone: the task's start
+snapshot (its digest must equal the recorded one) plus the recorded row diff (each
+changed table must then hash to its recorded digest). Hashing only the changed tables
+costs a fraction of a whole-database digest; unchanged tables are the snapshot's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from onrecord._canonical import content_digest
+from onrecord._canonical import canonical_bytes, content_digest
 from onrecord.envkit import Snapshot, ToolEpisode, ToolWorld
-from onrecord.envkit._sql import native_value, quote
+from onrecord.envkit._sql import native_value, portable_value, quote
 from onrecord.envkit.audit import audit_events, audit_tables
 from onrecord.envkit.diff import StateDiff, audit_diff
 from onrecord.envkit.snapshot import readonly_uri
-from onrecord.envkit.state import state_digest
-from onrecord.errors import ConsistencyError, SchemaError
+from onrecord.errors import ConsistencyError, PortabilityError, SchemaError
 
-__all__ = ["TOOL_EPISODE_SCHEMA", "LiveToolEpisode", "rebuild_episode", "tool_evidence"]
+__all__ = ["TOOL_EPISODE_SCHEMA", "LiveToolEpisode", "rebuild_episode", "table_digests",
+           "table_layouts", "tool_evidence"]
 
 TOOL_EPISODE_SCHEMA = "onrecord.run.tool-episode/v1"
 
 
+def table_layouts(world: ToolWorld) -> dict[str, dict[str, list[str]]]:
+    """Columns and key of every audited table (fixed for a world: cache it)."""
+    return {table.name: {"columns": list(table.columns), "key": list(table.key)}
+            for table, _ in audit_tables(world.conn)}
+
+
+def table_digests(conn: sqlite3.Connection, names: Iterable[str],
+                  layouts: Mapping[str, Mapping[str, Sequence[str]]]) -> dict[str, str]:
+    """sha256 of each named table's rows (canonical JSON, in key order)."""
+    digests = {}
+    for name in sorted(names):
+        layout = layouts[name]
+        columns = ", ".join(map(quote, layout["columns"]))
+        order = ", ".join(map(quote, layout["key"]))
+        rows = conn.execute(f"SELECT {columns} FROM {quote(name)} ORDER BY {order}").fetchall()
+        try:
+            data = canonical_bytes(rows)
+        except PortabilityError:  # a BLOB somewhere
+            data = canonical_bytes([[portable_value(v) for v in row] for row in rows])
+        digests[name] = hashlib.sha256(data).hexdigest()
+    return digests
+
+
 def tool_evidence(world: ToolWorld, *, ending: str, agent_error: str | None,
-                  tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+                  tools: Sequence[Mapping[str, Any]],
+                  layouts: Mapping[str, Mapping[str, Sequence[str]]]) -> dict[str, Any]:
     """The evidence record of the world's current episode (call before the next reset)."""
     conn = world.conn
-    layouts = {table.name: {"columns": list(table.columns), "key": list(table.key)}
-               for table, _ in audit_tables(conn)}
+    diff = audit_diff(conn)
     record: dict[str, Any] = {
         "schema": TOOL_EPISODE_SCHEMA, "run_id": world.run_id, "task_id": world.task_id,
         "seed": world.seed, "snapshot": world.snapshot.identity(),
-        "end_state_digest": world.state_digest(), "state_version": world.state_version,
+        "changed_tables": table_digests(conn, diff, layouts),
+        "state_version": world.state_version,
         "steps": world.step, "tools": list(tools),
         "writes": sorted(name for name, spec in world.tools.items() if spec.writes),
         "hidden": sorted(world.hidden), "ending": ending, "agent_error": agent_error,
-        "audit": {"tables": layouts, "events": audit_events(conn)},
-        "diff": audit_diff(conn),
+        "audit": {"tables": {name: {key: list(value) for key, value in layout.items()}
+                             for name, layout in layouts.items()},
+                  "events": audit_events(conn)},
+        "diff": diff,
         "task": None if world.case is None else world.case.to_dict()}
     record["digest"] = content_digest(record)
     return record
@@ -56,7 +84,7 @@ class LiveToolEpisode(ToolEpisode):
 
     @classmethod
     def from_evidence(cls, evidence: Mapping[str, Any], actions: Sequence[Mapping[str, Any]],
-                      database: Path) -> LiveToolEpisode:
+                      database: Path, *, shared_reader: bool = True) -> LiveToolEpisode:
         """Wrap a record made by ``tool_evidence`` and its action-log events."""
         if evidence.get("schema") != TOOL_EPISODE_SCHEMA:
             raise SchemaError(f"expected a {TOOL_EPISODE_SCHEMA!r} record, got "
@@ -67,12 +95,31 @@ class LiveToolEpisode(ToolEpisode):
             actions=tuple(dict(event) for event in actions),
             _audit={"tables": evidence["audit"]["tables"],
                     "events": evidence["audit"]["events"]},
-            diff=evidence["diff"], task=evidence["task"], _database=database)
+            diff=evidence["diff"], task=evidence["task"], _database=database,
+            _shared=shared_reader)
         return episode
 
     def connect(self) -> sqlite3.Connection:
-        """A read-only connection to the end-state database."""
-        return sqlite3.connect(readonly_uri(self.__dict__["_database"]), uri=True)
+        """A read-only connection to the end-state database (one per database file and
+        process, reused: opening one and parsing the schema costs more than most checks)."""
+        path = str(self.__dict__["_database"])
+        if not self.__dict__["_shared"]:
+            return sqlite3.connect(readonly_uri(path), uri=True)
+        if path not in _READERS:
+            _READERS[path] = sqlite3.connect(readonly_uri(path), uri=True,
+                                             factory=_SharedReader, check_same_thread=False)
+        return _READERS[path]
+
+
+class _SharedReader(sqlite3.Connection):
+    """A read-only connection that checks may use as a context manager or "close": it
+    stays open for the next episode on the same world."""
+
+    def close(self) -> None:
+        """Kept open on purpose (see ``LiveToolEpisode.connect``)."""
+
+
+_READERS: dict[str, sqlite3.Connection] = {}
 
 
 def rebuild_episode(evidence: Mapping[str, Any], actions: Sequence[Mapping[str, Any]],
@@ -83,19 +130,25 @@ def rebuild_episode(evidence: Mapping[str, Any], actions: Sequence[Mapping[str, 
             f"the start snapshot of task {evidence['task_id']!r} is now "
             f"{snapshot.identity()}, but the episode recorded {evidence['snapshot']}: the "
             "task generator changed; regrade with the onrecord version that ran the episode")
-    path = Path(tempfile.mkdtemp(prefix="regrade-", dir=workdir)) / "final.sqlite"
+    # One file, rebuilt for each episode: re-grading grades an episode before loading the
+    # next, so a run of any length needs the disk space of one database.
+    path = workdir / "rebuilt.sqlite"
+    path.unlink(missing_ok=True)
     snapshot.save(path)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         _apply_diff(conn, evidence["diff"], evidence["audit"]["tables"])
-        digest = state_digest(conn)
+        digests = table_digests(conn, evidence["diff"], evidence["audit"]["tables"])
     finally:
         conn.close()
-    if digest != evidence["end_state_digest"]:
+    wrong = sorted(name for name, digest in digests.items()
+                   if evidence["changed_tables"].get(name) != digest)
+    if wrong or set(digests) != set(evidence["changed_tables"]):
         raise ConsistencyError(f"the end state rebuilt from the recorded diff of "
-                               f"{evidence['task_id']!r} hashes to {digest[:12]}…, not the "
-                               f"recorded {evidence['end_state_digest'][:12]}…")
-    return LiveToolEpisode.from_evidence(evidence, actions, path)
+                               f"{evidence['task_id']!r} hashes differently from the recorded "
+                               f"end state (tables {wrong or sorted(evidence['changed_tables'])})"
+                               ": the diff or the digests were changed after recording")
+    return LiveToolEpisode.from_evidence(evidence, actions, path, shared_reader=False)
 
 
 def _apply_diff(conn: sqlite3.Connection, diff: StateDiff,
