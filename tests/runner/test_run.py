@@ -129,3 +129,16 @@ def test_unknown_names_fail_before_anything_is_written(run_dir: Path) -> None:
     assert done.returncode == 3
     assert "unknown environment 'no-such-env-v0'" in done.stderr
     assert not run_dir.exists()
+
+
+@pytest.mark.parametrize(("agent", "handler", "decision"), [
+    ("correct", "idempotent", "accept"), ("safe_retry", "idempotent", "accept"),
+    ("duplicate_write", "unsafe", "reject"), ("forbidden_then_restored", "idempotent",
+                                              "reject")])
+def test_ledger_runs_on_a_fresh_database_per_episode(tmp_path: Path, agent: str, handler: str,
+                                                      decision: str) -> None:
+    protocol = plan_run("ledger", agent, seeds=[7, 8], repeats=2,
+                        environment_config={"handler": handler})
+    result = start_run(tmp_path / "run", protocol)
+    assert result.decision.decision == decision
+    assert len(result.report.trials) == 4

@@ -37,6 +37,7 @@ ProviderFactory = Callable[..., Any]
 _REGISTRY: dict[str, str] = {
     "cartpole": "onrecord.runner._examples:cartpole",
     "frozenlake": "onrecord.runner._examples:frozenlake",
+    "ledger": "onrecord.runner._ledger:ledger",
     "remittance": "onrecord.runner._remittance:remittance",
 }
 

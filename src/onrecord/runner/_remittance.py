@@ -111,13 +111,14 @@ class RemittanceProvider(EnvironmentProvider):
                                  tools=self._schemas[env.task.task_id],
                                  layouts=self._layouts[env.task.task_id])
         events = list(world.log.events)
-        subject = LiveToolEpisode.from_evidence(evidence, events, world.path)
+        subject = LiveToolEpisode.from_evidence(evidence, events, world.path,
+                                                self._schemas[env.task.task_id])
         return EpisodeOutput(evidence, subject, events)
 
     def load_subject(self, saved: SavedEpisode) -> LiveToolEpisode:
         env = self._env(str(saved.evidence["task_id"]))
         return rebuild_episode(saved.evidence, saved.action_log, env.snapshot,
-                               Path(self._workdir.name))
+                               self._schemas[env.task.task_id], Path(self._workdir.name))
 
     def trial(self, subject: Any, checks: Sequence[OutcomeCheck], repeat: int) -> Trial:
         return remittance_trial(subject, checks, repeat)

@@ -66,7 +66,9 @@ def tool_evidence(world: ToolWorld, *, ending: str, agent_error: str | None,
         "seed": world.seed, "snapshot": world.snapshot.identity(),
         "changed_tables": table_digests(conn, diff, layouts),
         "state_version": world.state_version,
-        "steps": world.step, "tools": list(tools),
+        # The tool schemas are the same in every episode of a world: the record keeps
+        # their digest; re-grading gets them from the environment and checks the digest.
+        "steps": world.step, "tools_digest": content_digest({"tools": list(tools)}),
         "writes": sorted(name for name, spec in world.tools.items() if spec.writes),
         "hidden": sorted(world.hidden), "ending": ending, "agent_error": agent_error,
         "audit": {"tables": {name: {key: list(value) for key, value in layout.items()}
@@ -84,12 +86,18 @@ class LiveToolEpisode(ToolEpisode):
 
     @classmethod
     def from_evidence(cls, evidence: Mapping[str, Any], actions: Sequence[Mapping[str, Any]],
-                      database: Path, *, shared_reader: bool = True) -> LiveToolEpisode:
-        """Wrap a record made by ``tool_evidence`` and its action-log events."""
+                      database: Path, tools: Sequence[Mapping[str, Any]], *,
+                      shared_reader: bool = True) -> LiveToolEpisode:
+        """Wrap a record made by ``tool_evidence``, its action-log events and the world's
+        tool schemas (which must match the recorded digest)."""
         if evidence.get("schema") != TOOL_EPISODE_SCHEMA:
             raise SchemaError(f"expected a {TOOL_EPISODE_SCHEMA!r} record, got "
                               f"{evidence.get('schema')!r}")
-        episode = cls(database.parent, dict(evidence))
+        if content_digest({"tools": list(tools)}) != evidence["tools_digest"]:
+            raise ConsistencyError(f"the tools of task {evidence['task_id']!r} changed since "
+                                   "the episode was recorded; regrade with the onrecord "
+                                   "version that ran it")
+        episode = cls(database.parent, {**evidence, "tools": list(tools)})
         # cached_property stores in the instance dict; pre-filling it skips file reads.
         episode.__dict__.update(
             actions=tuple(dict(event) for event in actions),
@@ -123,7 +131,8 @@ _READERS: dict[str, sqlite3.Connection] = {}
 
 
 def rebuild_episode(evidence: Mapping[str, Any], actions: Sequence[Mapping[str, Any]],
-                    snapshot: Snapshot, workdir: Path) -> LiveToolEpisode:
+                    snapshot: Snapshot, tools: Sequence[Mapping[str, Any]], workdir: Path
+                    ) -> LiveToolEpisode:
     """The end state from the start snapshot plus the recorded diff, verified by digest."""
     if snapshot.identity() != evidence["snapshot"]:
         raise ConsistencyError(
@@ -148,7 +157,7 @@ def rebuild_episode(evidence: Mapping[str, Any], actions: Sequence[Mapping[str, 
                                f"{evidence['task_id']!r} hashes differently from the recorded "
                                f"end state (tables {wrong or sorted(evidence['changed_tables'])})"
                                ": the diff or the digests were changed after recording")
-    return LiveToolEpisode.from_evidence(evidence, actions, path, shared_reader=False)
+    return LiveToolEpisode.from_evidence(evidence, actions, path, tools, shared_reader=False)
 
 
 def _apply_diff(conn: sqlite3.Connection, diff: StateDiff,
