@@ -108,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
     """Start or resume the run, then print the summary and return the decision's code."""
     config = config_from_args(args)
     console, errors = Console(), Console(stderr=True)
+    expect: RunProtocol | None
     if args.resume:
         out, expect = _resume_target(config)
     else:
@@ -119,9 +120,10 @@ def run(args: argparse.Namespace) -> int:
     progress = BarProgress(errors, enabled=not args.no_progress)
     try:
         with executor:
-            result = resume_run(out, expect=expect, executor=executor, progress=progress) \
-                if args.resume else start_run(out, expect, executor=executor,  # type: ignore[arg-type]
-                                              progress=progress)
+            if args.resume or expect is None:
+                result = resume_run(out, expect=expect, executor=executor, progress=progress)
+            else:
+                result = start_run(out, expect, executor=executor, progress=progress)
     except KeyboardInterrupt:
         errors.print(f"interrupted; finished episodes are saved: `onrecord run --resume "
                      f"--out {out}` continues")

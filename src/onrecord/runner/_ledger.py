@@ -30,7 +30,13 @@ from onrecord.errors import InputError
 from onrecord.integrations.gymnasium import capture_episode
 from onrecord.policy import AcceptancePolicy
 from onrecord.runner._gym import GymnasiumProvider, Interact, as_interact
-from onrecord.runner._provider import AgentContext, AgentFactory, EpisodeOutput, EpisodeSpec
+from onrecord.runner._provider import (
+    AgentContext,
+    AgentFactory,
+    EpisodeOutput,
+    EpisodeSpec,
+    agent_factory,
+)
 
 __all__ = ["LedgerProvider", "ledger"]
 
@@ -47,8 +53,7 @@ def _scripted(actions: Sequence[int]) -> AgentFactory:
                     return "finished"
             return "actions exhausted"
         return interact
-    factory.__onrecord_agent_factory__ = True  # type: ignore[attr-defined]
-    return factory
+    return agent_factory(factory)
 
 
 class LedgerProvider(GymnasiumProvider):
