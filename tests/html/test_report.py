@@ -131,3 +131,27 @@ def test_refused_comparison_page_lists_the_reasons(remittance_run: Path, lake_ru
     assert data["comparison"] is None
     assert any("case sets differ" in reason for reason in data["refused"])
     assert "refused" in (tmp_path / "c.html").read_text()
+
+
+def test_world_model_report_plots_pass_rate_by_horizon(tmp_path: Path) -> None:
+    from onrecord.report import CheckResult, Trial
+
+    identity = {"case_id": "c", "source_id": None, "content_digest": "0" * 64}
+    trials = [Trial(identity, repeat, {"kind": "forecast", "digest": str(repeat)},
+                    tuple(CheckResult(f"dynamics/x/h{h}", "v1",
+                                      "pass" if repeat < 4 - h // 4 else "fail", "")
+                          for h in (1, 4, 8)))
+              for repeat in range(4)]
+    (tmp_path / "reports").mkdir()
+    EvaluationReport.from_trials(trials).save_json(tmp_path / "reports" / "m.report.json")
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "error.svg").write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>')
+    data = report_data(tmp_path / "reports" / "m.report.json")
+    assert data["horizons"]["x"] == [[1, 1.0, *data["horizons"]["x"][0][2:]],
+                                     [4, 0.75, *data["horizons"]["x"][1][2:]],
+                                     [8, 0.5, *data["horizons"]["x"][2][2:]]]
+    assert [image["name"] for image in data["images"]] == ["error.svg"]
+    page = write_report(tmp_path / "reports" / "m.report.json").read_text()
+    assert "Forecast pass rate by horizon" in page
+    assert 'src="data:image/svg+xml;base64,' in page

@@ -46,7 +46,7 @@ def report_data(source: str | Path, *, grading: str | None = None, episodes: str
         "decision": decision, "summary": summary, "versions": report.lock["checks"],
         "findings": _findings(report, decision, summary),
         "tasks": _tasks(report), "episodes": [], "detail_note": "",
-        "horizons": _horizons(summary), "images": _images(plots, store)}
+        "horizons": _horizons(summary), "images": _images(plots, report_file)}
     if store is not None:
         data["episodes"], data["detail_note"] = _episodes(store, report, episodes)
     return data
@@ -137,12 +137,19 @@ def _horizons(summary: Mapping[str, Any]) -> dict[str, list[list[Any]]]:
     return {name: sorted(points) for name, points in sorted(series.items())}
 
 
-def _images(plots: str | Path | None, store: RunStore | None) -> list[dict[str, str]]:
-    folder = Path(plots) if plots is not None else (store.path / "plots" if store else None)
-    if folder is None or not folder.is_dir():
-        if plots is not None:
+def _images(plots: str | Path | None, report_file: Path) -> list[dict[str, str]]:
+    # Without --plots: a plots/ folder beside the report, or one level up (a world-model
+    # run keeps reports/ and plots/ side by side).
+    if plots is not None:
+        folder = Path(plots)
+        if not folder.is_dir():
             raise InputError(f"--plots {plots} is not a directory of .svg or .png files")
-        return []
+    else:
+        found = [p for p in (report_file.parent / "plots", report_file.parent.parent / "plots")
+                 if p.is_dir()]
+        if not found:
+            return []
+        folder = found[0]
     kinds = {".svg": "image/svg+xml", ".png": "image/png"}
     return [{"name": item.name, "src": f"data:{kinds[item.suffix]};base64,"
              + base64.b64encode(item.read_bytes()).decode()}

@@ -15,7 +15,7 @@ _COLORS = ("#0969da", "#cf222e", "#1a7f37", "#8250df", "#9a6700", "#bf3989")
 def interval_chart(rows: Sequence[tuple[str, float | None, float, float]],
                    *, title: str) -> str:
     """Horizontal bars (rate) with interval whiskers, one row per label, on [0, 1]."""
-    left, width, height = 220, 420, 22
+    left, width, height = 270, 420, 22
     total = 30 + height * len(rows)
     parts = [f'<svg class="svg-chart" role="img" aria-label="{esc(title)}" '
              f'width="{left + width + 60}" height="{total}" '
@@ -27,7 +27,7 @@ def interval_chart(rows: Sequence[tuple[str, float | None, float, float]],
     for index, (label, rate, low, high) in enumerate(rows):
         y = 6 + index * height
         parts.append(f'<text x="{left - 6}" y="{y + 13}" text-anchor="end">'
-                     f"{esc(label[:34])}</text>")
+                     f"{esc(label[:42])}</text>")
         if rate is not None:
             parts.append(f'<rect x="{left}" y="{y + 3}" width="{width * rate:.1f}" '
                          f'height="{height - 8}" fill="#54aeff"><title>{esc(label)}: '
@@ -58,6 +58,10 @@ def horizon_chart(series: Mapping[str, Sequence[Sequence[Any]]], *, title: str) 
         parts.append(f'<text x="{left - 6}" y="{y + 4}" text-anchor="end">{tick:.0%}</text>'
                      f'<line x1="{left}" y1="{y}" x2="{left + width}" y2="{y}" '
                      'stroke="#d0d7de"/>')
+    for horizon in sorted(set(horizons)):
+        x = left + width * (horizon - low) / span
+        parts.append(f'<text x="{x:.1f}" y="{top + height + 16}" text-anchor="middle">'
+                     f"{horizon}</text>")
     for index, (name, points) in enumerate(series.items()):
         color = _COLORS[index % len(_COLORS)]
         xy = [(left + width * (p[0] - low) / span, top + height * (1 - p[1])) for p in points]
