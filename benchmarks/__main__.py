@@ -10,8 +10,10 @@ from pathlib import Path
 
 
 def main(selected: list[str]) -> None:
-    names = sorted(info.name for info in pkgutil.iter_modules([str(Path(__file__).parent))
-                   if info.name.startswith("bench_"))
+    folder = str(Path(__file__).parent)
+    names = sorted(
+        info.name for info in pkgutil.iter_modules([folder]) if info.name.startswith("bench_")
+    )
     for name in names:
         if selected and name.removeprefix("bench_") not in selected:
             continue

@@ -31,33 +31,59 @@ def _long_episode(steps: int) -> EpisodeEvidence:
     def interact(env: Any, observation: Any, info: Any) -> None:
         for _ in range(steps):
             observation, _, terminated, truncated, _ = env.step(
-                int(observation[2] + 0.5 * observation[3] > 0))
+                int(observation[2] + 0.5 * observation[3] > 0)
+            )
             if terminated or truncated:
                 return
 
-    return capture_episode(factory, interact, case=EvalCase("balance", case_id="bench"),
-                           environment_id="CartPole-v1", observer_id="state/v1",
-                           observe=lambda: {"state": list(holder["env"].unwrapped.state)},
-                           seed=0, max_steps=steps)
+    return capture_episode(
+        factory,
+        interact,
+        case=EvalCase("balance", case_id="bench"),
+        environment_id="CartPole-v1",
+        observer_id="state/v1",
+        observe=lambda: {"state": list(holder["env"].unwrapped.state)},
+        seed=0,
+        max_steps=steps,
+    )
 
 
 def main() -> None:
     print(f"# evidence core ({STEPS}-step CartPole episodes)")
     bare, observed, captured = _capture_vs_bare()
-    print(row("capture_episode / bare reset+step loop", f"{captured / bare:.2f}x",
-              "<= 1.5x", captured / bare <= 1.5))
-    print(row("capture_episode / bare loop calling the same observer",
-              f"{captured / observed:.2f}x", "(context)", True))
-    print(f"{'':<58} bare {bare * 1e3:.2f} ms, bare+observer {observed * 1e3:.2f} ms, "
-          f"capture {captured * 1e3:.2f} ms")
+    print(
+        row(
+            "capture_episode / bare reset+step loop",
+            f"{captured / bare:.2f}x",
+            "<= 1.5x",
+            captured / bare <= 1.5,
+        )
+    )
+    print(
+        row(
+            "capture_episode / bare loop calling the same observer",
+            f"{captured / observed:.2f}x",
+            "(context)",
+            True,
+        )
+    )
+    print(
+        f"{'':<58} bare {bare * 1e3:.2f} ms, bare+observer {observed * 1e3:.2f} ms, "
+        f"capture {captured * 1e3:.2f} ms"
+    )
     episode = _long_episode(STEPS)
     data = episode.data
     verify = best_time(lambda: EpisodeEvidence.from_dict(data), repeat=30)
-    print(row("EpisodeEvidence.from_dict (verify), 500 steps", f"{verify * 1e3:.2f} ms",
-              "<= 2 ms", verify <= 2e-3))
+    print(
+        row(
+            "EpisodeEvidence.from_dict (verify), 500 steps",
+            f"{verify * 1e3:.2f} ms",
+            "<= 2 ms",
+            verify <= 2e-3,
+        )
+    )
     per_step = len(episode.to_bytes()) / STEPS
-    print(row("evidence bytes per CartPole step", f"{per_step:.0f} B", "<= 330 B",
-              per_step <= 330))
+    print(row("evidence bytes per CartPole step", f"{per_step:.0f} B", "<= 330 B", per_step <= 330))
     _evaluation(episode)
     _canonical_speed(data)
 
@@ -73,7 +99,8 @@ def _capture_vs_bare() -> tuple[float, float, float]:
         observation, _ = env.reset(seed=0)
         for _ in range(STEPS):
             observation, _, terminated, truncated, _ = env.step(
-                int(observation[2] + 0.5 * observation[3] > 0))
+                int(observation[2] + 0.5 * observation[3] > 0)
+            )
             if terminated or truncated:
                 break
 
@@ -84,7 +111,8 @@ def _capture_vs_bare() -> tuple[float, float, float]:
         states = []
         for _ in range(STEPS):
             observation, _, terminated, truncated, _ = env.step(
-                int(observation[2] + 0.5 * observation[3] > 0))
+                int(observation[2] + 0.5 * observation[3] > 0)
+            )
             states.append({"state": list(env.unwrapped.state)})
             if terminated or truncated:
                 break
@@ -97,50 +125,74 @@ def _capture_vs_bare() -> tuple[float, float, float]:
         def interact(wrapped: Any, observation: Any, info: Any) -> None:
             for _ in range(STEPS):
                 observation, _, terminated, truncated, _ = wrapped.step(
-                    int(observation[2] + 0.5 * observation[3] > 0))
+                    int(observation[2] + 0.5 * observation[3] > 0)
+                )
                 if terminated or truncated:
                     return
 
-        capture_episode(factory, interact, case=CASE, environment_id="CartPole-v1",
-                        observer_id="state/v1",
-                        observe=lambda: {"state": list(observe_env["env"].unwrapped.state)},
-                        seed=0, max_steps=STEPS)
+        capture_episode(
+            factory,
+            interact,
+            case=CASE,
+            environment_id="CartPole-v1",
+            observer_id="state/v1",
+            observe=lambda: {"state": list(observe_env["env"].unwrapped.state)},
+            seed=0,
+            max_steps=STEPS,
+        )
 
     for _ in range(3):  # warm every path
         bare()
         bare_observed()
         captured()
-    return (best_time(bare, repeat=21), best_time(bare_observed, repeat=21),
-            best_time(captured, repeat=21))
+    return (
+        best_time(bare, repeat=21),
+        best_time(bare_observed, repeat=21),
+        best_time(captured, repeat=21),
+    )
 
 
 CASE = EvalCase("balance", case_id="bench")
 
 
 def _evaluation(episode: EpisodeEvidence) -> None:
-    checks = [OutcomeCheck("survived", "v1",
-                           lambda e: OutcomeVerdict(e.ended != "terminated", "ok", {})),
-              OutcomeCheck("final_state_seen", "v1",
-                           lambda e: OutcomeVerdict(e.final_state is not None, "ok", {}))]
-    policy = AcceptancePolicy((CheckRequirement("survived"),
-                               CheckRequirement("final_state_seen")))
+    checks = [
+        OutcomeCheck("survived", "v1", lambda e: OutcomeVerdict(e.ended != "terminated", "ok", {})),
+        OutcomeCheck(
+            "final_state_seen", "v1", lambda e: OutcomeVerdict(e.final_state is not None, "ok", {})
+        ),
+    ]
+    policy = AcceptancePolicy((CheckRequirement("survived"), CheckRequirement("final_state_seen")))
     evaluate = best_time(lambda: policy.evaluate(evaluate_episode(episode, checks)), repeat=30)
-    print(row("evaluate_episode (2 checks) + AcceptancePolicy.evaluate", f"{evaluate * 1e3:.2f} ms",
-              "<= 3 ms", evaluate <= 3e-3))
+    print(
+        row(
+            "evaluate_episode (2 checks) + AcceptancePolicy.evaluate",
+            f"{evaluate * 1e3:.2f} ms",
+            "<= 3 ms",
+            evaluate <= 3e-3,
+        )
+    )
     long_episode = _long_episode(2000)
-    trivial = [OutcomeCheck(f"trivial_{i}", "v1", lambda e: OutcomeVerdict(True, "ok", {}))
-               for i in range(50)]
+    trivial = [
+        OutcomeCheck(f"trivial_{i}", "v1", lambda e: OutcomeVerdict(True, "ok", {}))
+        for i in range(50)
+    ]
     fifty = best_time(lambda: evaluate_episode(long_episode, trivial), repeat=15)
-    print(row("50 trivial checks, 2000-step episode", f"{fifty * 1e3:.2f} ms", "<= 20 ms",
-              fifty <= 20e-3))
+    print(
+        row(
+            "50 trivial checks, 2000-step episode",
+            f"{fifty * 1e3:.2f} ms",
+            "<= 20 ms",
+            fifty <= 20e-3,
+        )
+    )
 
 
 def _canonical_speed(data: dict[str, Any]) -> None:
     body = canonical_bytes(data)
     seconds = best_time(lambda: digest_bytes(canonical_bytes(data)), repeat=30)
     rate = len(body) / seconds / 1e6
-    print(row("canonical JSON + sha256 throughput", f"{rate:.0f} MB/s", ">= 200 MB/s",
-              rate >= 200))
+    print(row("canonical JSON + sha256 throughput", f"{rate:.0f} MB/s", ">= 200 MB/s", rate >= 200))
 
 
 if __name__ == "__main__":

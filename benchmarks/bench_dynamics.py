@@ -53,10 +53,18 @@ def _references() -> list[Any]:
                 state = simulator.get_state(env)
                 env.step(int(state[2] + 0.5 * state[3] + 0.01 * state[1] > 0))
 
-        episodes.append(capture_episode(
-            factory, interact, case=EvalCase("bench", case_id=f"bench-{seed}"),
-            environment_id="CartPole-v1", observer_id="state", seed=seed,
-            observe=simulator.observer(holder), max_steps=HORIZON))
+        episodes.append(
+            capture_episode(
+                factory,
+                interact,
+                case=EvalCase("bench", case_id=f"bench-{seed}"),
+                environment_id="CartPole-v1",
+                observer_id="state",
+                seed=seed,
+                observe=simulator.observer(holder),
+                max_steps=HORIZON,
+            )
+        )
     return episodes
 
 
@@ -67,13 +75,22 @@ def _numpy_per_forecast(arrays: list[tuple[np.ndarray, ...]]) -> list[tuple[np.n
         abs_error = np.abs(error)
         half = Z[:, None, None] * std
         z = error / std
-        out.append((error, abs_error, mean - half, mean + half, abs_error <= half,
-                    0.5 * math.log(2 * math.pi) + np.log(std) + 0.5 * z * z))
+        out.append(
+            (
+                error,
+                abs_error,
+                mean - half,
+                mean + half,
+                abs_error <= half,
+                0.5 * math.log(2 * math.pi) + np.log(std) + 0.5 * z * z,
+            )
+        )
     return out
 
 
-def _numpy_aggregate(arrays: list[tuple[np.ndarray, ...]], initials: list[np.ndarray]
-                     ) -> tuple[np.ndarray, ...]:
+def _numpy_aggregate(
+    arrays: list[tuple[np.ndarray, ...]], initials: list[np.ndarray]
+) -> tuple[np.ndarray, ...]:
     # Starts from the same 100 forecasts' arrays as aggregate_metrics: stacking included.
     mean, std, truth = (np.stack(parts) for parts in zip(*arrays, strict=True))
     initial = np.stack(initials)
@@ -85,13 +102,18 @@ def _numpy_aggregate(arrays: list[tuple[np.ndarray, ...]], initials: list[np.nda
     pdf = np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
     pit = np.where(z <= 0, cdf, 1 - cdf)
     bins = np.minimum((pit * 10).astype(np.int64), 9)
-    return (error.mean(0), np.abs(error).mean(0), np.sqrt((error ** 2).mean(0)),
-            np.sqrt((persisted ** 2).mean(0)),
-            (abs_z[None] <= Z[:, None, None, None]).mean(1), 2 * Z[:, None, None] * std.mean(0),
-            (0.5 * math.log(2 * math.pi) + np.log(std) + 0.5 * z * z).mean(0),
-            (std * (abs_z * (2 * cdf - 1) + 2 * pdf - 1 / math.sqrt(math.pi))).mean(0),
-            (bins[..., None] == np.arange(10)).sum(0),
-            np.abs((pit[None] <= CAL[:, None, None, None]).mean(1) - CAL[:, None, None]).mean(0))
+    return (
+        error.mean(0),
+        np.abs(error).mean(0),
+        np.sqrt((error**2).mean(0)),
+        np.sqrt((persisted**2).mean(0)),
+        (abs_z[None] <= Z[:, None, None, None]).mean(1),
+        2 * Z[:, None, None] * std.mean(0),
+        (0.5 * math.log(2 * math.pi) + np.log(std) + 0.5 * z * z).mean(0),
+        (std * (abs_z * (2 * cdf - 1) + 2 * pdf - 1 / math.sqrt(math.pi))).mean(0),
+        (bins[..., None] == np.arange(10)).sum(0),
+        np.abs((pit[None] <= CAL[:, None, None, None]).mean(1) - CAL[:, None, None]).mean(0),
+    )
 
 
 def metrics_figures() -> list[str]:
@@ -99,10 +121,14 @@ def metrics_figures() -> list[str]:
     episodes = _references()
     model = BayesianLinearModel(simulator)
     model.fit(Transitions.from_episodes(episodes))
-    forecasts = capture_forecasts(episodes, model, model_id="bayes-linear/v1",
-                                  contract=simulator.contract,
-                                  coordinates=simulator.coordinates,
-                                  horizons=list(range(1, HORIZON + 1)))
+    forecasts = capture_forecasts(
+        episodes,
+        model,
+        model_id="bayes-linear/v1",
+        contract=simulator.contract,
+        coordinates=simulator.coordinates,
+        horizons=list(range(1, HORIZON + 1)),
+    )
     assert all(f.status == "ok" and f.observed_steps == HORIZON for f in forecasts)
     arrays = [(f.mean, f.std, f.truth) for f in forecasts]
     initials = [f.initial_state for f in forecasts]
@@ -111,19 +137,24 @@ def metrics_figures() -> list[str]:
     ours_agg = best_time(lambda: aggregate_metrics(forecasts), repeat=15)
     plain_agg = best_time(lambda: _numpy_aggregate(arrays, initials), repeat=15)
     tolerances = {c.name: 0.05 for c in simulator.coordinates}
-    cases = best_time(lambda: [forecast_case_result(f, tolerances) for f in forecasts],
-                      repeat=5)
+    cases = best_time(lambda: [forecast_case_result(f, tolerances) for f in forecasts], repeat=5)
     with tempfile.TemporaryDirectory() as tmp:
         path = forecast_report(forecasts, tolerances).save_json(Path(tmp) / "r.json")
         size = path.stat().st_size / 1e6
     return [
-        row("forecast_metrics ×100 (h=50, d=4, std) vs plain NumPy loop",
-            f"{ours / plain:.2f}× ({ours * 1e3:.1f} ms)", "≤ 1.5×", ours / plain <= 1.5),
-        row("aggregate_metrics over 100 vs plain NumPy (stacked)",
-            f"{ours_agg / plain_agg:.2f}× ({ours_agg * 1e3:.1f} ms)", "≤ 1.5×",
-            ours_agg / plain_agg <= 1.5),
-        row("forecast_case_result ×100 (20,000 checks)", f"{cases:.3f} s", "≤ 0.2 s",
-            cases <= 0.2),
+        row(
+            "forecast_metrics ×100 (h=50, d=4, std) vs plain NumPy loop",
+            f"{ours / plain:.2f}× ({ours * 1e3:.1f} ms)",
+            "≤ 1.5×",
+            ours / plain <= 1.5,
+        ),
+        row(
+            "aggregate_metrics over 100 vs plain NumPy (stacked)",
+            f"{ours_agg / plain_agg:.2f}× ({ours_agg * 1e3:.1f} ms)",
+            "≤ 1.5×",
+            ours_agg / plain_agg <= 1.5,
+        ),
+        row("forecast_case_result ×100 (20,000 checks)", f"{cases:.3f} s", "≤ 0.2 s", cases <= 0.2),
         row("report of those 100 forecasts", f"{size:.2f} MB", "≤ 5 MB", size <= 5),
     ]
 
@@ -133,12 +164,29 @@ def experiment_figures() -> list[str]:
     for label, flags, limit in (("smoke", ["--smoke"], 30.0), ("full", [], 180.0)):
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", "import sys; from onrecord.cli.main import "
-                            "main; sys.exit(main(sys.argv[1:]))", "worldmodel", "run", *flags,
-                            "--output-dir", f"{tmp}/run"], check=True, capture_output=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "import sys; from onrecord.cli.main import main; sys.exit(main(sys.argv[1:]))",
+                    "worldmodel",
+                    "run",
+                    *flags,
+                    "--output-dir",
+                    f"{tmp}/run",
+                ],
+                check=True,
+                capture_output=True,
+            )
             took = time.perf_counter() - start
-        lines.append(row(f"onrecord worldmodel run ({label})", f"{took:.1f} s",
-                         f"≤ {limit:.0f} s", took <= limit))
+        lines.append(
+            row(
+                f"onrecord worldmodel run ({label})",
+                f"{took:.1f} s",
+                f"≤ {limit:.0f} s",
+                took <= limit,
+            )
+        )
     return lines
 
 

@@ -46,8 +46,9 @@ class _Clock(Progress):
 
 def protocol(seeds: int) -> RunProtocol:
     """Careful agent on every remittance task with a 1,000-row background."""
-    return plan_run("remittance", "careful", seeds=list(range(seeds)),
-                    environment_config={"size": 1000})
+    return plan_run(
+        "remittance", "careful", seeds=list(range(seeds)), environment_config={"size": 1000}
+    )
 
 
 def measure(executor: Executor, plan: RunProtocol, root: Path, name: str) -> dict[str, Any]:
@@ -61,28 +62,39 @@ def measure(executor: Executor, plan: RunProtocol, root: Path, name: str) -> dic
     if not result.complete or clock.failed:
         raise SystemExit(f"{name}: episodes failed to record: {result.errors[:3]}")
     steady = (len(stamps) - 1) / (stamps[-1] - stamps[0])
-    return {"name": name, "episodes": len(stamps), "overall": len(stamps) / overall,
-            "steady": steady, "seconds": overall}
+    return {
+        "name": name,
+        "episodes": len(stamps),
+        "overall": len(stamps) / overall,
+        "steady": steady,
+        "seconds": overall,
+    }
 
 
 def show(row: dict[str, Any]) -> None:
-    print(f"  {row['name']:<22} {row['episodes']:>6} episodes  {row['seconds']:7.2f} s  "
-          f"overall {row['overall']:7.1f} ep/s  steady {row['steady']:7.1f} ep/s")
+    print(
+        f"  {row['name']:<22} {row['episodes']:>6} episodes  {row['seconds']:7.2f} s  "
+        f"overall {row['overall']:7.1f} ep/s  steady {row['steady']:7.1f} ep/s"
+    )
 
 
 def throughput(root: Path, seeds: int) -> dict[str, dict[str, Any]]:
     plan = protocol(seeds)
     print(f"1. remittance throughput ({plan.episodes} episodes, 1k-row snapshots)")
     rows = {}
-    for name, make in (("in-process", InProcessExecutor),
-                       ("process pool, 1 worker", lambda: ProcessPoolExecutor(1)),
-                       ("process pool, 2 workers", lambda: ProcessPoolExecutor(2))):
+    for name, make in (
+        ("in-process", InProcessExecutor),
+        ("process pool, 1 worker", lambda: ProcessPoolExecutor(1)),
+        ("process pool, 2 workers", lambda: ProcessPoolExecutor(2)),
+    ):
         rows[name] = measure(make(), plan, root, name.replace(" ", "_").replace(",", ""))
         show(rows[name])
     one, two = rows["process pool, 1 worker"], rows["process pool, 2 workers"]
-    print(f"  scaling 2 workers / 1 worker: steady {two['steady'] / one['steady']:.2f}x, "
-          f"overall {two['overall'] / one['overall']:.2f}x   (target: >= 500 ep/s with 2 "
-          f"workers, near-linear)")
+    print(
+        f"  scaling 2 workers / 1 worker: steady {two['steady'] / one['steady']:.2f}x, "
+        f"overall {two['overall'] / one['overall']:.2f}x   (target: >= 500 ep/s with 2 "
+        f"workers, near-linear)"
+    )
     return rows
 
 
@@ -106,13 +118,19 @@ print(len(result.report.trials), seconds, int(hwm) / 1024, children / 1024, size
 def memory(root: Path, seeds: int) -> None:
     episodes = 33 * seeds
     print(f"2. streaming run of {episodes} episodes (process pool, 2 workers)")
-    done = subprocess.run([sys.executable, "-c", _MEMORY_CHILD.format(seeds=seeds),
-                           str(root / "big")], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _MEMORY_CHILD.format(seeds=seeds), str(root / "big")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     count, seconds, parent, worker, size = done.stdout.split()
-    print(f"  {int(count)} episodes in {float(seconds):.1f} s "
-          f"({int(count) / float(seconds):.0f} ep/s); peak RSS parent {float(parent):.0f} MB, "
-          f"largest worker {float(worker):.0f} MB; run directory {float(size):.0f} MB "
-          "(target: peak < 500 MB)")
+    print(
+        f"  {int(count)} episodes in {float(seconds):.1f} s "
+        f"({int(count) / float(seconds):.0f} ep/s); peak RSS parent {float(parent):.0f} MB, "
+        f"largest worker {float(worker):.0f} MB; run directory {float(size):.0f} MB "
+        "(target: peak < 500 MB)"
+    )
 
 
 def ray_overhead(root: Path, seeds: int, pool: dict[str, Any]) -> None:
@@ -129,13 +147,16 @@ def ray_overhead(root: Path, seeds: int, pool: dict[str, Any]) -> None:
         ray.shutdown()
     show(pool)
     show(row)
-    print(f"  Ray / process pool: steady {row['steady'] / pool['steady']:.2f}x, overall "
-          f"{row['overall'] / pool['overall']:.2f}x (cluster start {boot:.1f} s not included)")
+    print(
+        f"  Ray / process pool: steady {row['steady'] / pool['steady']:.2f}x, overall "
+        f"{row['overall'] / pool['overall']:.2f}x (cluster start {boot:.1f} s not included)"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="smaller runs")
     args = parser.parse_args()
     seeds, big = (12, 61) if args.quick else (40, 304)  # 33 tasks × seeds episodes

@@ -10,9 +10,16 @@ import pytest
 
 import onrecord
 
-PACKAGES = sorted({"onrecord", *(
-    info.name for info in pkgutil.walk_packages(onrecord.__path__, "onrecord.")
-    if info.ispkg and not info.name.rsplit(".", 1)[-1].startswith("_"))})
+PACKAGES = sorted(
+    {
+        "onrecord",
+        *(
+            info.name
+            for info in pkgutil.walk_packages(onrecord.__path__, "onrecord.")
+            if info.ispkg and not info.name.rsplit(".", 1)[-1].startswith("_")
+        ),
+    }
+)
 
 
 def _isort_key(name: str) -> tuple[int, str]:
@@ -28,8 +35,9 @@ def test_all_is_sorted_and_exported(name: str) -> None:
         pytest.skip(f"{name} needs an optional extra: {exc}")
     exported = getattr(module, "__all__", None)
     assert exported is not None, f"{name} has no __all__"
-    assert list(exported) == sorted(exported, key=_isort_key), \
+    assert list(exported) == sorted(exported, key=_isort_key), (
         f"{name}.__all__ is not sorted (constants, classes, functions; as ruff's RUF022)"
+    )
     for item in exported:
         assert hasattr(module, item), f"{name}.__all__ names {item}, which is missing"
 

@@ -49,8 +49,9 @@ def canonical_bytes(value: Any) -> bytes:
     try:
         return orjson.dumps(value, option=_OPTIONS)
     except TypeError as exc:  # orjson.JSONEncodeError subclasses TypeError
-        raise PortabilityError(f"value is not portable JSON: {exc}; pass it through "
-                               "onrecord's to_portable first") from exc
+        raise PortabilityError(
+            f"value is not portable JSON: {exc}; pass it through onrecord's to_portable first"
+        ) from exc
 
 
 def digest_bytes(data: bytes) -> str:
@@ -94,13 +95,17 @@ def load_record_bytes(raw: bytes, what: str) -> dict[str, Any]:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise SchemaError(f"{what} is not valid JSON ({exc}); the file is damaged or was "
-                          "edited: restore it from the run directory or re-run") from exc
+        raise SchemaError(
+            f"{what} is not valid JSON ({exc}); the file is damaged or was "
+            "edited: restore it from the run directory or re-run"
+        ) from exc
     if not isinstance(data, dict):
         raise SchemaError(f"{what} must hold a JSON object, found {type(data).__name__}")
     if canonical_bytes(data) != raw.rstrip(b"\n"):
-        raise DigestMismatch(f"{what} is not in canonical form: it was edited after saving; "
-                             "restore the original file")
+        raise DigestMismatch(
+            f"{what} is not in canonical form: it was edited after saving; "
+            "restore the original file"
+        )
     return data
 
 
@@ -121,8 +126,11 @@ def state_bytes(value: Any, path: str = "$") -> bytes:
     if not raw or b"null" in raw:
         _walk(value, path)  # raises with the path when something is not portable
         if not raw:
-            raise PortabilityError(f"{path} could not be serialized; return plain JSON "
-                                   "values or numpy numbers and arrays", path)
+            raise PortabilityError(
+                f"{path} could not be serialized; return plain JSON "
+                "values or numpy numbers and arrays",
+                path,
+            )
     return raw
 
 
@@ -190,13 +198,17 @@ def _walk(value: Any, path: str) -> Any:
     if kind is float:
         if math.isfinite(value):
             return value
-        raise PortabilityError(f"{path} is {value!r}; non-finite numbers have no JSON "
-                               "form: replace it with null or a finite value", path)
+        raise PortabilityError(
+            f"{path} is {value!r}; non-finite numbers have no JSON "
+            "form: replace it with null or a finite value",
+            path,
+        )
     if kind is int:
         return _checked_int(value, path)
     if kind is dict:
-        return {_checked_key(key, path): _walk(item, f"{path}.{key}")
-                for key, item in value.items()}
+        return {
+            _checked_key(key, path): _walk(item, f"{path}.{key}") for key, item in value.items()
+        }
     if kind is list or kind is tuple:
         return [_walk(item, f"{path}[{index}]") for index, item in enumerate(value)]
     return _to_portable_slow(value, path)
@@ -206,8 +218,7 @@ def _to_portable_slow(value: Any, path: str) -> Any:
     if isinstance(value, np.ndarray):
         return _array_to_portable(value, path)
     if isinstance(value, np.generic):
-        return _walk(value.item(), path) if value.dtype.kind in "biuf" else \
-            _refuse(value, path)
+        return _walk(value.item(), path) if value.dtype.kind in "biuf" else _refuse(value, path)
     if isinstance(value, bool | str):
         return bool(value) if isinstance(value, bool) else str(value)
     if isinstance(value, float):
@@ -225,22 +236,29 @@ def _refuse(value: Any, path: str) -> Any:
     raise PortabilityError(
         f"{path} holds a {type(value).__module__}.{type(value).__qualname__}, which has no "
         "lossless JSON form; convert it to str, int, float, bool, None, list, dict or a "
-        "numpy array before returning it", path)
+        "numpy array before returning it",
+        path,
+    )
 
 
 def _checked_int(value: int, path: str) -> int:
     if _INT_MIN <= value <= _INT_MAX:
         return value
-    raise PortabilityError(f"{path} is {value}, beyond the 64-bit range JSON readers keep "
-                           "exactly; store it as a string", path)
+    raise PortabilityError(
+        f"{path} is {value}, beyond the 64-bit range JSON readers keep "
+        "exactly; store it as a string",
+        path,
+    )
 
 
 def _checked_key(key: Any, path: str) -> str:
     if type(key) is str:
         return key
-    raise PortabilityError(f"{path} has the key {key!r} of type {type(key).__name__}; "
-                           "JSON object keys must be strings: convert the key with str()",
-                           path)
+    raise PortabilityError(
+        f"{path} has the key {key!r} of type {type(key).__name__}; "
+        "JSON object keys must be strings: convert the key with str()",
+        path,
+    )
 
 
 def _array_to_portable(array: np.ndarray, path: str) -> dict[str, Any]:
@@ -248,10 +266,18 @@ def _array_to_portable(array: np.ndarray, path: str) -> dict[str, Any]:
         _refuse(array, path)
     if array.dtype.kind == "f" and not np.isfinite(array).all():
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
-        raise PortabilityError(f"{path}{list(bad)} is {array[bad]!r}; non-finite numbers "
-                               "have no JSON form: replace it with a finite value", path)
-    return {NDARRAY_TAG: {"dtype": array.dtype.str, "shape": list(array.shape),
-                          "data": array.ravel().tolist()}}
+        raise PortabilityError(
+            f"{path}{list(bad)} is {array[bad]!r}; non-finite numbers "
+            "have no JSON form: replace it with a finite value",
+            path,
+        )
+    return {
+        NDARRAY_TAG: {
+            "dtype": array.dtype.str,
+            "shape": list(array.shape),
+            "data": array.ravel().tolist(),
+        }
+    }
 
 
 def from_portable(value: Any) -> Any:
@@ -260,7 +286,8 @@ def from_portable(value: Any) -> Any:
         tagged = value.get(NDARRAY_TAG) if len(value) == 1 else None
         if tagged is not None:
             return np.asarray(tagged["data"], dtype=np.dtype(tagged["dtype"])).reshape(
-                tagged["shape"])
+                tagged["shape"]
+            )
         return {key: from_portable(item) for key, item in value.items()}
     if isinstance(value, list):
         return [from_portable(item) for item in value]

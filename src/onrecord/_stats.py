@@ -11,8 +11,9 @@ import numpy as np
 __all__ = ["mcnemar_exact_p", "paired_bootstrap_ci", "pass_hat_k", "wilson_interval"]
 
 
-def wilson_interval(successes: int, trials: int, z: float = 1.959963984540054
-                    ) -> tuple[float, float]:
+def wilson_interval(
+    successes: int, trials: int, z: float = 1.959963984540054
+) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion (95 % by default); (0, 1) when
     there are no trials."""
     if trials == 0:
@@ -38,13 +39,17 @@ def pass_hat_k(passes_per_case: Sequence[tuple[int, int]], k: int) -> float | No
     """Unbiased estimate of the chance that k independent repeats of a case all pass,
     averaged over cases with at least k repeats. ``passes_per_case`` holds
     (passes, repeats). None when no case has k repeats."""
-    estimates = [math.comb(passes, k) / math.comb(total, k)
-                 for passes, total in passes_per_case if total >= k]
+    estimates = [
+        math.comb(passes, k) / math.comb(total, k)
+        for passes, total in passes_per_case
+        if total >= k
+    ]
     return math.fsum(estimates) / len(estimates) if estimates else None
 
 
-def paired_bootstrap_ci(differences: Sequence[float], *, resamples: int = 2000, seed: int = 0,
-                        level: float = 0.95) -> tuple[float, float]:
+def paired_bootstrap_ci(
+    differences: Sequence[float], *, resamples: int = 2000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean paired difference."""
     values = np.asarray(differences, dtype=float)
     if values.size == 0:

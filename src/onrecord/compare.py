@@ -16,8 +16,13 @@ from onrecord._stats import mcnemar_exact_p, paired_bootstrap_ci
 from onrecord.errors import ComparisonRefused, InputError
 from onrecord.report import EvaluationReport, Trial
 
-__all__ = ["CheckComparison", "Comparison", "MeasureComparison", "compare_reports",
-           "lock_differences"]
+__all__ = [
+    "CheckComparison",
+    "Comparison",
+    "MeasureComparison",
+    "compare_reports",
+    "lock_differences",
+]
 
 
 @dataclass(frozen=True)
@@ -77,11 +82,17 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form."""
-        return {"pairs": self.pairs, "report_a": self.report_a, "report_b": self.report_b,
-                "checks": [vars(check) | {"discordant": list(check.discordant)}
-                           for check in self.checks],
-                "measures": [vars(measure) | {"interval": list(measure.interval)}
-                             for measure in self.measures]}
+        return {
+            "pairs": self.pairs,
+            "report_a": self.report_a,
+            "report_b": self.report_b,
+            "checks": [
+                vars(check) | {"discordant": list(check.discordant)} for check in self.checks
+            ],
+            "measures": [
+                vars(measure) | {"interval": list(measure.interval)} for measure in self.measures
+            ],
+        }
 
 
 def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str]:
@@ -93,20 +104,24 @@ def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str
         if version_a != version_b:
             reasons.append(f"check {name!r}: version {version_a!r} in A, {version_b!r} in B")
     if lock_a.get("environments") != lock_b.get("environments"):
-        reasons.append("environment settings differ (environment/observer ids, max_steps, "
-                       "options, spec or completion)")
+        reasons.append(
+            "environment settings differ (environment/observer ids, max_steps, "
+            "options, spec or completion)"
+        )
     cases_a = {(c["case_id"], c["content_digest"]): c["trials"] for c in lock_a.get("cases", [])}
     cases_b = {(c["case_id"], c["content_digest"]): c["trials"] for c in lock_b.get("cases", [])}
     only_a, only_b = sorted(set(cases_a) - set(cases_b)), sorted(set(cases_b) - set(cases_a))
     if only_a or only_b:
-        reasons.append(f"case sets differ: {len(only_a)} only in A (e.g. "
-                       f"{[c[0] for c in only_a[:3]]}), {len(only_b)} only in B (e.g. "
-                       f"{[c[0] for c in only_b[:3]]})")
-    differing = [key[0] for key in sorted(set(cases_a) & set(cases_b))
-                 if cases_a[key] != cases_b[key]]
+        reasons.append(
+            f"case sets differ: {len(only_a)} only in A (e.g. "
+            f"{[c[0] for c in only_a[:3]]}), {len(only_b)} only in B (e.g. "
+            f"{[c[0] for c in only_b[:3]]})"
+        )
+    differing = [
+        key[0] for key in sorted(set(cases_a) & set(cases_b)) if cases_a[key] != cases_b[key]
+    ]
     if differing:
-        reasons.append(f"repeats or seeds differ for {len(differing)} cases (e.g. "
-                       f"{differing[:3]})")
+        reasons.append(f"repeats or seeds differ for {len(differing)} cases (e.g. {differing[:3]})")
     extra_a = {k: v for k, v in lock_a.items() if k not in _CORE_LOCK_KEYS}
     extra_b = {k: v for k, v in lock_b.items() if k not in _CORE_LOCK_KEYS}
     if extra_a != extra_b:
@@ -117,20 +132,29 @@ def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str
 _CORE_LOCK_KEYS = ("library", "checks", "environments", "cases")
 
 
-def compare_reports(a: EvaluationReport, b: EvaluationReport, *, resamples: int = 2000,
-                    seed: int = 0) -> Comparison:
+def compare_reports(
+    a: EvaluationReport, b: EvaluationReport, *, resamples: int = 2000, seed: int = 0
+) -> Comparison:
     """Compare B against A. Raises ComparisonRefused when the locks differ."""
     if not isinstance(a, EvaluationReport) or not isinstance(b, EvaluationReport):
-        raise InputError("compare_reports takes two EvaluationReport objects; load saved "
-                         "reports with EvaluationReport.load(path)")
+        raise InputError(
+            "compare_reports takes two EvaluationReport objects; load saved "
+            "reports with EvaluationReport.load(path)"
+        )
     reasons = lock_differences(a.lock, b.lock)
     if reasons:
         raise ComparisonRefused(reasons)
     trials_b = {trial.key: trial for trial in b.trials}
     pairs = [(trial, trials_b[trial.key]) for trial in a.trials]
     checks = tuple(_compare_check(name, pairs) for name in a.check_names)
-    names = sorted({name for trial_a, trial_b in pairs for name in trial_a.measures
-                    if name in trial_b.measures})
+    names = sorted(
+        {
+            name
+            for trial_a, trial_b in pairs
+            for name in trial_a.measures
+            if name in trial_b.measures
+        }
+    )
     measures = tuple(_compare_measure(name, pairs, resamples, seed) for name in names)
     return Comparison(len(pairs), checks, measures, a.digest, b.digest)
 
@@ -145,24 +169,38 @@ def _compare_check(name: str, pairs: list[tuple[Trial, Trial]]) -> CheckComparis
         if passed_a is None or passed_b is None:
             tally["unmeasured"] += 1
             continue
-        key = {(True, True): "both_pass", (True, False): "only_a",
-               (False, True): "only_b", (False, False): "both_fail"}[(passed_a, passed_b)]
+        key = {
+            (True, True): "both_pass",
+            (True, False): "only_a",
+            (False, True): "only_b",
+            (False, False): "both_fail",
+        }[(passed_a, passed_b)]
         tally[key] += 1
         if passed_a != passed_b:
             arrow = "pass→fail" if passed_a else "fail→pass"
             discordant.append(f"{trial_a.case['case_id']}#{trial_a.repeat}: {arrow}")
-    return CheckComparison(name, **tally, p_value=mcnemar_exact_p(tally["only_a"],
-                                                                  tally["only_b"]),
-                           discordant=tuple(discordant))
+    return CheckComparison(
+        name,
+        **tally,
+        p_value=mcnemar_exact_p(tally["only_a"], tally["only_b"]),
+        discordant=tuple(discordant),
+    )
 
 
-def _compare_measure(name: str, pairs: list[tuple[Trial, Trial]], resamples: int, seed: int
-                     ) -> MeasureComparison:
-    values = [(float(a.measures[name]), float(b.measures[name])) for a, b in pairs
-              if name in a.measures and name in b.measures]
+def _compare_measure(
+    name: str, pairs: list[tuple[Trial, Trial]], resamples: int, seed: int
+) -> MeasureComparison:
+    values = [
+        (float(a.measures[name]), float(b.measures[name]))
+        for a, b in pairs
+        if name in a.measures and name in b.measures
+    ]
     differences = [value_b - value_a for value_a, value_b in values]
     return MeasureComparison(
-        name, len(values), math.fsum(v[0] for v in values) / len(values),
+        name,
+        len(values),
+        math.fsum(v[0] for v in values) / len(values),
         math.fsum(v[1] for v in values) / len(values),
         math.fsum(differences) / len(differences),
-        paired_bootstrap_ci(differences, resamples=resamples, seed=seed))
+        paired_bootstrap_ci(differences, resamples=resamples, seed=seed),
+    )

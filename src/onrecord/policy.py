@@ -55,19 +55,24 @@ class CheckRequirement:
 
     def __post_init__(self) -> None:
         if not isinstance(self.check, str) or not self.check.strip():
-            raise PolicyError(f"CheckRequirement.check must be a check name or glob, got "
-                              f"{self.check!r}")
+            raise PolicyError(
+                f"CheckRequirement.check must be a check name or glob, got {self.check!r}"
+            )
         if type(self.critical) is not bool:
-            raise PolicyError(f"CheckRequirement.critical must be True or False, got "
-                              f"{self.critical!r}")
+            raise PolicyError(
+                f"CheckRequirement.critical must be True or False, got {self.critical!r}"
+            )
         rate = self.min_pass_rate
         if not isinstance(rate, int | float) or not math.isfinite(rate) or not 0 < rate <= 1:
             raise PolicyError(f"CheckRequirement.min_pass_rate must be in (0, 1], got {rate!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form."""
-        return {"check": self.check, "critical": self.critical,
-                "min_pass_rate": float(self.min_pass_rate)}
+        return {
+            "check": self.check,
+            "critical": self.critical,
+            "min_pass_rate": float(self.min_pass_rate),
+        }
 
 
 @dataclass(frozen=True)
@@ -116,9 +121,14 @@ class PolicyDecision:
             if names:
                 parts.append(f"{status}: {', '.join(names)}")
         if self.coverage_issues:
-            parts.append(f"coverage: {self.coverage_issues[0].split(': ', 1)[-1]}"
-                         + (f" (+{len(self.coverage_issues) - 1} more)"
-                            if len(self.coverage_issues) > 1 else ""))
+            parts.append(
+                f"coverage: {self.coverage_issues[0].split(': ', 1)[-1]}"
+                + (
+                    f" (+{len(self.coverage_issues) - 1} more)"
+                    if len(self.coverage_issues) > 1
+                    else ""
+                )
+            )
         return "; ".join(parts) or "every requirement met"
 
     @property
@@ -128,13 +138,25 @@ class PolicyDecision:
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form."""
-        return {"decision": self.decision, "reasons": list(self.reasons),
-                "coverage_issues": list(self.coverage_issues),
-                "report_digest": self.report_digest, "policy_digest": self.policy_digest,
-                "requirements": [{**o.requirement.to_dict(), "status": o.status,
-                                  "passed": o.passed, "failed": o.failed,
-                                  "unmeasured": o.unmeasured, "matched": list(o.matched),
-                                  "explanation": o.explanation} for o in self.outcomes]}
+        return {
+            "decision": self.decision,
+            "reasons": list(self.reasons),
+            "coverage_issues": list(self.coverage_issues),
+            "report_digest": self.report_digest,
+            "policy_digest": self.policy_digest,
+            "requirements": [
+                {
+                    **o.requirement.to_dict(),
+                    "status": o.status,
+                    "passed": o.passed,
+                    "failed": o.failed,
+                    "unmeasured": o.unmeasured,
+                    "matched": list(o.matched),
+                    "explanation": o.explanation,
+                }
+                for o in self.outcomes
+            ],
+        }
 
 
 @dataclass(frozen=True)
@@ -147,19 +169,26 @@ class AcceptancePolicy:
     """A label for reports and logs."""
 
     def __post_init__(self) -> None:
-        requirements = tuple(self.requirements) if isinstance(self.requirements, Sequence) \
+        requirements = (
+            tuple(self.requirements)
+            if isinstance(self.requirements, Sequence)
             else self.requirements
-        if not isinstance(requirements, tuple) or not requirements or not all(
-                isinstance(item, CheckRequirement) for item in requirements):
-            raise PolicyError("AcceptancePolicy needs a non-empty tuple of CheckRequirement, "
-                              "e.g. AcceptancePolicy((CheckRequirement('posted_once'),))")
+        )
+        if (
+            not isinstance(requirements, tuple)
+            or not requirements
+            or not all(isinstance(item, CheckRequirement) for item in requirements)
+        ):
+            raise PolicyError(
+                "AcceptancePolicy needs a non-empty tuple of CheckRequirement, "
+                "e.g. AcceptancePolicy((CheckRequirement('posted_once'),))"
+            )
         object.__setattr__(self, "requirements", requirements)
 
     def evaluate(self, report: EvaluationReport) -> PolicyDecision:
         """Decide on ``report``."""
         if not isinstance(report, EvaluationReport):
-            raise PolicyError(f"evaluate() takes an EvaluationReport, got "
-                              f"{type(report).__name__}")
+            raise PolicyError(f"evaluate() takes an EvaluationReport, got {type(report).__name__}")
         outcomes = tuple(_judge(requirement, report) for requirement in self.requirements)
         coverage = report.coverage_issues
         reasons = [o.explanation for o in outcomes if o.status != "met"]
@@ -170,13 +199,17 @@ class AcceptancePolicy:
             decision = "indeterminate"
         else:
             decision = "accept"
-        return PolicyDecision(decision, tuple(reasons), outcomes, coverage, report.digest,
-                              self.digest)
+        return PolicyDecision(
+            decision, tuple(reasons), outcomes, coverage, report.digest, self.digest
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form, with schema and digest."""
-        body = {"schema": POLICY_SCHEMA, "name": self.name,
-                "requirements": [item.to_dict() for item in self.requirements]}
+        body = {
+            "schema": POLICY_SCHEMA,
+            "name": self.name,
+            "requirements": [item.to_dict() for item in self.requirements],
+        }
         return {**body, "digest": content_digest(body)}
 
     @property
@@ -189,29 +222,41 @@ class AcceptancePolicy:
         return atomic_write_bytes(path, canonical_bytes(self.to_dict()) + b"\n")
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, verify_digest: bool = True
-                  ) -> AcceptancePolicy:
+    def from_dict(cls, data: Mapping[str, Any], *, verify_digest: bool = True) -> AcceptancePolicy:
         """Rebuild a policy; a saved policy's digest must match."""
         if data.get("schema", POLICY_SCHEMA) != POLICY_SCHEMA:
             raise SchemaError(f"schema is {data.get('schema')!r}, expected {POLICY_SCHEMA!r}")
         items = data.get("requirements")
         if not isinstance(items, list):
-            raise PolicyError("a policy needs a 'requirements' list of {check, critical, "
-                              "min_pass_rate} objects")
+            raise PolicyError(
+                "a policy needs a 'requirements' list of {check, critical, min_pass_rate} objects"
+            )
         try:
-            policy = cls(tuple(CheckRequirement(item["check"],
-                                                critical=item.get("critical", True),
-                                                min_pass_rate=item.get("min_pass_rate", 1.0))
-                               for item in items), name=data.get("name", "policy"))
+            policy = cls(
+                tuple(
+                    CheckRequirement(
+                        item["check"],
+                        critical=item.get("critical", True),
+                        min_pass_rate=item.get("min_pass_rate", 1.0),
+                    )
+                    for item in items
+                ),
+                name=data.get("name", "policy"),
+            )
         except (KeyError, TypeError, AttributeError) as exc:
             raise PolicyError(f"a requirement is malformed ({exc}); each needs 'check'") from exc
         if verify_digest and "digest" not in data:
-            raise SchemaError("a saved policy needs its 'digest' field; to load a hand-written "
-                              "policy use a .toml file or from_dict(..., verify_digest=False)")
-        if verify_digest and (data["digest"] != content_digest(data)
-                              or policy.to_dict() != dict(data)):
-            raise DigestMismatch(f"policy digest is {data['digest']!r} but its content hashes "
-                                 f"to {content_digest(data)!r}: it was changed after saving")
+            raise SchemaError(
+                "a saved policy needs its 'digest' field; to load a hand-written "
+                "policy use a .toml file or from_dict(..., verify_digest=False)"
+            )
+        if verify_digest and (
+            data["digest"] != content_digest(data) or policy.to_dict() != dict(data)
+        ):
+            raise DigestMismatch(
+                f"policy digest is {data['digest']!r} but its content hashes "
+                f"to {content_digest(data)!r}: it was changed after saving"
+            )
         return policy
 
     @classmethod
@@ -230,11 +275,19 @@ class AcceptancePolicy:
 
 
 def _judge(requirement: CheckRequirement, report: EvaluationReport) -> RequirementOutcome:
-    matched = tuple(name for name in report.check_names
-                    if fnmatch.fnmatchcase(name, requirement.check))
+    matched = tuple(
+        name for name in report.check_names if fnmatch.fnmatchcase(name, requirement.check)
+    )
     if not matched:
-        return RequirementOutcome(requirement, "undecided", 0, 0, 0, (),
-                                  f"no check in the report matches {requirement.check!r}")
+        return RequirementOutcome(
+            requirement,
+            "undecided",
+            0,
+            0,
+            0,
+            (),
+            f"no check in the report matches {requirement.check!r}",
+        )
     passed = failed = unmeasured = 0
     for trial in report.trials:
         for name in matched:
@@ -248,10 +301,25 @@ def _judge(requirement: CheckRequirement, report: EvaluationReport) -> Requireme
     label = f"{requirement.check!r} ({'critical' if requirement.critical else 'advisory'})"
     counts = f"{passed} passed, {failed} failed, {unmeasured} not measured of {total}"
     if (passed + unmeasured) / total < need:
-        return RequirementOutcome(requirement, "failed", passed, failed, unmeasured, matched,
-                                  f"{label} failed: {counts}; needs pass rate >= {need:g}")
+        return RequirementOutcome(
+            requirement,
+            "failed",
+            passed,
+            failed,
+            unmeasured,
+            matched,
+            f"{label} failed: {counts}; needs pass rate >= {need:g}",
+        )
     if unmeasured == 0 and passed / total >= need:
-        return RequirementOutcome(requirement, "met", passed, failed, unmeasured, matched,
-                                  f"{label} met: {counts}")
-    return RequirementOutcome(requirement, "undecided", passed, failed, unmeasured, matched,
-                              f"{label} undecided: {counts}")
+        return RequirementOutcome(
+            requirement, "met", passed, failed, unmeasured, matched, f"{label} met: {counts}"
+        )
+    return RequirementOutcome(
+        requirement,
+        "undecided",
+        passed,
+        failed,
+        unmeasured,
+        matched,
+        f"{label} undecided: {counts}",
+    )

@@ -28,6 +28,9 @@ def cartpole_episode() -> EpisodeEvidence:
 @pytest.fixture(scope="session")
 def frozenlake_report() -> EvaluationReport:
     task = frozenlake_task()
-    episodes = [run_gym_task(task, FROZENLAKE_AGENTS[name](), seed=seed)
-                for name in ("walks_to_goal",) for seed in (1, 2, 3)]
+    episodes = [
+        run_gym_task(task, FROZENLAKE_AGENTS[name](), seed=seed)
+        for name in ("walks_to_goal",)
+        for seed in (1, 2, 3)
+    ]
     return evaluate_episodes(episodes, list(task.checks))

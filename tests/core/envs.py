@@ -29,11 +29,13 @@ class InvoiceEnv(gym.Env[int, int]):
         self.db.executescript(
             "CREATE TABLE IF NOT EXISTS invoices (invoice_id TEXT, amount_cents INTEGER);"
             "CREATE TABLE IF NOT EXISTS protected (id INTEGER PRIMARY KEY, value TEXT);"
-            "INSERT OR IGNORE INTO protected VALUES (1, 'original');")
+            "INSERT OR IGNORE INTO protected VALUES (1, 'original');"
+        )
         self.db.commit()
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[int, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[int, dict[str, Any]]:
         super().reset(seed=seed)
         return 0, {}
 
@@ -70,12 +72,15 @@ def read_committed(path: Path) -> dict[str, Any]:
 class GenericEnv(gym.Env[Any, Any]):
     """A real environment whose reset and step are injected by the test."""
 
-    def __init__(self, step: Callable[[GenericEnv, Any], tuple[Any, float, bool, bool,
-                                                                  dict[str, Any]]],
-                 *, action_space: spaces.Space[Any] | None = None,
-                 observation_space: spaces.Space[Any] | None = None,
-                 reset_info: dict[str, Any] | None = None,
-                 close: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        step: Callable[[GenericEnv, Any], tuple[Any, float, bool, bool, dict[str, Any]]],
+        *,
+        action_space: spaces.Space[Any] | None = None,
+        observation_space: spaces.Space[Any] | None = None,
+        reset_info: dict[str, Any] | None = None,
+        close: Callable[[], None] | None = None,
+    ) -> None:
         self._step = step
         self.action_space = action_space or spaces.Discrete(2)
         self.observation_space = observation_space or spaces.Box(-1, 1, (2,), np.float32)
@@ -84,8 +89,9 @@ class GenericEnv(gym.Env[Any, Any]):
         self.steps_taken = 0
         self.closed = False
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[Any, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
         return self.observation_space.sample(), dict(self._reset_info)
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import pytest
 
 from onrecord import AcceptancePolicy, CheckRequirement, EvalCase
 from onrecord._canonical import from_portable
@@ -40,14 +39,22 @@ def test_cartpole_observations_round_trip_exactly() -> None:
             observation, *_ = env.step(action)
             native.append(observation.copy())
 
-    episode = capture_episode(factory, interact, case=EvalCase("arrays"),
-                              environment_id="CartPole-v1", observer_id="state",
-                              observe=lambda: {"state": holder["env"].unwrapped.state},
-                              seed=11, max_steps=10)
+    episode = capture_episode(
+        factory,
+        interact,
+        case=EvalCase("arrays"),
+        environment_id="CartPole-v1",
+        observer_id="state",
+        observe=lambda: {"state": holder["env"].unwrapped.state},
+        seed=11,
+        max_steps=10,
+    )
     reloaded = EpisodeEvidence.from_dict(episode.data)
     space = gym.make("CartPole-v1").observation_space
     decoded = space.from_jsonable([t["observation"] for t in reloaded.transitions()])
-    assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(native, decoded))
+    for expected, got in zip(native, decoded, strict=True):
+        assert np.array_equal(expected, got)
+        assert expected.dtype == got.dtype
     assert [t["action"] for t in reloaded.transitions()] == [0, 1, 1, 0, 1]
     # the observer's float64 state is stored exactly, as numbers
     state = reloaded.transitions()[-1]["state"]["state"]
@@ -69,9 +76,16 @@ def test_action_space_is_seeded_from_the_seed() -> None:
         return [int(env.action_space.sample()) for _ in range(8)]
 
     def run(seed: int) -> Any:
-        return capture_episode(lambda: gym.make("CartPole-v1"), sample, case=EvalCase("s"),
-                               environment_id="e", observer_id="o", observe=dict,
-                               seed=seed, max_steps=1).data["interact"]["returned"]
+        return capture_episode(
+            lambda: gym.make("CartPole-v1"),
+            sample,
+            case=EvalCase("s"),
+            environment_id="e",
+            observer_id="o",
+            observe=dict,
+            seed=seed,
+            max_steps=1,
+        ).data["interact"]["returned"]
 
     assert run(5) == run(5)
     assert run(5) != run(6)
@@ -79,11 +93,18 @@ def test_action_space_is_seeded_from_the_seed() -> None:
 
 def test_taxi_action_mask_in_info_is_kept_with_its_dtype() -> None:
     episode = capture_episode(
-        lambda: gym.make("Taxi-v4"), lambda env, obs, info: env.step(0),
-        case=EvalCase("taxi"), environment_id="Taxi-v4", observer_id="none",
-        observe=dict, seed=4, max_steps=2)
+        lambda: gym.make("Taxi-v4"),
+        lambda env, obs, info: env.step(0),
+        case=EvalCase("taxi"),
+        environment_id="Taxi-v4",
+        observer_id="none",
+        observe=dict,
+        seed=4,
+        max_steps=2,
+    )
     mask = from_portable(episode.initial["info"]["action_mask"])
-    assert mask.dtype == np.int8 and mask.shape == (6,)
+    assert mask.dtype == np.int8
+    assert mask.shape == (6,)
     native = gym.make("Taxi-v4").reset(seed=4)[1]["action_mask"]
     assert np.array_equal(mask, native)
     step_mask = from_portable(episode.transitions()[0]["info"]["action_mask"])
@@ -91,8 +112,9 @@ def test_taxi_action_mask_in_info_is_kept_with_its_dtype() -> None:
 
 
 def test_unportable_info_is_a_capture_error_naming_the_field() -> None:
-    env = GenericEnv(lambda e, a: (e.observation_space.sample(), 0.0, False, False,
-                                   {"handle": object()}))
+    env = GenericEnv(
+        lambda e, a: (e.observation_space.sample(), 0.0, False, False, {"handle": object()})
+    )
     raised: list[Exception] = []
 
     def interact(e: Any, o: Any, i: Any) -> None:
@@ -101,8 +123,16 @@ def test_unportable_info_is_a_capture_error_naming_the_field() -> None:
         except PortabilityError as exc:
             raised.append(exc)
 
-    episode = capture_episode(lambda: env, interact, case=EvalCase("x"), environment_id="e",
-                              observer_id="o", observe=dict, seed=0, max_steps=2)
+    episode = capture_episode(
+        lambda: env,
+        interact,
+        case=EvalCase("x"),
+        environment_id="e",
+        observer_id="o",
+        observe=dict,
+        seed=0,
+        max_steps=2,
+    )
     assert str(raised[0]).startswith("$.info[0].handle holds a builtins.object")
     attempt = episode.attempts()[0]
     assert attempt["status"] == "env_error"
@@ -113,10 +143,16 @@ def test_unportable_info_is_a_capture_error_naming_the_field() -> None:
 
 def test_nan_in_observer_output_is_an_observer_error_naming_the_path() -> None:
     env = GenericEnv(lambda e, a: (e.observation_space.sample(), 0.0, True, False, {}))
-    episode = capture_episode(lambda: env, lambda e, o, i: e.step(0), case=EvalCase("x"),
-                              environment_id="e", observer_id="o",
-                              observe=lambda: {"x": [1.0, float("nan")]}, seed=0,
-                              max_steps=2)
+    episode = capture_episode(
+        lambda: env,
+        lambda e, o, i: e.step(0),
+        case=EvalCase("x"),
+        environment_id="e",
+        observer_id="o",
+        observe=lambda: {"x": [1.0, float("nan")]},
+        seed=0,
+        max_steps=2,
+    )
     assert episode.states() == [None, None, None]
     assert any("$.state.x[1] is nan" in issue for issue in episode.coverage_issues)
 
@@ -125,19 +161,32 @@ def test_close_failure_leaves_cleanup_unconfirmed() -> None:
     def bad_close() -> None:
         raise OSError("socket already closed")
 
-    env = GenericEnv(lambda e, a: (e.observation_space.sample(), 1.0, True, False, {}),
-                     close=bad_close)
-    episode = capture_episode(lambda: env, lambda e, o, i: e.step(1), case=EvalCase("x"),
-                              environment_id="e", observer_id="o", observe=dict, seed=0,
-                              max_steps=2)
-    assert episode.data["cleanup"] == {"ok": False, "error": {
-        "type": "builtins.OSError", "message": "socket already closed"}}
-    assert "cleanup not confirmed: close() raised builtins.OSError: socket already closed" \
+    env = GenericEnv(
+        lambda e, a: (e.observation_space.sample(), 1.0, True, False, {}), close=bad_close
+    )
+    episode = capture_episode(
+        lambda: env,
+        lambda e, o, i: e.step(1),
+        case=EvalCase("x"),
+        environment_id="e",
+        observer_id="o",
+        observe=dict,
+        seed=0,
+        max_steps=2,
+    )
+    assert episode.data["cleanup"] == {
+        "ok": False,
+        "error": {"type": "builtins.OSError", "message": "socket already closed"},
+    }
+    assert (
+        "cleanup not confirmed: close() raised builtins.OSError: socket already closed"
         in episode.coverage_issues
+    )
 
 
-def _invoice_episode(tmp_path: Path, actions: list[int], *, raise_after_commit: bool = False
-                     ) -> EpisodeEvidence:
+def _invoice_episode(
+    tmp_path: Path, actions: list[int], *, raise_after_commit: bool = False
+) -> EpisodeEvidence:
     path = tmp_path / "ledger.sqlite"
 
     def interact(env: Any, observation: Any, info: Any) -> str:
@@ -146,10 +195,15 @@ def _invoice_episode(tmp_path: Path, actions: list[int], *, raise_after_commit: 
         return "posted"
 
     return capture_episode(
-        lambda: InvoiceEnv(path, raise_after_commit=raise_after_commit), interact,
+        lambda: InvoiceEnv(path, raise_after_commit=raise_after_commit),
+        interact,
         case=EvalCase("Post invoice once", case_id="invoice-17", source_id="document-17"),
-        environment_id="invoice-environment-v1", observer_id="ledger-readonly-v1",
-        observe=lambda: read_committed(path), seed=17, max_steps=20)
+        environment_id="invoice-environment-v1",
+        observer_id="ledger-readonly-v1",
+        observe=lambda: read_committed(path),
+        seed=17,
+        max_steps=20,
+    )
 
 
 def posted_once(episode: EpisodeEvidence) -> OutcomeVerdict:
@@ -164,22 +218,25 @@ def posted_once(episode: EpisodeEvidence) -> OutcomeVerdict:
 def protected_never_changed(episode: EpisodeEvidence) -> OutcomeVerdict:
     values = [state["protected"] for state in episode.states() if state is not None]
     changed = sorted(set(values) - {"original"})
-    return OutcomeVerdict(not changed, "the protected record never changes, even briefly",
-                          {"values_seen": changed})
+    return OutcomeVerdict(
+        not changed, "the protected record never changes, even briefly", {"values_seen": changed}
+    )
 
 
-CHECKS = [OutcomeCheck("posted_once", "invoice-once-v1", posted_once),
-          OutcomeCheck("protected_never_changed", "v1", protected_never_changed)]
-POLICY = AcceptancePolicy((CheckRequirement("posted_once", critical=True),
-                           CheckRequirement("protected_never_changed")))
+CHECKS = [
+    OutcomeCheck("posted_once", "invoice-once-v1", posted_once),
+    OutcomeCheck("protected_never_changed", "v1", protected_never_changed),
+]
+POLICY = AcceptancePolicy(
+    (CheckRequirement("posted_once", critical=True), CheckRequirement("protected_never_changed"))
+)
 
 
 def test_write_then_raise_keeps_the_committed_write_in_evidence(tmp_path: Path) -> None:
     episode = _invoice_episode(tmp_path, [POST], raise_after_commit=True)
     attempt = episode.attempts()[0]
     assert attempt["status"] == "env_error"
-    assert attempt["state"]["invoice_rows"] == [{"invoice_id": "invoice-17",
-                                                 "amount_cents": 1234}]
+    assert attempt["state"]["invoice_rows"] == [{"invoice_id": "invoice-17", "amount_cents": 1234}]
     assert episode.failures()[0]["message"] == "acknowledgement lost after commit"
     report = evaluate_episode(episode, CHECKS)
     assert POLICY.evaluate(report).decision == "indeterminate"
@@ -192,7 +249,8 @@ def test_change_then_restore_is_caught_by_a_whole_history_check(tmp_path: Path) 
     decision = POLICY.evaluate(report)
     assert decision.decision == "reject"
     assert report.trials[0].result("protected_never_changed").evidence == {
-        "values_seen": ["tampered"]}
+        "values_seen": ["tampered"]
+    }
 
 
 def test_correct_posting_is_accepted(tmp_path: Path) -> None:

@@ -18,13 +18,19 @@ RIGHT, DOWN, LEFT = 2, 1, 0
 TASK = frozenlake_task()
 
 
-def decide(episode: EpisodeEvidence, checks: Any = TASK.checks,
-           policy: AcceptancePolicy = TASK.policy) -> str:
+def decide(
+    episode: EpisodeEvidence, checks: Any = TASK.checks, policy: AcceptancePolicy = TASK.policy
+) -> str:
     return policy.evaluate(evaluate_episode(episode, list(checks))).decision
 
 
-def capture(interact: Any, *, max_steps: int = 20, observe: Any = None,
-            env_kwargs: dict[str, Any] | None = None) -> EpisodeEvidence:
+def capture(
+    interact: Any,
+    *,
+    max_steps: int = 20,
+    observe: Any = None,
+    env_kwargs: dict[str, Any] | None = None,
+) -> EpisodeEvidence:
     holder: dict[str, Any] = {}
 
     def factory() -> gym.Env[Any, Any]:
@@ -32,10 +38,15 @@ def capture(interact: Any, *, max_steps: int = 20, observe: Any = None,
         return holder["env"]
 
     return capture_episode(
-        factory, interact, case=TASK.case, environment_id="FrozenLake-v1/native",
+        factory,
+        interact,
+        case=TASK.case,
+        environment_id="FrozenLake-v1/native",
         observer_id="tile/v1",
         observe=observe or (lambda: {"tile": int(holder["env"].unwrapped.s)}),
-        seed=3, max_steps=max_steps)
+        seed=3,
+        max_steps=max_steps,
+    )
 
 
 def test_reaching_the_goal_is_accepted() -> None:
@@ -69,8 +80,10 @@ def test_time_limit_truncation_is_indeterminate_when_termination_is_the_goal() -
     episode = capture(pace, env_kwargs={"max_episode_steps": 5})
     assert episode.ended == "truncated"
     assert episode.measures["steps"] == 5
-    assert "the episode was truncated, but the task's declared completion is terminated" \
+    assert (
+        "the episode was truncated, but the task's declared completion is terminated"
         in episode.coverage_issues
+    )
     assert decide(episode) == "indeterminate"
 
 
@@ -119,13 +132,22 @@ def test_max_steps_blocks_before_calling_the_environment() -> None:
             env.step(LEFT)
             calls.append(1)
 
-    episode = capture_episode(factory, walks, case=TASK.case, environment_id="fl",
-                              observer_id="tile", seed=0, max_steps=3,
-                              observe=lambda: {"tile": int(holder["env"].unwrapped.s)})
+    episode = capture_episode(
+        factory,
+        walks,
+        case=TASK.case,
+        environment_id="fl",
+        observer_id="tile",
+        seed=0,
+        max_steps=3,
+        observe=lambda: {"tile": int(holder["env"].unwrapped.s)},
+    )
     assert len(calls) == 3
     assert episode.ended == "step_limit"
-    assert episode.data["interact"]["error"]["type"] == \
-        f"{StepLimitReached.__module__}.StepLimitReached"
+    assert (
+        episode.data["interact"]["error"]["type"]
+        == f"{StepLimitReached.__module__}.StepLimitReached"
+    )
     assert [a["status"] for a in episode.attempts()] == ["ok"] * 3 + ["step_limit"]
 
 
@@ -151,11 +173,9 @@ def test_observer_failure_is_kept_and_makes_the_decision_indeterminate() -> None
             raise OSError("database is locked")
         return {"tile": 0}
 
-    episode = capture(lambda env, o, i: [env.step(a) for a in (1, 1, 2, 2, 1, 2)],
-                      observe=flaky)
+    episode = capture(lambda env, o, i: [env.step(a) for a in (1, 1, 2, 2, 1, 2)], observe=flaky)
     assert episode.ended == "terminated"
-    assert "observer failed after step 1: OSError: database is locked" in \
-        episode.coverage_issues
+    assert "observer failed after step 1: OSError: database is locked" in episode.coverage_issues
     assert episode.states()[2] is None
     assert decide(episode) == "indeterminate"
 
@@ -175,9 +195,13 @@ def test_a_raising_check_is_an_evaluator_error_not_a_failure() -> None:
 
 def test_a_check_returning_the_wrong_type_is_an_evaluator_error() -> None:
     episode = run_gym_task(TASK, FROZENLAKE_AGENTS["walks_to_goal"](), seed=7)
-    report = evaluate_episode(episode, [
-        OutcomeCheck("truthy", "v1", lambda e: OutcomeVerdict(1, "one", {})),  # type: ignore
-        OutcomeCheck("bare", "v1", lambda e: True)])
+    report = evaluate_episode(
+        episode,
+        [
+            OutcomeCheck("truthy", "v1", lambda e: OutcomeVerdict(1, "one", {})),  # type: ignore
+            OutcomeCheck("bare", "v1", lambda e: True),
+        ],
+    )
     assert [r.status for r in report.trials[0].results] == ["evaluator_error"] * 2
 
 
@@ -185,13 +209,21 @@ def test_factory_failure_is_recorded_as_setup_error() -> None:
     def factory() -> gym.Env[Any, Any]:
         raise RuntimeError("license server unreachable")
 
-    episode = capture_episode(factory, lambda *a: None, case=EvalCase("x"),
-                              environment_id="e", observer_id="o", observe=dict, seed=0,
-                              max_steps=1)
+    episode = capture_episode(
+        factory,
+        lambda *a: None,
+        case=EvalCase("x"),
+        environment_id="e",
+        observer_id="o",
+        observe=dict,
+        seed=0,
+        max_steps=1,
+    )
     assert episode.ended == "setup_error"
     assert episode.failures()[0]["phase"] == "factory"
     assert episode.coverage_issues == (
-        "factory failed: builtins.RuntimeError: license server unreachable",)
+        "factory failed: builtins.RuntimeError: license server unreachable",
+    )
 
 
 def test_keyboard_interrupt_propagates_after_cleanup() -> None:
@@ -206,7 +238,14 @@ def test_keyboard_interrupt_propagates_after_cleanup() -> None:
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        capture_episode(lambda: Closing(gym.make("FrozenLake-v1")), interrupted,
-                        case=EvalCase("x"), environment_id="e", observer_id="o",
-                        observe=dict, seed=0, max_steps=1)
+        capture_episode(
+            lambda: Closing(gym.make("FrozenLake-v1")),
+            interrupted,
+            case=EvalCase("x"),
+            environment_id="e",
+            observer_id="o",
+            observe=dict,
+            seed=0,
+            max_steps=1,
+        )
     assert closed == [True]

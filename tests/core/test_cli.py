@@ -18,16 +18,28 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
 def onrecord(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "onrecord.cli.main", *args],
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "onrecord.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory, goal_episode: EpisodeEvidence,
-          frozenlake_report: EvaluationReport) -> dict[str, Path]:
+def files(
+    tmp_path_factory: pytest.TempPathFactory,
+    goal_episode: EpisodeEvidence,
+    frozenlake_report: EvaluationReport,
+) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("cli")
-    paths = {"episode": folder / "episode.json", "report": folder / "report.json",
-             "policy": folder / "policy.json", "strict": folder / "strict.json"}
+    paths = {
+        "episode": folder / "episode.json",
+        "report": folder / "report.json",
+        "policy": folder / "policy.json",
+        "strict": folder / "strict.json",
+    }
     goal_episode.save_json(paths["episode"])
     frozenlake_report.save_json(paths["report"])
     AcceptancePolicy((CheckRequirement("reached_goal"),)).save_json(paths["policy"])
@@ -36,8 +48,7 @@ def files(tmp_path_factory: pytest.TempPathFactory, goal_episode: EpisodeEvidenc
 
 
 def test_verify_accepts_good_files(files: dict[str, Path]) -> None:
-    result = onrecord("verify", str(files["episode"]), str(files["report"]),
-                      str(files["policy"]))
+    result = onrecord("verify", str(files["episode"]), str(files["report"]), str(files["policy"]))
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("ok  ") == 3
 
@@ -52,15 +63,24 @@ def test_verify_names_a_tampered_file(files: dict[str, Path], tmp_path: Path) ->
 
 def test_show_prints_tables(files: dict[str, Path]) -> None:
     episode = onrecord("show", str(files["episode"]))
-    assert episode.returncode == 0 and "frozenlake/goal" in episode.stdout
+    assert episode.returncode == 0
+    assert "frozenlake/goal" in episode.stdout
     report = onrecord("show", str(files["report"]))
-    assert "reached_goal" in report.stdout and "pass^k" in report.stdout
+    assert "reached_goal" in report.stdout
+    assert "pass^k" in report.stdout
 
 
 def test_gate_exit_codes(files: dict[str, Path], tmp_path: Path) -> None:
-    accept = onrecord("gate", str(files["report"]), "--policy", str(files["policy"]),
-                      "--output", str(tmp_path / "decision.json"))
-    assert accept.returncode == 0 and "accept" in accept.stdout
+    accept = onrecord(
+        "gate",
+        str(files["report"]),
+        "--policy",
+        str(files["policy"]),
+        "--output",
+        str(tmp_path / "decision.json"),
+    )
+    assert accept.returncode == 0
+    assert "accept" in accept.stdout
     assert json.loads((tmp_path / "decision.json").read_text())["decision"] == "accept"
     undecided = onrecord("gate", str(files["report"]), "--policy", str(files["strict"]))
     assert undecided.returncode == 2

@@ -15,13 +15,24 @@ from onrecord.errors import ComparisonRefused
 from onrecord.report import CheckResult, EvaluationReport, Trial
 
 
-def _report(outcomes: list[bool], *, version: str = "v1", measure_shift: float = 0.0,
-            cases: int | None = None) -> EvaluationReport:
+def _report(
+    outcomes: list[bool],
+    *,
+    version: str = "v1",
+    measure_shift: float = 0.0,
+    cases: int | None = None,
+) -> EvaluationReport:
     return EvaluationReport.from_trials(
-        Trial({"case_id": f"case-{i}", "content_digest": "d" * 64}, 0, {"kind": "test"},
-              (CheckResult("ok", version, "pass" if passed else "fail", ""),),
-              measures={"return": float(i) + measure_shift}, settings={"env": "x"})
-        for i, passed in enumerate(outcomes[:cases]))
+        Trial(
+            {"case_id": f"case-{i}", "content_digest": "d" * 64},
+            0,
+            {"kind": "test"},
+            (CheckResult("ok", version, "pass" if passed else "fail", ""),),
+            measures={"return": float(i) + measure_shift},
+            settings={"env": "x"},
+        )
+        for i, passed in enumerate(outcomes[:cases])
+    )
 
 
 def test_a_report_compared_with_itself_has_p_one(frozenlake_report: EvaluationReport) -> None:
@@ -67,20 +78,25 @@ def test_different_case_sets_are_refused() -> None:
         compare_reports(_report([True]), _report([True, True]))
 
 
-def test_different_environment_settings_are_refused(frozenlake_report: EvaluationReport
-                                                    ) -> None:
+def test_different_environment_settings_are_refused(frozenlake_report: EvaluationReport) -> None:
     with pytest.raises(ComparisonRefused, match="environment settings differ"):
-        compare_reports(frozenlake_report, EvaluationReport.from_trials(
-            Trial(t.case, t.repeat, t.source, t.results, settings={**t.settings,
-                                                                    "max_steps": 99})
-            for t in frozenlake_report.trials))
+        compare_reports(
+            frozenlake_report,
+            EvaluationReport.from_trials(
+                Trial(
+                    t.case, t.repeat, t.source, t.results, settings={**t.settings, "max_steps": 99}
+                )
+                for t in frozenlake_report.trials
+            ),
+        )
 
 
 @pytest.mark.parametrize(("successes", "trials"), [(0, 10), (5, 10), (10, 10), (37, 120)])
 def test_wilson_interval_matches_scipy(successes: int, trials: int) -> None:
     expected = binomtest(successes, trials).proportion_ci(method="wilson")
     assert wilson_interval(successes, trials) == pytest.approx(
-        (expected.low, expected.high), abs=1e-9)
+        (expected.low, expected.high), abs=1e-9
+    )
 
 
 def test_pass_hat_k_is_the_unbiased_estimate() -> None:

@@ -23,33 +23,45 @@ from onrecord.errors import (
 )
 from onrecord.report import EvaluationReport
 
-POLICY = AcceptancePolicy((CheckRequirement("reached_goal"),
-                           CheckRequirement("no_hole_visited", critical=False,
-                                            min_pass_rate=0.5)))
+POLICY = AcceptancePolicy(
+    (
+        CheckRequirement("reached_goal"),
+        CheckRequirement("no_hole_visited", critical=False, min_pass_rate=0.5),
+    )
+)
 
 
 def _loader(kind: str) -> Any:
-    return {"episode": EpisodeEvidence.load, "report": EvaluationReport.load,
-            "policy": AcceptancePolicy.load}[kind]
+    return {
+        "episode": EpisodeEvidence.load,
+        "report": EvaluationReport.load,
+        "policy": AcceptancePolicy.load,
+    }[kind]
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory: pytest.TempPathFactory, goal_episode: EpisodeEvidence,
-          frozenlake_report: EvaluationReport) -> dict[str, bytes]:
+def saved(
+    tmp_path_factory: pytest.TempPathFactory,
+    goal_episode: EpisodeEvidence,
+    frozenlake_report: EvaluationReport,
+) -> dict[str, bytes]:
     folder = tmp_path_factory.mktemp("records")
     goal_episode.save_json(folder / "episode.json")
     frozenlake_report.save_json(folder / "report.json")
     POLICY.save_json(folder / "policy.json")
-    return {kind: (folder / f"{kind}.json").read_bytes()
-            for kind in ("episode", "report", "policy")}
+    return {
+        kind: (folder / f"{kind}.json").read_bytes() for kind in ("episode", "report", "policy")
+    }
 
 
 @pytest.mark.parametrize("kind", ["episode", "report", "policy"])
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_any_single_changed_byte_makes_loading_fail(
-        kind: str, saved: dict[str, bytes], tmp_path: Path, data: st.DataObject) -> None:
+    kind: str, saved: dict[str, bytes], tmp_path: Path, data: st.DataObject
+) -> None:
     original = saved[kind]
     position = data.draw(st.integers(0, len(original) - 2))  # the trailing newline aside
     replacement = data.draw(st.integers(0, 255).filter(lambda b: b != original[position]))
@@ -69,7 +81,8 @@ def test_untouched_files_load(kind: str, saved: dict[str, bytes], tmp_path: Path
 
 
 def test_changed_value_with_recomputed_layout_is_a_digest_mismatch(
-        goal_episode: EpisodeEvidence) -> None:
+    goal_episode: EpisodeEvidence,
+) -> None:
     data = goal_episode.data
     data["final_state"] = {"tile": 14}
     with pytest.raises(DigestMismatch, match="the evidence was changed after it was recorded"):
@@ -92,8 +105,9 @@ def test_evidence_is_immutable(goal_episode: EpisodeEvidence) -> None:
 
 def test_wrong_schema_is_named(goal_episode: EpisodeEvidence) -> None:
     data = goal_episode.data | {"schema": "other/v9"}
-    with pytest.raises(SchemaError, match=re.escape("schema is 'other/v9', expected "
-                                                    "'onrecord.episode/v1'")):
+    with pytest.raises(
+        SchemaError, match=re.escape("schema is 'other/v9', expected 'onrecord.episode/v1'")
+    ):
         EpisodeEvidence.from_dict(data)
 
 
@@ -132,8 +146,9 @@ def test_missing_field_is_named(goal_episode: EpisodeEvidence) -> None:
         EpisodeEvidence.from_dict(_resealed(data))
 
 
-def test_report_round_trip_keeps_digest(frozenlake_report: EvaluationReport,
-                                        tmp_path: Path) -> None:
+def test_report_round_trip_keeps_digest(
+    frozenlake_report: EvaluationReport, tmp_path: Path
+) -> None:
     frozenlake_report.save_json(tmp_path / "r.json")
     loaded = EvaluationReport.load(tmp_path / "r.json")
     assert loaded.digest == frozenlake_report.digest

@@ -12,8 +12,7 @@ import pytest
 from tests.core.envs import FINISH, POST, InvoiceEnv, read_committed
 
 
-def test_seed_environment_outcomes_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                           ) -> None:
+def test_seed_environment_outcomes_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     database = tmp_path / "ledger.sqlite"
     plan = [POST, FINISH]
@@ -34,7 +33,7 @@ def test_seed_environment_outcomes_example(tmp_path: Path, monkeypatch: pytest.M
     def interact(env, observation, info):  # type: ignore[no-untyped-def]
         while True:
             action = your_agent(observation, info)
-            observation, reward, terminated, truncated, info = env.step(action)
+            observation, reward, terminated, truncated, info = env.step(action)  # noqa: RUF059
             if terminated or truncated:
                 return "finished"
 
@@ -60,11 +59,13 @@ def test_seed_environment_outcomes_example(tmp_path: Path, monkeypatch: pytest.M
         passed = rows == [{"invoice_id": "invoice-17", "amount_cents": 1234}]
         return OutcomeVerdict(passed, "Require exactly one correct posting", {"rows": rows})
 
-    report = evaluate_episode(episode, [
-        OutcomeCheck("posted_once", "invoice-once-v1", posted_once),
-    ])
-    decision = AcceptancePolicy((CheckRequirement("posted_once", critical=True),)).evaluate(
-        report)
+    report = evaluate_episode(
+        episode,
+        [
+            OutcomeCheck("posted_once", "invoice-once-v1", posted_once),
+        ],
+    )
+    decision = AcceptancePolicy((CheckRequirement("posted_once", critical=True),)).evaluate(report)
     report.save_json("invoice-outcome.json")
     # --- end of the seed's code ---
     assert decision.decision == "accept"

@@ -23,11 +23,14 @@ def cartpole() -> Simulator:
     return get_simulator("CartPole-v1")
 
 
-def references(simulator: Simulator, seeds: range, length: int
-               ) -> tuple[list[Any], list[list[Any]]]:
+def references(
+    simulator: Simulator, seeds: range, length: int
+) -> tuple[list[Any], list[list[Any]]]:
     plans = [random_plan(simulator, length, np.random.default_rng(s)) for s in seeds]
-    episodes = [capture_plan(simulator, plan, case_id=f"ref-{s}", seed=s)
-                for s, plan in zip(seeds, plans, strict=True)]
+    episodes = [
+        capture_plan(simulator, plan, case_id=f"ref-{s}", seed=s)
+        for s, plan in zip(seeds, plans, strict=True)
+    ]
     return episodes, plans
 
 

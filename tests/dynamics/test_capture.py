@@ -22,8 +22,12 @@ ACTIONS = [0, 1, 0, 1]
 COORDS = {"x": "m", "velocity": "m/s", "angle": "rad", "angular_velocity": "rad/s"}
 
 
-def seed_reference(actions: list[int] = ACTIONS, seed: int = 7, max_steps: int | None = None,
-                   factory_error: bool = False) -> Any:
+def seed_reference(
+    actions: list[int] = ACTIONS,
+    seed: int = 7,
+    max_steps: int | None = None,
+    factory_error: bool = False,
+) -> Any:
     holder: dict[str, Any] = {}
 
     def factory() -> Any:
@@ -39,12 +43,17 @@ def seed_reference(actions: list[int] = ACTIONS, seed: int = 7, max_steps: int |
                 break
 
     return capture_episode(
-        factory, interact,
-        case=EvalCase("Predict these CartPole actions", case_id=f"cartpole:{seed}",
-                      source_id=f"seed:{seed}"),
-        environment_id="CartPole-v1/native", observer_id="native-state/v1",
+        factory,
+        interact,
+        case=EvalCase(
+            "Predict these CartPole actions", case_id=f"cartpole:{seed}", source_id=f"seed:{seed}"
+        ),
+        environment_id="CartPole-v1/native",
+        observer_id="native-state/v1",
         observe=lambda: {"state": list(holder["env"].unwrapped.state)},
-        seed=seed, max_steps=max_steps or len(actions))
+        seed=seed,
+        max_steps=max_steps or len(actions),
+    )
 
 
 def persistence(request: dict[str, Any]) -> dict[str, Any]:
@@ -52,9 +61,13 @@ def persistence(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def capture(reference: Any, predict: Any, **kwargs: Any) -> ForecastEvidence:
-    options: dict[str, Any] = {"model_id": "m/v1", "contract": "cartpole-vector/v1",
-                               "coordinates": COORDS, "horizons": [1, 4],
-                               "planned_actions": ACTIONS}
+    options: dict[str, Any] = {
+        "model_id": "m/v1",
+        "contract": "cartpole-vector/v1",
+        "coordinates": COORDS,
+        "horizons": [1, 4],
+        "planned_actions": ACTIONS,
+    }
     options.update(kwargs)
     return capture_forecast(reference, predict, **options)
 
@@ -135,17 +148,20 @@ def test_simulator_failure_means_the_model_is_never_called() -> None:
     assert "licence expired" in forecast.error["message"]  # type: ignore[index]
 
 
-@pytest.mark.parametrize(("answer", "message"), [
-    ({"states": [[0.0] * 4] * 3}, "shape [3, 4]"),
-    ({"states": [[0.0] * 3] * 4}, "shape [4, 3]"),
-    ({"states": [[math.nan] * 4] * 4}, "non-finite"),
-    ({"states": [[0.0] * 4] * 4, "standard_deviation": [[0.0] * 4] * 4}, "positive"),
-    ({"states": [[0.0] * 4] * 4, "standard_deviation": [[-1.0] * 4] * 4}, "positive"),
-    ({"states": [[0.0] * 4] * 4, "confidence": 1}, "unknown fields ['confidence']"),
-    ({"states": [[0.0] * 4] * 4, "metadata": {"f": object()}}, "metadata is not portable"),
-    ([[0.0] * 4] * 4, "not a mapping"),
-    ({"states": "fast"}, "not numeric"),
-])
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ({"states": [[0.0] * 4] * 3}, "shape [3, 4]"),
+        ({"states": [[0.0] * 3] * 4}, "shape [4, 3]"),
+        ({"states": [[math.nan] * 4] * 4}, "non-finite"),
+        ({"states": [[0.0] * 4] * 4, "standard_deviation": [[0.0] * 4] * 4}, "positive"),
+        ({"states": [[0.0] * 4] * 4, "standard_deviation": [[-1.0] * 4] * 4}, "positive"),
+        ({"states": [[0.0] * 4] * 4, "confidence": 1}, "unknown fields ['confidence']"),
+        ({"states": [[0.0] * 4] * 4, "metadata": {"f": object()}}, "metadata is not portable"),
+        ([[0.0] * 4] * 4, "not a mapping"),
+        ({"states": "fast"}, "not numeric"),
+    ],
+)
 def test_malformed_answers_are_model_errors(reference: Any, answer: Any, message: str) -> None:
     forecast = capture(reference, lambda request: answer)
     assert forecast.status == "model_error"
@@ -158,19 +174,22 @@ def test_a_raising_model_is_a_model_error(reference: Any) -> None:
         raise ZeroDivisionError("checkpoint missing")
 
     forecast = capture(reference, broken)
-    assert forecast.error == {"type": "ModelError",
-                              "message": "the model raised ZeroDivisionError: checkpoint "
-                                         "missing"}
+    assert forecast.error == {
+        "type": "ModelError",
+        "message": "the model raised ZeroDivisionError: checkpoint missing",
+    }
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(values=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1,
-                       max_size=20),
-       std=st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)))
-def test_arbitrary_answers_never_crash_and_never_score_garbage(reference: Any,
-                                                               values: list[float],
-                                                               std: float | None) -> None:
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    values=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=20),
+    std=st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)),
+)
+def test_arbitrary_answers_never_crash_and_never_score_garbage(
+    reference: Any, values: list[float], std: float | None
+) -> None:
     answer: dict[str, Any] = {"states": values}
     if std is not None:
         answer["standard_deviation"] = [[std] * 4] * 4
@@ -179,15 +198,21 @@ def test_arbitrary_answers_never_crash_and_never_score_garbage(reference: Any,
     assert forecast.status == "model_error"
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(states=st.lists(st.lists(st.floats(-1e6, 1e6), min_size=4, max_size=4), min_size=4,
-                       max_size=4),
-       std=st.floats(1e-6, 1e3))
-def test_round_trip_keeps_the_digest(reference: Any, tmp_path_factory: Any,
-                                     states: list[list[float]], std: float) -> None:
-    answer = {"states": states, "standard_deviation": [[std] * 4] * 4,
-              "metadata": {"method": "hypothesis"}}
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    states=st.lists(st.lists(st.floats(-1e6, 1e6), min_size=4, max_size=4), min_size=4, max_size=4),
+    std=st.floats(1e-6, 1e3),
+)
+def test_round_trip_keeps_the_digest(
+    reference: Any, tmp_path_factory: Any, states: list[list[float]], std: float
+) -> None:
+    answer = {
+        "states": states,
+        "standard_deviation": [[std] * 4] * 4,
+        "metadata": {"method": "hypothesis"},
+    }
     forecast = capture(reference, lambda request: answer)
     assert forecast.status == "ok"
     path = tmp_path_factory.mktemp("rt") / "f.json"
@@ -232,16 +257,20 @@ def test_forecast_evidence_is_immutable(reference: Any) -> None:
         forecast.mean[0, 0] = 1.0
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"coordinates": {}}, "coordinates need at least one entry"),
-    ({"coordinates": ["x"]}, "coordinates must map"),
-    ({"horizons": [0]}, "distinct positive ints"),
-    ({"horizons": [1, 1]}, "distinct positive ints"),
-    ({"horizons": [1.5]}, "distinct positive ints"),
-    ({"model_id": ""}, "model_id must be a non-empty string"),
-    ({"angular": ["theta"]}, "angular names unknown coordinates ['theta']"),
-])
-def test_bad_capture_arguments_are_clear_errors(reference: Any, kwargs: dict[str, Any],
-                                                message: str) -> None:
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"coordinates": {}}, "coordinates need at least one entry"),
+        ({"coordinates": ["x"]}, "coordinates must map"),
+        ({"horizons": [0]}, "distinct positive ints"),
+        ({"horizons": [1, 1]}, "distinct positive ints"),
+        ({"horizons": [1.5]}, "distinct positive ints"),
+        ({"model_id": ""}, "model_id must be a non-empty string"),
+        ({"angular": ["theta"]}, "angular names unknown coordinates ['theta']"),
+    ],
+)
+def test_bad_capture_arguments_are_clear_errors(
+    reference: Any, kwargs: dict[str, Any], message: str
+) -> None:
     with pytest.raises(InputError, match=re.escape(message)):
         capture(reference, persistence, **kwargs)

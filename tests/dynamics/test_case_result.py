@@ -24,20 +24,34 @@ TOLERANCES = {"pole_angle": {1: 0.001, "h4": 0.005, "*": 0.05}, "cart_velocity":
 @pytest.fixture(scope="module")
 def forecasts(cartpole: Simulator, heldout: Any, models: dict[str, Any]) -> dict[str, Any]:
     episodes, plans = heldout
-    return {name: capture_forecasts(episodes, model, model_id=name, contract=cartpole.contract,
-                                    coordinates=cartpole.coordinates, horizons=HORIZONS,
-                                    planned_actions=plans)
-            for name, model in models.items()}
+    return {
+        name: capture_forecasts(
+            episodes,
+            model,
+            model_id=name,
+            contract=cartpole.contract,
+            coordinates=cartpole.coordinates,
+            horizons=HORIZONS,
+            planned_actions=plans,
+        )
+        for name, model in models.items()
+    }
 
 
 def test_checks_are_named_per_coordinate_and_horizon(forecasts: dict[str, Any]) -> None:
     trial = forecast_case_result(forecasts["action"][0], TOLERANCES)
     assert [r.name for r in trial.results] == [
-        f"dynamics/{c}/h{h}" for c in ("pole_angle", "cart_velocity") for h in HORIZONS]
+        f"dynamics/{c}/h{h}" for c in ("pole_angle", "cart_velocity") for h in HORIZONS
+    ]
     assert trial.source["kind"] == "forecast"
     assert trial.source["episode"] == forecasts["action"][0].episode_digest
     assert trial.settings["tolerances"]["pole_angle"] == {
-        "h1": 0.001, "h4": 0.005, "h8": 0.05, "h16": 0.05, "h32": 0.05}
+        "h1": 0.001,
+        "h4": 0.005,
+        "h8": 0.05,
+        "h16": 0.05,
+        "h32": 0.05,
+    }
 
 
 def test_statuses_follow_the_errors(forecasts: dict[str, Any]) -> None:
@@ -56,8 +70,7 @@ def test_censored_horizons_are_not_measured(forecasts: dict[str, Any]) -> None:
     assert result.reason == f"censored: the reference ended after {short.observed_steps} steps"  # type: ignore[union-attr]
 
 
-def test_glob_policy_is_indeterminate_when_horizons_are_missing(
-        forecasts: dict[str, Any]) -> None:
+def test_glob_policy_is_indeterminate_when_horizons_are_missing(forecasts: dict[str, Any]) -> None:
     report = forecast_report(forecasts["action"], TOLERANCES)
     full = AcceptancePolicy((CheckRequirement("dynamics/pole_angle/*"),))
     next_step = AcceptancePolicy((CheckRequirement("dynamics/pole_angle/h1"),))
@@ -71,12 +84,19 @@ def test_glob_policy_is_indeterminate_when_horizons_are_missing(
     assert velocity.evaluate(blind).decision == "reject"
 
 
-def test_model_and_simulator_errors_stay_apart(cartpole: Simulator, heldout: Any,
-                                               forecasts: dict[str, Any]) -> None:
+def test_model_and_simulator_errors_stay_apart(
+    cartpole: Simulator, heldout: Any, forecasts: dict[str, Any]
+) -> None:
     episodes, plans = heldout
-    broken = capture_forecasts(episodes[:1], lambda i, a: {"mean": "x"}, model_id="b",
-                               contract=cartpole.contract, coordinates=cartpole.coordinates,
-                               horizons=HORIZONS, planned_actions=plans[:1])[0]
+    broken = capture_forecasts(
+        episodes[:1],
+        lambda i, a: {"mean": "x"},
+        model_id="b",
+        contract=cartpole.contract,
+        coordinates=cartpole.coordinates,
+        horizons=HORIZONS,
+        planned_actions=plans[:1],
+    )[0]
     trial = forecast_case_result(broken, TOLERANCES)
     assert {r.status for r in trial.results} == {"model_error"}
     assert forecast_case_result(broken, TOLERANCES).outcome == "incomplete"
@@ -91,27 +111,36 @@ def test_report_round_trips_and_stays_small(tmp_path: Any, forecasts: dict[str, 
     assert path.stat().st_size < 400 * len(report.trials) * len(report.check_names)
 
 
-@pytest.mark.parametrize(("tolerances", "message"), [
-    ({"pole": 0.1}, "unknown coordinate 'pole'"),
-    ({"pole_angle": {7: 0.1, "*": 0.1}}, "horizons [7] that the forecast does not declare"),
-    ({"pole_angle": {1: 0.1}}, "no value for horizon 4"),
-    ({"pole_angle": math.inf}, "finite non-negative number"),
-    ({"pole_angle": -1.0}, "finite non-negative number"),
-    ({"pole_angle": True}, "finite non-negative number"),
-    ({}, "non-empty mapping"),
-])
-def test_bad_tolerances_are_clear_errors(forecasts: dict[str, Any], tolerances: Any,
-                                         message: str) -> None:
+@pytest.mark.parametrize(
+    ("tolerances", "message"),
+    [
+        ({"pole": 0.1}, "unknown coordinate 'pole'"),
+        ({"pole_angle": {7: 0.1, "*": 0.1}}, "horizons [7] that the forecast does not declare"),
+        ({"pole_angle": {1: 0.1}}, "no value for horizon 4"),
+        ({"pole_angle": math.inf}, "finite non-negative number"),
+        ({"pole_angle": -1.0}, "finite non-negative number"),
+        ({"pole_angle": True}, "finite non-negative number"),
+        ({}, "non-empty mapping"),
+    ],
+)
+def test_bad_tolerances_are_clear_errors(
+    forecasts: dict[str, Any], tolerances: Any, message: str
+) -> None:
     with pytest.raises(InputError, match=re.escape(message)):
         forecast_case_result(forecasts["action"][0], tolerances)
 
 
-@settings(max_examples=50, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(value=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.text(),
-                       st.none(), st.integers(-5, 5)))
-def test_any_tolerance_value_is_accepted_or_refused_cleanly(forecasts: dict[str, Any],
-                                                            value: Any) -> None:
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    value=st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True), st.text(), st.none(), st.integers(-5, 5)
+    )
+)
+def test_any_tolerance_value_is_accepted_or_refused_cleanly(
+    forecasts: dict[str, Any], value: Any
+) -> None:
     valid = isinstance(value, int | float) and math.isfinite(value) and value >= 0
     if valid:
         trial = forecast_case_result(forecasts["action"][0], {"pole_angle": value})
@@ -124,9 +153,14 @@ def test_any_tolerance_value_is_accepted_or_refused_cleanly(forecasts: dict[str,
 def test_simulator_errors_become_evaluator_errors(cartpole: Simulator) -> None:
     # A reference whose state does not fit the declared 3-coordinate contract.
     reference = capture_plan(cartpole, [0, 1], case_id="bad", seed=1)
-    forecast = capture_forecasts([reference], lambda i, a: {"mean": i}, model_id="m",
-                                 contract="c", coordinates={"a": "m", "b": "m", "c": "m"},
-                                 horizons=[1])[0]
+    forecast = capture_forecasts(
+        [reference],
+        lambda i, a: {"mean": i},
+        model_id="m",
+        contract="c",
+        coordinates={"a": "m", "b": "m", "c": "m"},
+        horizons=[1],
+    )[0]
     trial = forecast_case_result(forecast, {"a": 1.0})
     assert forecast.status == "simulator_error"
     assert trial.results[0].status == "evaluator_error"

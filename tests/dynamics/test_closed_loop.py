@@ -31,8 +31,7 @@ def runs(cartpole: Simulator, models: dict[str, Any], training: Transitions) -> 
     random_model.fit(training)
     out = []
     for model in (models["action"], models["blind"], random_model, OracleModel(cartpole)):
-        out += run_closed_loop(cartpole, model, ExhaustivePlanner(6), seeds=SEEDS,
-                               max_steps=150)
+        out += run_closed_loop(cartpole, model, ExhaustivePlanner(6), seeds=SEEDS, max_steps=150)
     return out
 
 
@@ -44,8 +43,12 @@ def test_action_model_balances_and_blind_model_falls(runs: list[Any]) -> None:
 
 
 def test_summary_normalizes_between_random_and_oracle(runs: list[Any]) -> None:
-    rows = {r["model_id"]: r for r in closed_loop_summary(
-        runs, random_model="random-walk/v1", oracle_model="oracle/CartPole-v1", draws=200)}
+    rows = {
+        r["model_id"]: r
+        for r in closed_loop_summary(
+            runs, random_model="random-walk/v1", oracle_model="oracle/CartPole-v1", draws=200
+        )
+    }
     assert rows["oracle/CartPole-v1"]["normalized_score"] == 1.0
     assert rows["random-walk/v1"]["normalized_score"] == 0.0
     assert rows["bayes-linear/v1"]["reached_cap"] == len(SEEDS)
@@ -53,13 +56,16 @@ def test_summary_normalizes_between_random_and_oracle(runs: list[Any]) -> None:
     assert low <= rows["bayes-linear-blind/v1"]["mean_return"] <= high < 150
 
 
-def test_summary_refuses_unpaired_budgets(cartpole: Simulator, runs: list[Any],
-                                          models: dict[str, Any]) -> None:
-    other = run_closed_loop(cartpole, models["persistence"], ExhaustivePlanner(4),
-                            seeds=SEEDS, max_steps=20)
+def test_summary_refuses_unpaired_budgets(
+    cartpole: Simulator, runs: list[Any], models: dict[str, Any]
+) -> None:
+    other = run_closed_loop(
+        cartpole, models["persistence"], ExhaustivePlanner(4), seeds=SEEDS, max_steps=20
+    )
     with pytest.raises(InputError, match="same planner budget on the same seeds"):
-        closed_loop_summary([*runs, *other], random_model="random-walk/v1",
-                            oracle_model="oracle/CartPole-v1")
+        closed_loop_summary(
+            [*runs, *other], random_model="random-walk/v1", oracle_model="oracle/CartPole-v1"
+        )
 
 
 def test_decision_records_round_trip_by_episode_digest(tmp_path: Any, runs: list[Any]) -> None:
@@ -74,7 +80,8 @@ def test_decision_records_round_trip_by_episode_digest(tmp_path: Any, runs: list
 
 @pytest.mark.parametrize("planner", [CrossEntropyPlanner(), RandomShootingPlanner()])
 def test_sampling_planners_record_their_budget_and_use_the_model(
-        cartpole: Simulator, planner: Any) -> None:
+    cartpole: Simulator, planner: Any
+) -> None:
     state = np.array([0.0, 0.0, 0.05, 0.0])  # leaning right: pushing right helps
     choice = planner.plan(OracleModel(cartpole), cartpole, state, np.random.default_rng(0))
     assert choice.action == 1
@@ -82,21 +89,29 @@ def test_sampling_planners_record_their_budget_and_use_the_model(
     assert planner.budget["planner"] == planner.name
 
 
-def test_matched_interventions_and_state_persistence(cartpole: Simulator,
-                                                     models: dict[str, Any],
-                                                     training: Transitions) -> None:
+def test_matched_interventions_and_state_persistence(
+    cartpole: Simulator, models: dict[str, Any], training: Transitions
+) -> None:
     starts = training.states[::40][:6].tolist()
     action_pairs = capture_pairs(cartpole, starts, kind="action", length=4, seed=1)
-    offset_pairs = capture_pairs(cartpole, starts, kind="offset", length=4, seed=2,
-                                 offset=[0.0, 0.0, 0.01, 0.0])
+    offset_pairs = capture_pairs(
+        cartpole, starts, kind="offset", length=4, seed=2, offset=[0.0, 0.0, 0.01, 0.0]
+    )
     assert action_pairs[0].base.initial["state"] == action_pairs[0].variant.initial["state"]
 
     def table(pairs: list[Any], model: Any) -> Any:
-        arms = [capture_forecasts([getattr(p, arm) for p in pairs], model, model_id="m",
-                                  contract=cartpole.contract,
-                                  coordinates=cartpole.coordinates, horizons=[1, 2, 4],
-                                  planned_actions=[getattr(p, f"{arm}_plan") for p in pairs])
-                for arm in ("base", "variant")]
+        arms = [
+            capture_forecasts(
+                [getattr(p, arm) for p in pairs],
+                model,
+                model_id="m",
+                contract=cartpole.contract,
+                coordinates=cartpole.coordinates,
+                horizons=[1, 2, 4],
+                planned_actions=[getattr(p, f"{arm}_plan") for p in pairs],
+            )
+            for arm in ("base", "variant")
+        ]
         return effect_table(*arms)
 
     action, blind = table(action_pairs, models["action"]), table(action_pairs, models["blind"])

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
-CLI = [sys.executable, "-c", "import sys; from onrecord.cli.main import main; "
-       "sys.exit(main(sys.argv[1:]))"]
+CLI = [
+    sys.executable,
+    "-c",
+    "import sys; from onrecord.cli.main import main; sys.exit(main(sys.argv[1:]))",
+]
 
 
 def onrecord(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300,
-                          check=False)
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, check=False)
 
 
 @pytest.mark.slow
@@ -27,8 +29,11 @@ def test_smoke_run_replays_and_detects_tampering(tmp_path: Path) -> None:
     assert "protocol.json" in manifest
     assert len(manifest) > 50
     assert {p.name for p in (run_dir / "plots").iterdir()} == {
-        "error_vs_horizon.png", "coverage_vs_width.png", "reliability.png",
-        "closed_loop.png"}
+        "error_vs_horizon.png",
+        "coverage_vs_width.png",
+        "reliability.png",
+        "closed_loop.png",
+    }
     headline = json.loads((run_dir / "tables.json").read_text())["headline"]
     loop = headline["closed_loop"]
     assert loop["bayes-linear/v1"]["reached_cap"] == loop["bayes-linear/v1"]["seeds"]
@@ -42,8 +47,7 @@ def test_smoke_run_replays_and_detects_tampering(tmp_path: Path) -> None:
     assert f"verified {len(manifest)} files" in replay.stdout
 
     forecasts = run_dir / "forecasts" / "heldout" / "bayes-linear_v1.jsonl"
-    forecasts.write_bytes(forecasts.read_bytes().replace(b'"status":"ok"',
-                                                         b'"status":"ko"', 1))
+    forecasts.write_bytes(forecasts.read_bytes().replace(b'"status":"ok"', b'"status":"ko"', 1))
     tampered = onrecord("worldmodel", "analyze", "--replay", str(run_dir))
     assert tampered.returncode == 3
     assert "bayes-linear_v1.jsonl does not match its sha256" in tampered.stderr

@@ -18,10 +18,18 @@ from onrecord.errors import InputError
 @pytest.fixture(scope="module")
 def forecasts(cartpole: Simulator, heldout: Any, models: dict[str, Any]) -> dict[str, Any]:
     episodes, plans = heldout
-    return {name: capture_forecasts(episodes, model, model_id=name, contract=cartpole.contract,
-                                    coordinates=cartpole.coordinates,
-                                    horizons=[1, 4, 8, 16, 32], planned_actions=plans)
-            for name, model in models.items()}
+    return {
+        name: capture_forecasts(
+            episodes,
+            model,
+            model_id=name,
+            contract=cartpole.contract,
+            coordinates=cartpole.coordinates,
+            horizons=[1, 4, 8, 16, 32],
+            planned_actions=plans,
+        )
+        for name, model in models.items()
+    }
 
 
 def test_per_forecast_numbers_match_a_direct_computation(forecasts: dict[str, Any]) -> None:
@@ -30,12 +38,14 @@ def test_per_forecast_numbers_match_a_direct_computation(forecasts: dict[str, An
     rows = [h - 1 for h in forecast.horizons if h <= forecast.observed_steps]
     error = forecast.mean[rows] - forecast.truth[rows]
     std = forecast.std[rows]  # type: ignore[index]
-    np.testing.assert_array_equal(metrics.error[:len(rows)], error)
+    np.testing.assert_array_equal(metrics.error[: len(rows)], error)
     z90 = NormalDist().inv_cdf(0.95)
-    np.testing.assert_allclose(metrics.upper[2, :len(rows)],  # type: ignore[index]
-                               forecast.mean[rows] + z90 * std)
+    np.testing.assert_allclose(
+        metrics.upper[2, : len(rows)],  # type: ignore[index]
+        forecast.mean[rows] + z90 * std,
+    )
     expected_nll = -stats.norm.logpdf(forecast.truth[rows], forecast.mean[rows], std)
-    np.testing.assert_allclose(metrics.nll[:len(rows)], expected_nll)  # type: ignore[index]
+    np.testing.assert_allclose(metrics.nll[: len(rows)], expected_nll)  # type: ignore[index]
     cell = metrics.to_dict()["coordinates"]["pole_angle"]["horizons"]["h1"]
     assert cell["intervals"]["90"]["covered"] == bool(abs(error[0, 2]) <= z90 * std[0, 2])
 
@@ -47,7 +57,9 @@ def test_censored_horizons_are_never_filled(forecasts: dict[str, Any]) -> None:
     assert metrics.censored[-1]
     assert np.isnan(metrics.error[-1]).all()
     assert metrics.to_dict()["coordinates"]["cart_position"]["horizons"]["h32"] == {
-        "censored": True, "measured": False}
+        "censored": True,
+        "measured": False,
+    }
 
 
 def test_aggregate_matches_numpy_and_counts_denominators(forecasts: dict[str, Any]) -> None:
@@ -59,7 +71,7 @@ def test_aggregate_matches_numpy_and_counts_denominators(forecasts: dict[str, An
         assert table.measured[i, 1] == len(values)
         assert table.censored[i] == sum(f.observed_steps < h for f in items)
         np.testing.assert_allclose(table.mae[i, 1], np.abs(values).mean())
-        np.testing.assert_allclose(table.rmse[i, 1], np.sqrt((values ** 2).mean()))
+        np.testing.assert_allclose(table.rmse[i, 1], np.sqrt((values**2).mean()))
     assert table.censored[-1] > 0
     assert table.cohort == len(items)
     cohort = aggregate_metrics(items, same_cohort=True)
@@ -75,8 +87,10 @@ def test_crps_closed_form_matches_numerical_integration(forecasts: dict[str, Any
     def integrand(x: float) -> float:
         return float((stats.norm.cdf(x, mean, sd) - (x >= actual)) ** 2)
 
-    numeric = sum(integrate.quad(integrand, a, b, limit=200)[0] for a, b in
-                  ((mean - 12 * sd, actual), (actual, mean + 12 * sd)))
+    numeric = sum(
+        integrate.quad(integrand, a, b, limit=200)[0]
+        for a, b in ((mean - 12 * sd, actual), (actual, mean + 12 * sd))
+    )
     np.testing.assert_allclose(table.crps[0, 1], numeric, rtol=1e-6)  # type: ignore[index]
 
 
@@ -114,17 +128,23 @@ def test_units_are_never_pooled(forecasts: dict[str, Any]) -> None:
 
 def test_angular_errors_wrap() -> None:
     pendulum = get_simulator("Pendulum-v1")
-    reference = capture_plan(pendulum, [[2.0]] * 3, case_id="p", seed=1,
-                             start_state=[np.pi - 0.01, 0.0])
+    reference = capture_plan(
+        pendulum, [[2.0]] * 3, case_id="p", seed=1, start_state=[np.pi - 0.01, 0.0]
+    )
 
     def across_the_cut(initial: np.ndarray, actions: np.ndarray) -> dict[str, Any]:
         mean = np.repeat(initial[:, None], actions.shape[1], axis=1)
         mean[..., 0] -= 2 * np.pi  # the same angle, one turn away
         return {"mean": mean}
 
-    forecast = capture_forecasts([reference], across_the_cut, model_id="w",
-                                 contract=pendulum.contract, coordinates=pendulum.coordinates,
-                                 horizons=[1])[0]
+    forecast = capture_forecasts(
+        [reference],
+        across_the_cut,
+        model_id="w",
+        contract=pendulum.contract,
+        coordinates=pendulum.coordinates,
+        horizons=[1],
+    )[0]
     error = forecast_metrics(forecast).error[0, 0]
     raw = forecast.mean[0, 0] - forecast.truth[0, 0]
     assert abs(raw) > 6
@@ -133,9 +153,15 @@ def test_angular_errors_wrap() -> None:
 
 def test_model_errors_are_counted_not_scored(cartpole: Simulator, heldout: Any) -> None:
     episodes, plans = heldout
-    broken = capture_forecasts(episodes[:3], lambda i, a: 1 / 0, model_id="b",
-                               contract=cartpole.contract, coordinates=cartpole.coordinates,
-                               horizons=[1], planned_actions=plans[:3])
+    broken = capture_forecasts(
+        episodes[:3],
+        lambda i, a: 1 / 0,
+        model_id="b",
+        contract=cartpole.contract,
+        coordinates=cartpole.coordinates,
+        horizons=[1],
+        planned_actions=plans[:3],
+    )
     table = aggregate_metrics(broken)
     assert (table.model_errors, table.cohort) == (3, 0)
     assert np.isnan(table.mae).all()

@@ -13,9 +13,15 @@ from onrecord.runner import plan_run, start_run
 def remittance_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """double_poster on duplicate and full-payment tasks: some episodes fail."""
     path = tmp_path_factory.mktemp("html") / "remittance"
-    start_run(path, plan_run("remittance", "double_poster", seeds=[0, 1],
-                             environment_config={"size": 30,
-                                                 "kinds": ["duplicate", "full_payment"]}))
+    start_run(
+        path,
+        plan_run(
+            "remittance",
+            "double_poster",
+            seeds=[0, 1],
+            environment_config={"size": 30, "kinds": ["duplicate", "full_payment"]},
+        ),
+    )
     return path
 
 

@@ -17,16 +17,33 @@ from onrecord.html import write_comparison, write_report
 pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:
-    pytest.skip("headless Chromium is not installed: apt-get install chromium "
-                "(or run scripts/install-system-deps.sh)", allow_module_level=True)
+    pytest.skip(
+        "headless Chromium is not installed: apt-get install chromium "
+        "(or run scripts/install-system-deps.sh)",
+        allow_module_level=True,
+    )
 
 
 def _dom(page: Path, profile: Path) -> str:
     done = subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=90)
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -55,16 +72,16 @@ def test_report_renders_and_matches_its_json(remittance_run: Path, tmp_path: Pat
     assert view.group(1) == f"{first['case_id']}#{first['repeat']}"
     detail = view.group(2)
     assert detail.count('<tr class="event') == len(first["timeline"])
-    diff_rows = sum(len(t["created"]) + len(t["changed"]) + len(t["deleted"])
-                    for t in first["diff"].values())
+    diff_rows = sum(
+        len(t["created"]) + len(t["changed"]) + len(t["deleted"]) for t in first["diff"].values()
+    )
     assert detail.count("diff-row") == diff_rows
     assert detail.count('class="audit-row"') == len(first["audit"])
     failing = [r for r in first["results"] if r["status"] != "pass"]
     assert detail.count('class="failing-check"') == len(failing)
 
 
-def test_comparison_renders_and_matches_its_json(remittance_run: Path,
-                                                 tmp_path: Path) -> None:
+def test_comparison_renders_and_matches_its_json(remittance_run: Path, tmp_path: Path) -> None:
     page, data = write_comparison(remittance_run, remittance_run, tmp_path / "c.html")
     dom = _dom(page, tmp_path / "profile")
     assert 'data-rendered="yes"' in dom

@@ -19,8 +19,9 @@ from tests.runner.conftest import onrecord
 
 
 def _embedded(page: str) -> Any:
-    match = re.search(r'<script type="application/json" id="onrecord-data">(.*?)</script>',
-                      page, re.S)
+    match = re.search(
+        r'<script type="application/json" id="onrecord-data">(.*?)</script>', page, re.S
+    )
     assert match
     return orjson.loads(match.group(1))
 
@@ -42,8 +43,7 @@ def test_report_data_matches_the_saved_report(remittance_run: Path) -> None:
     assert any("no_duplicate_allocation failed in 6 of 16" in f for f in data["findings"])
 
 
-def test_page_embeds_the_data_and_renders_the_numbers(remittance_run: Path,
-                                                       tmp_path: Path) -> None:
+def test_page_embeds_the_data_and_renders_the_numbers(remittance_run: Path, tmp_path: Path) -> None:
     path = write_report(remittance_run, tmp_path / "r.html", data_json=tmp_path / "r.json")
     page = path.read_text()
     data = _embedded(page)
@@ -69,8 +69,10 @@ def test_gymnasium_episodes_show_their_attempts(lake_run: Path) -> None:
     episode = data["episodes"][0]
     assert episode["ended"] == "returned"
     assert len(episode["timeline"]) == 3
-    assert any("interact returned before the episode ended" in issue
-               for issue in episode["coverage_issues"])
+    assert any(
+        "interact returned before the episode ended" in issue
+        for issue in episode["coverage_issues"]
+    )
 
 
 def test_report_of_a_plain_report_file(lake_run: Path, tmp_path: Path) -> None:
@@ -84,14 +86,18 @@ def test_report_of_a_plain_report_file(lake_run: Path, tmp_path: Path) -> None:
 
 
 def test_hostile_text_cannot_break_out_of_the_page(tmp_path: Path) -> None:
-    hostile = '</script><script>alert(1)</script><img src=x onerror=alert(2)>'
+    hostile = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
     tasks = tmp_path / "tasks.toml"
-    tasks.write_text(f"[[tasks]]\ncase_id = {orjson.dumps(hostile).decode()}\n"
-                     'input = "walk"\ncompletion = "either"\n')
+    tasks.write_text(
+        f"[[tasks]]\ncase_id = {orjson.dumps(hostile).decode()}\n"
+        'input = "walk"\ncompletion = "either"\n'
+    )
     from onrecord.runner import load_tasks
 
-    start_run(tmp_path / "run", plan_run("frozenlake", "walks_to_goal",
-                                         tasks=load_tasks(tasks), checks=["default"]))
+    start_run(
+        tmp_path / "run",
+        plan_run("frozenlake", "walks_to_goal", tasks=load_tasks(tasks), checks=["default"]),
+    )
     page = write_report(tmp_path / "run").read_text()
     assert "<script>alert(1)" not in page
     assert "<img src=x" not in page
@@ -99,9 +105,15 @@ def test_hostile_text_cannot_break_out_of_the_page(tmp_path: Path) -> None:
     assert _embedded(page)["tasks"][0]["case_id"] == hostile
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.text(),
-                    lambda inner: st.lists(inner, max_size=4)
-                    | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(),
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+        ),
+        max_leaves=20,
+    )
+)
 def test_embedded_json_round_trips_and_never_closes_the_script(value: Any) -> None:
     text = embed_json(value)
     assert "<" not in text
@@ -111,22 +123,27 @@ def test_embedded_json_round_trips_and_never_closes_the_script(value: Any) -> No
 
 def test_comparison_page(remittance_run: Path, tmp_path: Path) -> None:
     other = tmp_path / "careful"
-    start_run(other, plan_run("remittance", "careful", seeds=[0, 1],
-                              environment_config={"size": 30,
-                                                  "kinds": ["duplicate", "full_payment"]}))
-    done = onrecord("compare", str(other), str(remittance_run), "--html",
-                    str(tmp_path / "c.html"))
+    start_run(
+        other,
+        plan_run(
+            "remittance",
+            "careful",
+            seeds=[0, 1],
+            environment_config={"size": 30, "kinds": ["duplicate", "full_payment"]},
+        ),
+    )
+    done = onrecord("compare", str(other), str(remittance_run), "--html", str(tmp_path / "c.html"))
     assert done.returncode == 0, done.stderr
     data = _embedded((tmp_path / "c.html").read_text())
-    check = next(c for c in data["comparison"]["checks"]
-                 if c["name"] == "no_duplicate_allocation")
+    check = next(c for c in data["comparison"]["checks"] if c["name"] == "no_duplicate_allocation")
     assert (check["only_a"], check["only_b"]) == (6, 0)
     assert check["p_value"] == 2 / 2**6
     assert "duplicate-01#0: pass→fail" in check["discordant"]
 
 
-def test_refused_comparison_page_lists_the_reasons(remittance_run: Path, lake_run: Path,
-                                                   tmp_path: Path) -> None:
+def test_refused_comparison_page_lists_the_reasons(
+    remittance_run: Path, lake_run: Path, tmp_path: Path
+) -> None:
     _, data = write_comparison(remittance_run, lake_run, tmp_path / "c.html")
     assert data["comparison"] is None
     assert any("case sets differ" in reason for reason in data["refused"])
@@ -137,20 +154,30 @@ def test_world_model_report_plots_pass_rate_by_horizon(tmp_path: Path) -> None:
     from onrecord.report import CheckResult, Trial
 
     identity = {"case_id": "c", "source_id": None, "content_digest": "0" * 64}
-    trials = [Trial(identity, repeat, {"kind": "forecast", "digest": str(repeat)},
-                    tuple(CheckResult(f"dynamics/x/h{h}", "v1",
-                                      "pass" if repeat < 4 - h // 4 else "fail", "")
-                          for h in (1, 4, 8)))
-              for repeat in range(4)]
+    trials = [
+        Trial(
+            identity,
+            repeat,
+            {"kind": "forecast", "digest": str(repeat)},
+            tuple(
+                CheckResult(f"dynamics/x/h{h}", "v1", "pass" if repeat < 4 - h // 4 else "fail", "")
+                for h in (1, 4, 8)
+            ),
+        )
+        for repeat in range(4)
+    ]
     (tmp_path / "reports").mkdir()
     EvaluationReport.from_trials(trials).save_json(tmp_path / "reports" / "m.report.json")
     (tmp_path / "plots").mkdir()
     (tmp_path / "plots" / "error.svg").write_text(
-        '<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>')
+        '<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>'
+    )
     data = report_data(tmp_path / "reports" / "m.report.json")
-    assert data["horizons"]["x"] == [[1, 1.0, *data["horizons"]["x"][0][2:]],
-                                     [4, 0.75, *data["horizons"]["x"][1][2:]],
-                                     [8, 0.5, *data["horizons"]["x"][2][2:]]]
+    assert data["horizons"]["x"] == [
+        [1, 1.0, *data["horizons"]["x"][0][2:]],
+        [4, 0.75, *data["horizons"]["x"][1][2:]],
+        [8, 0.5, *data["horizons"]["x"][2][2:]],
+    ]
     assert [image["name"] for image in data["images"]] == ["error.svg"]
     page = write_report(tmp_path / "reports" / "m.report.json").read_text()
     assert "Forecast pass rate by horizon" in page

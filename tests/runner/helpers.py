@@ -49,6 +49,7 @@ def slow_careful(context: AgentContext) -> Any:
     def act(observation: Any) -> Any:
         time.sleep(0.004)
         return agent(observation)
+
     return act
 
 
@@ -61,8 +62,9 @@ class _UnportableReset(gym.Env[int, int]):
     observation_space = gym.spaces.Discrete(2)
     action_space = gym.spaces.Discrete(2)
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[int, dict[str, Any]]:
         super().reset(seed=seed)
         return 0, {"handle": object()}  # no JSON form: capture cannot record this episode
 
@@ -79,6 +81,7 @@ def _steps_at_most(limit: int) -> Any:
     def evaluate(episode: EpisodeEvidence) -> OutcomeVerdict:
         steps = episode.measures["steps"]
         return OutcomeVerdict(steps <= limit, f"at most {limit} steps", {"steps": steps})
+
     return evaluate
 
 

@@ -17,20 +17,30 @@ pytestmark = pytest.mark.ray
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}},
+    )
     yield
     ray.shutdown()
 
 
 def _fingerprints(path: Path) -> dict[tuple[str, int], tuple[str, list[str]]]:
-    return {r.key: (r.data["fingerprint"], [x["status"] for x in r.data["trial"]["results"]])
-            for r in RunStore.open(path).records()}
+    return {
+        r.key: (r.data["fingerprint"], [x["status"] for x in r.data["trial"]["results"]])
+        for r in RunStore.open(path).records()
+    }
 
 
 def test_ray_matches_in_process(cluster: None, tmp_path: Path) -> None:
-    protocol = plan_run("remittance", "double_poster", seeds=[0, 1],
-                        environment_config={"size": 30, "kinds": ["duplicate", "split"]})
+    protocol = plan_run(
+        "remittance",
+        "double_poster",
+        seeds=[0, 1],
+        environment_config={"size": 30, "kinds": ["duplicate", "split"]},
+    )
     start_run(tmp_path / "local", protocol)
     executor = RayExecutor(chunk_size=2)
     with executor:

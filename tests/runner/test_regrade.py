@@ -14,17 +14,32 @@ from tests.runner.conftest import onrecord
 
 
 def _lake_run(path: Path) -> None:
-    start_run(path, plan_run("frozenlake", "tests.runner.helpers:walker", seeds=[0, 1],
-                             checks=["tests.runner.helpers:SHORT_V1"]))
+    start_run(
+        path,
+        plan_run(
+            "frozenlake",
+            "tests.runner.helpers:walker",
+            seeds=[0, 1],
+            checks=["tests.runner.helpers:SHORT_V1"],
+        ),
+    )
 
 
 def test_regrade_lists_changed_verdicts_without_calling_the_agent(
-        run_dir: Path, tmp_path: Path) -> None:
+    run_dir: Path, tmp_path: Path
+) -> None:
     _lake_run(run_dir)
     before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
     calls = tmp_path / "calls"
-    done = onrecord("regrade", str(run_dir), "--checks", "tests.runner.helpers:SHORT_V2",
-                    "--name", "stricter", env={"ONRECORD_TEST_AGENT_CALLS": str(calls)})
+    done = onrecord(
+        "regrade",
+        str(run_dir),
+        "--checks",
+        "tests.runner.helpers:SHORT_V2",
+        "--name",
+        "stricter",
+        env={"ONRECORD_TEST_AGENT_CALLS": str(calls)},
+    )
     assert done.returncode == 1, done.stdout + done.stderr  # every episode now fails
     assert not calls.exists()  # neither the agent nor the environment ran
     assert "check short: version v1 → v2" in done.stdout
@@ -32,7 +47,9 @@ def test_regrade_lists_changed_verdicts_without_calling_the_agent(
     assert "frozenlake/goal#0 short: pass → fail" in done.stdout
     changes = orjson.loads((run_dir / "regrades" / "stricter" / "changes.json").read_bytes())
     assert [(c["repeat"], c["before"], c["after"]) for c in changes["changes"]] == [
-        (0, "pass", "fail"), (1, "pass", "fail")]
+        (0, "pass", "fail"),
+        (1, "pass", "fail"),
+    ]
     after = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
     assert after == before  # the run's own records and grading are untouched
 
@@ -45,22 +62,29 @@ def test_regrade_with_the_same_checks_changes_nothing(run_dir: Path) -> None:
     assert regrade.report.trials == regrade.previous.trials
 
 
-def test_remittance_regrade_rebuilds_each_end_state_from_the_recorded_diff(
-        run_dir: Path) -> None:
-    protocol = plan_run("remittance", "double_poster", seeds=[0],
-                        environment_config={"size": 30, "kinds": ["duplicate", "split"]})
+def test_remittance_regrade_rebuilds_each_end_state_from_the_recorded_diff(run_dir: Path) -> None:
+    protocol = plan_run(
+        "remittance",
+        "double_poster",
+        seeds=[0],
+        environment_config={"size": 30, "kinds": ["duplicate", "split"]},
+    )
     start_run(run_dir, protocol)
     regrade = regrade_run(run_dir, name="again")
     assert regrade.changes == ()
     assert regrade.decision.decision == "reject"
-    assert [t.to_dict() for t in regrade.report.trials] == \
-        [t.to_dict() for t in regrade.previous.trials]
+    assert [t.to_dict() for t in regrade.report.trials] == [
+        t.to_dict() for t in regrade.previous.trials
+    ]
 
 
-def test_regrade_refuses_a_diff_that_does_not_rebuild_the_recorded_end_state(
-        run_dir: Path) -> None:
-    protocol = plan_run("remittance", "careful", seeds=[0],
-                        environment_config={"size": 30, "kinds": ["full_payment"]})
+def test_regrade_refuses_a_diff_that_does_not_rebuild_the_recorded_end_state(run_dir: Path) -> None:
+    protocol = plan_run(
+        "remittance",
+        "careful",
+        seeds=[0],
+        environment_config={"size": 30, "kinds": ["full_payment"]},
+    )
     start_run(run_dir, protocol)
     regrade_run(run_dir, name="x")
     with pytest.raises(InputError, match="already exists; choose another --name"):
@@ -74,6 +98,7 @@ def test_regrade_refuses_a_diff_that_does_not_rebuild_the_recorded_end_state(
     record["evidence"]["digest"] = content_digest(record["evidence"])
     record["digest"] = content_digest(record)
     path.write_bytes(record_bytes(record) + b"".join(lines[1:]))
-    with pytest.raises(ConsistencyError, match="rebuilt from the recorded diff of "
-                                               "'full-01' hashes differently"):
+    with pytest.raises(
+        ConsistencyError, match="rebuilt from the recorded diff of 'full-01' hashes differently"
+    ):
         regrade_run(run_dir, name="forged")

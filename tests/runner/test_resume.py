@@ -18,9 +18,17 @@ from onrecord.errors import DigestMismatch, InputError, SchemaError
 from onrecord.runner import RunStore, plan_run, resume_run, start_run
 from tests.runner.conftest import ROOT, onrecord
 
-REMITTANCE = ["remittance", "--agent", "tests.runner.helpers:slow_careful",
-              "--env-config", "size=30", "--env-config", 'kinds=["duplicate", "full_payment"]',
-              "--seeds", "0-3"]
+REMITTANCE = [
+    "remittance",
+    "--agent",
+    "tests.runner.helpers:slow_careful",
+    "--env-config",
+    "size=30",
+    "--env-config",
+    'kinds=["duplicate", "full_payment"]',
+    "--seeds",
+    "0-3",
+]
 LAKE = ["frozenlake", "--agent", "tests.runner.helpers:slow_walker", "--seeds", "0-39"]
 
 
@@ -32,9 +40,19 @@ def _records(path: Path) -> int:
 def _start_and_kill(args: list[str], run_dir: Path, after: int) -> bytes:
     """Start a real `onrecord run`, SIGKILL it once ``after`` episodes are recorded."""
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "onrecord"), "run", *args, "--out", str(run_dir),
-         "--no-progress"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            str(Path(sys.executable).parent / "onrecord"),
+            "run",
+            *args,
+            "--out",
+            str(run_dir),
+            "--no-progress",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while _records(run_dir) < after and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
@@ -46,12 +64,12 @@ def _start_and_kill(args: list[str], run_dir: Path, after: int) -> bytes:
 
 @pytest.mark.parametrize(("args", "after"), [(REMITTANCE, 3), (REMITTANCE, 17), (LAKE, 9)])
 def test_kill_9_then_resume_records_each_episode_exactly_once(
-        run_dir: Path, args: list[str], after: int, tmp_path: Path) -> None:
+    run_dir: Path, args: list[str], after: int, tmp_path: Path
+) -> None:
     before = _start_and_kill(args, run_dir, after)
-    committed = before[:before.rfind(b"\n") + 1]
+    committed = before[: before.rfind(b"\n") + 1]
     calls = tmp_path / "calls"
-    done = onrecord("run", "--resume", str(run_dir), env={"ONRECORD_TEST_AGENT_CALLS":
-                                                          str(calls)})
+    done = onrecord("run", "--resume", str(run_dir), env={"ONRECORD_TEST_AGENT_CALLS": str(calls)})
     assert done.returncode == 0, done.stdout + done.stderr
     store = RunStore.open(run_dir)
     keys = [record.key for record in store.records()]  # verifies every digest and block
@@ -62,8 +80,12 @@ def test_kill_9_then_resume_records_each_episode_exactly_once(
 
 
 def test_resume_cuts_a_torn_record_and_orphan_log_events(run_dir: Path) -> None:
-    protocol = plan_run("remittance", "careful", seeds=[0, 1],
-                        environment_config={"size": 30, "kinds": ["duplicate"]})
+    protocol = plan_run(
+        "remittance",
+        "careful",
+        seeds=[0, 1],
+        environment_config={"size": 30, "kinds": ["duplicate"]},
+    )
     start_run(run_dir, protocol)
     episodes, actions = run_dir / "episodes.jsonl", run_dir / "actions.jsonl"
     lines = episodes.read_bytes().splitlines(keepends=True)
@@ -78,7 +100,8 @@ def test_resume_cuts_a_torn_record_and_orphan_log_events(run_dir: Path) -> None:
     assert any("not committed" in notice for notice in result.notices)
     assert RunStore.open(run_dir).committed().keys() == last.keys()
     assert actions.stat().st_size == sum(
-        r.data["action_log"]["bytes"] for r in RunStore.open(run_dir).records())
+        r.data["action_log"]["bytes"] for r in RunStore.open(run_dir).records()
+    )
 
 
 def _snapshot(path: Path) -> dict[str, bytes]:
@@ -88,8 +111,15 @@ def _snapshot(path: Path) -> dict[str, bytes]:
 @pytest.fixture
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("finished") / "run"
-    start_run(path, plan_run("remittance", "careful", seeds=[0],
-                             environment_config={"size": 30, "kinds": ["duplicate"]}))
+    start_run(
+        path,
+        plan_run(
+            "remittance",
+            "careful",
+            seeds=[0],
+            environment_config={"size": 30, "kinds": ["duplicate"]},
+        ),
+    )
     return path
 
 
@@ -99,18 +129,37 @@ def _tamper(path: Path, name: str, old: bytes, new: bytes) -> None:
     (path / name).write_bytes(data.replace(old, new, 1))
 
 
-@pytest.mark.parametrize(("name", "old", "new", "error", "message"), [
-    ("episodes.jsonl", b'"repeat":0', b'"repeat":7', DigestMismatch, "does not match its digest"),
-    ("episodes.jsonl", b'"repeat":0', b'"repeat": 0', DigestMismatch, "not in canonical form"),
-    ("actions.jsonl", b'"status":"ok"', b'"status":"ko"', DigestMismatch,
-     "action log of duplicate-01#0"),
-    ("run.json", b'"seeds":[0]', b'"seeds":[1]', DigestMismatch, "protocol was edited"),
-    ("run.json", b'"onrecord.run/v1"', b'"onrecord.run/v9"', SchemaError,
-     "reads 'onrecord.run/v1' run directories"),
-])
+@pytest.mark.parametrize(
+    ("name", "old", "new", "error", "message"),
+    [
+        (
+            "episodes.jsonl",
+            b'"repeat":0',
+            b'"repeat":7',
+            DigestMismatch,
+            "does not match its digest",
+        ),
+        ("episodes.jsonl", b'"repeat":0', b'"repeat": 0', DigestMismatch, "not in canonical form"),
+        (
+            "actions.jsonl",
+            b'"status":"ok"',
+            b'"status":"ko"',
+            DigestMismatch,
+            "action log of duplicate-01#0",
+        ),
+        ("run.json", b'"seeds":[0]', b'"seeds":[1]', DigestMismatch, "protocol was edited"),
+        (
+            "run.json",
+            b'"onrecord.run/v1"',
+            b'"onrecord.run/v9"',
+            SchemaError,
+            "reads 'onrecord.run/v1' run directories",
+        ),
+    ],
+)
 def test_tampered_runs_are_refused_and_left_unchanged(
-        finished: Path, name: str, old: bytes, new: bytes, error: type[Exception],
-        message: str) -> None:
+    finished: Path, name: str, old: bytes, new: bytes, error: type[Exception], message: str
+) -> None:
     _tamper(finished, name, old, new)
     before = _snapshot(finished)
     with pytest.raises(error, match=message):
@@ -123,10 +172,15 @@ def test_tampered_runs_are_refused_and_left_unchanged(
 
 
 def test_resume_refuses_changed_settings_and_another_library_version(finished: Path) -> None:
-    other = plan_run("remittance", "careful", seeds=[0, 1],
-                     environment_config={"size": 30, "kinds": ["duplicate"]})
-    with pytest.raises(InputError, match="seeds: the run has \\[0\\], the new settings say "
-                                         "\\[0, 1\\]"):
+    other = plan_run(
+        "remittance",
+        "careful",
+        seeds=[0, 1],
+        environment_config={"size": 30, "kinds": ["duplicate"]},
+    )
+    with pytest.raises(
+        InputError, match="seeds: the run has \\[0\\], the new settings say \\[0, 1\\]"
+    ):
         resume_run(finished, expect=other)
     done = onrecord("run", "remittance", "--agent", "careful", "--out", str(finished))
     assert done.returncode == 3
@@ -142,6 +196,8 @@ def test_resume_refuses_changed_settings_and_another_library_version(finished: P
 def test_a_second_writer_is_refused(finished: Path) -> None:
     from onrecord.runner._store import RunWriter
 
-    with RunWriter(RunStore.open(finished)), pytest.raises(InputError,
-                                                           match="another onrecord process"):
+    with (
+        RunWriter(RunStore.open(finished)),
+        pytest.raises(InputError, match="another onrecord process"),
+    ):
         resume_run(finished)

@@ -20,9 +20,13 @@ from tests.runner.conftest import onrecord
 
 
 def _verdicts(path: Path) -> dict[tuple[str, int], tuple[str, dict[str, str]]]:
-    return {record.key: (record.data["fingerprint"],
-                         {r["name"]: r["status"] for r in record.data["trial"]["results"]})
-            for record in RunStore.open(path).records()}
+    return {
+        record.key: (
+            record.data["fingerprint"],
+            {r["name"]: r["status"] for r in record.data["trial"]["results"]},
+        )
+        for record in RunStore.open(path).records()
+    }
 
 
 def test_cartpole_run_records_every_episode_once_and_decides(run_dir: Path) -> None:
@@ -51,16 +55,24 @@ def test_process_pool_gives_the_same_results_as_in_process(tmp_path: Path) -> No
 
 
 def test_remittance_run_keeps_action_logs_and_row_diffs(run_dir: Path) -> None:
-    protocol = plan_run("remittance", "double_poster", seeds=[0], repeats=1,
-                        environment_config={"size": 40, "kinds": ["duplicate", "full_payment"]})
+    protocol = plan_run(
+        "remittance",
+        "double_poster",
+        seeds=[0],
+        repeats=1,
+        environment_config={"size": 40, "kinds": ["duplicate", "full_payment"]},
+    )
     result = start_run(run_dir, protocol)
     assert result.decision.decision == "reject"
     assert result.exit_code == 1
     store = RunStore.open(run_dir)
     lines = (run_dir / "actions.jsonl").read_bytes().splitlines()
     assert len(lines) == sum(r.data["action_log"]["events"] for r in store.records()) > 0
-    failing = {r.key[0] for r in store.records()
-               if any(x["status"] == "fail" for x in r.data["trial"]["results"])}
+    failing = {
+        r.key[0]
+        for r in store.records()
+        if any(x["status"] == "fail" for x in r.data["trial"]["results"])
+    }
     assert failing == {"duplicate-01", "duplicate-02", "duplicate-03"}
     record = next(r for r in store.records() if r.key[0] == "duplicate-01")
     saved = store.saved_episode(record)
@@ -77,16 +89,24 @@ def test_a_run_that_cannot_record_an_episode_is_incomplete_and_retried(run_dir: 
     assert "PortabilityError" in result.errors[0]
     errors = (run_dir / "errors.jsonl").read_bytes().splitlines()
     assert [orjson.loads(line)["case_id"] for line in errors] == [
-        "tests.runner.helpers:unportable"] * 2
+        "tests.runner.helpers:unportable"
+    ] * 2
 
 
-@pytest.mark.parametrize(("agent", "code", "decision"), [
-    ("walks_to_goal", 0, "accept"), ("walks_into_hole", 1, "reject"),
-    ("gives_up_early", 2, "indeterminate")])
-def test_cli_exit_code_is_the_decision(tmp_path: Path, agent: str, code: int,
-                                       decision: str) -> None:
-    done = onrecord("run", "frozenlake", "--agent", agent, "--seeds", "0-2", "--out",
-                    str(tmp_path / agent))
+@pytest.mark.parametrize(
+    ("agent", "code", "decision"),
+    [
+        ("walks_to_goal", 0, "accept"),
+        ("walks_into_hole", 1, "reject"),
+        ("gives_up_early", 2, "indeterminate"),
+    ],
+)
+def test_cli_exit_code_is_the_decision(
+    tmp_path: Path, agent: str, code: int, decision: str
+) -> None:
+    done = onrecord(
+        "run", "frozenlake", "--agent", agent, "--seeds", "0-2", "--out", str(tmp_path / agent)
+    )
     assert done.returncode == code, done.stderr
     assert f"decision: {decision}" in done.stdout
     assert "3/3 episodes recorded" in done.stdout
@@ -97,7 +117,8 @@ def test_config_file_holds_every_flag(tmp_path: Path) -> None:
     (tmp_path / "run.toml").write_text(
         'environment = "frozenlake"\nagent = "tests.runner.helpers:walker"\nseeds = "0-1"\n'
         'repeats = 2\nmax_steps = 12\npolicy = "policy.toml"\nout = "out"\n'
-        'executor = "process"\nworkers = 2\n')
+        'executor = "process"\nworkers = 2\n'
+    )
     done = onrecord("run", "--config", str(tmp_path / "run.toml"), "--no-progress")
     assert done.returncode == 0, done.stderr
     protocol = RunStore.open(tmp_path / "out").protocol
@@ -107,17 +128,22 @@ def test_config_file_holds_every_flag(tmp_path: Path) -> None:
 
 
 def test_flags_override_the_config_file(tmp_path: Path) -> None:
-    (tmp_path / "run.toml").write_text('environment = "frozenlake"\nagent = "walks_to_goal"\n'
-                                       'seeds = [0, 1, 2]\n')
-    done = onrecord("run", "-c", str(tmp_path / "run.toml"), "--seeds", "5", "-o",
-                    str(tmp_path / "out"))
+    (tmp_path / "run.toml").write_text(
+        'environment = "frozenlake"\nagent = "walks_to_goal"\nseeds = [0, 1, 2]\n'
+    )
+    done = onrecord(
+        "run", "-c", str(tmp_path / "run.toml"), "--seeds", "5", "-o", str(tmp_path / "out")
+    )
     assert done.returncode == 0, done.stderr
     assert RunStore.open(tmp_path / "out").protocol.seeds == (5,)
 
 
 def test_unknown_names_fail_before_anything_is_written(run_dir: Path) -> None:
-    with pytest.raises(InputError, match=r"unknown environment 'remitance'.*did you mean "
-                                         "'remittance'"):
+    with pytest.raises(
+        InputError,
+        match=r"unknown environment 'remitance'.*did you mean "
+        "'remittance'",
+    ):
         plan_run("remitance", "careful")
     with pytest.raises(InputError, match=r"unknown agent 'carefull'.*did you mean 'careful'"):
         plan_run("remittance", "carefull")
@@ -131,14 +157,21 @@ def test_unknown_names_fail_before_anything_is_written(run_dir: Path) -> None:
     assert not run_dir.exists()
 
 
-@pytest.mark.parametrize(("agent", "handler", "decision"), [
-    ("correct", "idempotent", "accept"), ("safe_retry", "idempotent", "accept"),
-    ("duplicate_write", "unsafe", "reject"), ("forbidden_then_restored", "idempotent",
-                                              "reject")])
-def test_ledger_runs_on_a_fresh_database_per_episode(tmp_path: Path, agent: str, handler: str,
-                                                      decision: str) -> None:
-    protocol = plan_run("ledger", agent, seeds=[7, 8], repeats=2,
-                        environment_config={"handler": handler})
+@pytest.mark.parametrize(
+    ("agent", "handler", "decision"),
+    [
+        ("correct", "idempotent", "accept"),
+        ("safe_retry", "idempotent", "accept"),
+        ("duplicate_write", "unsafe", "reject"),
+        ("forbidden_then_restored", "idempotent", "reject"),
+    ],
+)
+def test_ledger_runs_on_a_fresh_database_per_episode(
+    tmp_path: Path, agent: str, handler: str, decision: str
+) -> None:
+    protocol = plan_run(
+        "ledger", agent, seeds=[7, 8], repeats=2, environment_config={"handler": handler}
+    )
     result = start_run(tmp_path / "run", protocol)
     assert result.decision.decision == decision
     assert len(result.report.trials) == 4

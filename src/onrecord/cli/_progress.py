@@ -28,14 +28,21 @@ class BarProgress(RunProgress):
         self.failed = self.incomplete = self.errors = self.done_now = 0
         self._started = time.perf_counter()
         self._bar = Progress(
-            TextColumn("[bold]episodes"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("[bold]episodes"),
+            BarColumn(),
+            MofNCompleteColumn(),
             TextColumn("{task.fields[rate]} ep/s"),
-            TextColumn("[red]failed {task.fields[failed]}[/] · [yellow]incomplete "
-                       "{task.fields[incomplete]}[/] · [magenta]errors {task.fields[errors]}"),
-            TimeElapsedColumn(), TimeRemainingColumn(), console=console,
-            disable=not enabled or not console.is_terminal, transient=False)
-        self._task = self._bar.add_task("run", total=0, rate="-", failed=0, incomplete=0,
-                                        errors=0)
+            TextColumn(
+                "[red]failed {task.fields[failed]}[/] · [yellow]incomplete "
+                "{task.fields[incomplete]}[/] · [magenta]errors {task.fields[errors]}"
+            ),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            disable=not enabled or not console.is_terminal,
+            transient=False,
+        )
+        self._task = self._bar.add_task("run", total=0, rate="-", failed=0, incomplete=0, errors=0)
 
     def start(self, total: int, done: int) -> None:
         self._started = time.perf_counter()
@@ -50,8 +57,14 @@ class BarProgress(RunProgress):
             self.failed += 1
         elif result.outcome == "incomplete":
             self.incomplete += 1
-        self._bar.update(self._task, advance=1, rate=f"{self.rate:.1f}", failed=self.failed,
-                         incomplete=self.incomplete, errors=self.errors)
+        self._bar.update(
+            self._task,
+            advance=1,
+            rate=f"{self.rate:.1f}",
+            failed=self.failed,
+            incomplete=self.incomplete,
+            errors=self.errors,
+        )
 
     @property
     def rate(self) -> float:

@@ -24,5 +24,7 @@ def load_any(path: str | Path) -> Any:
         return EvaluationReport.from_dict(data)
     if schema == POLICY_SCHEMA:
         return AcceptancePolicy.from_dict(data)
-    raise SchemaError(f"{path}: unknown schema {schema!r}; onrecord reads "
-                      f"{EPISODE_SCHEMA}, {REPORT_SCHEMA} and {POLICY_SCHEMA}")
+    raise SchemaError(
+        f"{path}: unknown schema {schema!r}; onrecord reads "
+        f"{EPISODE_SCHEMA}, {REPORT_SCHEMA} and {POLICY_SCHEMA}"
+    )

@@ -10,8 +10,14 @@ from onrecord.episode import EpisodeEvidence
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport
 
-__all__ = ["make_console", "render_comparison", "render_decision", "render_episode",
-           "render_policy", "render_report"]
+__all__ = [
+    "make_console",
+    "render_comparison",
+    "render_decision",
+    "render_episode",
+    "render_policy",
+    "render_report",
+]
 
 
 def make_console() -> Console:
@@ -20,9 +26,16 @@ def make_console() -> Console:
     console = Console()
     return console if console.is_terminal else Console(width=160)
 
+
 _DECISION_STYLE = {"accept": "bold green", "reject": "bold red", "indeterminate": "bold yellow"}
-_STATUS_STYLE = {"pass": "green", "fail": "red", "not_measured": "yellow",
-                 "evaluator_error": "magenta", "model_error": "magenta", "ok": "green"}
+_STATUS_STYLE = {
+    "pass": "green",
+    "fail": "red",
+    "not_measured": "yellow",
+    "evaluator_error": "magenta",
+    "model_error": "magenta",
+    "ok": "green",
+}
 
 
 def _styled(text: str) -> str:
@@ -37,14 +50,21 @@ def _interval(bounds: tuple[float, float]) -> str:
 def render_episode(console: Console, episode: EpisodeEvidence, limit: int = 40) -> None:
     """Header facts, then one row per attempted step (first ``limit``)."""
     case, env = episode.case, episode.environment
-    console.print(f"[bold]episode[/] {case['case_id']}  env={env['environment_id']}  "
-                  f"observer={env['observer_id']}  seed={env['seed']}  "
-                  f"ended={_styled(episode.ended)}  sha256:{episode.digest[:16]}")
+    console.print(
+        f"[bold]episode[/] {case['case_id']}  env={env['environment_id']}  "
+        f"observer={env['observer_id']}  seed={env['seed']}  "
+        f"ended={_styled(episode.ended)}  sha256:{episode.digest[:16]}"
+    )
     table = Table("step", "status", "action", "error", "state")
     for attempt in episode.attempts()[:limit]:
         error = attempt["error"]["message"] if attempt["error"] else ""
-        table.add_row(str(attempt["index"]), _styled(attempt["status"]),
-                      str(attempt["action"]), error[:60], str(attempt["state"])[:60])
+        table.add_row(
+            str(attempt["index"]),
+            _styled(attempt["status"]),
+            str(attempt["action"]),
+            error[:60],
+            str(attempt["state"])[:60],
+        )
     console.print(table)
     if len(episode) > limit:
         console.print(f"… {len(episode) - limit} more steps")
@@ -56,21 +76,38 @@ def render_report(console: Console, report: EvaluationReport) -> None:
     """Per-check pass rates with intervals, outcomes and pass^k."""
     summary = report.summary()
     rate = "n/a" if summary.pass_rate is None else f"{summary.pass_rate:.1%}"
-    console.print(f"[bold]report[/] {summary.trials} trials  pass rate {rate} "
-                  f"{_interval(summary.interval)}  outcomes {summary.outcomes}  "
-                  f"sha256:{report.digest[:16]}")
-    table = Table("check", "version", "passed", "failed", "unmeasured", "pass rate",
-                  "95% interval", "coverage")
+    console.print(
+        f"[bold]report[/] {summary.trials} trials  pass rate {rate} "
+        f"{_interval(summary.interval)}  outcomes {summary.outcomes}  "
+        f"sha256:{report.digest[:16]}"
+    )
+    table = Table(
+        "check",
+        "version",
+        "passed",
+        "failed",
+        "unmeasured",
+        "pass rate",
+        "95% interval",
+        "coverage",
+    )
     versions = report.lock["checks"]
     for check in summary.checks:
-        table.add_row(check.name, versions[check.name], str(check.passed), str(check.failed),
-                      str(check.unmeasured),
-                      "n/a" if check.pass_rate is None else f"{check.pass_rate:.1%}",
-                      _interval(check.interval), f"{check.coverage:.0%}")
+        table.add_row(
+            check.name,
+            versions[check.name],
+            str(check.passed),
+            str(check.failed),
+            str(check.unmeasured),
+            "n/a" if check.pass_rate is None else f"{check.pass_rate:.1%}",
+            _interval(check.interval),
+            f"{check.coverage:.0%}",
+        )
     console.print(table)
     if summary.pass_hat_k:
-        console.print("pass^k: " + "  ".join(f"k={k}: {value:.3f}"
-                                             for k, value in summary.pass_hat_k.items()))
+        console.print(
+            "pass^k: " + "  ".join(f"k={k}: {value:.3f}" for k, value in summary.pass_hat_k.items())
+        )
     for issue in report.coverage_issues[:20]:
         console.print(f"[yellow]coverage:[/] {issue}")
 
@@ -79,8 +116,9 @@ def render_policy(console: Console, policy: AcceptancePolicy) -> None:
     """One row per requirement."""
     table = Table("check", "critical", "min pass rate", title=f"policy {policy.name}")
     for requirement in policy.requirements:
-        table.add_row(requirement.check, str(requirement.critical),
-                      f"{requirement.min_pass_rate:g}")
+        table.add_row(
+            requirement.check, str(requirement.critical), f"{requirement.min_pass_rate:g}"
+        )
     console.print(table)
 
 
@@ -89,8 +127,13 @@ def render_decision(console: Console, decision: PolicyDecision) -> None:
     console.print(f"decision: {_styled(decision.decision)}")
     table = Table("requirement", "status", "passed", "failed", "unmeasured")
     for outcome in decision.outcomes:
-        table.add_row(outcome.requirement.check, outcome.status, str(outcome.passed),
-                      str(outcome.failed), str(outcome.unmeasured))
+        table.add_row(
+            outcome.requirement.check,
+            outcome.status,
+            str(outcome.passed),
+            str(outcome.failed),
+            str(outcome.unmeasured),
+        )
     console.print(table)
     for reason in decision.reasons[:20]:
         console.print(f"  - {reason}")
@@ -98,13 +141,21 @@ def render_decision(console: Console, decision: PolicyDecision) -> None:
 
 def render_comparison(console: Console, comparison: Comparison) -> None:
     """Per check McNemar; per measure bootstrap interval."""
-    console.print(f"[bold]comparison[/] {comparison.pairs} paired trials "
-                  f"(A {comparison.report_a[:12]} vs B {comparison.report_b[:12]})")
-    table = Table("check", "both pass", "A only", "B only", "both fail", "unmeasured",
-                  "McNemar p")
+    console.print(
+        f"[bold]comparison[/] {comparison.pairs} paired trials "
+        f"(A {comparison.report_a[:12]} vs B {comparison.report_b[:12]})"
+    )
+    table = Table("check", "both pass", "A only", "B only", "both fail", "unmeasured", "McNemar p")
     for check in comparison.checks:
-        table.add_row(check.name, str(check.both_pass), str(check.only_a), str(check.only_b),
-                      str(check.both_fail), str(check.unmeasured), f"{check.p_value:.4g}")
+        table.add_row(
+            check.name,
+            str(check.both_pass),
+            str(check.only_a),
+            str(check.only_b),
+            str(check.both_fail),
+            str(check.unmeasured),
+            f"{check.p_value:.4g}",
+        )
     console.print(table)
     for check in comparison.checks:
         for pair in check.discordant[:10]:
@@ -112,6 +163,12 @@ def render_comparison(console: Console, comparison: Comparison) -> None:
     if comparison.measures:
         measures = Table("measure", "pairs", "mean A", "mean B", "B − A", "95% interval")
         for m in comparison.measures:
-            measures.add_row(m.name, str(m.pairs), f"{m.mean_a:.4g}", f"{m.mean_b:.4g}",
-                             f"{m.mean_difference:+.4g}", _interval(m.interval))
+            measures.add_row(
+                m.name,
+                str(m.pairs),
+                f"{m.mean_a:.4g}",
+                f"{m.mean_b:.4g}",
+                f"{m.mean_difference:+.4g}",
+                _interval(m.interval),
+            )
         console.print(measures)

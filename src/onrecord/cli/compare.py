@@ -17,14 +17,20 @@ __all__ = ["register"]
 def register(subparsers: Any) -> None:
     """Add the ``compare`` subcommand."""
     parser = subparsers.add_parser(
-        "compare", help="paired comparison of two reports (McNemar, bootstrap)",
+        "compare",
+        help="paired comparison of two reports (McNemar, bootstrap)",
         description="Pair trials by case and repeat; exact McNemar p-value per check and a "
-                    "paired bootstrap interval per measure. Refuses when the locks differ.")
+        "paired bootstrap interval per measure. Refuses when the locks differ.",
+    )
     parser.add_argument("report_a", metavar="A")
     parser.add_argument("report_b", metavar="B")
     parser.add_argument("--json", metavar="FILE", help="also save the comparison as JSON")
-    parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page "
-                        "(written even when the comparison is refused, with the reasons)")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write a self-contained HTML page "
+        "(written even when the comparison is refused, with the reasons)",
+    )
     parser.set_defaults(func=run)
 
 

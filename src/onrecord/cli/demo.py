@@ -1,75 +1,133 @@
-"""``onrecord demo``: the main job on the embedded default, with a readable summary."""
+"""``onrecord demo``: the main job on the embedded default (SQLite files, local worker
+processes): every remittance reference agent through the run machinery, the invoice
+ledger experiment, tables in the terminal and HTML reports on disk."""
 
 from __future__ import annotations
 
 import argparse
+import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress
-from rich.table import Table
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from onrecord.cli._render import make_console
-from onrecord.episode import evaluate_episodes
-from onrecord.examples import (
-    CARTPOLE_AGENTS,
-    FROZENLAKE_AGENTS,
-    cartpole_task,
-    frozenlake_task,
-    run_gym_task,
-)
+from onrecord.cli.ledger import ablation_table as ledger_ablation_table
+from onrecord.cli.ledger import decision_table as ledger_decision_table
+from onrecord.domains.ledger import run_ledger_experiment, save_ledger_result
+from onrecord.domains.remittance import AGENTS, ablation_table, suite_from_reports, suite_table
+from onrecord.errors import InputError
+from onrecord.html import write_comparison, write_report
+from onrecord.report import EvaluationReport
+from onrecord.runner import JobResult, ProcessPoolExecutor, RunResult, plan_run, start_run
+from onrecord.runner import Progress as RunProgress
 
-__all__ = ["register", "run_gym_demo"]
+__all__ = ["register"]
 
-SEEDS = (7, 8, 9)
+MARKER = ".onrecord-demo"
 
 
 def register(subparsers: Any) -> None:
     """Add the ``demo`` subcommand."""
     parser = subparsers.add_parser(
-        "demo", help="run the built-in demonstration and write its reports",
-        description="Evaluate reference agents on real environments, print an agent × "
-                    "decision table and write JSON reports to --output-dir.")
-    parser.add_argument("--output-dir", default="demo-output", type=Path)
+        "demo",
+        help="run the built-in demonstration and write its reports",
+        description="Run every remittance reference agent (3 repeats of 33 tasks, 2 worker "
+        "processes) and the invoice ledger experiment; print agent × decision "
+        "tables and write JSON and HTML reports to --output-dir. Exit 0 when "
+        "every decision is the one the agent must get.",
+    )
+    parser.add_argument("--output-dir", default=Path("demo-output"), type=Path)
+    parser.add_argument("--repeats", type=int, default=3, help="repeats per task (default 3)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run every demo section; exit 0 when each decision is the expected one."""
+    """Run both parts; exit 0 when every decision is as required."""
+    out = _fresh(args.output_dir)
     console = make_console()
-    rows = run_gym_demo(args.output_dir, console)
-    table = Table("environment", "agent", "decision", "expected", "why", title="gymnasium")
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
-    console.print(f"reports written to {args.output_dir}/")
-    return 0 if all(row[2] == row[3] for row in rows) else 1
+    runs = _remittance_runs(out / "remittance", args.repeats, args.workers, console)
+    suite = suite_from_reports({agent: result.report for agent, result in runs.items()})
+    console.print(suite_table(suite))
+    console.print(ablation_table(suite))
+    with console.status("running the invoice ledger experiment"):
+        ledger = run_ledger_experiment(out / "ledger")
+        save_ledger_result(ledger, out / "ledger")
+    console.print(ledger_decision_table(ledger))
+    console.print(ledger_ablation_table(ledger.ablation()))
+    pages = _html(out, runs, console)
+    problems = suite.mismatches + ([] if ledger.ok else ["ledger: a decision differs"])
+    for problem in problems:
+        console.print(f"[red]unexpected:[/] {problem}")
+    console.print(f"\nreports: {', '.join(str(page) for page in pages)}")
+    console.print(f"everything else (evidence, run stores, databases): {out}/")
+    return 0 if not problems else 1
 
 
-_EXPECTED = {"walks_to_goal": "accept", "walks_into_hole": "reject",
-             "gives_up_early": "indeterminate", "balances": "accept", "always_left": "reject"}
+def _fresh(out: Path) -> Path:
+    """A demo directory, replacing an earlier demo's output but nothing else."""
+    if out.exists() and any(out.iterdir()):
+        if not (out / MARKER).exists():
+            raise InputError(
+                f"--output-dir {out} is not empty and was not made by "
+                "onrecord demo; pass a new or empty directory"
+            )
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    (out / MARKER).write_text("written by onrecord demo; replaced by the next demo run\n")
+    return out
 
 
-def run_gym_demo(output_dir: Path, console: Console) -> list[tuple[str, str, str, str, str]]:
-    """FrozenLake and CartPole reference agents, 3 seeds each."""
-    plan = [(frozenlake_task(), FROZENLAKE_AGENTS), (cartpole_task(), CARTPOLE_AGENTS)]
-    rows = []
-    with Progress(console=console, transient=True) as progress:
-        bar = progress.add_task("gymnasium episodes", total=sum(len(a) for _, a in plan) * 3)
-        for task, agents in plan:
-            for name, make_agent in agents.items():
-                episodes = []
-                for seed in SEEDS:
-                    episodes.append(run_gym_task(task, make_agent(), seed=seed))
-                    progress.advance(bar)
-                report = evaluate_episodes(episodes, task.checks)
-                stem = f"{task.case.case_id.replace('/', '-')}-{name}"
-                report.save_json(output_dir / "gymnasium" / f"{stem}.report.json")
-                for episode in episodes:
-                    episode.save_json(output_dir / "gymnasium" / "evidence" /
-                                      f"{episode.digest}.json")
-                decision = task.policy.evaluate(report)
-                rows.append((task.env_id, name, decision.decision, _EXPECTED[name],
-                             decision.headline))
-    return rows
+class _DemoProgress(RunProgress):
+    """Feeds one bar for all runs of the demo."""
+
+    def __init__(self, bar: Progress, task: Any) -> None:
+        self.bar, self.task = bar, task
+
+    def advance(self, result: JobResult) -> None:
+        self.bar.advance(self.task)
+
+
+def _remittance_runs(
+    root: Path, repeats: int, workers: int, console: Console
+) -> dict[str, RunResult]:
+    protocols = {agent: plan_run("remittance", agent, repeats=repeats) for agent in AGENTS}
+    total = sum(len(p.tasks) * p.repeats * len(p.seeds) for p in protocols.values())
+    results: dict[str, RunResult] = {}
+    columns = (
+        TextColumn("[bold]remittance episodes"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[agent]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("episodes", total=total, agent="")
+        progress = _DemoProgress(bar, task)
+        for agent, protocol in protocols.items():
+            bar.update(task, agent=agent)
+            results[agent] = start_run(
+                root / agent, protocol, executor=ProcessPoolExecutor(workers), progress=progress
+            )
+    return results
+
+
+def _html(out: Path, runs: Mapping[str, RunResult], console: Console) -> list[Path]:
+    with console.status("writing HTML reports"):
+        pages = [
+            write_report(out / "remittance" / agent, out / f"remittance-{agent}.html")
+            for agent in ("careful", "double_poster", "change_and_restore")
+        ]
+        page, _ = write_comparison(
+            out / "remittance" / "careful",
+            out / "remittance" / "skips_notes",
+            out / "compare-careful-vs-skips_notes.html",
+        )
+        ledger_runs = sorted((out / "ledger" / "runs").glob("*/report.json"))
+        merged = EvaluationReport.merge(EvaluationReport.load(path) for path in ledger_runs)
+        merged.save_json(out / "ledger" / "all-runs.report.json")
+        pages.append(write_report(out / "ledger" / "all-runs.report.json", out / "ledger.html"))
+    return [*pages, page]

@@ -16,10 +16,12 @@ __all__ = ["register"]
 def register(subparsers: Any) -> None:
     """Add the ``gate`` subcommand."""
     parser = subparsers.add_parser(
-        "gate", help="decide accept / reject / indeterminate for a report",
+        "gate",
+        help="decide accept / reject / indeterminate for a report",
         description="Apply an acceptance policy (JSON saved by onrecord, or TOML with "
-                    "[[requirements]] tables) to a report. Exit 0 accept, 1 reject, "
-                    "2 indeterminate, 3 bad input.")
+        "[[requirements]] tables) to a report. Exit 0 accept, 1 reject, "
+        "2 indeterminate, 3 bad input.",
+    )
     parser.add_argument("report", metavar="REPORT")
     parser.add_argument("--policy", required=True, metavar="POLICY")
     parser.add_argument("--output", metavar="FILE", help="also save the decision as JSON")

@@ -34,8 +34,8 @@ EXIT_ERROR = 3
 def build_parser() -> argparse.ArgumentParser:
     """The full parser, with every registered subcommand."""
     parser = argparse.ArgumentParser(
-        prog="onrecord",
-        description="Evaluate agents and world models by what actually happened.")
+        prog="onrecord", description="Evaluate agents and world models by what actually happened."
+    )
     parser.add_argument("--version", action="version", version=f"onrecord {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:

@@ -17,14 +17,19 @@ __all__ = ["register"]
 def register(subparsers: Any) -> None:
     """Add the ``regrade`` subcommand."""
     parser = subparsers.add_parser(
-        "regrade", help="re-grade a saved run with (improved) checks; lists changed verdicts",
+        "regrade",
+        help="re-grade a saved run with (improved) checks; lists changed verdicts",
         description="Grade every saved episode of RUN again from its evidence, without "
-                    "calling the agent or the environment. Saves RUN/regrades/NAME/ "
-                    "{report,decision,changes}.json; the run's records are only read. "
-                    "Exit code: the new decision (0 accept, 1 reject, 2 indeterminate).")
+        "calling the agent or the environment. Saves RUN/regrades/NAME/ "
+        "{report,decision,changes}.json; the run's records are only read. "
+        "Exit code: the new decision (0 accept, 1 reject, 2 indeterminate).",
+    )
     parser.add_argument("run_dir", metavar="RUN")
-    parser.add_argument("--checks", action="append",
-                        help="'default' or module:CHECKS (default: the run's own, re-imported)")
+    parser.add_argument(
+        "--checks",
+        action="append",
+        help="'default' or module:CHECKS (default: the run's own, re-imported)",
+    )
     parser.add_argument("--policy", help="acceptance policy file (default: the run's)")
     parser.add_argument("--name", help="name of the regrade (default: a UTC timestamp)")
     parser.add_argument("--limit", type=int, default=50, help="changes to print (default 50)")
@@ -33,21 +38,25 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Regrade and print the changes, the new report and decision."""
-    checks = [item.strip() for value in args.checks or () for item in value.split(",")
-              if item.strip()]
+    checks = [
+        item.strip() for value in args.checks or () for item in value.split(",") if item.strip()
+    ]
     policy = AcceptancePolicy.load(args.policy) if args.policy else None
     regrade = regrade_run(args.run_dir, checks or None, policy=policy, name=args.name)
     console = Console()
     for name, (old, new) in regrade.versions.items():
         console.print(f"check {name}: version {old or 'absent'} → {new or 'absent'}")
-    console.print(f"[bold]{len(regrade.changes)} verdicts changed[/] "
-                  f"(of {len(regrade.report.trials)} episodes × "
-                  f"{len(regrade.report.check_names)} checks)")
-    for change in regrade.changes[:args.limit]:
+    console.print(
+        f"[bold]{len(regrade.changes)} verdicts changed[/] "
+        f"(of {len(regrade.report.trials)} episodes × "
+        f"{len(regrade.report.check_names)} checks)"
+    )
+    for change in regrade.changes[: args.limit]:
         console.print(f"  {change}")
     if len(regrade.changes) > args.limit:
-        console.print(f"  … {len(regrade.changes) - args.limit} more in "
-                      f"{regrade.path / 'changes.json'}")
+        console.print(
+            f"  … {len(regrade.changes) - args.limit} more in {regrade.path / 'changes.json'}"
+        )
     render_report(console, regrade.report)
     previous = regrade.previous
     console.print(f"previous grading: report sha256:{previous.digest[:16]}")

@@ -12,17 +12,22 @@ __all__ = ["register"]
 def register(subparsers: Any) -> None:
     """Add the ``report`` subcommand."""
     parser = subparsers.add_parser(
-        "report", help="write a self-contained HTML report of a run",
+        "report",
+        help="write a self-contained HTML report of a run",
         description="Write one HTML file (no network access needed to view it): the "
-                    "decision and findings first, pass rates with intervals, pass^k, a "
-                    "per-task table and, per episode, the action timeline, row diff, audit "
-                    "history and failing checks.")
+        "decision and findings first, pass rates with intervals, pass^k, a "
+        "per-task table and, per episode, the action timeline, row diff, audit "
+        "history and failing checks.",
+    )
     parser.add_argument("source", metavar="RUN", help="run directory or report.json")
     parser.add_argument("-o", "--out", type=Path, help="HTML file (default RUN/report.html)")
     parser.add_argument("--grading", help="a regrade name under RUN/regrades/ to show")
-    parser.add_argument("--episodes", default="auto",
-                        help="episodes with full detail: auto (all up to 300, else failing "
-                             "ones), all, failing, or a number")
+    parser.add_argument(
+        "--episodes",
+        default="auto",
+        help="episodes with full detail: auto (all up to 300, else failing "
+        "ones), all, failing, or a number",
+    )
     parser.add_argument("--plots", type=Path, help="directory of .svg/.png plots to embed")
     parser.add_argument("--json", type=Path, help="also save the page's data as JSON")
     parser.set_defaults(func=run)
@@ -32,7 +37,13 @@ def run(args: argparse.Namespace) -> int:
     """Write the report and print where it is."""
     from onrecord.html import write_report
 
-    path = write_report(args.source, args.out, grading=args.grading,
-                        episodes=args.episodes, plots=args.plots, data_json=args.json)
+    path = write_report(
+        args.source,
+        args.out,
+        grading=args.grading,
+        episodes=args.episodes,
+        plots=args.plots,
+        data_json=args.json,
+    )
     print(f"wrote {path}")
     return 0

@@ -31,13 +31,18 @@ __all__ = ["config_from_args", "register"]
 def register(subparsers: Any) -> None:
     """Add the ``run`` subcommand."""
     parser = subparsers.add_parser(
-        "run", help="run an agent over tasks × seeds × repeats into a run directory",
+        "run",
+        help="run an agent over tasks × seeds × repeats into a run directory",
         description="Run a named environment (remittance, ledger, cartpole, frozenlake, any "
-                    "Gymnasium id, or module:factory) with an agent (a reference agent name "
-                    "or module:callable). Exit code: 0 accept, 1 reject, 2 indeterminate, "
-                    "3 bad input. A --config TOML file can hold every flag.")
-    parser.add_argument("environment", nargs="?", help="environment name, Gymnasium id or "
-                        "module:factory (with --resume: the run directory)")
+        "Gymnasium id, or module:factory) with an agent (a reference agent name "
+        "or module:callable). Exit code: 0 accept, 1 reject, 2 indeterminate, "
+        "3 bad input. A --config TOML file can hold every flag.",
+    )
+    parser.add_argument(
+        "environment",
+        nargs="?",
+        help="environment name, Gymnasium id or module:factory (with --resume: the run directory)",
+    )
     parser.add_argument("-a", "--agent", help="reference agent name or module:callable")
     parser.add_argument("-c", "--config", type=Path, help="TOML file with any of these flags")
     parser.add_argument("--tasks", help="comma-separated task ids (default: all)")
@@ -45,14 +50,25 @@ def register(subparsers: Any) -> None:
     parser.add_argument("-r", "--repeats", type=int, help="repeats per task and seed")
     parser.add_argument("-s", "--seeds", help="seeds: 0,1,2 or 0-9 (default 0)")
     parser.add_argument("--max-steps", type=int, help="most actions per episode")
-    parser.add_argument("--checks", action="append",
-                        help="'default' or module:CHECKS (repeatable, or comma-separated)")
+    parser.add_argument(
+        "--checks",
+        action="append",
+        help="'default' or module:CHECKS (repeatable, or comma-separated)",
+    )
     parser.add_argument("--policy", help="acceptance policy file (TOML or JSON)")
-    parser.add_argument("--env-config", action="append", default=[], metavar="KEY=VALUE",
-                        help="environment setting (value parsed as TOML, else text)")
+    parser.add_argument(
+        "--env-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment setting (value parsed as TOML, else text)",
+    )
     parser.add_argument("-o", "--out", help="run directory to create (or resume)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue an interrupted run; finished episodes never re-run")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run; finished episodes never re-run",
+    )
     parser.add_argument("--executor", choices=("inprocess", "process", "ray"))
     parser.add_argument("-w", "--workers", type=int, help="worker processes (or Ray tasks)")
     parser.add_argument("--address", help="Ray cluster address (default: a local cluster)")
@@ -63,16 +79,25 @@ def register(subparsers: Any) -> None:
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """The config file (if any) with the flags given on the command line on top."""
     base = load_config(args.config) if args.config else RunConfig()
-    checks = [item.strip() for value in args.checks or () for item in value.split(",")
-              if item.strip()]
+    checks = [
+        item.strip() for value in args.checks or () for item in value.split(",") if item.strip()
+    ]
     flags = RunConfig(
-        environment=args.environment, agent=args.agent,
+        environment=args.environment,
+        agent=args.agent,
         tasks=[t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None,
-        tasks_file=args.tasks_file, repeats=args.repeats,
+        tasks_file=args.tasks_file,
+        repeats=args.repeats,
         seeds=parse_seeds(args.seeds, "--seeds") if args.seeds else None,
-        max_steps=args.max_steps, checks=checks or None, policy=args.policy,
-        environment_config=_env_config(args.env_config) or None, executor=args.executor,
-        workers=args.workers, address=args.address, out=args.out)
+        max_steps=args.max_steps,
+        checks=checks or None,
+        policy=args.policy,
+        environment_config=_env_config(args.env_config) or None,
+        executor=args.executor,
+        workers=args.workers,
+        address=args.address,
+        out=args.out,
+    )
     return base.merged(flags)
 
 
@@ -93,15 +118,23 @@ def _env_config(pairs: list[str]) -> dict[str, Any]:
 
 def _protocol(config: RunConfig) -> RunProtocol:
     if not config.environment or not config.agent:
-        raise InputError("name the environment and the agent, e.g. `onrecord run cartpole "
-                         "--agent balances`, or put them in --config FILE")
+        raise InputError(
+            "name the environment and the agent, e.g. `onrecord run cartpole "
+            "--agent balances`, or put them in --config FILE"
+        )
     cases = config.cases()
-    return plan_run(config.environment, config.agent,
-                    tasks=cases if cases is not None else config.tasks,
-                    checks=config.checks or ("default",), repeats=config.repeats or 1,
-                    seeds=config.seeds or (0,), max_steps=config.max_steps,
-                    options=config.options, policy=config.acceptance_policy(),
-                    environment_config=config.environment_config)
+    return plan_run(
+        config.environment,
+        config.agent,
+        tasks=cases if cases is not None else config.tasks,
+        checks=config.checks or ("default",),
+        repeats=config.repeats or 1,
+        seeds=config.seeds or (0,),
+        max_steps=config.max_steps,
+        options=config.options,
+        policy=config.acceptance_policy(),
+        environment_config=config.environment_config,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -115,8 +148,9 @@ def run(args: argparse.Namespace) -> int:
         if not config.out:
             raise InputError("--out DIR is required: the run directory to create")
         out, expect = config.out, _protocol(config)
-    executor = make_executor(config.executor or "inprocess", workers=config.workers,
-                             address=config.address)
+    executor = make_executor(
+        config.executor or "inprocess", workers=config.workers, address=config.address
+    )
     progress = BarProgress(errors, enabled=not args.no_progress)
     try:
         with executor:
@@ -125,8 +159,10 @@ def run(args: argparse.Namespace) -> int:
             else:
                 result = start_run(out, expect, executor=executor, progress=progress)
     except KeyboardInterrupt:
-        errors.print(f"interrupted; finished episodes are saved: `onrecord run --resume "
-                     f"--out {out}` continues")
+        errors.print(
+            f"interrupted; finished episodes are saved: `onrecord run --resume "
+            f"--out {out}` continues"
+        )
         return 130
     _summary(console, result, progress, executor.name, executor.workers)
     return result.exit_code
@@ -136,25 +172,31 @@ def _resume_target(config: RunConfig) -> tuple[str, RunProtocol | None]:
     if config.environment and Path(config.environment, "run.json").is_file() and not config.out:
         return config.environment, None
     if not config.out:
-        raise InputError("--resume needs the run directory: `onrecord run --resume RUN` or "
-                         "`--out RUN`")
+        raise InputError(
+            "--resume needs the run directory: `onrecord run --resume RUN` or `--out RUN`"
+        )
     return config.out, _protocol(config) if config.environment else None
 
 
-def _summary(console: Console, result: RunResult, progress: BarProgress, executor: str,
-             workers: int) -> None:
+def _summary(
+    console: Console, result: RunResult, progress: BarProgress, executor: str, workers: int
+) -> None:
     for notice in result.notices:
         console.print(f"[yellow]repaired:[/] {notice}")
     recorded = len(result.report.trials)
-    console.print(f"[bold]run[/] {result.store.run_id} → {result.store.path}  "
-                  f"{recorded}/{result.expected} episodes recorded "
-                  f"({result.recorded_now} now, {progress.rate:.1f} ep/s, {executor} × "
-                  f"{workers})")
+    console.print(
+        f"[bold]run[/] {result.store.run_id} → {result.store.path}  "
+        f"{recorded}/{result.expected} episodes recorded "
+        f"({result.recorded_now} now, {progress.rate:.1f} ep/s, {executor} × "
+        f"{workers})"
+    )
     render_report(console, result.report)
     render_decision(console, result.decision)
     for error in result.errors[:10]:
         console.print(f"[magenta]not recorded:[/] {error}")
     if not result.complete:
-        console.print(f"[yellow]incomplete:[/] {result.expected - recorded} episodes are "
-                      f"missing; `onrecord run --resume {result.store.path}` retries them")
+        console.print(
+            f"[yellow]incomplete:[/] {result.expected - recorded} episodes are "
+            f"missing; `onrecord run --resume {result.store.path}` retries them"
+        )
     sys.stdout.flush()

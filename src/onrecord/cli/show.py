@@ -15,8 +15,11 @@ __all__ = ["register"]
 
 def register(subparsers: Any) -> None:
     """Add the ``show`` subcommand."""
-    parser = subparsers.add_parser("show", help="print a saved record as tables",
-                                   description="Verify a saved record and print it as tables.")
+    parser = subparsers.add_parser(
+        "show",
+        help="print a saved record as tables",
+        description="Verify a saved record and print it as tables.",
+    )
     parser.add_argument("file", metavar="FILE")
     parser.set_defaults(func=run)
 

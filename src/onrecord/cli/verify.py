@@ -13,9 +13,11 @@ __all__ = ["register"]
 def register(subparsers: Any) -> None:
     """Add the ``verify`` subcommand."""
     parser = subparsers.add_parser(
-        "verify", help="verify saved evidence, reports or policies",
+        "verify",
+        help="verify saved evidence, reports or policies",
         description="Verify the schema, digest and internal consistency of saved records. "
-                    "Exit 0 when every file verifies, 3 otherwise.")
+        "Exit 0 when every file verifies, 3 otherwise.",
+    )
     parser.add_argument("files", nargs="+", metavar="FILE")
     parser.set_defaults(func=run)
 

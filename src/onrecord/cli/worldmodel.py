@@ -18,14 +18,20 @@ _STEPS_FULL = 17  # ticks of one run: protocol … plots (for the progress bar)
 def register(subparsers: Any) -> None:
     """Add the ``worldmodel`` command with ``run`` and ``analyze``."""
     parser = subparsers.add_parser(
-        "worldmodel", help="world-model experiment: run it, or replay a saved run offline",
+        "worldmodel",
+        help="world-model experiment: run it, or replay a saved run offline",
         description="Run the CartPole world-model experiment (forecasts, controls, closed "
-                    "loop) or verify and recompute a saved run without any model or "
-                    "simulator call.")
+        "loop) or verify and recompute a saved run without any model or "
+        "simulator call.",
+    )
     commands = parser.add_subparsers(dest="worldmodel_command", required=True)
     run = commands.add_parser("run", help="run the protocol into a new directory")
-    run.add_argument("--output-dir", required=True, type=Path,
-                     help="new or empty directory for protocol, evidence, reports, plots")
+    run.add_argument(
+        "--output-dir",
+        required=True,
+        type=Path,
+        help="new or empty directory for protocol, evidence, reports, plots",
+    )
     run.add_argument("--smoke", action="store_true", help="small sizes (seconds, for CI)")
     run.set_defaults(func=_run)
     analyze = commands.add_parser("analyze", help="verify hashes and recompute every table")
@@ -45,8 +51,10 @@ def _run(args: argparse.Namespace) -> int:
 
         tables = run_experiment(args.output_dir, smoke=args.smoke, step=step)
     _print(tables)
-    print(f"run written to {args.output_dir}/ (replay: onrecord worldmodel analyze "
-          f"--replay {args.output_dir})")
+    print(
+        f"run written to {args.output_dir}/ (replay: onrecord worldmodel analyze "
+        f"--replay {args.output_dir})"
+    )
     return 0
 
 
@@ -55,8 +63,10 @@ def _analyze(args: argparse.Namespace) -> int:
 
     tables = replay(args.replay)
     _print(tables)
-    print(f"verified {tables['verified_files']} files; every table and report recomputed "
-          "from saved evidence matches")
+    print(
+        f"verified {tables['verified_files']} files; every table and report recomputed "
+        "from saved evidence matches"
+    )
     return 0
 
 
@@ -70,33 +80,71 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 def _print(tables: dict[str, Any]) -> None:
     console = Console(width=140)
-    loop = Table("model", "mean steps", "reached cap", "return 95% CI", "normalized",
-                 "prediction gap", title="closed loop (same planner, paired seeds)")
+    loop = Table(
+        "model",
+        "mean steps",
+        "reached cap",
+        "return 95% CI",
+        "normalized",
+        "prediction gap",
+        title="closed loop (same planner, paired seeds)",
+    )
     for row in tables["closed_loop"]:
-        loop.add_row(row["model_id"], _fmt(row["mean_steps"]),
-                     f"{row['reached_cap']}/{row['seeds']}",
-                     f"{_fmt(row['return_ci'][0])}–{_fmt(row['return_ci'][1])}",
-                     _fmt(row["normalized_score"]), _fmt(row["prediction_gap"]))
+        loop.add_row(
+            row["model_id"],
+            _fmt(row["mean_steps"]),
+            f"{row['reached_cap']}/{row['seeds']}",
+            f"{_fmt(row['return_ci'][0])}–{_fmt(row['return_ci'][1])}",
+            _fmt(row["normalized_score"]),
+            _fmt(row["prediction_gap"]),
+        )
     console.print(loop)
-    metrics = Table("model", "coordinate", "h", "n/denominator", "MAE", "skill", "cov90",
-                    "width90", "CRPS", title="held-out forecasts (CartPole)")
+    metrics = Table(
+        "model",
+        "coordinate",
+        "h",
+        "n/denominator",
+        "MAE",
+        "skill",
+        "cov90",
+        "width90",
+        "CRPS",
+        title="held-out forecasts (CartPole)",
+    )
     for model, table in tables["heldout_metrics"].items():
         for row in table["rows"]:
             if row["coordinate"] in ("cart_velocity", "pole_angle") and row["horizon"] in (1, 8):
-                metrics.add_row(model, row["coordinate"], str(row["horizon"]),
-                                f"{row['measured']}/{row['denominator']}", _fmt(row["mae"]),
-                                _fmt(row["skill"]), _fmt(row["coverage_90"]),
-                                _fmt(row["width_90"]), _fmt(row["crps"]))
+                metrics.add_row(
+                    model,
+                    row["coordinate"],
+                    str(row["horizon"]),
+                    f"{row['measured']}/{row['denominator']}",
+                    _fmt(row["mae"]),
+                    _fmt(row["skill"]),
+                    _fmt(row["coverage_90"]),
+                    _fmt(row["width_90"]),
+                    _fmt(row["crps"]),
+                )
     console.print(metrics)
-    effects = Table("model", "real effect", "predicted effect", "effect error",
-                    title="matched interventions: cart_velocity, h1")
+    effects = Table(
+        "model",
+        "real effect",
+        "predicted effect",
+        "effect error",
+        title="matched interventions: cart_velocity, h1",
+    )
     for model, rows in tables["interventions"].items():
         row = next(r for r in rows if r["coordinate"] == "cart_velocity" and r["horizon"] == 1)
-        effects.add_row(model, _fmt(row["real_effect"]), _fmt(row["predicted_effect"]),
-                        _fmt(row["effect_error"]))
+        effects.add_row(
+            model,
+            _fmt(row["real_effect"]),
+            _fmt(row["predicted_effect"]),
+            _fmt(row["effect_error"]),
+        )
     console.print(effects)
-    decisions = Table("model", *next(iter(tables["decisions"].values())),
-                      title="acceptance policies")
+    decisions = Table(
+        "model", *next(iter(tables["decisions"].values())), title="acceptance policies"
+    )
     for model, per in tables["decisions"].items():
         decisions.add_row(model, *(d["decision"] for d in per.values()))
     console.print(decisions)

@@ -29,8 +29,7 @@ __all__ = ["PIT_BINS", "AggregateMetrics", "aggregate_metrics"]
 PIT_BINS = 10
 _CAL_LEVELS = np.arange(1, 20) / 20
 _INV_SQRT_PI = 1 / math.sqrt(math.pi)
-_STATS = ("bias", "mae", "rmse", "persistence_rmse", "skill", "nll", "crps",
-          "calibration_error")
+_STATS = ("bias", "mae", "rmse", "persistence_rmse", "skill", "nll", "crps", "calibration_error")
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,31 +72,43 @@ class AggregateMetrics:
         out = []
         for j, (name, unit) in enumerate(self.coordinates.items()):
             for i, h in enumerate(self.horizons):
-                row: dict[str, Any] = {"model_id": self.model_id, "coordinate": name,
-                                       "unit": unit, "horizon": h,
-                                       "measured": int(self.measured[i, j]),
-                                       "censored": int(self.censored[i]),
-                                       "denominator": self.cohort}
+                row: dict[str, Any] = {
+                    "model_id": self.model_id,
+                    "coordinate": name,
+                    "unit": unit,
+                    "horizon": h,
+                    "measured": int(self.measured[i, j]),
+                    "censored": int(self.censored[i]),
+                    "denominator": self.cohort,
+                }
                 for stat in _STATS:
                     value = getattr(self, stat)
                     row[stat] = None if value is None else _num(value[i, j])
                 for k, level in enumerate(LEVELS):
                     tag = round(level * 100)
-                    row[f"coverage_{tag}"] = None if self.coverage is None else \
-                        _num(self.coverage[k, i, j])
-                    row[f"width_{tag}"] = None if self.width is None else \
-                        _num(self.width[k, i, j])
+                    row[f"coverage_{tag}"] = (
+                        None if self.coverage is None else _num(self.coverage[k, i, j])
+                    )
+                    row[f"width_{tag}"] = None if self.width is None else _num(self.width[k, i, j])
                 row["pit"] = None if self.pit is None else self.pit[i, j].tolist()
                 out.append(row)
         return out
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form: counts and every row."""
-        return {"model_id": self.model_id, "coordinates": dict(self.coordinates),
-                "horizons": list(self.horizons), "same_cohort": self.same_cohort,
-                "forecasts": self.forecasts, "model_errors": self.model_errors,
-                "simulator_errors": self.simulator_errors, "cohort": self.cohort,
-                "with_std": self.with_std, "levels": list(LEVELS), "rows": self.rows()}
+        return {
+            "model_id": self.model_id,
+            "coordinates": dict(self.coordinates),
+            "horizons": list(self.horizons),
+            "same_cohort": self.same_cohort,
+            "forecasts": self.forecasts,
+            "model_errors": self.model_errors,
+            "simulator_errors": self.simulator_errors,
+            "cohort": self.cohort,
+            "with_std": self.with_std,
+            "levels": list(LEVELS),
+            "rows": self.rows(),
+        }
 
 
 def _num(value: Any) -> float | None:
@@ -110,8 +121,9 @@ def _signature(forecast: ForecastEvidence) -> tuple[Any, ...]:
     return (data["contract"], data["coordinates"], data["horizons"], data["model_id"])
 
 
-def _stack(forecasts: Sequence[ForecastEvidence], index: NDArray[np.int64]
-           ) -> tuple[FloatArray, FloatArray, FloatArray | None]:
+def _stack(
+    forecasts: Sequence[ForecastEvidence], index: NDArray[np.int64]
+) -> tuple[FloatArray, FloatArray, FloatArray | None]:
     """Errors, persistence errors and std ``[N, H, d]`` of ok forecasts; NaN = no value."""
     total = len(index)
     with_std = all(f._std is not None for f in forecasts)
@@ -128,8 +140,9 @@ def _stack(forecasts: Sequence[ForecastEvidence], index: NDArray[np.int64]
     return (wrap_angles(mean - truth, mask), wrap_angles(initial - truth, mask), std)
 
 
-def _stack_ragged(forecasts: Sequence[ForecastEvidence], index: NDArray[np.int64],
-                  with_std: bool) -> tuple[FloatArray, FloatArray, FloatArray | None]:
+def _stack_ragged(
+    forecasts: Sequence[ForecastEvidence], index: NDArray[np.int64], with_std: bool
+) -> tuple[FloatArray, FloatArray, FloatArray | None]:
     count, dim = len(forecasts), len(forecasts[0].coordinates)
     mean = np.full((count, len(index), dim), np.nan)
     truth = np.full_like(mean, np.nan)
@@ -143,8 +156,9 @@ def _stack_ragged(forecasts: Sequence[ForecastEvidence], index: NDArray[np.int64
     return mean, truth, std
 
 
-def aggregate_metrics(forecasts: Sequence[ForecastEvidence], *,
-                      same_cohort: bool = False) -> AggregateMetrics:
+def aggregate_metrics(
+    forecasts: Sequence[ForecastEvidence], *, same_cohort: bool = False
+) -> AggregateMetrics:
     """Summaries per coordinate × horizon over many forecasts of one model."""
     forecasts = list(forecasts)
     if not forecasts or not all(isinstance(f, ForecastEvidence) for f in forecasts):
@@ -157,7 +171,8 @@ def aggregate_metrics(forecasts: Sequence[ForecastEvidence], *,
                 f"forecast {forecast.digest[:12]} ({forecast.model_id}, {forecast.contract}) "
                 f"differs from {first.digest[:12]} ({first.model_id}, {first.contract}) in "
                 "model, contract, coordinates, units or horizons; aggregate each group "
-                "separately, since unlike units are never pooled")
+                "separately, since unlike units are never pooled"
+            )
     horizons = np.asarray(first.horizons)
     ok = [f for f in forecasts if f._data["status"] == "ok"]
     observed = np.array([len(f._data["reference"]["states"]) for f in ok], dtype=np.int64)
@@ -167,15 +182,28 @@ def aggregate_metrics(forecasts: Sequence[ForecastEvidence], *,
     statuses = [f._data["status"] for f in forecasts]
     shape = (len(horizons), len(first.coordinates))
     base: dict[str, Any] = {
-        "model_id": first.model_id, "coordinates": first.coordinates,
-        "horizons": first.horizons, "same_cohort": same_cohort, "forecasts": len(forecasts),
-        "cohort": len(ok), "censored": censored_counts,
+        "model_id": first.model_id,
+        "coordinates": first.coordinates,
+        "horizons": first.horizons,
+        "same_cohort": same_cohort,
+        "forecasts": len(forecasts),
+        "cohort": len(ok),
+        "censored": censored_counts,
         "model_errors": statuses.count("model_error"),
-        "simulator_errors": statuses.count("simulator_error")}
+        "simulator_errors": statuses.count("simulator_error"),
+    }
     if not ok:
         nan = np.full(shape, np.nan)
-        return AggregateMetrics(**base, measured=np.zeros(shape, np.int64), with_std=0,
-                                bias=nan, mae=nan, rmse=nan, persistence_rmse=nan, skill=nan)
+        return AggregateMetrics(
+            **base,
+            measured=np.zeros(shape, np.int64),
+            with_std=0,
+            bias=nan,
+            mae=nan,
+            rmse=nan,
+            persistence_rmse=nan,
+            skill=nan,
+        )
     error, persistence, std = _stack(ok, horizons - 1)
     return _summarize(base, error, persistence, std)
 
@@ -193,14 +221,14 @@ class _Mask:
     def both(self, flags: NDArray[np.bool_], extra_axes: int = 0) -> NDArray[np.bool_]:
         if self.full:
             return flags
-        shaped = self.measured[(None,) * extra_axes] if extra_axes else \
-            self.measured[..., None]
+        shaped = self.measured[(None,) * extra_axes] if extra_axes else self.measured[..., None]
         result: NDArray[np.bool_] = flags & shaped
         return result
 
 
-def _summarize(base: dict[str, Any], error: FloatArray, persistence: FloatArray,
-               std: FloatArray | None) -> AggregateMetrics:
+def _summarize(
+    base: dict[str, Any], error: FloatArray, persistence: FloatArray, std: FloatArray | None
+) -> AggregateMetrics:
     mask = _Mask(~np.isnan(error))
     counts = mask.measured.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -212,16 +240,23 @@ def _summarize(base: dict[str, Any], error: FloatArray, persistence: FloatArray,
         persisted = mask.keep(persistence)
         persistence_rmse = np.sqrt((persisted * persisted).sum(axis=0) / denominator)
         skill = np.where(persistence_rmse > 0, 1 - rmse / persistence_rmse, np.nan)
-    stats: dict[str, Any] = {"measured": counts, "with_std": 0 if std is None else len(error),
-                             "bias": bias, "mae": mae, "rmse": rmse,
-                             "persistence_rmse": persistence_rmse, "skill": skill}
+    stats: dict[str, Any] = {
+        "measured": counts,
+        "with_std": 0 if std is None else len(error),
+        "bias": bias,
+        "mae": mae,
+        "rmse": rmse,
+        "persistence_rmse": persistence_rmse,
+        "skill": skill,
+    }
     if std is not None:
         stats.update(_uncertainty(filled, mask, mask.keep(std, 1.0), denominator))
     return AggregateMetrics(**base, **stats)
 
 
-def _uncertainty(error: FloatArray, mask: _Mask, std: FloatArray,
-                 denominator: FloatArray) -> dict[str, Any]:
+def _uncertainty(
+    error: FloatArray, mask: _Mask, std: FloatArray, denominator: FloatArray
+) -> dict[str, Any]:
     from scipy.special import ndtr
 
     z = error / std
@@ -239,6 +274,11 @@ def _uncertainty(error: FloatArray, mask: _Mask, std: FloatArray,
     histogram = mask.both(bins[..., None] == np.arange(PIT_BINS))
     below = mask.both(pit[None] <= _CAL_LEVELS[:, None, None, None], extra_axes=1).sum(axis=1)
     calibration = np.abs(below / denominator - _CAL_LEVELS[:, None, None]).mean(axis=0)
-    return {"coverage": coverage, "width": width, "nll": nll.sum(axis=0) / denominator,
-            "crps": crps.sum(axis=0) / denominator, "pit": histogram.sum(axis=0),
-            "calibration_error": calibration}
+    return {
+        "coverage": coverage,
+        "width": width,
+        "nll": nll.sum(axis=0) / denominator,
+        "crps": crps.sum(axis=0) / denominator,
+        "pit": histogram.sum(axis=0),
+        "calibration_error": calibration,
+    }

@@ -35,13 +35,18 @@ __all__ = ["batch_predictor", "capture_forecasts", "request_predictor"]
 BatchPredict = Callable[[np.ndarray, np.ndarray], Any]
 
 
-def capture_forecasts(episodes: Sequence[Any], predict: BatchPredict | WorldModel, *,
-                      model_id: str, contract: str,
-                      coordinates: Mapping[str, str] | Sequence[Coordinate],
-                      horizons: Sequence[int],
-                      planned_actions: Sequence[Sequence[Any] | None] | None = None,
-                      angular: Sequence[str] = (), state_key: str = "state"
-                      ) -> list[ForecastEvidence]:
+def capture_forecasts(
+    episodes: Sequence[Any],
+    predict: BatchPredict | WorldModel,
+    *,
+    model_id: str,
+    contract: str,
+    coordinates: Mapping[str, str] | Sequence[Coordinate],
+    horizons: Sequence[int],
+    planned_actions: Sequence[Sequence[Any] | None] | None = None,
+    angular: Sequence[str] = (),
+    state_key: str = "state",
+) -> list[ForecastEvidence]:
     """Forecast many references with a vectorized model; one result per episode, in order.
 
     ``predict`` may be a ``WorldModel`` (its ``predict`` is called) or a callable.
@@ -54,8 +59,10 @@ def capture_forecasts(episodes: Sequence[Any], predict: BatchPredict | WorldMode
         raise InputError("capture_forecasts takes a list of EpisodeEvidence")
     plans = list(planned_actions) if planned_actions is not None else [None] * len(episodes)
     if len(plans) != len(episodes):
-        raise InputError(f"planned_actions has {len(plans)} plans for {len(episodes)} "
-                         "episodes; give one plan (or None) per episode")
+        raise InputError(
+            f"planned_actions has {len(plans)} plans for {len(episodes)} "
+            "episodes; give one plan (or None) per episode"
+        )
     call = batch_predictor(predict)
     spec = ForecastSpec(model_id, contract, coordinates, horizons, angular, state_key)
     results: list[ForecastEvidence | None] = [None] * len(episodes)
@@ -66,14 +73,17 @@ def capture_forecasts(episodes: Sequence[Any], predict: BatchPredict | WorldMode
         record = spec.record(episode, scope, request, truth)
         problem = simulator_problem(episode, initial, spec.dim)
         if problem is not None:
-            results[n] = _sealed(record, "simulator_error", None,
-                                 {"type": "SimulatorError", "message": problem})
+            results[n] = _sealed(
+                record, "simulator_error", None, {"type": "SimulatorError", "message": problem}
+            )
         else:
             groups.setdefault(len(actions), []).append((n, record))
     for steps, members in groups.items():
-        for n, forecast in zip([n for n, _ in members],
-                               _run_group(call, [r for _, r in members], steps, spec.dim),
-                               strict=True):
+        for n, forecast in zip(
+            [n for n, _ in members],
+            _run_group(call, [r for _, r in members], steps, spec.dim),
+            strict=True,
+        ):
             results[n] = forecast
     return [r for r in results if r is not None]
 
@@ -83,26 +93,32 @@ def batch_predictor(predict: BatchPredict | WorldModel) -> BatchPredict:
     if isinstance(predict, WorldModel):
         return predict.predict
     if not callable(predict):
-        raise InputError(f"predict must be a WorldModel or a callable, got "
-                         f"{type(predict).__name__}")
+        raise InputError(
+            f"predict must be a WorldModel or a callable, got {type(predict).__name__}"
+        )
     return predict
 
 
 def request_predictor(model: WorldModel) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """Adapt a ``WorldModel`` to ``capture_forecast``'s one-request callback."""
+
     def predict(request: dict[str, Any]) -> dict[str, Any]:
         initial = np.asarray([request["initial_state"]], dtype=np.float64)
         prediction = model.predict(initial, np.asarray([request["actions"]]))
-        answer: dict[str, Any] = {"states": prediction.mean[0],
-                                  "metadata": {"model_id": model.model_id}}
+        answer: dict[str, Any] = {
+            "states": prediction.mean[0],
+            "metadata": {"model_id": model.model_id},
+        }
         if prediction.std is not None:
             answer["standard_deviation"] = prediction.std[0]
         return answer
+
     return predict
 
 
-def _run_group(call: BatchPredict, records: list[dict[str, Any]], steps: int,
-               dim: int) -> list[ForecastEvidence]:
+def _run_group(
+    call: BatchPredict, records: list[dict[str, Any]], steps: int, dim: int
+) -> list[ForecastEvidence]:
     initial = np.asarray([r["request"]["initial_state"] for r in records], dtype=np.float64)
     actions = np.asarray([r["request"]["actions"] for r in records])
     if actions.ndim == 1:  # zero actions
@@ -112,12 +128,14 @@ def _run_group(call: BatchPredict, records: list[dict[str, Any]], steps: int,
     except ModelError as exc:
         error = {"type": "ModelError", "message": str(exc)}
         return [_sealed(r, "model_error", None, dict(error)) for r in records]
-    return [_row(r, mean[n], None if std is None else std[n], metadata)
-            for n, r in enumerate(records)]
+    return [
+        _row(r, mean[n], None if std is None else std[n], metadata) for n, r in enumerate(records)
+    ]
 
 
-def _answer(call: BatchPredict, initial: np.ndarray, actions: np.ndarray, count: int,
-            steps: int, dim: int) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
+def _answer(
+    call: BatchPredict, initial: np.ndarray, actions: np.ndarray, count: int, steps: int, dim: int
+) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
     try:
         answer = call(initial.copy(), actions.copy())
     except Exception as exc:
@@ -125,10 +143,11 @@ def _answer(call: BatchPredict, initial: np.ndarray, actions: np.ndarray, count:
     if isinstance(answer, Prediction):
         answer = {"mean": answer.mean, "standard_deviation": answer.std}
     if not isinstance(answer, Mapping):
-        raise ModelError(f"the model returned {type(answer).__name__}, not a Prediction or "
-                         "a mapping with 'mean' or 'samples'")
-    unknown = sorted(set(map(str, answer)) - {"mean", "standard_deviation", "samples",
-                                              "metadata"})
+        raise ModelError(
+            f"the model returned {type(answer).__name__}, not a Prediction or "
+            "a mapping with 'mean' or 'samples'"
+        )
+    unknown = sorted(set(map(str, answer)) - {"mean", "standard_deviation", "samples", "metadata"})
     if unknown:
         raise ModelError(f"the model returned unknown fields {unknown}")
     if "samples" in answer and answer["samples"] is not None:
@@ -152,24 +171,29 @@ def _batch_array(value: Any, count: int, steps: int, dim: int, name: str) -> np.
     except (TypeError, ValueError) as exc:
         raise ModelError(f"{name} is not numeric: {exc}") from None
     if array.shape != (count, steps, dim):
-        raise ModelError(f"{name} has shape {list(array.shape)}, expected "
-                         f"[{count}, {steps}, {dim}] (references, actions, coordinates)")
+        raise ModelError(
+            f"{name} has shape {list(array.shape)}, expected "
+            f"[{count}, {steps}, {dim}] (references, actions, coordinates)"
+        )
     return array
 
 
-def _from_samples(value: Any, count: int, steps: int, dim: int
-                  ) -> tuple[np.ndarray, np.ndarray | None]:
+def _from_samples(
+    value: Any, count: int, steps: int, dim: int
+) -> tuple[np.ndarray, np.ndarray | None]:
     samples = np.asarray(value, dtype=np.float64)
     if samples.ndim != 4 or samples.shape[0] != count or samples.shape[2:] != (steps, dim):
-        raise ModelError(f"samples has shape {list(samples.shape)}, expected "
-                         f"[{count}, S, {steps}, {dim}]")
+        raise ModelError(
+            f"samples has shape {list(samples.shape)}, expected [{count}, S, {steps}, {dim}]"
+        )
     if samples.shape[1] < 2:
         return samples.mean(axis=1), None
     return samples.mean(axis=1), samples.std(axis=1, ddof=1)
 
 
-def _row(record: dict[str, Any], mean: np.ndarray, std: np.ndarray | None,
-         metadata: dict[str, Any]) -> ForecastEvidence:
+def _row(
+    record: dict[str, Any], mean: np.ndarray, std: np.ndarray | None, metadata: dict[str, Any]
+) -> ForecastEvidence:
     steps, dim = mean.shape
     try:
         states = check_array(mean, steps, dim, "mean")
@@ -178,8 +202,10 @@ def _row(record: dict[str, Any], mean: np.ndarray, std: np.ndarray | None,
             if not (std > 0).all():
                 raise ModelError("standard_deviation must be positive everywhere")
     except ModelError as exc:
-        return _sealed(record, "model_error", None, {"type": "ModelError",
-                                                     "message": str(exc)})
-    response = {"states": states.tolist(), "metadata": metadata,
-                "standard_deviation": None if std is None else std.tolist()}
+        return _sealed(record, "model_error", None, {"type": "ModelError", "message": str(exc)})
+    response = {
+        "states": states.tolist(),
+        "metadata": metadata,
+        "standard_deviation": None if std is None else std.tolist(),
+    }
     return _sealed(record, "ok", response, None)

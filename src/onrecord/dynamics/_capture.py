@@ -36,47 +36,73 @@ class ForecastSpec:
 
     __slots__ = ("contract", "coordinates", "dim", "horizons", "model_id", "state_key")
 
-    def __init__(self, model_id: Any, contract: Any, coordinates: Any, horizons: Any,
-                 angular: Any, state_key: str) -> None:
+    def __init__(
+        self,
+        model_id: Any,
+        contract: Any,
+        coordinates: Any,
+        horizons: Any,
+        angular: Any,
+        state_key: str,
+    ) -> None:
         for name, value in (("model_id", model_id), ("contract", contract)):
             if not isinstance(value, str) or not value.strip():
-                raise InputError(f"{name} must be a non-empty string such as "
-                                 f"'persistence/v1', got {value!r}")
+                raise InputError(
+                    f"{name} must be a non-empty string such as 'persistence/v1', got {value!r}"
+                )
         self.model_id, self.contract, self.state_key = model_id, contract, state_key
         self.coordinates = _coordinates(coordinates, angular)
         self.dim = len(self.coordinates)
         self.horizons = _horizons(horizons)
 
-    def record(self, episode: Any, scope: str, request: dict[str, Any] | None,
-               truth: list[Any]) -> dict[str, Any]:
+    def record(
+        self, episode: Any, scope: str, request: dict[str, Any] | None, truth: list[Any]
+    ) -> dict[str, Any]:
         """The record fields every forecast of this capture shares."""
-        return {"schema": FORECAST_SCHEMA, "episode": episode_reference(episode),
-                "model_id": self.model_id, "contract": self.contract,
-                "coordinates": self.coordinates, "horizons": self.horizons,
-                "action_scope": scope, "request": request,
-                "reference": {"states": truth, "ended": episode.ended}}
+        return {
+            "schema": FORECAST_SCHEMA,
+            "episode": episode_reference(episode),
+            "model_id": self.model_id,
+            "contract": self.contract,
+            "coordinates": self.coordinates,
+            "horizons": self.horizons,
+            "action_scope": scope,
+            "request": request,
+            "reference": {"states": truth, "ended": episode.ended},
+        }
 
 
 def _coordinates(coordinates: Any, angular: Any) -> list[dict[str, Any]]:
     if isinstance(coordinates, Mapping):
         items = [Coordinate(name, unit) for name, unit in coordinates.items()]
-    elif isinstance(coordinates, Sequence) and all(isinstance(c, Coordinate)
-                                                    for c in coordinates):
+    elif isinstance(coordinates, Sequence) and all(isinstance(c, Coordinate) for c in coordinates):
         items = list(coordinates)
     else:
-        raise InputError("coordinates must map each state coordinate to its unit, e.g. "
-                         f"{{'x': 'm', 'angle': 'rad'}}, got {coordinates!r:.80}")
+        raise InputError(
+            "coordinates must map each state coordinate to its unit, e.g. "
+            f"{{'x': 'm', 'angle': 'rad'}}, got {coordinates!r:.80}"
+        )
     names = [c.name for c in items]
-    if not items or any(not isinstance(c.name, str) or not c.name or "/" in c.name
-                        or not isinstance(c.unit, str) or not c.unit for c in items):
-        raise InputError("coordinates need at least one entry; names and units must be "
-                         "non-empty strings and names may not contain '/'")
+    if not items or any(
+        not isinstance(c.name, str)
+        or not c.name
+        or "/" in c.name
+        or not isinstance(c.unit, str)
+        or not c.unit
+        for c in items
+    ):
+        raise InputError(
+            "coordinates need at least one entry; names and units must be "
+            "non-empty strings and names may not contain '/'"
+        )
     extra = sorted(set(angular) - set(names))
     if extra:
-        raise InputError(f"angular names unknown coordinates {extra}; declare them in "
-                         f"coordinates {names} first")
-    return [{"name": c.name, "unit": c.unit, "angular": c.angular or c.name in angular}
-            for c in items]
+        raise InputError(
+            f"angular names unknown coordinates {extra}; declare them in coordinates {names} first"
+        )
+    return [
+        {"name": c.name, "unit": c.unit, "angular": c.angular or c.name in angular} for c in items
+    ]
 
 
 def _horizons(horizons: Any) -> list[int]:
@@ -84,10 +110,15 @@ def _horizons(horizons: Any) -> list[int]:
         values = [int(h) for h in horizons if type(h) is int or isinstance(h, np.integer)]
     except TypeError:
         raise InputError(f"horizons must be a list of positive ints, got {horizons!r}") from None
-    if not values or len(values) != len(list(horizons)) or min(values) < 1 \
-            or len(set(values)) != len(values):
-        raise InputError(f"horizons must be distinct positive ints such as [1, 4], got "
-                         f"{horizons!r}")
+    if (
+        not values
+        or len(values) != len(list(horizons))
+        or min(values) < 1
+        or len(set(values)) != len(values)
+    ):
+        raise InputError(
+            f"horizons must be distinct positive ints such as [1, 4], got {horizons!r}"
+        )
     return sorted(values)
 
 
@@ -96,30 +127,39 @@ def episode_reference(episode: Any) -> dict[str, Any]:
     env = episode.environment
     case = episode.case
     identity = {key: case.get(key) for key in ("case_id", "source_id", "content_digest")}
-    return {"digest": episode.digest, "case": identity,
-            "environment_id": env["environment_id"], "observer_id": env["observer_id"],
-            "seed": env["seed"]}
+    return {
+        "digest": episode.digest,
+        "case": identity,
+        "environment_id": env["environment_id"],
+        "observer_id": env["observer_id"],
+        "seed": env["seed"],
+    }
 
 
 def _vector(observed: Any, key: str) -> list[float] | None:
     if isinstance(observed, Mapping):
         observed = observed.get(key)
-    if isinstance(observed, list) and observed and all(
-            type(v) is float or type(v) is int for v in observed):
+    if (
+        isinstance(observed, list)
+        and observed
+        and all(type(v) is float or type(v) is int for v in observed)
+    ):
         return [float(v) for v in observed]
     return None
 
 
-def reference_states(episode: Any, state_key: str = "state"
-                     ) -> tuple[list[float] | None, list[list[float] | None]]:
+def reference_states(
+    episode: Any, state_key: str = "state"
+) -> tuple[list[float] | None, list[list[float] | None]]:
     """The observed initial state and the state after each executed action."""
     transitions = episode.transitions()
     initial = _vector(episode.initial.get("state"), state_key)
     return initial, [_vector(step["state"], state_key) for step in transitions]
 
 
-def prepared(episode: Any, state_key: str, actions: list[Any], dim: int
-             ) -> tuple[list[float] | None, list[list[float] | None], dict[str, Any] | None]:
+def prepared(
+    episode: Any, state_key: str, actions: list[Any], dim: int
+) -> tuple[list[float] | None, list[list[float] | None], dict[str, Any] | None]:
     """Initial state, per-step truth and the model request; vectors of the wrong length
     are kept out (``simulator_problem`` then says why)."""
     initial, truth = reference_states(episode, state_key)
@@ -133,45 +173,53 @@ def simulator_problem(episode: Any, initial: list[float] | None, dim: int) -> st
     """Why the reference cannot be forecast, or None."""
     for failure in episode.failures():
         if failure["phase"] in _SIMULATOR_PHASES:
-            return (f"reference {failure['phase']} failed at step {failure['index']}: "
-                    f"{failure['type']}: {failure['message']}")
+            return (
+                f"reference {failure['phase']} failed at step {failure['index']}: "
+                f"{failure['type']}: {failure['message']}"
+            )
     if initial is None:
         return "the reference's initial state was not observed"
     if len(initial) != dim:
-        return (f"the reference state has {len(initial)} numbers but {dim} coordinates are "
-                "declared")
+        return f"the reference state has {len(initial)} numbers but {dim} coordinates are declared"
     return None
 
 
-def plan_scope(episode: Any, planned_actions: Any, horizons: list[int]
-               ) -> tuple[list[Any], str]:
+def plan_scope(episode: Any, planned_actions: Any, horizons: list[int]) -> tuple[list[Any], str]:
     """The actions to request and the recorded ``action_scope``."""
     executed = episode.actions()
     if planned_actions is None:
         return executed, "observed_prefix"
     plan = to_portable(list(planned_actions), "$.planned_actions")
-    if plan[:len(executed)] != executed or len(executed) > len(plan):
-        first = next((i for i, (p, e) in enumerate(zip(plan, executed, strict=False))
-                      if p != e), min(len(plan), len(executed)))
-        raise InputError(f"planned_actions differ from the executed actions at step {first}"
-                         f" (planned {plan[first:first + 1]}, executed "
-                         f"{executed[first:first + 1]}); pass the plan the reference ran, "
-                         "or omit planned_actions to forecast the observed prefix")
+    if plan[: len(executed)] != executed or len(executed) > len(plan):
+        first = next(
+            (i for i, (p, e) in enumerate(zip(plan, executed, strict=False)) if p != e),
+            min(len(plan), len(executed)),
+        )
+        raise InputError(
+            f"planned_actions differ from the executed actions at step {first}"
+            f" (planned {plan[first : first + 1]}, executed "
+            f"{executed[first : first + 1]}); pass the plan the reference ran, "
+            "or omit planned_actions to forecast the observed prefix"
+        )
     if max(horizons) > len(plan):
-        raise InputError(f"horizon {max(horizons)} exceeds the {len(plan)} planned actions; "
-                         "plan at least as many actions as the longest horizon")
+        raise InputError(
+            f"horizon {max(horizons)} exceeds the {len(plan)} planned actions; "
+            "plan at least as many actions as the longest horizon"
+        )
     return plan, "planned"
 
 
 def check_response(response: Any, steps: int, dim: int) -> dict[str, Any]:
     """The portable response, or ``ModelError`` saying what is wrong with it."""
     if not isinstance(response, Mapping) or "states" not in response:
-        raise ModelError(f"the model returned {type(response).__name__}, not a mapping with "
-                         "'states'")
+        raise ModelError(
+            f"the model returned {type(response).__name__}, not a mapping with 'states'"
+        )
     unknown = sorted(set(map(str, response)) - _RESPONSE_KEYS)
     if unknown:
-        raise ModelError(f"the model returned unknown fields {unknown}; allowed are "
-                         f"{sorted(_RESPONSE_KEYS)}")
+        raise ModelError(
+            f"the model returned unknown fields {unknown}; allowed are {sorted(_RESPONSE_KEYS)}"
+        )
     states = check_array(response["states"], steps, dim, "states")
     std = response.get("standard_deviation")
     deviations = None if std is None else check_array(std, steps, dim, "standard_deviation")
@@ -181,8 +229,11 @@ def check_response(response: Any, steps: int, dim: int) -> dict[str, Any]:
         metadata = to_portable(dict(response.get("metadata") or {}), "$.metadata")
     except (OnrecordError, TypeError, ValueError) as exc:
         raise ModelError(f"metadata is not portable JSON: {exc}") from None
-    return {"states": states.tolist(), "metadata": metadata,
-            "standard_deviation": None if deviations is None else deviations.tolist()}
+    return {
+        "states": states.tolist(),
+        "metadata": metadata,
+        "standard_deviation": None if deviations is None else deviations.tolist(),
+    }
 
 
 def check_array(value: Any, steps: int, dim: int, name: str) -> np.ndarray:
@@ -192,8 +243,10 @@ def check_array(value: Any, steps: int, dim: int, name: str) -> np.ndarray:
     except (TypeError, ValueError) as exc:
         raise ModelError(f"{name} is not numeric: {exc}") from None
     if array.shape != (steps, dim):
-        raise ModelError(f"{name} has shape {list(array.shape)}; expected one vector of {dim} "
-                         f"numbers per action, i.e. [{steps}, {dim}]")
+        raise ModelError(
+            f"{name} has shape {list(array.shape)}; expected one vector of {dim} "
+            f"numbers per action, i.e. [{steps}, {dim}]"
+        )
     if not np.isfinite(array).all():
         raise ModelError(f"{name} holds non-finite values")
     return array
@@ -204,11 +257,18 @@ def error_record(exc: BaseException) -> dict[str, str]:
     return {"type": type(exc).__name__, "message": str(exc)[:2000]}
 
 
-def capture_forecast(episode: Any, predict: Predict, *, model_id: str, contract: str,
-                     coordinates: Mapping[str, str] | Sequence[Coordinate],
-                     horizons: Sequence[int], planned_actions: Sequence[Any] | None = None,
-                     angular: Sequence[str] = (), state_key: str = "state"
-                     ) -> ForecastEvidence:
+def capture_forecast(
+    episode: Any,
+    predict: Predict,
+    *,
+    model_id: str,
+    contract: str,
+    coordinates: Mapping[str, str] | Sequence[Coordinate],
+    horizons: Sequence[int],
+    planned_actions: Sequence[Any] | None = None,
+    angular: Sequence[str] = (),
+    state_key: str = "state",
+) -> ForecastEvidence:
     """Forecast an actual reference episode with ``predict`` and bind both together.
 
     ``predict(request)`` receives ``{"initial_state": [...], "actions": [...]}`` and
@@ -218,8 +278,9 @@ def capture_forecast(episode: Any, predict: Predict, *, model_id: str, contract:
     from onrecord.episode import EpisodeEvidence
 
     if not isinstance(episode, EpisodeEvidence):
-        raise InputError(f"episode must be EpisodeEvidence from capture_episode, got "
-                         f"{type(episode).__name__}")
+        raise InputError(
+            f"episode must be EpisodeEvidence from capture_episode, got {type(episode).__name__}"
+        )
     if not callable(predict):
         raise InputError(f"predict must be callable, got {type(predict).__name__}")
     spec = ForecastSpec(model_id, contract, coordinates, horizons, angular, state_key)
@@ -228,8 +289,9 @@ def capture_forecast(episode: Any, predict: Predict, *, model_id: str, contract:
     record = spec.record(episode, scope, request, truth)
     problem = simulator_problem(episode, initial, spec.dim)
     if problem is not None:
-        return _sealed(record, "simulator_error", None,
-                       {"type": "SimulatorError", "message": problem})
+        return _sealed(
+            record, "simulator_error", None, {"type": "SimulatorError", "message": problem}
+        )
     assert request is not None
     try:
         response = _call(predict, request, len(actions), spec.dim)
@@ -250,7 +312,11 @@ def _call(predict: Predict, request: dict[str, Any], steps: int, dim: int) -> di
     return check_response(answer, steps, dim)
 
 
-def _sealed(record: dict[str, Any], status: str, response: dict[str, Any] | None,
-            error: dict[str, str] | None) -> ForecastEvidence:
+def _sealed(
+    record: dict[str, Any],
+    status: str,
+    response: dict[str, Any] | None,
+    error: dict[str, str] | None,
+) -> ForecastEvidence:
     record.update(status=status, response=response, error=error)
     return ForecastEvidence._from_trusted(record)

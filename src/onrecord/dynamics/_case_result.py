@@ -25,28 +25,38 @@ Tolerances = Mapping[str, float | Mapping[int | str, float]]
 
 
 def _tolerance(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value) or value < 0:
-        raise InputError(f"{where} must be a finite non-negative number in the coordinate's "
-                         f"unit, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise InputError(
+            f"{where} must be a finite non-negative number in the coordinate's unit, got {value!r}"
+        )
     return float(value)
 
 
-def normalize_tolerances(tolerances: Any, coordinates: Mapping[str, str],
-                         horizons: tuple[int, ...]) -> dict[str, dict[int, float]]:
+def normalize_tolerances(
+    tolerances: Any, coordinates: Mapping[str, str], horizons: tuple[int, ...]
+) -> dict[str, dict[int, float]]:
     """``{coordinate: {horizon: tolerance}}``, refusing unknown names and bad numbers.
 
     A coordinate maps to one number (every horizon) or to ``{horizon: number}`` with an
     optional ``"*"`` default for horizons not listed.
     """
     if not isinstance(tolerances, Mapping) or not tolerances:
-        raise InputError("tolerances must be a non-empty mapping such as "
-                         "{'pole_angle': 0.01, 'cart_velocity': {1: 0.01, '*': 0.1}}")
+        raise InputError(
+            "tolerances must be a non-empty mapping such as "
+            "{'pole_angle': 0.01, 'cart_velocity': {1: 0.01, '*': 0.1}}"
+        )
     out: dict[str, dict[int, float]] = {}
     for name, value in tolerances.items():
         if name not in coordinates:
-            raise InputError(f"tolerances name the unknown coordinate {name!r}; the forecast "
-                             f"has {list(coordinates)}")
+            raise InputError(
+                f"tolerances name the unknown coordinate {name!r}; the forecast "
+                f"has {list(coordinates)}"
+            )
         if not isinstance(value, Mapping):
             tol = _tolerance(value, f"tolerances[{name!r}]")
             out[name] = dict.fromkeys(horizons, tol)
@@ -63,58 +73,86 @@ def _horizon_key(key: Any) -> Any:
     return key
 
 
-def _per_horizon(name: str, raw: Mapping[Any, Any], horizons: tuple[int, ...]
-                 ) -> dict[int, float]:
+def _per_horizon(name: str, raw: Mapping[Any, Any], horizons: tuple[int, ...]) -> dict[int, float]:
     value = {_horizon_key(key): item for key, item in raw.items()}
     unknown = [h for h in value if h != "*" and h not in horizons]
     if unknown:
-        raise InputError(f"tolerances[{name!r}] names horizons {unknown} that the forecast "
-                         f"does not declare; its horizons are {list(horizons)}")
+        raise InputError(
+            f"tolerances[{name!r}] names horizons {unknown} that the forecast "
+            f"does not declare; its horizons are {list(horizons)}"
+        )
     table: dict[int, float] = {}
     for h in horizons:
         if h not in value and "*" not in value:
-            raise InputError(f"tolerances[{name!r}] has no value for horizon {h}; add it or "
-                             "a '*' default")
+            raise InputError(
+                f"tolerances[{name!r}] has no value for horizon {h}; add it or a '*' default"
+            )
         table[h] = _tolerance(value.get(h, value.get("*")), f"tolerances[{name!r}][{h}]")
     return table
 
 
-def forecast_case_result(forecast: ForecastEvidence, tolerances: Tolerances, *,
-                         repeat: int = 0) -> Any:
+def forecast_case_result(
+    forecast: ForecastEvidence, tolerances: Tolerances, *, repeat: int = 0
+) -> Any:
     """The ``Trial`` of one forecast under explicit absolute-error tolerances."""
     from onrecord.report import CheckResult, Trial
 
     if not isinstance(forecast, ForecastEvidence):
-        raise InputError(f"forecast_case_result takes ForecastEvidence, got "
-                         f"{type(forecast).__name__}")
+        raise InputError(
+            f"forecast_case_result takes ForecastEvidence, got {type(forecast).__name__}"
+        )
     table = normalize_tolerances(tolerances, forecast.coordinates, forecast.horizons)
     results, measures = _results(forecast, table, CheckResult)
     episode = forecast.episode
-    issues = ("action_scope is observed_prefix: the model saw the reference-dependent "
-              "sequence length, so this is not a predeclared forecast",) \
-        if forecast.action_scope == "observed_prefix" else ()
-    settings = {"kind": "forecast", "contract": forecast.contract,
-                "coordinates": forecast.coordinates, "angular": list(forecast.angular),
-                "horizons": list(forecast.horizons), "action_scope": forecast.action_scope,
-                "environment_id": episode["environment_id"],
-                "observer_id": episode["observer_id"], "seed": episode["seed"],
-                "tolerances": {name: {f"h{h}": tol for h, tol in per.items()}
-                               for name, per in table.items()}}
-    source = {"kind": "forecast", "digest": forecast.digest, "episode": episode["digest"],
-              "model_id": forecast.model_id, "status": forecast.status}
+    issues = (
+        (
+            "action_scope is observed_prefix: the model saw the reference-dependent "
+            "sequence length, so this is not a predeclared forecast",
+        )
+        if forecast.action_scope == "observed_prefix"
+        else ()
+    )
+    settings = {
+        "kind": "forecast",
+        "contract": forecast.contract,
+        "coordinates": forecast.coordinates,
+        "angular": list(forecast.angular),
+        "horizons": list(forecast.horizons),
+        "action_scope": forecast.action_scope,
+        "environment_id": episode["environment_id"],
+        "observer_id": episode["observer_id"],
+        "seed": episode["seed"],
+        "tolerances": {
+            name: {f"h{h}": tol for h, tol in per.items()} for name, per in table.items()
+        },
+    }
+    source = {
+        "kind": "forecast",
+        "digest": forecast.digest,
+        "episode": episode["digest"],
+        "model_id": forecast.model_id,
+        "status": forecast.status,
+    }
     return Trial(episode["case"], repeat, source, tuple(results), issues, measures, settings)
 
 
-def _results(forecast: ForecastEvidence, table: dict[str, dict[int, float]],
-             result_type: Any) -> tuple[list[Any], dict[str, float]]:
+def _results(
+    forecast: ForecastEvidence, table: dict[str, dict[int, float]], result_type: Any
+) -> tuple[list[Any], dict[str, float]]:
     names = list(forecast.coordinates)
     if forecast.status != "ok":
         status = "model_error" if forecast.status == "model_error" else "evaluator_error"
         error = forecast.error or {}
-        reason = (f"model error: {error.get('message')}" if status == "model_error" else
-                  f"reference {forecast.episode_digest[:12]} failed: {error.get('message')}")
-        return [result_type(f"dynamics/{name}/h{h}", CHECK_VERSION, status, reason, {})
-                for name, per in table.items() for h in per], {}
+        reason = (
+            f"model error: {error.get('message')}"
+            if status == "model_error"
+            else f"reference {forecast.episode_digest[:12]} failed: {error.get('message')}"
+        )
+        return [
+            result_type(f"dynamics/{name}/h{h}", CHECK_VERSION, status, reason, {})
+            for name, per in table.items()
+            for h in per
+        ], {}
     metrics = forecast_metrics(forecast)
     errors = metrics.error.tolist()
     observed = forecast.observed_steps
@@ -125,14 +163,23 @@ def _results(forecast: ForecastEvidence, table: dict[str, dict[int, float]],
             check = f"dynamics/{name}/h{h}"
             value = errors[i][j]
             if value != value:  # NaN: nothing to compare
-                reason = (f"censored: the reference ended after {observed} steps"
-                          if metrics.censored[i] else "the actual state was not observed")
+                reason = (
+                    f"censored: the reference ended after {observed} steps"
+                    if metrics.censored[i]
+                    else "the actual state was not observed"
+                )
                 results.append(result_type(check, CHECK_VERSION, "not_measured", reason, {}))
                 continue
             passed = abs(value) <= tol
-            results.append(result_type(check, CHECK_VERSION, "pass" if passed else "fail",
-                                       "within tolerance" if passed else "beyond tolerance",
-                                       {"error": value}))
+            results.append(
+                result_type(
+                    check,
+                    CHECK_VERSION,
+                    "pass" if passed else "fail",
+                    "within tolerance" if passed else "beyond tolerance",
+                    {"error": value},
+                )
+            )
         measured = metrics.abs_error[:, j][metrics.measured[:, j]]
         if len(measured):
             # One continuous measure per coordinate keeps reports small while still

@@ -49,14 +49,21 @@ class ClosedLoopRun:
         return str(self.record["digest"])
 
 
-def run_closed_loop(simulator: Simulator, model: WorldModel, planner: Planner, *,
-                    seeds: Sequence[int], max_steps: int) -> list[ClosedLoopRun]:
+def run_closed_loop(
+    simulator: Simulator,
+    model: WorldModel,
+    planner: Planner,
+    *,
+    seeds: Sequence[int],
+    max_steps: int,
+) -> list[ClosedLoopRun]:
     """Run ``model`` with ``planner`` once per seed, each in a fresh environment."""
     return [_run_once(simulator, model, planner, seed, max_steps) for seed in seeds]
 
 
-def _run_once(simulator: Simulator, model: WorldModel, planner: Planner, seed: int,
-              max_steps: int) -> ClosedLoopRun:
+def _run_once(
+    simulator: Simulator, model: WorldModel, planner: Planner, seed: int, max_steps: int
+) -> ClosedLoopRun:
     from onrecord.integrations.gymnasium import capture_episode
 
     holder: dict[str, Any] = {}
@@ -77,17 +84,32 @@ def _run_once(simulator: Simulator, model: WorldModel, planner: Planner, seed: i
                 return "ended"
         return "step budget used"
 
-    case = EvalCase({"task": f"control {simulator.env_id}", "seed": seed},
-                    case_id=f"control-{simulator.env_id}-{seed}", source_id=f"seed:{seed}",
-                    completion="truncated")
-    episode = capture_episode(factory, interact, case=case, environment_id=simulator.env_id,
-                              observer_id=f"{simulator.contract}/internal-state",
-                              observe=simulator.observer(holder), seed=seed,
-                              max_steps=max_steps)
-    record = {"schema": CLOSED_LOOP_SCHEMA, "model_id": model.model_id,
-              "env_id": simulator.env_id, "budget": planner.budget, "seed": seed,
-              "max_steps": max_steps, "episode": episode.digest,
-              "predicted_returns": predicted}
+    case = EvalCase(
+        {"task": f"control {simulator.env_id}", "seed": seed},
+        case_id=f"control-{simulator.env_id}-{seed}",
+        source_id=f"seed:{seed}",
+        completion="truncated",
+    )
+    episode = capture_episode(
+        factory,
+        interact,
+        case=case,
+        environment_id=simulator.env_id,
+        observer_id=f"{simulator.contract}/internal-state",
+        observe=simulator.observer(holder),
+        seed=seed,
+        max_steps=max_steps,
+    )
+    record = {
+        "schema": CLOSED_LOOP_SCHEMA,
+        "model_id": model.model_id,
+        "env_id": simulator.env_id,
+        "budget": planner.budget,
+        "seed": seed,
+        "max_steps": max_steps,
+        "episode": episode.digest,
+        "predicted_returns": predicted,
+    }
     record["digest"] = content_digest(record)
     return ClosedLoopRun(record, episode)
 
@@ -97,8 +119,7 @@ def save_runs(path: str | os.PathLike[str], runs: Iterable[ClosedLoopRun]) -> Pa
     return atomic_write_bytes(path, b"".join(canonical_bytes(r.record) + b"\n" for r in runs))
 
 
-def load_runs(path: str | os.PathLike[str], episodes: Mapping[str, Any]
-              ) -> list[ClosedLoopRun]:
+def load_runs(path: str | os.PathLike[str], episodes: Mapping[str, Any]) -> list[ClosedLoopRun]:
     """Read and verify decision records and attach their episodes by digest."""
     runs = []
     for number, line in enumerate(Path(path).read_bytes().splitlines(), start=1):
@@ -109,7 +130,9 @@ def load_runs(path: str | os.PathLike[str], episodes: Mapping[str, Any]
             raise DigestMismatch(f"{path}:{number} does not match its digest")
         episode = episodes.get(record["episode"])
         if episode is None:
-            raise ConsistencyError(f"{path}:{number} references episode "
-                                   f"{record['episode'][:12]}, which is not in the run")
+            raise ConsistencyError(
+                f"{path}:{number} references episode "
+                f"{record['episode'][:12]}, which is not in the run"
+            )
         runs.append(ClosedLoopRun(record, episode))
     return runs

@@ -25,16 +25,21 @@ def prediction_gap(run: ClosedLoopRun) -> float | None:
     length = int(run.record["budget"]["length"])
     terminated = run.episode.ended == "terminated"
     gaps = []
-    for step, predicted in enumerate(run.record["predicted_returns"][:len(rewards)]):
-        window = rewards[step:step + length]
+    for step, predicted in enumerate(run.record["predicted_returns"][: len(rewards)]):
+        window = rewards[step : step + length]
         if len(window) == length or terminated:
             gaps.append(predicted - float(window.sum()))
     return float(np.mean(gaps)) if gaps else None
 
 
-def closed_loop_summary(runs: Sequence[ClosedLoopRun], *, random_model: str,
-                        oracle_model: str, draws: int = 2000, seed: int = 0
-                        ) -> list[dict[str, Any]]:
+def closed_loop_summary(
+    runs: Sequence[ClosedLoopRun],
+    *,
+    random_model: str,
+    oracle_model: str,
+    draws: int = 2000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
     """One row per model: steps, return (mean and 95% paired bootstrap interval), share
     reaching the step cap, normalized score with its interval, and prediction gap."""
     by_model: dict[str, dict[int, ClosedLoopRun]] = {}
@@ -46,8 +51,10 @@ def closed_loop_summary(runs: Sequence[ClosedLoopRun], *, random_model: str,
     seeds = sorted(by_model[oracle_model])
     budgets = {str(run.record["budget"]) for run in runs}
     if len(budgets) != 1 or any(sorted(m) != seeds for m in by_model.values()):
-        raise InputError("every model must run with the same planner budget on the same "
-                         f"seeds; found budgets {sorted(budgets)}")
+        raise InputError(
+            "every model must run with the same planner budget on the same "
+            f"seeds; found budgets {sorted(budgets)}"
+        )
     returns = {m: np.array([_rewards(r[s]).sum() for s in seeds]) for m, r in by_model.items()}
     rng = np.random.default_rng(seed)
     index = rng.integers(0, len(seeds), (draws, len(seeds)))
@@ -58,9 +65,15 @@ def closed_loop_summary(runs: Sequence[ClosedLoopRun], *, random_model: str,
     return rows
 
 
-def _row(model_id: str, per_seed: dict[int, ClosedLoopRun], seeds: list[int],
-         returns: np.ndarray, floor: np.ndarray, top: np.ndarray,
-         index: np.ndarray) -> dict[str, Any]:
+def _row(
+    model_id: str,
+    per_seed: dict[int, ClosedLoopRun],
+    seeds: list[int],
+    returns: np.ndarray,
+    floor: np.ndarray,
+    top: np.ndarray,
+    index: np.ndarray,
+) -> dict[str, Any]:
     steps = np.array([len(per_seed[s].episode.transitions()) for s in seeds])
     cap = int(per_seed[seeds[0]].record["max_steps"])
     resampled = returns[index].mean(axis=1)
@@ -70,12 +83,20 @@ def _row(model_id: str, per_seed: dict[int, ClosedLoopRun], seeds: list[int],
     finite = normalized[np.isfinite(normalized)]
     gaps = [g for g in (prediction_gap(per_seed[s]) for s in seeds) if g is not None]
     point_span = top.mean() - floor.mean()
-    return {"model_id": model_id, "seeds": len(seeds), "budget": per_seed[seeds[0]].record[
-        "budget"], "steps": steps.tolist(), "mean_steps": float(steps.mean()),
-            "reached_cap": int((steps >= cap).sum()), "mean_return": float(returns.mean()),
-            "return_ci": [float(v) for v in np.quantile(resampled, [0.025, 0.975])],
-            "normalized_score": float((returns.mean() - floor.mean()) / point_span)
-            if point_span else None,
-            "normalized_ci": [float(v) for v in np.quantile(finite, [0.025, 0.975])]
-            if len(finite) else None,
-            "prediction_gap": float(np.mean(gaps)) if gaps else None}
+    return {
+        "model_id": model_id,
+        "seeds": len(seeds),
+        "budget": per_seed[seeds[0]].record["budget"],
+        "steps": steps.tolist(),
+        "mean_steps": float(steps.mean()),
+        "reached_cap": int((steps >= cap).sum()),
+        "mean_return": float(returns.mean()),
+        "return_ci": [float(v) for v in np.quantile(resampled, [0.025, 0.975])],
+        "normalized_score": float((returns.mean() - floor.mean()) / point_span)
+        if point_span
+        else None,
+        "normalized_ci": [float(v) for v in np.quantile(finite, [0.025, 0.975])]
+        if len(finite)
+        else None,
+        "prediction_gap": float(np.mean(gaps)) if gaps else None,
+    }

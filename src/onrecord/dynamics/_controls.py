@@ -44,9 +44,15 @@ class PairedReference:
     """Actions of the variant arm."""
 
 
-def capture_pairs(simulator: Simulator, start_states: Sequence[Sequence[float]], *,
-                  kind: str, length: int, seed: int,
-                  offset: Sequence[float] | None = None) -> list[PairedReference]:
+def capture_pairs(
+    simulator: Simulator,
+    start_states: Sequence[Sequence[float]],
+    *,
+    kind: str,
+    length: int,
+    seed: int,
+    offset: Sequence[float] | None = None,
+) -> list[PairedReference]:
     """Capture one pair per start state.
 
     ``kind="action"``: the arms start with ``actions[0]`` and ``actions[1]``, then share a
@@ -69,10 +75,20 @@ def capture_pairs(simulator: Simulator, start_states: Sequence[Sequence[float]],
             base_plan = variant_plan = [simulator.actions[0], *follow]
             variant_start = [s + o for s, o in zip(start, offset or (), strict=True)]
         arm_seed = seed * 100_000 + n
-        base = capture_plan(simulator, base_plan, case_id=f"{kind}-{seed}-{n}-base",
-                            seed=arm_seed, start_state=base_start)
-        variant = capture_plan(simulator, variant_plan, case_id=f"{kind}-{seed}-{n}-variant",
-                               seed=arm_seed, start_state=variant_start)
+        base = capture_plan(
+            simulator,
+            base_plan,
+            case_id=f"{kind}-{seed}-{n}-base",
+            seed=arm_seed,
+            start_state=base_start,
+        )
+        variant = capture_plan(
+            simulator,
+            variant_plan,
+            case_id=f"{kind}-{seed}-{n}-variant",
+            seed=arm_seed,
+            start_state=variant_start,
+        )
         pairs.append(PairedReference(kind, base, variant, base_plan, variant_plan))
     return pairs
 
@@ -98,13 +114,19 @@ class EffectTable:
         out = []
         for j, (name, unit) in enumerate(self.coordinates.items()):
             for i, h in enumerate(self.horizons):
-                out.append({"model_id": self.model_id, "coordinate": name, "unit": unit,
-                            "horizon": h, "pairs": int(self.pairs[i, j]),
-                            "real_effect": _num(self.real_effect[i, j]),
-                            "predicted_effect": _num(self.predicted_effect[i, j]),
-                            "effect_error": _num(self.effect_error[i, j])})
+                out.append(
+                    {
+                        "model_id": self.model_id,
+                        "coordinate": name,
+                        "unit": unit,
+                        "horizon": h,
+                        "pairs": int(self.pairs[i, j]),
+                        "real_effect": _num(self.real_effect[i, j]),
+                        "predicted_effect": _num(self.predicted_effect[i, j]),
+                        "effect_error": _num(self.effect_error[i, j]),
+                    }
+                )
         return out
-
 
 
 def _num(value: Any) -> float | None:
@@ -114,43 +136,63 @@ def _num(value: Any) -> float | None:
 
 def _at_horizons(forecast: ForecastEvidence, values: FloatArray) -> FloatArray:
     index = np.asarray(forecast.horizons) - 1
-    out = np.full((len(index), values.shape[1] if values.ndim == 2 else
-                   len(forecast.coordinates)), np.nan)
+    out = np.full(
+        (len(index), values.shape[1] if values.ndim == 2 else len(forecast.coordinates)), np.nan
+    )
     usable = index < len(values)
     out[usable] = values[index[usable]]
     return out
 
 
-def effect_table(base: Sequence[ForecastEvidence], variant: Sequence[ForecastEvidence]
-                 ) -> EffectTable:
+def effect_table(
+    base: Sequence[ForecastEvidence], variant: Sequence[ForecastEvidence]
+) -> EffectTable:
     """Compare predicted and real effects over paired forecasts of one model."""
     if len(base) != len(variant) or not base:
-        raise InputError("effect_table needs two equally long, non-empty lists of forecasts "
-                         "(base arm and variant arm, pair by pair)")
+        raise InputError(
+            "effect_table needs two equally long, non-empty lists of forecasts "
+            "(base arm and variant arm, pair by pair)"
+        )
     first = base[0]
     real, predicted = [], []
     for b, v in zip(base, variant, strict=True):
         if (b.model_id, b.horizons, b.coordinates) != (v.model_id, v.horizons, v.coordinates):
-            raise InputError(f"forecasts {b.digest[:12]} and {v.digest[:12]} are not a pair of "
-                             "one model with the same coordinates and horizons")
+            raise InputError(
+                f"forecasts {b.digest[:12]} and {v.digest[:12]} are not a pair of "
+                "one model with the same coordinates and horizons"
+            )
         if b.status != "ok" or v.status != "ok":
             continue
         steps = min(b.observed_steps, v.observed_steps)
-        real.append(_at_horizons(b, wrap_angles(v.truth[:steps] - b.truth[:steps],
-                                                b.angular_mask)))
+        real.append(_at_horizons(b, wrap_angles(v.truth[:steps] - b.truth[:steps], b.angular_mask)))
         predicted.append(_at_horizons(b, wrap_angles(v.mean - b.mean, b.angular_mask)))
     shape = (len(first.horizons), len(first.coordinates))
     if not real:
         nan = np.full(shape, np.nan)
-        return EffectTable(first.model_id, first.coordinates, first.horizons,
-                           np.zeros(shape, np.int64), nan, nan, nan)
+        return EffectTable(
+            first.model_id,
+            first.coordinates,
+            first.horizons,
+            np.zeros(shape, np.int64),
+            nan,
+            nan,
+            nan,
+        )
     real_a, predicted_a = np.array(real), np.array(predicted)
     measured = ~np.isnan(real_a)
     counts = measured.sum(axis=0)
     with np.errstate(invalid="ignore"):
+
         def mean_abs(values: FloatArray) -> FloatArray:
             result: FloatArray = np.where(measured, np.abs(values), 0).sum(axis=0) / counts
             return result
-        return EffectTable(first.model_id, first.coordinates, first.horizons, counts,
-                           mean_abs(real_a), mean_abs(predicted_a),
-                           mean_abs(predicted_a - real_a))
+
+        return EffectTable(
+            first.model_id,
+            first.coordinates,
+            first.horizons,
+            counts,
+            mean_abs(real_a),
+            mean_abs(predicted_a),
+            mean_abs(predicted_a - real_a),
+        )

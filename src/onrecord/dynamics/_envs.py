@@ -53,8 +53,9 @@ class Simulator:
     """Actions planners and interventions choose from, in the environment's own encoding."""
     observation_of: Callable[[FloatArray], NDArray[Any]]
     """Observation Gymnasium returns for an internal state (the declared mapping)."""
-    reward_of: Callable[[FloatArray, NDArray[np.int64], FloatArray], tuple[FloatArray,
-                                                                           NDArray[np.bool_]]]
+    reward_of: Callable[
+        [FloatArray, NDArray[np.int64], FloatArray], tuple[FloatArray, NDArray[np.bool_]]
+    ]
     """``(states, action indices, next states) -> (reward, terminated)``, vectorized."""
     shaping_of: Callable[[FloatArray], FloatArray]
     """A small planner-only tie-break over predicted states (higher is better)."""
@@ -91,8 +92,9 @@ class Simulator:
         """Put ``state`` into a reset environment and return the matching observation."""
         vector = np.asarray(state, dtype=np.float64)
         if vector.shape != (self.dimension,) or not np.isfinite(vector).all():
-            raise InputError(f"state for {self.env_id} must be {self.dimension} finite "
-                             f"numbers, got {state!r}")
+            raise InputError(
+                f"state for {self.env_id} must be {self.dimension} finite numbers, got {state!r}"
+            )
         inner: Any = env.unwrapped
         inner.state = vector.copy()
         return self.observation_of(vector)
@@ -102,8 +104,9 @@ class Simulator:
         for index, candidate in enumerate(self.actions):
             if np.array_equal(np.asarray(candidate), np.asarray(action)):
                 return index
-        raise InputError(f"action {action!r} is not one of {self.env_id}'s planning "
-                         f"actions {list(self.actions)}")
+        raise InputError(
+            f"action {action!r} is not one of {self.env_id}'s planning actions {list(self.actions)}"
+        )
 
     def observer(self, holder: Mapping[str, Any]) -> Callable[[], dict[str, Any]]:
         """An ``observe`` callable for ``capture_episode`` reading ``holder["env"]``."""
@@ -121,8 +124,9 @@ class StateResetWrapper(gym.Wrapper[Any, Any, Any, Any]):
         super().__init__(env)
         self.simulator = simulator
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         options = dict(options or {})
         state = options.pop("state", None)
         observation, info = self.env.reset(seed=seed, options=options or None)
@@ -136,19 +140,24 @@ class StateResetWrapper(gym.Wrapper[Any, Any, Any, Any]):
 _CARTPOLE_X, _CARTPOLE_THETA = 2.4, 12 * 2 * np.pi / 360
 
 
-def _cartpole_reward(states: FloatArray, actions: NDArray[np.int64],
-                     next_states: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
+def _cartpole_reward(
+    states: FloatArray, actions: NDArray[np.int64], next_states: FloatArray
+) -> tuple[FloatArray, NDArray[np.bool_]]:
     done = (np.abs(next_states[..., 0]) > _CARTPOLE_X) | (
-        np.abs(next_states[..., 2]) > _CARTPOLE_THETA)
+        np.abs(next_states[..., 2]) > _CARTPOLE_THETA
+    )
     return np.ones(done.shape), done
 
 
 def _cartpole_shaping(states: FloatArray) -> FloatArray:
     # Keep the pole upright and the cart near the centre; only breaks ties between
     # plans that all survive the planning horizon.
-    result: FloatArray = -(np.square(states[..., 2]) + 0.05 * np.square(states[..., 3])
-                           + 0.01 * np.square(states[..., 0])
-                           + 0.01 * np.square(states[..., 1]))
+    result: FloatArray = -(
+        np.square(states[..., 2])
+        + 0.05 * np.square(states[..., 3])
+        + 0.01 * np.square(states[..., 0])
+        + 0.01 * np.square(states[..., 1])
+    )
     return result
 
 
@@ -158,25 +167,32 @@ def _discrete_features(count: int) -> Callable[[NDArray[Any]], FloatArray]:
         # One column per action except the first: the intercept carries the first.
         encoded: FloatArray = (codes[..., None] == np.arange(1, count)).astype(np.float64)
         return encoded
+
     return encode
 
 
 CARTPOLE = Simulator(
-    env_id="CartPole-v1", contract="cartpole-state/v1",
-    coordinates=(Coordinate("cart_position", "m"), Coordinate("cart_velocity", "m/s"),
-                 Coordinate("pole_angle", "rad"),
-                 Coordinate("pole_angular_velocity", "rad/s")),
+    env_id="CartPole-v1",
+    contract="cartpole-state/v1",
+    coordinates=(
+        Coordinate("cart_position", "m"),
+        Coordinate("cart_velocity", "m/s"),
+        Coordinate("pole_angle", "rad"),
+        Coordinate("pole_angular_velocity", "rad/s"),
+    ),
     actions=(0, 1),
     observation_of=lambda state: np.asarray(state, dtype=np.float32),
-    reward_of=_cartpole_reward, shaping_of=_cartpole_shaping,
+    reward_of=_cartpole_reward,
+    shaping_of=_cartpole_shaping,
     action_features=_discrete_features(2),
 )
 
 # --- Pendulum -------------------------------------------------------------------------
 
 
-def _pendulum_reward(states: FloatArray, actions: NDArray[np.int64],
-                     next_states: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
+def _pendulum_reward(
+    states: FloatArray, actions: NDArray[np.int64], next_states: FloatArray
+) -> tuple[FloatArray, NDArray[np.bool_]]:
     torque = np.where(actions == 0, -2.0, 2.0)
     theta = _wrap(states[..., 0])
     cost = np.square(theta) + 0.1 * np.square(states[..., 1]) + 0.001 * np.square(torque)
@@ -184,9 +200,9 @@ def _pendulum_reward(states: FloatArray, actions: NDArray[np.int64],
 
 
 PENDULUM = Simulator(
-    env_id="Pendulum-v1", contract="pendulum-state/v1",
-    coordinates=(Coordinate("theta", "rad", angular=True),
-                 Coordinate("theta_dot", "rad/s")),
+    env_id="Pendulum-v1",
+    contract="pendulum-state/v1",
+    coordinates=(Coordinate("theta", "rad", angular=True), Coordinate("theta_dot", "rad/s")),
     actions=([-2.0], [2.0]),
     observation_of=lambda s: np.array([np.cos(s[0]), np.sin(s[0]), s[1]], dtype=np.float32),
     reward_of=_pendulum_reward,
@@ -198,24 +214,29 @@ PENDULUM = Simulator(
 # --- Acrobot --------------------------------------------------------------------------
 
 
-def _acrobot_reward(states: FloatArray, actions: NDArray[np.int64],
-                    next_states: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
+def _acrobot_reward(
+    states: FloatArray, actions: NDArray[np.int64], next_states: FloatArray
+) -> tuple[FloatArray, NDArray[np.bool_]]:
     height = -np.cos(next_states[..., 0]) - np.cos(next_states[..., 1] + next_states[..., 0])
     done = height > 1.0
     return np.where(done, 0.0, -1.0), done
 
 
 ACROBOT = Simulator(
-    env_id="Acrobot-v1", contract="acrobot-state/v1",
-    coordinates=(Coordinate("theta1", "rad", angular=True),
-                 Coordinate("theta2", "rad", angular=True),
-                 Coordinate("theta1_dot", "rad/s"), Coordinate("theta2_dot", "rad/s")),
+    env_id="Acrobot-v1",
+    contract="acrobot-state/v1",
+    coordinates=(
+        Coordinate("theta1", "rad", angular=True),
+        Coordinate("theta2", "rad", angular=True),
+        Coordinate("theta1_dot", "rad/s"),
+        Coordinate("theta2_dot", "rad/s"),
+    ),
     actions=(0, 1, 2),
-    observation_of=lambda s: np.array([np.cos(s[0]), np.sin(s[0]), np.cos(s[1]),
-                                       np.sin(s[1]), s[2], s[3]], dtype=np.float32),
+    observation_of=lambda s: np.array(
+        [np.cos(s[0]), np.sin(s[0]), np.cos(s[1]), np.sin(s[1]), s[2], s[3]], dtype=np.float32
+    ),
     reward_of=_acrobot_reward,
-    shaping_of=lambda states: -np.cos(states[..., 0]) - np.cos(states[..., 1]
-                                                                 + states[..., 0]),
+    shaping_of=lambda states: -np.cos(states[..., 0]) - np.cos(states[..., 1] + states[..., 0]),
     action_features=_discrete_features(3),
 )
 
@@ -227,5 +248,6 @@ def get_simulator(env_id: str) -> Simulator:
     try:
         return SIMULATORS[env_id]
     except KeyError:
-        raise InputError(f"env_id {env_id!r} is not supported; choose one of "
-                         f"{sorted(SIMULATORS)}") from None
+        raise InputError(
+            f"env_id {env_id!r} is not supported; choose one of {sorted(SIMULATORS)}"
+        ) from None

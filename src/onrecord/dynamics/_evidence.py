@@ -25,21 +25,48 @@ from onrecord._canonical import (
 from onrecord.dynamics._protocol import FloatArray
 from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
 
-__all__ = ["FORECAST_SCHEMA", "ForecastEvidence", "ForecastStatus", "load_forecasts",
-           "save_forecasts"]
+__all__ = [
+    "FORECAST_SCHEMA",
+    "ForecastEvidence",
+    "ForecastStatus",
+    "load_forecasts",
+    "save_forecasts",
+]
 
 FORECAST_SCHEMA = "onrecord.forecast/v1"
 ForecastStatus = Literal["ok", "model_error", "simulator_error"]
 _STATUSES = ("ok", "model_error", "simulator_error")
-_KEYS = {"schema", "episode", "model_id", "contract", "coordinates", "horizons",
-         "action_scope", "request", "reference", "response", "status", "error", "digest"}
+_KEYS = {
+    "schema",
+    "episode",
+    "model_id",
+    "contract",
+    "coordinates",
+    "horizons",
+    "action_scope",
+    "request",
+    "reference",
+    "response",
+    "status",
+    "error",
+    "digest",
+}
 
 
 class ForecastEvidence:
     """A forecast and the actual transitions it is scored against. Immutable."""
 
-    __slots__ = ("_angular", "_bytes", "_data", "_digest", "_initial", "_layout", "_mean",
-                 "_std", "_truth")
+    __slots__ = (
+        "_angular",
+        "_bytes",
+        "_data",
+        "_digest",
+        "_initial",
+        "_layout",
+        "_mean",
+        "_std",
+        "_truth",
+    )
 
     _data: dict[str, Any]
     _bytes: bytes
@@ -76,8 +103,7 @@ class ForecastEvidence:
         set_(self, "_mean", _frozen(response["states"] if response else [], dim))
         std = response.get("standard_deviation") if response else None
         set_(self, "_std", None if std is None else _frozen(std, dim))
-        truth = [row if row is not None else [np.nan] * dim
-                 for row in data["reference"]["states"]]
+        truth = [row if row is not None else [np.nan] * dim for row in data["reference"]["states"]]
         set_(self, "_truth", _frozen(truth, dim))
         set_(self, "_layout", _layout(self))
         return self
@@ -92,13 +118,17 @@ class ForecastEvidence:
         """Rebuild a forecast from its dict form, verifying schema, digest and shape."""
         if not isinstance(data, Mapping) or data.get("schema") != FORECAST_SCHEMA:
             found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
-            raise SchemaError(f"schema is {found!r}, expected {FORECAST_SCHEMA!r}: this is not "
-                              "onrecord forecast evidence")
+            raise SchemaError(
+                f"schema is {found!r}, expected {FORECAST_SCHEMA!r}: this is not "
+                "onrecord forecast evidence"
+            )
         body = canonical_bytes({k: v for k, v in data.items() if k != "digest"})
         actual = digest_bytes(body)
         if data.get("digest") != actual:
-            raise DigestMismatch(f"forecast digest is {data.get('digest')!r} but the content "
-                                 f"hashes to {actual!r}: it was changed after capture")
+            raise DigestMismatch(
+                f"forecast digest is {data.get('digest')!r} but the content "
+                f"hashes to {actual!r}: it was changed after capture"
+            )
         detached: dict[str, Any] = orjson.loads(body)
         _verify_shape(detached)
         detached["digest"] = actual
@@ -123,8 +153,10 @@ class ForecastEvidence:
         from onrecord.dynamics._capture import reference_states
 
         if episode.digest != self.episode_digest:
-            raise ConsistencyError(f"forecast {self._digest[:12]} references episode "
-                                   f"{self.episode_digest[:12]}, not {episode.digest[:12]}")
+            raise ConsistencyError(
+                f"forecast {self._digest[:12]} references episode "
+                f"{self.episode_digest[:12]}, not {episode.digest[:12]}"
+            )
         if reference_states(episode)[1] != self._data["reference"]["states"]:
             raise ConsistencyError("the forecast's reference states differ from the episode's")
 
@@ -232,9 +264,11 @@ class ForecastEvidence:
         return self._angular
 
     def __repr__(self) -> str:
-        return (f"ForecastEvidence(model_id={self.model_id!r}, status={self.status!r}, "
-                f"horizons={list(self.horizons)}, observed_steps={self.observed_steps}, "
-                f"digest={self._digest[:12]!r})")
+        return (
+            f"ForecastEvidence(model_id={self.model_id!r}, status={self.status!r}, "
+            f"horizons={list(self.horizons)}, observed_steps={self.observed_steps}, "
+            f"digest={self._digest[:12]!r})"
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ForecastEvidence) and other._digest == self._digest
@@ -277,10 +311,15 @@ def _layout(forecast: ForecastEvidence) -> Layout:
     gaps = bool(np.isnan(forecast._truth).any())
     shape = (len(index), len(forecast._angular))
     complete = measured == len(index) and not gaps
-    return Layout(rows, measured, gaps, bool(forecast._angular.any()),
-                  MappingProxyType(forecast.coordinates),
-                  _read_only(np.arange(len(index)) >= measured),
-                  _read_only(np.ones(shape, bool)) if complete else None)
+    return Layout(
+        rows,
+        measured,
+        gaps,
+        bool(forecast._angular.any()),
+        MappingProxyType(forecast.coordinates),
+        _read_only(np.arange(len(index)) >= measured),
+        _read_only(np.ones(shape, bool)) if complete else None,
+    )
 
 
 def _frozen(rows: Any, dim: int) -> FloatArray:
@@ -299,13 +338,19 @@ def _verify_shape(data: dict[str, Any]) -> None:
     status, coordinates = data["status"], data["coordinates"]
     if status not in _STATUSES:
         raise _fail(f"status is {status!r}, expected one of {_STATUSES}")
-    if not isinstance(coordinates, list) or not coordinates or not all(
-            isinstance(c, dict) and set(c) == {"name", "unit", "angular"} for c in coordinates):
+    if (
+        not isinstance(coordinates, list)
+        or not coordinates
+        or not all(
+            isinstance(c, dict) and set(c) == {"name", "unit", "angular"} for c in coordinates
+        )
+    ):
         raise _fail("coordinates must be a non-empty list of {name, unit, angular}")
     dim = len(coordinates)
     if (data["error"] is None) != (status == "ok"):
-        raise ConsistencyError(f"forecast status {status!r} does not match its error "
-                               f"{data['error']!r}")
+        raise ConsistencyError(
+            f"forecast status {status!r} does not match its error {data['error']!r}"
+        )
     _verify_vectors(data["reference"].get("states"), dim, "reference.states", allow_none=True)
     if status == "ok":
         _verify_ok(data, dim)
@@ -330,15 +375,19 @@ def _verify_ok(data: dict[str, Any], dim: int) -> None:
         raise ConsistencyError("the reference has more observed steps than requested actions")
 
 
-def _verify_vectors(rows: Any, dim: int, field: str, *, length: int | None = None,
-                    allow_none: bool = False) -> None:
+def _verify_vectors(
+    rows: Any, dim: int, field: str, *, length: int | None = None, allow_none: bool = False
+) -> None:
     if not isinstance(rows, list) or (length is not None and len(rows) != length):
         raise _fail(f"{field} must be a list of {length or 'some'} vectors")
     for row in rows:
         if row is None and allow_none:
             continue
-        if not isinstance(row, list) or len(row) != dim or not all(
-                isinstance(v, int | float) and not isinstance(v, bool) for v in row):
+        if (
+            not isinstance(row, list)
+            or len(row) != dim
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in row)
+        ):
             raise _fail(f"{field} holds {row!r:.60}, not a vector of {dim} numbers")
 
 
@@ -350,5 +399,8 @@ def save_forecasts(path: str | os.PathLike[str], forecasts: Iterable[ForecastEvi
 def load_forecasts(path: str | os.PathLike[str]) -> list[ForecastEvidence]:
     """Read and verify every forecast of a JSON Lines file written by ``save_forecasts``."""
     lines = Path(path).read_bytes().splitlines()
-    return [ForecastEvidence.from_dict(load_record_bytes(line, f"{path}:{number}"))
-            for number, line in enumerate(lines, start=1) if line]
+    return [
+        ForecastEvidence.from_dict(load_record_bytes(line, f"{path}:{number}"))
+        for number, line in enumerate(lines, start=1)
+        if line
+    ]

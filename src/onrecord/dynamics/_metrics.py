@@ -72,51 +72,86 @@ class ForecastMetrics:
     """Gaussian negative log density of the actual value."""
 
     @classmethod
-    def _make(cls, forecast: ForecastEvidence, measured: NDArray[np.bool_], error: FloatArray,
-              abs_error: FloatArray,
-              std: FloatArray | None = None, lower: FloatArray | None = None,
-              upper: FloatArray | None = None, covered: NDArray[np.bool_] | None = None,
-              nll: FloatArray | None = None) -> ForecastMetrics:
+    def _make(
+        cls,
+        forecast: ForecastEvidence,
+        measured: NDArray[np.bool_],
+        error: FloatArray,
+        abs_error: FloatArray,
+        std: FloatArray | None = None,
+        lower: FloatArray | None = None,
+        upper: FloatArray | None = None,
+        covered: NDArray[np.bool_] | None = None,
+        nll: FloatArray | None = None,
+    ) -> ForecastMetrics:
         # Filling __dict__ directly skips the frozen dataclass's per-field setattr, which
         # would otherwise cost as much as the arithmetic itself.
         self = object.__new__(cls)
         data, layout = forecast._data, forecast._layout
         self.__dict__.update(
-            forecast_digest=forecast._digest, model_id=data["model_id"],
-            status=data["status"], coordinates=layout.units, horizons=forecast.horizons,
-            censored=layout.censored, measured=measured, error=error,
-            abs_error=abs_error, std=std, lower=lower, upper=upper, covered=covered, nll=nll)
+            forecast_digest=forecast._digest,
+            model_id=data["model_id"],
+            status=data["status"],
+            coordinates=layout.units,
+            horizons=forecast.horizons,
+            censored=layout.censored,
+            measured=measured,
+            error=error,
+            abs_error=abs_error,
+            std=std,
+            lower=lower,
+            upper=upper,
+            covered=covered,
+            nll=nll,
+        )
         return self
 
     def to_dict(self) -> dict[str, Any]:
         """Portable nested form: coordinate → ``h<horizon>`` → numbers (None if absent)."""
         coords: dict[str, Any] = {}
         for j, (name, unit) in enumerate(self.coordinates.items()):
-            coords[name] = {"unit": unit, "horizons": {
-                f"h{h}": self._cell(i, j) for i, h in enumerate(self.horizons)}}
-        return {"forecast": self.forecast_digest, "model_id": self.model_id,
-                "status": self.status, "levels": list(LEVELS), "coordinates": coords}
+            coords[name] = {
+                "unit": unit,
+                "horizons": {f"h{h}": self._cell(i, j) for i, h in enumerate(self.horizons)},
+            }
+        return {
+            "forecast": self.forecast_digest,
+            "model_id": self.model_id,
+            "status": self.status,
+            "levels": list(LEVELS),
+            "coordinates": coords,
+        }
 
     def _cell(self, i: int, j: int) -> dict[str, Any]:
         if not self.measured[i, j]:
             return {"censored": bool(self.censored[i]), "measured": False}
-        cell: dict[str, Any] = {"censored": False, "measured": True,
-                                "error": float(self.error[i, j]),
-                                "abs_error": float(self.abs_error[i, j])}
-        if self.std is not None and self.lower is not None and self.upper is not None \
-                and self.covered is not None and self.nll is not None:
+        cell: dict[str, Any] = {
+            "censored": False,
+            "measured": True,
+            "error": float(self.error[i, j]),
+            "abs_error": float(self.abs_error[i, j]),
+        }
+        if (
+            self.std is not None
+            and self.lower is not None
+            and self.upper is not None
+            and self.covered is not None
+            and self.nll is not None
+        ):
             cell["std"] = float(self.std[i, j])
             cell["nll"] = float(self.nll[i, j])
             cell["intervals"] = {
-                f"{round(level * 100)}": {"lower": float(self.lower[k, i, j]),
-                                          "upper": float(self.upper[k, i, j]),
-                                          "covered": bool(self.covered[k, i, j])}
-                for k, level in enumerate(LEVELS)}
+                f"{round(level * 100)}": {
+                    "lower": float(self.lower[k, i, j]),
+                    "upper": float(self.upper[k, i, j]),
+                    "covered": bool(self.covered[k, i, j]),
+                }
+                for k, level in enumerate(LEVELS)
+            }
         return cell
 
     def __str__(self) -> str:
-        lines = [f"forecast {self.forecast_digest[:12]} model={self.model_id} "
-                 f"status={self.status}"]
+        lines = [f"forecast {self.forecast_digest[:12]} model={self.model_id} status={self.status}"]
         for j, (name, unit) in enumerate(self.coordinates.items()):
             for i, h in enumerate(self.horizons):
                 lines.append(f"  {name} h{h}: " + self._describe(i, j, unit))
@@ -127,17 +162,21 @@ class ForecastMetrics:
             return "censored" if self.censored[i] else "not measured"
         text = f"error {self.error[i, j]:+.4g} {unit}"
         if self.std is not None and self.covered is not None and self.nll is not None:
-            text += (f", std {self.std[i, j]:.4g} {unit}, 90% covered "
-                     f"{bool(self.covered[2, i, j])}, nll {self.nll[i, j]:.3f}")
+            text += (
+                f", std {self.std[i, j]:.4g} {unit}, 90% covered "
+                f"{bool(self.covered[2, i, j])}, nll {self.nll[i, j]:.3f}"
+            )
         return text
 
 
 def forecast_metrics(forecast: ForecastEvidence) -> ForecastMetrics:
     """Errors, intervals, coverage and density of one forecast at its declared horizons."""
     if type(forecast) is not ForecastEvidence:
-        raise InputError(f"forecast_metrics takes ForecastEvidence, got "
-                         f"{type(forecast).__name__}; for many forecasts use "
-                         "aggregate_metrics")
+        raise InputError(
+            f"forecast_metrics takes ForecastEvidence, got "
+            f"{type(forecast).__name__}; for many forecasts use "
+            "aggregate_metrics"
+        )
     layout = forecast._layout
     rows, count = layout.rows, layout.measured
     total = len(layout.censored)
@@ -162,12 +201,20 @@ def forecast_metrics(forecast: ForecastEvidence) -> ForecastMetrics:
         return ForecastMetrics._make(forecast, measured, error, abs_error)
     half = Z_SCORES[:, None, None] * sd
     z = error / sd
-    return ForecastMetrics._make(forecast, measured, error, abs_error, sd,
-                                 mean - half, mean + half, abs_error <= half,
-                                 _HALF_LOG_2PI + np.log(sd) + 0.5 * z * z)
+    return ForecastMetrics._make(
+        forecast,
+        measured,
+        error,
+        abs_error,
+        sd,
+        mean - half,
+        mean + half,
+        abs_error <= half,
+        _HALF_LOG_2PI + np.log(sd) + 0.5 * z * z,
+    )
 
 
 def _pad(values: FloatArray, total: int) -> FloatArray:
     out = np.full((total, values.shape[1]), np.nan)
-    out[:len(values)] = values
+    out[: len(values)] = values
     return out

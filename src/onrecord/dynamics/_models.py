@@ -22,16 +22,17 @@ def _wrap(values: FloatArray) -> FloatArray:
     return (values + np.pi) % (2.0 * np.pi) - np.pi
 
 
-def _check_inputs(simulator: Simulator, initial: Any, actions: Any) -> tuple[FloatArray,
-                                                                           NDArray[Any]]:
+def _check_inputs(
+    simulator: Simulator, initial: Any, actions: Any
+) -> tuple[FloatArray, NDArray[Any]]:
     states = np.asarray(initial, dtype=np.float64)
     acts = np.asarray(actions)
     if states.ndim != 2 or states.shape[1] != simulator.dimension:
-        raise InputError(f"initial_states must be [N, {simulator.dimension}], got "
-                         f"{states.shape}")
+        raise InputError(f"initial_states must be [N, {simulator.dimension}], got {states.shape}")
     if acts.ndim < 2 or acts.shape[0] != states.shape[0]:
-        raise InputError(f"actions must be [N, H] or [N, H, a] with N={states.shape[0]}, "
-                         f"got {acts.shape}")
+        raise InputError(
+            f"actions must be [N, H] or [N, H, a] with N={states.shape[0]}, got {acts.shape}"
+        )
     return states, acts
 
 
@@ -45,8 +46,9 @@ class PersistenceModel:
     def fit(self, transitions: Transitions) -> None:
         """Persistence learns nothing."""
 
-    def predict(self, initial_states: FloatArray, actions: NDArray[Any], *,
-                uncertainty: bool = True) -> Prediction:
+    def predict(
+        self, initial_states: FloatArray, actions: NDArray[Any], *, uncertainty: bool = True
+    ) -> Prediction:
         """The initial state repeated ``H`` times, without uncertainty."""
         states, acts = _check_inputs(self.simulator, initial_states, actions)
         horizon = acts.shape[1]
@@ -59,11 +61,11 @@ class PersistenceModel:
 
 @dataclass(frozen=True)
 class _LinearParams:
-    coef: FloatArray       # [d, p]
+    coef: FloatArray  # [d, p]
     intercept: FloatArray  # [d]
-    offset: FloatArray     # [d, p] feature means the posterior covariance is centred on
-    sigma: FloatArray      # [d, p, p] posterior covariance of the coefficients
-    noise: FloatArray      # [d] noise variance 1 / alpha
+    offset: FloatArray  # [d, p] feature means the posterior covariance is centred on
+    sigma: FloatArray  # [d, p, p] posterior covariance of the coefficients
+    noise: FloatArray  # [d] noise variance 1 / alpha
 
 
 class BayesianLinearModel:
@@ -75,8 +77,9 @@ class BayesianLinearModel:
     noise and coefficient uncertainty of every step.
     """
 
-    def __init__(self, simulator: Simulator, *, action_conditioned: bool = True,
-                 model_id: str | None = None) -> None:
+    def __init__(
+        self, simulator: Simulator, *, action_conditioned: bool = True, model_id: str | None = None
+    ) -> None:
         self.simulator = simulator
         self.action_conditioned = action_conditioned
         default = "bayes-linear/v1" if action_conditioned else "bayes-linear-blind/v1"
@@ -110,7 +113,8 @@ class BayesianLinearModel:
             intercept=np.array([f.intercept_ for f in fits], dtype=np.float64),
             offset=np.array([f.X_offset_ for f in fits]),
             sigma=np.array([f.sigma_ for f in fits]),
-            noise=np.array([1.0 / f.alpha_ for f in fits]))
+            noise=np.array([1.0 / f.alpha_ for f in fits]),
+        )
 
     @property
     def params(self) -> _LinearParams:
@@ -118,8 +122,9 @@ class BayesianLinearModel:
             raise InputError(f"{self.model_id} is not fitted: call fit(transitions) first")
         return self._params
 
-    def predict(self, initial_states: FloatArray, actions: NDArray[Any], *,
-                uncertainty: bool = True) -> Prediction:
+    def predict(
+        self, initial_states: FloatArray, actions: NDArray[Any], *, uncertainty: bool = True
+    ) -> Prediction:
         """Mean trajectories and, unless ``uncertainty=False``, propagated std."""
         states, acts = _check_inputs(self.simulator, initial_states, actions)
         encoded = self.simulator.action_features(acts)
@@ -155,8 +160,9 @@ class BayesianLinearModel:
             blocks.append(np.zeros((count, self._action_width, dim)))
         return np.concatenate(blocks, axis=1)
 
-    def _propagate(self, params: _LinearParams, mean: FloatArray, inputs: FloatArray,
-                   cov: FloatArray) -> FloatArray:
+    def _propagate(
+        self, params: _LinearParams, mean: FloatArray, inputs: FloatArray, cov: FloatArray
+    ) -> FloatArray:
         jac = self._jacobian(mean)
         transition = np.eye(mean.shape[1]) + np.einsum("dp,npe->nde", params.coef, jac)
         centred = inputs[:, None, :] - params.offset[None]
@@ -172,11 +178,16 @@ class BayesianLinearModel:
     def describe(self) -> dict[str, Any]:
         """Every fitted parameter, so a saved model can be inspected without refitting."""
         params = self.params
-        return {"kind": "bayes-linear", "model_id": self.model_id,
-                "action_conditioned": self.action_conditioned,
-                "coef": params.coef.tolist(), "intercept": params.intercept.tolist(),
-                "offset": params.offset.tolist(), "sigma": params.sigma.tolist(),
-                "noise_variance": params.noise.tolist()}
+        return {
+            "kind": "bayes-linear",
+            "model_id": self.model_id,
+            "action_conditioned": self.action_conditioned,
+            "coef": params.coef.tolist(),
+            "intercept": params.intercept.tolist(),
+            "offset": params.offset.tolist(),
+            "sigma": params.sigma.tolist(),
+            "noise_variance": params.noise.tolist(),
+        }
 
 
 class BootstrapEnsembleModel:
@@ -187,11 +198,20 @@ class BootstrapEnsembleModel:
     uncertainty (planning), it averages the members' noise-free trajectories.
     """
 
-    def __init__(self, simulator: Simulator, *, members: int = 8, particles: int = 4,
-                 seed: int = 0, model_id: str = "bootstrap-ensemble/v1") -> None:
+    def __init__(
+        self,
+        simulator: Simulator,
+        *,
+        members: int = 8,
+        particles: int = 4,
+        seed: int = 0,
+        model_id: str = "bootstrap-ensemble/v1",
+    ) -> None:
         if members < 2 or particles < 1:
-            raise InputError(f"BootstrapEnsembleModel needs members >= 2 and particles >= 1,"
-                             f" got members={members}, particles={particles}")
+            raise InputError(
+                f"BootstrapEnsembleModel needs members >= 2 and particles >= 1,"
+                f" got members={members}, particles={particles}"
+            )
         self.simulator = simulator
         self.model_id = model_id
         self.members = members
@@ -208,8 +228,9 @@ class BootstrapEnsembleModel:
             member.fit(transitions.resample(rng))
             self._models.append(member)
 
-    def predict(self, initial_states: FloatArray, actions: NDArray[Any], *,
-                uncertainty: bool = True) -> Prediction:
+    def predict(
+        self, initial_states: FloatArray, actions: NDArray[Any], *, uncertainty: bool = True
+    ) -> Prediction:
         """Particle mean and std, or the members' average trajectory."""
         states, acts = _check_inputs(self.simulator, initial_states, actions)
         if not self._models:
@@ -221,8 +242,13 @@ class BootstrapEnsembleModel:
         samples = [self._particles(member, states, acts, rng) for member in self._models]
         return Prediction.from_samples(np.concatenate(samples, axis=1))
 
-    def _particles(self, member: BayesianLinearModel, states: FloatArray,
-                   acts: NDArray[Any], rng: np.random.Generator) -> FloatArray:
+    def _particles(
+        self,
+        member: BayesianLinearModel,
+        states: FloatArray,
+        acts: NDArray[Any],
+        rng: np.random.Generator,
+    ) -> FloatArray:
         params = member.params
         count, horizon = acts.shape[:2]
         encoded = np.repeat(self.simulator.action_features(acts), self.particles, axis=0)
@@ -238,16 +264,21 @@ class BootstrapEnsembleModel:
 
     def describe(self) -> dict[str, Any]:
         """The members' descriptions and the ensemble settings."""
-        return {"kind": "bootstrap-ensemble", "model_id": self.model_id,
-                "members": [m.describe() for m in self._models],
-                "particles": self.particles, "seed": self.seed}
+        return {
+            "kind": "bootstrap-ensemble",
+            "model_id": self.model_id,
+            "members": [m.describe() for m in self._models],
+            "particles": self.particles,
+            "seed": self.seed,
+        }
 
 
 class RandomModel:
     """A random walk with the training deltas' spread: the floor of normalized scores."""
 
-    def __init__(self, simulator: Simulator, *, seed: int = 0,
-                 model_id: str = "random-walk/v1") -> None:
+    def __init__(
+        self, simulator: Simulator, *, seed: int = 0, model_id: str = "random-walk/v1"
+    ) -> None:
         self.simulator = simulator
         self.model_id = model_id
         self.seed = seed
@@ -258,8 +289,9 @@ class RandomModel:
         """Record the spread of one-step state changes."""
         self._scale = np.std(transitions.next_states - transitions.states, axis=0)
 
-    def predict(self, initial_states: FloatArray, actions: NDArray[Any], *,
-                uncertainty: bool = True) -> Prediction:
+    def predict(
+        self, initial_states: FloatArray, actions: NDArray[Any], *, uncertainty: bool = True
+    ) -> Prediction:
         """Independent random walks; the actions are ignored."""
         states, acts = _check_inputs(self.simulator, initial_states, actions)
         scale = self._scale if self._scale is not None else np.ones(states.shape[1])
@@ -269,5 +301,4 @@ class RandomModel:
     def describe(self) -> dict[str, Any]:
         """The step spread and seed."""
         scale = None if self._scale is None else self._scale.tolist()
-        return {"kind": "random-walk", "model_id": self.model_id, "scale": scale,
-                "seed": self.seed}
+        return {"kind": "random-walk", "model_id": self.model_id, "scale": scale, "seed": self.seed}

@@ -34,15 +34,17 @@ class OracleModel:
     def fit(self, transitions: Transitions) -> None:
         """The oracle already knows the dynamics."""
 
-    def predict(self, initial_states: FloatArray, actions: NDArray[Any], *,
-                uncertainty: bool = True) -> Prediction:
+    def predict(
+        self, initial_states: FloatArray, actions: NDArray[Any], *, uncertainty: bool = True
+    ) -> Prediction:
         """Exact trajectories; states after a terminal step are the simulator's own
         continuation of the equations (never a reset)."""
         states, acts = _check_inputs(self.simulator, initial_states, actions)
         if self.simulator.env_id == "CartPole-v1" and len(states) > 1:
             return Prediction(self._cartpole_vector(states, acts))
-        return Prediction(np.stack([self._rollout(s, a) for s, a in zip(states, acts,
-                                                                            strict=True)]))
+        return Prediction(
+            np.stack([self._rollout(s, a) for s, a in zip(states, acts, strict=True)])
+        )
 
     def _rollout(self, state: FloatArray, actions: NDArray[Any]) -> FloatArray:
         if self._single is None:

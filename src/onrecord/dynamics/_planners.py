@@ -20,8 +20,14 @@ from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._protocol import FloatArray, WorldModel
 from onrecord.errors import InputError
 
-__all__ = ["CrossEntropyPlanner", "ExhaustivePlanner", "PlanChoice", "Planner",
-           "RandomShootingPlanner", "score_plans"]
+__all__ = [
+    "CrossEntropyPlanner",
+    "ExhaustivePlanner",
+    "PlanChoice",
+    "Planner",
+    "RandomShootingPlanner",
+    "score_plans",
+]
 
 _SHAPING_WEIGHT = 1e-3
 
@@ -48,33 +54,44 @@ class Planner(Protocol):
         """Portable description of the search and its cost per decision."""
         ...
 
-    def plan(self, model: WorldModel, simulator: Simulator, state: FloatArray,
-             rng: np.random.Generator) -> PlanChoice:
+    def plan(
+        self, model: WorldModel, simulator: Simulator, state: FloatArray, rng: np.random.Generator
+    ) -> PlanChoice:
         """The next action for ``state``."""
         ...
 
 
-def score_plans(model: WorldModel, simulator: Simulator, state: FloatArray,
-                plans: NDArray[np.int64]) -> tuple[FloatArray, FloatArray]:
+def score_plans(
+    model: WorldModel, simulator: Simulator, state: FloatArray, plans: NDArray[np.int64]
+) -> tuple[FloatArray, FloatArray]:
     """Predicted return and planner score of ``[P, L]`` plans of action indices.
 
     Rewards stop after the first predicted termination, as they do in the environment.
     """
     actions = np.asarray([simulator.actions[i] for i in range(len(simulator.actions))])
-    predicted = model.predict(np.repeat(state[None], len(plans), axis=0), actions[plans],
-                              uncertainty=False).mean
-    before = np.concatenate([np.repeat(state[None, None], len(plans), axis=0),
-                             predicted[:, :-1]], axis=1)
+    predicted = model.predict(
+        np.repeat(state[None], len(plans), axis=0), actions[plans], uncertainty=False
+    ).mean
+    before = np.concatenate(
+        [np.repeat(state[None, None], len(plans), axis=0), predicted[:, :-1]], axis=1
+    )
     reward, done = simulator.reward_of(before, plans, predicted)
-    alive = np.concatenate([np.ones((len(plans), 1), dtype=bool),
-                            ~np.logical_or.accumulate(done, axis=1)[:, :-1]], axis=1)
+    alive = np.concatenate(
+        [np.ones((len(plans), 1), dtype=bool), ~np.logical_or.accumulate(done, axis=1)[:, :-1]],
+        axis=1,
+    )
     returns: FloatArray = (reward * alive).sum(axis=1)
     shaping = (simulator.shaping_of(predicted) * alive).sum(axis=1)
     return returns, returns + _SHAPING_WEIGHT * shaping
 
 
-def _choose(simulator: Simulator, plans: NDArray[np.int64], returns: FloatArray,
-            scores: FloatArray, rng: np.random.Generator) -> PlanChoice:
+def _choose(
+    simulator: Simulator,
+    plans: NDArray[np.int64],
+    returns: FloatArray,
+    scores: FloatArray,
+    rng: np.random.Generator,
+) -> PlanChoice:
     # Ties are broken at random: a model that cannot tell plans apart must not get a
     # systematic preference for action 0 from the search order.
     best = np.flatnonzero(scores >= scores.max() - 1e-12)
@@ -102,12 +119,12 @@ class ExhaustivePlanner:
     def budget(self) -> dict[str, Any]:
         return {"planner": self.name, "length": self.length}
 
-    def plan(self, model: WorldModel, simulator: Simulator, state: FloatArray,
-             rng: np.random.Generator) -> PlanChoice:
+    def plan(
+        self, model: WorldModel, simulator: Simulator, state: FloatArray, rng: np.random.Generator
+    ) -> PlanChoice:
         count = len(simulator.actions)
         if count not in self._plans:
-            self._plans[count] = np.array(list(itertools.product(range(count),
-                                                                 repeat=self.length)))
+            self._plans[count] = np.array(list(itertools.product(range(count), repeat=self.length)))
         plans = self._plans[count]
         returns, scores = score_plans(model, simulator, state, plans)
         return _choose(simulator, plans, returns, scores, rng)
@@ -127,8 +144,9 @@ class RandomShootingPlanner:
     def budget(self) -> dict[str, Any]:
         return {"planner": self.name, "length": self.length, "samples": self.samples}
 
-    def plan(self, model: WorldModel, simulator: Simulator, state: FloatArray,
-             rng: np.random.Generator) -> PlanChoice:
+    def plan(
+        self, model: WorldModel, simulator: Simulator, state: FloatArray, rng: np.random.Generator
+    ) -> PlanChoice:
         plans = rng.integers(0, len(simulator.actions), (self.samples, self.length))
         returns, scores = score_plans(model, simulator, state, plans)
         return _choose(simulator, plans, returns, scores, rng)
@@ -139,8 +157,14 @@ class CrossEntropyPlanner:
 
     name = "cross-entropy"
 
-    def __init__(self, length: int = 6, population: int = 64, elites: int = 8,
-                 iterations: int = 3, smoothing: float = 0.1) -> None:
+    def __init__(
+        self,
+        length: int = 6,
+        population: int = 64,
+        elites: int = 8,
+        iterations: int = 3,
+        smoothing: float = 0.1,
+    ) -> None:
         _check_length(length)
         if not 0 < elites <= population:
             raise InputError(f"elites must be in 1..population ({population}), got {elites}")
@@ -149,12 +173,18 @@ class CrossEntropyPlanner:
 
     @property
     def budget(self) -> dict[str, Any]:
-        return {"planner": self.name, "length": self.length, "population": self.population,
-                "elites": self.elites, "iterations": self.iterations,
-                "smoothing": self.smoothing}
+        return {
+            "planner": self.name,
+            "length": self.length,
+            "population": self.population,
+            "elites": self.elites,
+            "iterations": self.iterations,
+            "smoothing": self.smoothing,
+        }
 
-    def plan(self, model: WorldModel, simulator: Simulator, state: FloatArray,
-             rng: np.random.Generator) -> PlanChoice:
+    def plan(
+        self, model: WorldModel, simulator: Simulator, state: FloatArray, rng: np.random.Generator
+    ) -> PlanChoice:
         count = len(simulator.actions)
         probs = np.full((self.length, count), 1.0 / count)
         best: tuple[float, PlanChoice] | None = None
@@ -166,7 +196,7 @@ class CrossEntropyPlanner:
             choice = _choose(simulator, plans, returns, scores, rng)
             if best is None or scores.max() > best[0]:
                 best = (float(scores.max()), choice)
-            elite = plans[np.argsort(-scores, kind="stable")[:self.elites]]
+            elite = plans[np.argsort(-scores, kind="stable")[: self.elites]]
             counts = (elite[..., None] == np.arange(count)).mean(axis=0)
             probs = (1 - self.smoothing) * counts + self.smoothing / count
         assert best is not None

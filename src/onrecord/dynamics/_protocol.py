@@ -54,12 +54,16 @@ class Transitions:
     def __post_init__(self) -> None:
         count = len(self.states)
         if self.states.ndim != 2 or self.next_states.shape != self.states.shape:
-            raise InputError("Transitions.states and next_states must both be [M, d] arrays "
-                             f"of one shape, got {self.states.shape} and "
-                             f"{self.next_states.shape}")
+            raise InputError(
+                "Transitions.states and next_states must both be [M, d] arrays "
+                f"of one shape, got {self.states.shape} and "
+                f"{self.next_states.shape}"
+            )
         if len(self.actions) != count or count == 0:
-            raise InputError(f"Transitions needs at least one transition and one action per "
-                             f"state, got {count} states and {len(self.actions)} actions")
+            raise InputError(
+                f"Transitions needs at least one transition and one action per "
+                f"state, got {count} states and {len(self.actions)} actions"
+            )
 
     def __len__(self) -> int:
         return len(self.states)
@@ -82,8 +86,11 @@ class Transitions:
                     acts.append(step["action"])
                     after.append(current)
                 previous = current
-        return cls(np.asarray(before, dtype=np.float64), np.asarray(acts),
-                   np.asarray(after, dtype=np.float64))
+        return cls(
+            np.asarray(before, dtype=np.float64),
+            np.asarray(acts),
+            np.asarray(after, dtype=np.float64),
+        )
 
     def resample(self, rng: np.random.Generator) -> Transitions:
         """A bootstrap resample of the same size."""
@@ -94,8 +101,13 @@ class Transitions:
 def _state_vector(observed: Any, key: str) -> list[float] | None:
     if isinstance(observed, Mapping):
         observed = observed.get(key)
-    if isinstance(observed, list) and observed and all(
-            isinstance(value, int | float) and not isinstance(value, bool) for value in observed):
+    if (
+        isinstance(observed, list)
+        and observed
+        and all(
+            isinstance(value, int | float) and not isinstance(value, bool) for value in observed
+        )
+    ):
         return [float(value) for value in observed]
     return None
 
@@ -110,8 +122,9 @@ class WorldModel(Protocol):
     def fit(self, transitions: Transitions) -> None:
         """Learn from observed transitions (a no-op for models that do not learn)."""
 
-    def predict(self, initial_states: FloatArray, actions: NDArray[Any], *,
-                uncertainty: bool = True) -> Prediction:
+    def predict(
+        self, initial_states: FloatArray, actions: NDArray[Any], *, uncertainty: bool = True
+    ) -> Prediction:
         """Trajectories for ``[N, d]`` initial states under ``[N, H]`` (or ``[N, H, a]``)
         actions; ``uncertainty=False`` lets planners skip std and particles."""
         ...

@@ -21,9 +21,15 @@ def random_plan(simulator: Simulator, length: int, rng: np.random.Generator) -> 
     return [simulator.actions[int(i)] for i in picks]
 
 
-def capture_plan(simulator: Simulator, plan: Sequence[Any], *, case_id: str, seed: int,
-                 start_state: Sequence[float] | None = None,
-                 source_id: str | None = None) -> Any:
+def capture_plan(
+    simulator: Simulator,
+    plan: Sequence[Any],
+    *,
+    case_id: str,
+    seed: int,
+    start_state: Sequence[float] | None = None,
+    source_id: str | None = None,
+) -> Any:
     """Execute ``plan`` open loop in a fresh environment and return its evidence.
 
     The episode stops early only when the environment ends it; the plan itself is part
@@ -47,9 +53,20 @@ def capture_plan(simulator: Simulator, plan: Sequence[Any], *, case_id: str, see
         return "plan complete"
 
     options = None if start_state is None else {"state": [float(v) for v in start_state]}
-    case = EvalCase({"env_id": simulator.env_id, "plan": actions, "start": options},
-                    case_id=case_id, source_id=source_id or f"seed:{seed}", completion="either")
-    return capture_episode(factory, interact, case=case, environment_id=simulator.env_id,
-                           observer_id=f"{simulator.contract}/internal-state",
-                           observe=simulator.observer(holder), seed=seed,
-                           max_steps=max(len(actions), 1), options=options)
+    case = EvalCase(
+        {"env_id": simulator.env_id, "plan": actions, "start": options},
+        case_id=case_id,
+        source_id=source_id or f"seed:{seed}",
+        completion="either",
+    )
+    return capture_episode(
+        factory,
+        interact,
+        case=case,
+        environment_id=simulator.env_id,
+        observer_id=f"{simulator.contract}/internal-state",
+        observe=simulator.observer(holder),
+        seed=seed,
+        max_steps=max(len(actions), 1),
+        options=options,
+    )

@@ -46,15 +46,20 @@ class OutcomeCheck:
         for label in ("name", "version"):
             value = getattr(self, label)
             if not isinstance(value, str) or not value.strip() or value != value.strip():
-                raise InputError(f"OutcomeCheck.{label} must be a non-empty string without "
-                                 f"surrounding spaces, got {value!r}")
+                raise InputError(
+                    f"OutcomeCheck.{label} must be a non-empty string without "
+                    f"surrounding spaces, got {value!r}"
+                )
         if not callable(self.evaluate):
             raise InputError(f"OutcomeCheck.evaluate of {self.name!r} must be callable")
 
 
-def outcome_check(name: str, version: str) -> Callable[[Callable[[Any], OutcomeVerdict]],
-                                                       OutcomeCheck]:
+def outcome_check(
+    name: str, version: str
+) -> Callable[[Callable[[Any], OutcomeVerdict]], OutcomeCheck]:
     """Decorator form: ``@outcome_check("posted_once", "v1")`` over a function."""
+
     def wrap(function: Callable[[Any], OutcomeVerdict]) -> OutcomeCheck:
         return OutcomeCheck(name, version, function)
+
     return wrap

@@ -15,8 +15,10 @@ ENDINGS = ("terminated", "truncated", "returned", "step_limit", "interact_error"
 
 def ending(data: dict[str, Any]) -> str:
     """One of ``ENDINGS``: the first that applies, in the order of that tuple's meaning."""
-    if any(event["phase"] in ("factory",) for event in data["events"]) \
-            or data["initial"]["reset_error"] is not None:
+    if (
+        any(event["phase"] in ("factory",) for event in data["events"])
+        or data["initial"]["reset_error"] is not None
+    ):
         return "setup_error"
     steps = data["steps"]
     if steps["terminated"] and steps["terminated"][-1]:
@@ -34,12 +36,15 @@ def ending(data: dict[str, Any]) -> str:
 def coverage_issues(data: dict[str, Any]) -> list[str]:
     """Every reason the episode's evidence is incomplete, as sentences."""
     issues = _ending_issues(data) + _step_issues(data["steps"]) + _observer_issues(data)
-    issues += [f"{event['phase']} failed: {event['type']}: {event['message']}"
-               for event in data["events"]]
+    issues += [
+        f"{event['phase']} failed: {event['type']}: {event['message']}" for event in data["events"]
+    ]
     cleanup = data["cleanup"]
     if cleanup["ok"] is False:
-        issues.append(f"cleanup not confirmed: close() raised {cleanup['error']['type']}: "
-                      f"{cleanup['error']['message']}")
+        issues.append(
+            f"cleanup not confirmed: close() raised {cleanup['error']['type']}: "
+            f"{cleanup['error']['message']}"
+        )
     return issues
 
 
@@ -48,15 +53,19 @@ def _ending_issues(data: dict[str, Any]) -> list[str]:
     completion = data["environment"]["completion"]
     if ended == "setup_error":
         reset_error = data["initial"]["reset_error"]
-        return [f"reset failed: {reset_error['type']}: {reset_error['message']}"] \
-            if reset_error else []
+        return (
+            [f"reset failed: {reset_error['type']}: {reset_error['message']}"]
+            if reset_error
+            else []
+        )
     if ended in ("terminated", "truncated"):
         if completion in (ended, "either"):
             return []
         return [f"the episode was {ended}, but the task's declared completion is {completion}"]
     if ended == "step_limit":
-        return [f"max_steps={data['environment']['max_steps']} was reached before the "
-                "episode ended"]
+        return [
+            f"max_steps={data['environment']['max_steps']} was reached before the episode ended"
+        ]
     if ended == "interact_error":
         error = data["interact"]["error"]
         return [f"interact raised {error['type']}: {error['message']}"]

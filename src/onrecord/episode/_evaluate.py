@@ -22,16 +22,16 @@ def run_check(check: OutcomeCheck, subject: Any) -> CheckResult:
     except Exception as exc:
         return _evaluator_error(check, f"raised {type(exc).__name__}: {exc}")
     if not isinstance(verdict, OutcomeVerdict):
-        return _evaluator_error(check, f"returned {type(verdict).__name__}, not an "
-                                       "OutcomeVerdict")
+        return _evaluator_error(check, f"returned {type(verdict).__name__}, not an OutcomeVerdict")
     if verdict.passed is not None and type(verdict.passed) is not bool:
-        return _evaluator_error(check, f"returned passed={verdict.passed!r}; use True, False "
-                                       "or None (not measured)")
-    status: Status = "not_measured" if verdict.passed is None else \
-        "pass" if verdict.passed else "fail"
+        return _evaluator_error(
+            check, f"returned passed={verdict.passed!r}; use True, False or None (not measured)"
+        )
+    status: Status = (
+        "not_measured" if verdict.passed is None else "pass" if verdict.passed else "fail"
+    )
     try:
-        return CheckResult(check.name, check.version, status, str(verdict.reason),
-                           verdict.evidence)
+        return CheckResult(check.name, check.version, status, str(verdict.reason), verdict.evidence)
     except PortabilityError as exc:
         return _evaluator_error(check, f"returned evidence that is not portable: {exc}")
 
@@ -42,8 +42,10 @@ def _evaluator_error(check: OutcomeCheck, reason: str) -> CheckResult:
 
 def _validated(checks: Sequence[OutcomeCheck]) -> Sequence[OutcomeCheck]:
     if isinstance(checks, OutcomeCheck) or not all(isinstance(c, OutcomeCheck) for c in checks):
-        raise InputError("checks must be a list of OutcomeCheck, e.g. "
-                         "[OutcomeCheck('posted_once', 'v1', posted_once)]")
+        raise InputError(
+            "checks must be a list of OutcomeCheck, e.g. "
+            "[OutcomeCheck('posted_once', 'v1', posted_once)]"
+        )
     counts = Counter(check.name for check in checks)
     duplicated = sorted(name for name, count in counts.items() if count > 1)
     if duplicated:
@@ -51,32 +53,45 @@ def _validated(checks: Sequence[OutcomeCheck]) -> Sequence[OutcomeCheck]:
     return checks
 
 
-def episode_trial(episode: EpisodeEvidence, checks: Sequence[OutcomeCheck], repeat: int = 0
-                  ) -> Trial:
+def episode_trial(
+    episode: EpisodeEvidence, checks: Sequence[OutcomeCheck], repeat: int = 0
+) -> Trial:
     """Evaluate one episode into one trial."""
     if not isinstance(episode, EpisodeEvidence):
-        raise InputError(f"expected EpisodeEvidence, got {type(episode).__name__}; load saved "
-                         "evidence with EpisodeEvidence.load(path)")
+        raise InputError(
+            f"expected EpisodeEvidence, got {type(episode).__name__}; load saved "
+            "evidence with EpisodeEvidence.load(path)"
+        )
     case = episode._data["case"]
     environment = episode._data["environment"]
-    settings = {key: environment[key] for key in environment
-                if key not in ("observation_space", "action_space")}
+    settings = {
+        key: environment[key]
+        for key in environment
+        if key not in ("observation_space", "action_space")
+    }
     return Trial(
-        case={"case_id": case["case_id"], "source_id": case["source_id"],
-              "content_digest": case["content_digest"]},
-        repeat=repeat, source={"kind": "episode", "digest": episode.digest},
+        case={
+            "case_id": case["case_id"],
+            "source_id": case["source_id"],
+            "content_digest": case["content_digest"],
+        },
+        repeat=repeat,
+        source={"kind": "episode", "digest": episode.digest},
         results=tuple(run_check(check, episode) for check in checks),
-        coverage_issues=episode.coverage_issues, measures=episode.measures, settings=settings)
+        coverage_issues=episode.coverage_issues,
+        measures=episode.measures,
+        settings=settings,
+    )
 
 
-def evaluate_episode(episode: EpisodeEvidence, checks: Sequence[OutcomeCheck]
-                     ) -> EvaluationReport:
+def evaluate_episode(episode: EpisodeEvidence, checks: Sequence[OutcomeCheck]) -> EvaluationReport:
     """Evaluate one episode with ``checks``."""
     return EvaluationReport.from_trials([episode_trial(episode, _validated(checks))])
 
 
-def evaluate_episodes(episodes: Iterable[EpisodeEvidence], checks: Sequence[OutcomeCheck]
-                      ) -> EvaluationReport:
+def evaluate_episodes(
+    episodes: Iterable[EpisodeEvidence], checks: Sequence[OutcomeCheck]
+) -> EvaluationReport:
     """Evaluate many episodes; episodes of the same case are numbered as repeats 0, 1, …
     in the order given."""
     checks = _validated(checks)

@@ -48,12 +48,11 @@ class EpisodeEvidence:
         tail = canonical_bytes({key: data[key] for key in data if key > "digest"})
         digest = digest_bytes(head[:-1] + b"," + tail[1:])
         data["digest"] = digest
-        record = b"%s,\"digest\":\"%s\",%s" % (head[:-1], digest.encode(), tail[1:])
+        record = b'%s,"digest":"%s",%s' % (head[:-1], digest.encode(), tail[1:])
         return cls._seal(record, digest, data)
 
     @classmethod
-    def _seal(cls, record: bytes, digest: str, parsed: dict[str, Any] | None
-              ) -> EpisodeEvidence:
+    def _seal(cls, record: bytes, digest: str, parsed: dict[str, Any] | None) -> EpisodeEvidence:
         evidence = object.__new__(cls)
         object.__setattr__(evidence, "_bytes", record)
         object.__setattr__(evidence, "_digest", digest)
@@ -78,15 +77,19 @@ class EpisodeEvidence:
             raise SchemaError(f"episode evidence must be a mapping, got {type(data).__name__}")
         schema = data.get("schema")
         if schema != EPISODE_SCHEMA:
-            raise SchemaError(f"schema is {schema!r}, expected {EPISODE_SCHEMA!r}: this is not "
-                              "onrecord episode evidence, or it needs another onrecord version")
+            raise SchemaError(
+                f"schema is {schema!r}, expected {EPISODE_SCHEMA!r}: this is not "
+                "onrecord episode evidence, or it needs another onrecord version"
+            )
         stored = data.get("digest")
         body_dict = {key: value for key, value in data.items() if key != "digest"}
         body = canonical_bytes(body_dict)
         actual = digest_bytes(body)
         if stored != actual:
-            raise DigestMismatch(f"digest is {stored!r} but the content hashes to {actual!r}: "
-                                 "the evidence was changed after it was recorded")
+            raise DigestMismatch(
+                f"digest is {stored!r} but the content hashes to {actual!r}: "
+                "the evidence was changed after it was recorded"
+            )
         detached = orjson.loads(body)  # a private copy the caller cannot mutate
         verify_episode_shape(detached)
         _verify_derived(detached)
@@ -163,8 +166,10 @@ class EpisodeEvidence:
 
     def __repr__(self) -> str:
         case_id = self._data["case"]["case_id"]
-        return (f"EpisodeEvidence(case_id={case_id!r}, ended={self.ended!r}, "
-                f"attempts={len(self)}, digest={self._digest[:12]!r})")
+        return (
+            f"EpisodeEvidence(case_id={case_id!r}, ended={self.ended!r}, "
+            f"attempts={len(self)}, digest={self._digest[:12]!r})"
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, EpisodeEvidence) and other._digest == self._digest
@@ -195,8 +200,11 @@ class EpisodeEvidence:
 
 def _verify_derived(data: dict[str, Any]) -> None:
     if data["ended"] != ending(data):
-        raise ConsistencyError(f"ended is {data['ended']!r} but the recorded steps say "
-                               f"{ending(data)!r}")
+        raise ConsistencyError(
+            f"ended is {data['ended']!r} but the recorded steps say {ending(data)!r}"
+        )
     if data["coverage_issues"] != coverage_issues(data):
-        raise ConsistencyError("coverage_issues do not match the recorded steps and events; "
-                               "the record was assembled by hand or edited")
+        raise ConsistencyError(
+            "coverage_issues do not match the recorded steps and events; "
+            "the record was assembled by hand or edited"
+        )

@@ -29,13 +29,22 @@ def attempts(data: dict[str, Any]) -> list[dict[str, Any]]:
     action was refused before execution), error, state, observer_error, wall_time_ns."""
     steps = _copy(data["steps"])
     layout = data["environment"]["action_space"]["layout"]
-    action_at = {index: unbatch(steps["action"], position, layout)
-                 for position, index in enumerate(steps["action_index"])}
-    return [{"index": index, "status": status, "action": action_at.get(index),
-             "error": steps["error"][index], "state": steps["state"][index],
-             "observer_error": steps["observer_error"][index],
-             "wall_time_ns": steps["wall_time_ns"][index]}
-            for index, status in enumerate(steps["status"])]
+    action_at = {
+        index: unbatch(steps["action"], position, layout)
+        for position, index in enumerate(steps["action_index"])
+    }
+    return [
+        {
+            "index": index,
+            "status": status,
+            "action": action_at.get(index),
+            "error": steps["error"][index],
+            "state": steps["state"][index],
+            "observer_error": steps["observer_error"][index],
+            "wall_time_ns": steps["wall_time_ns"][index],
+        }
+        for index, status in enumerate(steps["status"])
+    ]
 
 
 def transitions(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -45,13 +54,19 @@ def transitions(data: dict[str, Any]) -> list[dict[str, Any]]:
     env = data["environment"]
     action_layout, obs_layout = env["action_space"]["layout"], env["observation_space"]["layout"]
     action_position = {index: position for position, index in enumerate(steps["action_index"])}
-    return [{"index": index,
-             "action": unbatch(steps["action"], action_position[index], action_layout),
-             "observation": unbatch(steps["observation"], position, obs_layout),
-             "reward": steps["reward"][position], "terminated": steps["terminated"][position],
-             "truncated": steps["truncated"][position], "info": steps["info"][position],
-             "state": steps["state"][index]}
-            for position, index in enumerate(steps["transition_index"])]
+    return [
+        {
+            "index": index,
+            "action": unbatch(steps["action"], action_position[index], action_layout),
+            "observation": unbatch(steps["observation"], position, obs_layout),
+            "reward": steps["reward"][position],
+            "terminated": steps["terminated"][position],
+            "truncated": steps["truncated"][position],
+            "info": steps["info"][position],
+            "state": steps["state"][index],
+        }
+        for position, index in enumerate(steps["transition_index"])
+    ]
 
 
 def actions(data: dict[str, Any]) -> list[Any]:
@@ -74,18 +89,27 @@ def failures(data: dict[str, Any]) -> list[dict[str, Any]]:
     if data["initial"]["reset_error"]:
         found.append({"phase": "reset", "index": 0, **data["initial"]["reset_error"]})
     steps = data["steps"]
-    found += [{"phase": "step", "index": index, **steps["error"][index]}
-              for index, status in enumerate(steps["status"]) if status == "env_error"]
+    found += [
+        {"phase": "step", "index": index, **steps["error"][index]}
+        for index, status in enumerate(steps["status"])
+        if status == "env_error"
+    ]
     found += _observer_failures(data)
     if data["cleanup"]["ok"] is False:
-        found.append({"phase": "cleanup", "index": len(steps["status"]),
-                      **data["cleanup"]["error"]})
+        found.append(
+            {"phase": "cleanup", "index": len(steps["status"]), **data["cleanup"]["error"]}
+        )
     return found
 
 
 def _observer_failures(data: dict[str, Any]) -> list[dict[str, Any]]:
-    points = [(0, data["initial"]["observer_error"]),
-              *enumerate(data["steps"]["observer_error"]),
-              (len(data["steps"]["status"]), data["final_observer_error"])]
-    return [{"phase": "observe", "index": index, "type": "ObserverError", "message": error}
-            for index, error in points if error]
+    points = [
+        (0, data["initial"]["observer_error"]),
+        *enumerate(data["steps"]["observer_error"]),
+        (len(data["steps"]["status"]), data["final_observer_error"]),
+    ]
+    return [
+        {"phase": "observe", "index": index, "type": "ObserverError", "message": error}
+        for index, error in points
+        if error
+    ]

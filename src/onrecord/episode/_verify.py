@@ -13,19 +13,48 @@ __all__ = ["ATTEMPT_STATUSES", "verify_episode_shape"]
 
 ATTEMPT_STATUSES = frozenset({"ok", "invalid_action", "env_error", "lifecycle", "step_limit"})
 _FIELDS: dict[str, type | tuple[type, ...]] = {
-    "library": dict, "case": dict, "environment": dict, "initial": dict, "events": list,
-    "cleanup": dict, "steps": dict, "ended": str, "coverage_issues": list,
-    "measures": dict, "interact": (dict, type(None)),
+    "library": dict,
+    "case": dict,
+    "environment": dict,
+    "initial": dict,
+    "events": list,
+    "cleanup": dict,
+    "steps": dict,
+    "ended": str,
+    "coverage_issues": list,
+    "measures": dict,
+    "interact": (dict, type(None)),
     "final_observer_error": (str, type(None)),
 }
 _SUBFIELDS = {
-    "environment": ("environment_id", "observer_id", "seed", "max_steps", "completion",
-                    "options", "spec", "observation_space", "action_space"),
+    "environment": (
+        "environment_id",
+        "observer_id",
+        "seed",
+        "max_steps",
+        "completion",
+        "options",
+        "spec",
+        "observation_space",
+        "action_space",
+    ),
     "initial": ("observation", "info", "reset_error", "state", "observer_error"),
     "cleanup": ("ok", "error"),
-    "steps": ("status", "error", "state", "observer_error", "wall_time_ns", "action_index",
-              "action", "transition_index", "observation", "reward", "terminated",
-              "truncated", "info"),
+    "steps": (
+        "status",
+        "error",
+        "state",
+        "observer_error",
+        "wall_time_ns",
+        "action_index",
+        "action",
+        "transition_index",
+        "observation",
+        "reward",
+        "terminated",
+        "truncated",
+        "info",
+    ),
 }
 _PER_ATTEMPT = ("error", "state", "observer_error", "wall_time_ns")
 _PER_TRANSITION = ("reward", "terminated", "truncated", "info")
@@ -68,12 +97,13 @@ def _verify_steps(steps: dict[str, Any], environment: dict[str, Any]) -> None:
         raise SchemaError(f"steps.status holds unknown values {sorted(unknown)}")
     executed = [i for i, value in enumerate(status) if value in ("ok", "env_error")]
     if steps["action_index"] != executed:
-        raise ConsistencyError("steps.action_index must list exactly the executed attempts "
-                               f"{executed[:5]}..., found {steps['action_index'][:5]}...")
+        raise ConsistencyError(
+            "steps.action_index must list exactly the executed attempts "
+            f"{executed[:5]}..., found {steps['action_index'][:5]}..."
+        )
     succeeded = [i for i, value in enumerate(status) if value == "ok"]
     if steps["transition_index"] != succeeded:
-        raise ConsistencyError("steps.transition_index must list exactly the successful "
-                               "attempts")
+        raise ConsistencyError("steps.transition_index must list exactly the successful attempts")
     for name in _PER_TRANSITION:
         _same_length(steps, name, len(succeeded), "successful steps")
     _verify_order(steps, environment["max_steps"])
@@ -93,16 +123,20 @@ def _verify_order(steps: dict[str, Any], max_steps: int) -> None:
     for index, value in enumerate(steps["status"]):
         after_end = ended_at is not None and index > ended_at
         if after_end and value != "lifecycle":
-            raise ConsistencyError(f"step {index} has status {value!r} after the episode "
-                                   f"ended at step {ended_at}; only refusals may follow")
+            raise ConsistencyError(
+                f"step {index} has status {value!r} after the episode "
+                f"ended at step {ended_at}; only refusals may follow"
+            )
         if not after_end and (value == "step_limit") != (index >= max_steps):
-            raise ConsistencyError(f"step {index} has status {value!r}, which contradicts "
-                                   f"max_steps={max_steps}")
+            raise ConsistencyError(
+                f"step {index} has status {value!r}, which contradicts max_steps={max_steps}"
+            )
 
 
 def _verify_measures(data: dict[str, Any]) -> None:
     rewards = data["steps"]["reward"]
     expected = {"return": math.fsum(rewards), "steps": len(rewards)}
     if data["measures"] != expected:
-        raise ConsistencyError(f"measures {data['measures']} do not match the recorded "
-                               f"rewards {expected}")
+        raise ConsistencyError(
+            f"measures {data['measures']} do not match the recorded rewards {expected}"
+        )

@@ -13,8 +13,14 @@ from onrecord.episode import EpisodeEvidence, OutcomeCheck, OutcomeVerdict
 from onrecord.integrations.gymnasium import capture_episode
 from onrecord.policy import AcceptancePolicy, CheckRequirement
 
-__all__ = ["CARTPOLE_AGENTS", "FROZENLAKE_AGENTS", "GymTask", "cartpole_task",
-           "frozenlake_task", "run_gym_task"]
+__all__ = [
+    "CARTPOLE_AGENTS",
+    "FROZENLAKE_AGENTS",
+    "GymTask",
+    "cartpole_task",
+    "frozenlake_task",
+    "run_gym_task",
+]
 
 Agent = Callable[[Any], int | None]
 
@@ -28,6 +34,7 @@ def _scripted(actions: Sequence[int]) -> Callable[[], Agent]:
     def make() -> Agent:
         remaining = list(actions)
         return lambda observation: remaining.pop(0) if remaining else None
+
     return make
 
 
@@ -47,13 +54,19 @@ CARTPOLE_AGENTS: dict[str, Callable[[], Agent]] = {
 def _reached_goal(episode: EpisodeEvidence) -> OutcomeVerdict:
     transitions = episode.transitions()
     if episode.ended != "terminated" or not transitions:
-        return OutcomeVerdict(None, f"the episode {episode.ended}; only a terminal state "
-                                    "can establish whether the goal was reached",
-                              {"ended": episode.ended})
+        return OutcomeVerdict(
+            None,
+            f"the episode {episode.ended}; only a terminal state "
+            "can establish whether the goal was reached",
+            {"ended": episode.ended},
+        )
     final = transitions[-1]
     passed = final["observation"] == _GOAL and final["reward"] == 1.0
-    return OutcomeVerdict(passed, "require termination on the goal tile",
-                          {"final_tile": final["observation"], "reward": final["reward"]})
+    return OutcomeVerdict(
+        passed,
+        "require termination on the goal tile",
+        {"final_tile": final["observation"], "reward": final["reward"]},
+    )
 
 
 def _no_hole_visited(episode: EpisodeEvidence) -> OutcomeVerdict:
@@ -68,9 +81,12 @@ def _survived(episode: EpisodeEvidence) -> OutcomeVerdict:
     if episode.ended == "terminated":
         return OutcomeVerdict(False, f"the pole fell after {steps} steps", {"steps": steps})
     if episode.ended != "truncated":
-        return OutcomeVerdict(None, f"the episode {episode.ended} after {steps} steps; "
-                                    "survival is only established at the time limit",
-                              {"steps": steps})
+        return OutcomeVerdict(
+            None,
+            f"the episode {episode.ended} after {steps} steps; "
+            "survival is only established at the time limit",
+            {"steps": steps},
+        )
     return OutcomeVerdict(True, "survived to the time limit", {"steps": steps})
 
 
@@ -80,8 +96,9 @@ def _pole_within_limits(episode: EpisodeEvidence) -> OutcomeVerdict:
     worst = max((abs(state["state"][2]) for state in states), default=None)
     if worst is None:
         return OutcomeVerdict(None, "no state was observed", {})
-    return OutcomeVerdict(worst < 0.2095, "the pole angle stays within ±12°",
-                          {"max_abs_angle": worst})
+    return OutcomeVerdict(
+        worst < 0.2095, "the pole angle stays within ±12°", {"max_abs_angle": worst}
+    )
 
 
 @dataclass(frozen=True)
@@ -97,28 +114,50 @@ class GymTask:
     observe: Callable[[gym.Env[Any, Any]], Any]
 
 
+def _native(env: gym.Env[Any, Any]) -> Any:
+    """The unwrapped environment, whose internal state attributes are not typed."""
+    return env.unwrapped
+
+
 def frozenlake_task() -> GymTask:
     """Reach the goal on the 4x4 non-slippery lake; falling in a hole is a failure."""
     return GymTask(
-        EvalCase("Walk from the start to the goal without falling in a hole",
-                 case_id="frozenlake/goal", source_id="gymnasium:FrozenLake-v1"),
-        "FrozenLake-v1", {"is_slippery": False}, 20,
-        (OutcomeCheck("reached_goal", "v1", _reached_goal),
-         OutcomeCheck("no_hole_visited", "v1", _no_hole_visited)),
+        EvalCase(
+            "Walk from the start to the goal without falling in a hole",
+            case_id="frozenlake/goal",
+            source_id="gymnasium:FrozenLake-v1",
+        ),
+        "FrozenLake-v1",
+        {"is_slippery": False},
+        20,
+        (
+            OutcomeCheck("reached_goal", "v1", _reached_goal),
+            OutcomeCheck("no_hole_visited", "v1", _no_hole_visited),
+        ),
         AcceptancePolicy((CheckRequirement("reached_goal"), CheckRequirement("no_hole_visited"))),
-        lambda env: {"tile": int(env.unwrapped.s)})
+        lambda env: {"tile": int(_native(env).s)},
+    )
 
 
 def cartpole_task() -> GymTask:
     """Keep the pole up until the 500-step time limit: truncation is the success ending."""
     return GymTask(
-        EvalCase("Balance the pole for 500 steps", case_id="cartpole/survive-500",
-                 source_id="gymnasium:CartPole-v1", completion="truncated"),
-        "CartPole-v1", {}, 500,
-        (OutcomeCheck("survived", "v1", _survived),
-         OutcomeCheck("pole_within_limits", "v1", _pole_within_limits)),
+        EvalCase(
+            "Balance the pole for 500 steps",
+            case_id="cartpole/survive-500",
+            source_id="gymnasium:CartPole-v1",
+            completion="truncated",
+        ),
+        "CartPole-v1",
+        {},
+        500,
+        (
+            OutcomeCheck("survived", "v1", _survived),
+            OutcomeCheck("pole_within_limits", "v1", _pole_within_limits),
+        ),
         AcceptancePolicy((CheckRequirement("survived"), CheckRequirement("pole_within_limits"))),
-        lambda env: {"state": [float(value) for value in env.unwrapped.state]})
+        lambda env: {"state": [float(value) for value in _native(env).state]},
+    )
 
 
 def run_gym_task(task: GymTask, agent: Agent, *, seed: int) -> EpisodeEvidence:
@@ -137,7 +176,13 @@ def run_gym_task(task: GymTask, agent: Agent, *, seed: int) -> EpisodeEvidence:
                 return "finished"
         return "gave up"
 
-    return capture_episode(factory, interact, case=task.case,
-                           environment_id=f"{task.env_id}/native", observer_id="native-state/v1",
-                           observe=lambda: task.observe(holder["env"]), seed=seed,
-                           max_steps=task.max_steps)
+    return capture_episode(
+        factory,
+        interact,
+        case=task.case,
+        environment_id=f"{task.env_id}/native",
+        observer_id="native-state/v1",
+        observe=lambda: task.observe(holder["env"]),
+        seed=seed,
+        max_steps=task.max_steps,
+    )

@@ -13,21 +13,35 @@ from onrecord.html._compare import comparison_data, render_comparison_page
 from onrecord.html._data import report_data
 from onrecord.html._report import render_report_page
 
-__all__ = ["comparison_data", "render_comparison_page", "render_report_page", "report_data",
-           "write_comparison", "write_report"]
+__all__ = [
+    "comparison_data",
+    "render_comparison_page",
+    "render_report_page",
+    "report_data",
+    "write_comparison",
+    "write_report",
+]
 
 
-def write_report(source: str | Path, out: str | Path | None = None, *,
-                 grading: str | None = None, episodes: str = "auto",
-                 plots: str | Path | None = None, data_json: str | Path | None = None
-                 ) -> Path:
+def write_report(
+    source: str | Path,
+    out: str | Path | None = None,
+    *,
+    grading: str | None = None,
+    episodes: str = "auto",
+    plots: str | Path | None = None,
+    data_json: str | Path | None = None,
+) -> Path:
     """Render the report of a run directory (or report file) to ``out`` (default
     ``RUN/report.html``, or the report file's name with ``.html``)."""
     data = report_data(source, grading=grading, episodes=episodes, plots=plots)
     path = Path(source)
     if out is None:
-        out = (path / "report.html") if grading is None else \
-            path / "regrades" / grading / "report.html"
+        out = (
+            (path / "report.html")
+            if grading is None
+            else path / "regrades" / grading / "report.html"
+        )
         if not path.is_dir():
             out = path.with_suffix(".html")
     if data_json is not None:
@@ -35,8 +49,13 @@ def write_report(source: str | Path, out: str | Path | None = None, *,
     return atomic_write_bytes(out, render_report_page(data).encode())
 
 
-def write_comparison(source_a: str | Path, source_b: str | Path, out: str | Path,
-                     *, data_json: str | Path | None = None) -> tuple[Path, dict[str, Any]]:
+def write_comparison(
+    source_a: str | Path,
+    source_b: str | Path,
+    out: str | Path,
+    *,
+    data_json: str | Path | None = None,
+) -> tuple[Path, dict[str, Any]]:
     """Render the comparison of two runs (or report files); a refused comparison renders
     its reasons. Returns the path and the data."""
     data = comparison_data(source_a, source_b)
@@ -46,5 +65,6 @@ def write_comparison(source_a: str | Path, source_b: str | Path, out: str | Path
 
 
 def _save_json(path: str | Path, data: Any) -> None:
-    atomic_write_bytes(path, orjson.dumps(data, option=orjson.OPT_SORT_KEYS
-                                          | orjson.OPT_INDENT_2) + b"\n")
+    atomic_write_bytes(
+        path, orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
+    )

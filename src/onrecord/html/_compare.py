@@ -32,10 +32,13 @@ def load_report(source: str | Path) -> tuple[EvaluationReport, str]:
 def comparison_data(source_a: str | Path, source_b: str | Path) -> dict[str, Any]:
     """The comparison, or the reasons it is refused, as portable data."""
     (report_a, label_a), (report_b, label_b) = load_report(source_a), load_report(source_b)
-    data: dict[str, Any] = {"generator": f"onrecord {__version__}",
-                            "a": {"label": label_a, "digest": report_a.digest},
-                            "b": {"label": label_b, "digest": report_b.digest},
-                            "comparison": None, "refused": None}
+    data: dict[str, Any] = {
+        "generator": f"onrecord {__version__}",
+        "a": {"label": label_a, "digest": report_a.digest},
+        "b": {"label": label_b, "digest": report_b.digest},
+        "comparison": None,
+        "refused": None,
+    }
     try:
         data["comparison"] = compare_reports(report_a, report_b).to_dict()
     except ComparisonRefused as exc:
@@ -46,15 +49,19 @@ def comparison_data(source_a: str | Path, source_b: str | Path) -> dict[str, Any
 def render_comparison_page(data: Mapping[str, Any]) -> str:
     """The complete HTML of a comparison."""
     title = f"{data['a']['label']} vs {data['b']['label']}"
-    head = (f"<header><h1>Comparison</h1><p class=\"meta\">A = {esc(data['a']['label'])} "
-            f"<code>{esc(data['a']['digest'][:16])}</code> · B = {esc(data['b']['label'])} "
-            f"<code>{esc(data['b']['digest'][:16])}</code> · {esc(data['generator'])}</p>"
-            "</header>")
+    head = (
+        f'<header><h1>Comparison</h1><p class="meta">A = {esc(data["a"]["label"])} '
+        f"<code>{esc(data['a']['digest'][:16])}</code> · B = {esc(data['b']['label'])} "
+        f"<code>{esc(data['b']['digest'][:16])}</code> · {esc(data['generator'])}</p>"
+        "</header>"
+    )
     if data["refused"] is not None:
         reasons = "".join(f"<li>{esc(reason)}</li>" for reason in data["refused"])
-        body = (f'<section class="decision" id="refused"><h2><span class="badge reject">'
-                f"refused</span></h2><p>The two runs cannot be compared honestly:</p>"
-                f"<ul>{reasons}</ul></section>")
+        body = (
+            f'<section class="decision" id="refused"><h2><span class="badge reject">'
+            f"refused</span></h2><p>The two runs cannot be compared honestly:</p>"
+            f"<ul>{reasons}</ul></section>"
+        )
     else:
         body = _checks(data["comparison"]) + _measures(data["comparison"])
     return document(title, head + body, data, _SCRIPT)
@@ -63,40 +70,74 @@ def render_comparison_page(data: Mapping[str, Any]) -> str:
 def _checks(comparison: Mapping[str, Any]) -> str:
     rows, details = [], []
     for check in comparison["checks"]:
-        rows.append(f'<tr data-check="{esc(check["name"])}">' + cell(check["name"])
-                    + "".join(cell(check[k], css="num", data={"field": k, "value": check[k]})
-                              for k in ("both_pass", "only_a", "only_b", "both_fail",
-                                        "unmeasured"))
-                    + cell(f"{check['p_value']:.4g}", css="num",
-                           data={"field": "p_value", "value": check["p_value"]}) + "</tr>")
+        rows.append(
+            f'<tr data-check="{esc(check["name"])}">'
+            + cell(check["name"])
+            + "".join(
+                cell(check[k], css="num", data={"field": k, "value": check[k]})
+                for k in ("both_pass", "only_a", "only_b", "both_fail", "unmeasured")
+            )
+            + cell(
+                f"{check['p_value']:.4g}",
+                css="num",
+                data={"field": "p_value", "value": check["p_value"]},
+            )
+            + "</tr>"
+        )
         if check["discordant"]:
-            items = "".join(f'<li class="discordant">{esc(pair)}</li>'
-                            for pair in check["discordant"])
-            details.append(f"<details><summary>{esc(check['name'])}: "
-                           f"{len(check['discordant'])} discordant episodes</summary>"
-                           f"<ul>{items}</ul></details>")
-    return (f'<section id="checks-section"><h2>Checks ({comparison["pairs"]} paired '
-            "episodes)</h2><p class=\"meta\">A only: passes in A, fails in B (B regressed). "
-            "B only: the reverse. p: exact two-sided McNemar test of the discordant pairs."
-            "</p>" + table(("check", "both pass", "A only", "B only", "both fail",
-                            "not measured", "McNemar p"), rows, element_id="checks")
-            + "<h3>Discordant tasks</h3>" + ("".join(details) or "<p>none</p>")
-            + "</section>")
+            items = "".join(
+                f'<li class="discordant">{esc(pair)}</li>' for pair in check["discordant"]
+            )
+            details.append(
+                f"<details><summary>{esc(check['name'])}: "
+                f"{len(check['discordant'])} discordant episodes</summary>"
+                f"<ul>{items}</ul></details>"
+            )
+    return (
+        f'<section id="checks-section"><h2>Checks ({comparison["pairs"]} paired '
+        'episodes)</h2><p class="meta">A only: passes in A, fails in B (B regressed). '
+        "B only: the reverse. p: exact two-sided McNemar test of the discordant pairs."
+        "</p>"
+        + table(
+            ("check", "both pass", "A only", "B only", "both fail", "not measured", "McNemar p"),
+            rows,
+            element_id="checks",
+        )
+        + "<h3>Discordant tasks</h3>"
+        + ("".join(details) or "<p>none</p>")
+        + "</section>"
+    )
 
 
 def _measures(comparison: Mapping[str, Any]) -> str:
     measures = comparison["measures"]
     if not measures:
         return ""
-    rows = [f'<tr data-measure="{esc(m["name"])}">' + cell(m["name"]) +
-            cell(m["pairs"], css="num") + cell(f"{m['mean_a']:.4g}", css="num") +
-            cell(f"{m['mean_b']:.4g}", css="num") +
-            cell(f"{m['mean_difference']:+.4g}", css="num",
-                 data={"field": "mean_difference", "value": m["mean_difference"]}) +
-            cell(f"[{m['interval'][0]:+.4g}, {m['interval'][1]:+.4g}]", css="num",
-                 data={"field": "interval", "value": m["interval"]}) + "</tr>"
-            for m in measures]
-    return ('<section id="measures-section"><h2>Continuous measures (B − A)</h2>'
-            + table(("measure", "pairs", "mean A", "mean B", "B − A",
-                     "95% paired bootstrap interval"), rows, element_id="measures")
-            + "</section>")
+    rows = [
+        f'<tr data-measure="{esc(m["name"])}">'
+        + cell(m["name"])
+        + cell(m["pairs"], css="num")
+        + cell(f"{m['mean_a']:.4g}", css="num")
+        + cell(f"{m['mean_b']:.4g}", css="num")
+        + cell(
+            f"{m['mean_difference']:+.4g}",
+            css="num",
+            data={"field": "mean_difference", "value": m["mean_difference"]},
+        )
+        + cell(
+            f"[{m['interval'][0]:+.4g}, {m['interval'][1]:+.4g}]",
+            css="num",
+            data={"field": "interval", "value": m["interval"]},
+        )
+        + "</tr>"
+        for m in measures
+    ]
+    return (
+        '<section id="measures-section"><h2>Continuous measures (B − A)</h2>'
+        + table(
+            ("measure", "pairs", "mean A", "mean B", "B − A", "95% paired bootstrap interval"),
+            rows,
+            element_id="measures",
+        )
+        + "</section>"
+    )

@@ -53,13 +53,17 @@ def cell(text: Any, *, css: str = "", data: dict[str, Any] | None = None) -> str
     return f'<td class="{esc(css)}"{attributes}>{esc(text)}</td>'
 
 
-def table(headers: Sequence[str], rows: Iterable[str], *, css: str = "",
-          element_id: str = "") -> str:
+def table(
+    headers: Sequence[str], rows: Iterable[str], *, css: str = "", element_id: str = ""
+) -> str:
     """A table from pre-rendered ``<tr>`` rows."""
     ident = f' id="{esc(element_id)}"' if element_id else ""
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    return (f'<table class="{esc(css)}"{ident}><thead><tr>{head}</tr></thead><tbody>'
-            + "".join(rows) + "</tbody></table>")
+    return (
+        f'<table class="{esc(css)}"{ident}><thead><tr>{head}</tr></thead><tbody>'
+        + "".join(rows)
+        + "</tbody></table>"
+    )
 
 
 def embed_json(value: Any) -> str:
@@ -70,10 +74,12 @@ def embed_json(value: Any) -> str:
 
 def document(title: str, body: str, data: Any, script: str) -> str:
     """The whole self-contained page."""
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width,initial-scale=1">'
-            f'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-            f'img-src data:; style-src \'unsafe-inline\'; script-src \'unsafe-inline\'">'
-            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>{body}"
-            f'<script type="application/json" id="onrecord-data">{embed_json(data)}</script>'
-            f"<script>{script}</script></body></html>")
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        f"img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>{body}"
+        f'<script type="application/json" id="onrecord-data">{embed_json(data)}</script>'
+        f"<script>{script}</script></body></html>"
+    )

@@ -14,8 +14,17 @@ __all__ = ["render_report_page"]
 
 def render_report_page(data: Mapping[str, Any]) -> str:
     """The complete HTML of a run report built from ``report_data``."""
-    body = "".join((_header(data), _decision(data), _checks(data), _pass_hat_k(data),
-                    _tasks(data), _episodes(data), _plots(data)))
+    body = "".join(
+        (
+            _header(data),
+            _decision(data),
+            _checks(data),
+            _pass_hat_k(data),
+            _tasks(data),
+            _episodes(data),
+            _plots(data),
+        )
+    )
     return document(str(data["title"]), body, data, EPISODE_SCRIPT)
 
 
@@ -23,11 +32,13 @@ def _header(data: Mapping[str, Any]) -> str:
     run = data["run"]
     meta = f"report <code>{esc(data['report_digest'][:16])}</code> · {esc(data['generator'])}"
     if run:
-        meta = (f"run <code>{esc(run['run_id'])}</code> · {esc(run['environment'])} "
-                f"{esc(run['environment_config'] or '')} · agent <b>{esc(run['agent'])}</b> · "
-                f"{run['tasks']} tasks × {len(run['seeds'])} seeds × {run['repeats']} repeats "
-                f"· max {run['max_steps']} steps · grading {esc(run['grading'])} · "
-                f"started {esc(run['created'])} · " + meta)
+        meta = (
+            f"run <code>{esc(run['run_id'])}</code> · {esc(run['environment'])} "
+            f"{esc(run['environment_config'] or '')} · agent <b>{esc(run['agent'])}</b> · "
+            f"{run['tasks']} tasks × {len(run['seeds'])} seeds × {run['repeats']} repeats "
+            f"· max {run['max_steps']} steps · grading {esc(run['grading'])} · "
+            f"started {esc(run['created'])} · " + meta
+        )
     return f'<header><h1>{esc(data["title"])}</h1><p class="meta">{meta}</p></header>'
 
 
@@ -38,91 +49,158 @@ def _decision(data: Mapping[str, Any]) -> str:
         badge = '<span class="badge indeterminate" id="decision">no policy</span>'
         reasons = "<p>This report file has no decision next to it; run `onrecord gate`.</p>"
     else:
-        badge = (f'<span class="badge {esc(decision["decision"])}" id="decision" '
-                 f'data-decision="{esc(decision["decision"])}">{esc(decision["decision"])}'
-                 "</span>")
-        reasons = "<ul>" + "".join(f"<li>{esc(r)}</li>" for r in decision["reasons"][:30]) + \
-            "</ul>" if decision["reasons"] else "<p>every requirement met</p>"
+        badge = (
+            f'<span class="badge {esc(decision["decision"])}" id="decision" '
+            f'data-decision="{esc(decision["decision"])}">{esc(decision["decision"])}'
+            "</span>"
+        )
+        reasons = (
+            "<ul>" + "".join(f"<li>{esc(r)}</li>" for r in decision["reasons"][:30]) + "</ul>"
+            if decision["reasons"]
+            else "<p>every requirement met</p>"
+        )
     summary = data["summary"]
-    line = (f'<p><b data-field="trials">{summary["trials"]}</b> episodes · pass rate '
-            f'<b data-field="pass_rate" data-value="{summary["pass_rate"]}">'
-            f'{percent(summary["pass_rate"])}</b> (95% interval '
-            f'{percent(summary["interval"][0])}–{percent(summary["interval"][1])}) · '
-            f'outcomes {esc(summary["outcomes"])}</p>')
-    return (f'<section class="decision" id="decision-section"><h2>Decision {badge}</h2>'
-            f"{line}<h3>Findings</h3><ul id=\"findings\">{findings}</ul>"
-            f"<h3>Reasons</h3>{reasons}</section>")
+    line = (
+        f'<p><b data-field="trials">{summary["trials"]}</b> episodes · pass rate '
+        f'<b data-field="pass_rate" data-value="{summary["pass_rate"]}">'
+        f"{percent(summary['pass_rate'])}</b> (95% interval "
+        f"{percent(summary['interval'][0])}–{percent(summary['interval'][1])}) · "
+        f"outcomes {esc(summary['outcomes'])}</p>"
+    )
+    return (
+        f'<section class="decision" id="decision-section"><h2>Decision {badge}</h2>'
+        f'{line}<h3>Findings</h3><ul id="findings">{findings}</ul>'
+        f"<h3>Reasons</h3>{reasons}</section>"
+    )
 
 
 def _checks(data: Mapping[str, Any]) -> str:
     checks = data["summary"]["checks"]
-    rows = [f'<tr data-check="{esc(c["name"])}">' + cell(c["name"]) +
-            cell(data["versions"].get(c["name"], "")) +
-            cell(c["passed"], css="num", data={"field": "passed", "value": c["passed"]}) +
-            cell(c["failed"], css="num", data={"field": "failed", "value": c["failed"]}) +
-            cell(c["unmeasured"], css="num",
-                 data={"field": "unmeasured", "value": c["unmeasured"]}) +
-            cell(percent(c["pass_rate"]), css="num",
-                 data={"field": "pass_rate", "value": c["pass_rate"]}) +
-            cell(f"{percent(c['interval'][0])} – {percent(c['interval'][1])}", css="num",
-                 data={"field": "interval", "value": c["interval"]}) +
-            cell(percent(c["coverage"]), css="num") + "</tr>" for c in checks]
-    chart = interval_chart([(c["name"], c["pass_rate"], *c["interval"]) for c in checks],
-                           title="pass rate per check with 95% Wilson interval")
-    return ('<section id="checks-section"><h2>Pass rate per check</h2>'
-            + table(("check", "version", "passed", "failed", "not measured", "pass rate",
-                     "95% interval", "coverage"), rows, element_id="checks") + chart
-            + "</section>")
+    rows = [
+        f'<tr data-check="{esc(c["name"])}">'
+        + cell(c["name"])
+        + cell(data["versions"].get(c["name"], ""))
+        + cell(c["passed"], css="num", data={"field": "passed", "value": c["passed"]})
+        + cell(c["failed"], css="num", data={"field": "failed", "value": c["failed"]})
+        + cell(c["unmeasured"], css="num", data={"field": "unmeasured", "value": c["unmeasured"]})
+        + cell(
+            percent(c["pass_rate"]), css="num", data={"field": "pass_rate", "value": c["pass_rate"]}
+        )
+        + cell(
+            f"{percent(c['interval'][0])} – {percent(c['interval'][1])}",
+            css="num",
+            data={"field": "interval", "value": c["interval"]},
+        )
+        + cell(percent(c["coverage"]), css="num")
+        + "</tr>"
+        for c in checks
+    ]
+    chart = interval_chart(
+        [(c["name"], c["pass_rate"], *c["interval"]) for c in checks],
+        title="pass rate per check with 95% Wilson interval",
+    )
+    return (
+        '<section id="checks-section"><h2>Pass rate per check</h2>'
+        + table(
+            (
+                "check",
+                "version",
+                "passed",
+                "failed",
+                "not measured",
+                "pass rate",
+                "95% interval",
+                "coverage",
+            ),
+            rows,
+            element_id="checks",
+        )
+        + chart
+        + "</section>"
+    )
 
 
 def _pass_hat_k(data: Mapping[str, Any]) -> str:
     values = data["summary"]["pass_hat_k"]
     if not values:
         return ""
-    rows = [f"<tr>{cell(k)}" + cell(f"{v:.3f}", css="num", data={"k": k, "value": v})
-            + "</tr>" for k, v in values.items()]
-    return ('<section id="passk-section"><h2>pass^k</h2><p class="meta">the chance that k '
-            "repeats of a task all pass (every check, full coverage)</p>"
-            + table(("k", "pass^k"), rows, element_id="passk") + "</section>")
+    rows = [
+        f"<tr>{cell(k)}" + cell(f"{v:.3f}", css="num", data={"k": k, "value": v}) + "</tr>"
+        for k, v in values.items()
+    ]
+    return (
+        '<section id="passk-section"><h2>pass^k</h2><p class="meta">the chance that k '
+        "repeats of a task all pass (every check, full coverage)</p>"
+        + table(("k", "pass^k"), rows, element_id="passk")
+        + "</section>"
+    )
 
 
 def _tasks(data: Mapping[str, Any]) -> str:
-    rows = [f'<tr data-task="{esc(t["case_id"])}">' + cell(t["case_id"]) +
-            cell(t["episodes"], css="num") + cell(t["pass"], css="num pass") +
-            cell(t["fail"], css="num fail") + cell(t["incomplete"], css="num incomplete") +
-            cell(percent(t["pass_rate"]), css="num", data={"value": t["pass_rate"]}) +
-            cell(", ".join(t["failing_checks"])) + "</tr>" for t in data["tasks"]]
-    return ('<section id="tasks-section"><h2>Per task</h2><input type="search" '
-            'id="task-filter" placeholder="filter tasks">'
-            + table(("task", "episodes", "pass", "fail", "incomplete", "pass rate",
-                     "failing checks"), rows, element_id="tasks") + "</section>")
+    rows = [
+        f'<tr data-task="{esc(t["case_id"])}">'
+        + cell(t["case_id"])
+        + cell(t["episodes"], css="num")
+        + cell(t["pass"], css="num pass")
+        + cell(t["fail"], css="num fail")
+        + cell(t["incomplete"], css="num incomplete")
+        + cell(percent(t["pass_rate"]), css="num", data={"value": t["pass_rate"]})
+        + cell(", ".join(t["failing_checks"]))
+        + "</tr>"
+        for t in data["tasks"]
+    ]
+    return (
+        '<section id="tasks-section"><h2>Per task</h2><input type="search" '
+        'id="task-filter" placeholder="filter tasks">'
+        + table(
+            ("task", "episodes", "pass", "fail", "incomplete", "pass rate", "failing checks"),
+            rows,
+            element_id="tasks",
+        )
+        + "</section>"
+    )
 
 
 def _episodes(data: Mapping[str, Any]) -> str:
     episodes = data["episodes"]
     if not episodes:
         return ""
-    rows = [f'<tr data-index="{index}" data-key="{esc(e["case_id"])}#{e["repeat"]}">'
-            + cell(e["case_id"]) + cell(e["repeat"], css="num") + cell(e["seed"], css="num")
-            + cell(e["outcome"], css=e["outcome"]) + cell(e["ended"])
-            + cell(", ".join(r["name"] for r in e["results"] if r["status"] != "pass"))
-            + "</tr>" for index, e in enumerate(episodes)]
+    rows = [
+        f'<tr data-index="{index}" data-key="{esc(e["case_id"])}#{e["repeat"]}">'
+        + cell(e["case_id"])
+        + cell(e["repeat"], css="num")
+        + cell(e["seed"], css="num")
+        + cell(e["outcome"], css=e["outcome"])
+        + cell(e["ended"])
+        + cell(", ".join(r["name"] for r in e["results"] if r["status"] != "pass"))
+        + "</tr>"
+        for index, e in enumerate(episodes)
+    ]
     note = f'<p class="meta">{esc(data["detail_note"])}</p>' if data["detail_note"] else ""
-    return ('<section id="episodes-section"><h2>Episodes</h2><p class="meta">click an episode '
-            "for its timeline, row diff, audit history and failing checks</p>" + note
-            + table(("task", "repeat", "seed", "outcome", "ended", "checks not passed"), rows,
-                    css="episodes")
-            + '<div id="episode-view"><noscript>enable JavaScript to see episode details'
-            "</noscript></div></section>")
+    return (
+        '<section id="episodes-section"><h2>Episodes</h2><p class="meta">click an episode '
+        "for its timeline, row diff, audit history and failing checks</p>"
+        + note
+        + table(
+            ("task", "repeat", "seed", "outcome", "ended", "checks not passed"),
+            rows,
+            css="episodes",
+        )
+        + '<div id="episode-view"><noscript>enable JavaScript to see episode details'
+        "</noscript></div></section>"
+    )
 
 
 def _plots(data: Mapping[str, Any]) -> str:
     parts = []
     if data["horizons"]:
-        parts.append("<h3>Forecast pass rate by horizon</h3>" + horizon_chart(
-            data["horizons"], title="pass rate by horizon per coordinate"))
-    parts += [f'<figure><img alt="{esc(image["name"])}" src="{image["src"]}">'
-              f'<figcaption>{esc(image["name"])}</figcaption></figure>'
-              for image in data["images"]]
-    return f'<section id="plots-section"><h2>Plots</h2>{"".join(parts)}</section>' \
-        if parts else ""
+        parts.append(
+            "<h3>Forecast pass rate by horizon</h3>"
+            + horizon_chart(data["horizons"], title="pass rate by horizon per coordinate")
+        )
+    parts += [
+        f'<figure><img alt="{esc(image["name"])}" src="{image["src"]}">'
+        f"<figcaption>{esc(image['name'])}</figcaption></figure>"
+        for image in data["images"]
+    ]
+    return f'<section id="plots-section"><h2>Plots</h2>{"".join(parts)}</section>' if parts else ""

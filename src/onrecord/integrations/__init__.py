@@ -1,3 +1,4 @@
-"""Integrations with other frameworks; each is a subpackage (``onrecord.integrations.gymnasium``)."""
+"""Integrations with other frameworks, one subpackage each
+(``onrecord.integrations.gymnasium``)."""
 
 __all__: list[str] = []

@@ -24,8 +24,7 @@ __all__ = ["REPORT_SCHEMA", "EvaluationReport", "build_lock"]
 REPORT_SCHEMA = "onrecord.report/v1"
 
 
-def build_lock(trials: Iterable[Trial], extra: Mapping[str, Any] | None = None
-               ) -> dict[str, Any]:
+def build_lock(trials: Iterable[Trial], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Everything two reports must share to be compared: library, check versions,
     environment settings and the exact set of cases, repeats and seeds."""
     checks: dict[str, str] = {}
@@ -34,20 +33,30 @@ def build_lock(trials: Iterable[Trial], extra: Mapping[str, Any] | None = None
     for trial in trials:
         for result in trial.results:
             if checks.setdefault(result.name, result.version) != result.version:
-                raise InputError(f"check {result.name!r} appears with two versions "
-                                 f"({checks[result.name]!r} and {result.version!r}) in one "
-                                 "report; evaluate every trial with the same checks")
+                raise InputError(
+                    f"check {result.name!r} appears with two versions "
+                    f"({checks[result.name]!r} and {result.version!r}) in one "
+                    "report; evaluate every trial with the same checks"
+                )
         settings = {key: value for key, value in trial.settings.items() if key != "seed"}
         environments[content_digest(settings)] = settings
         cases.setdefault((trial.case["case_id"], trial.case["content_digest"]), []).append(
-            [trial.repeat, trial.settings.get("seed")])
-    return {"library": {"name": "onrecord", "version": __version__},
-            "checks": dict(sorted(checks.items())),
-            "environments": [environments[key] for key in sorted(environments)],
-            "cases": [{"case_id": case_id, "content_digest": digest,
-                       "trials": sorted(trials_, key=lambda item: item[0])}
-                      for (case_id, digest), trials_ in sorted(cases.items())],
-            **to_portable(dict(extra or {}), "$.lock")}
+            [trial.repeat, trial.settings.get("seed")]
+        )
+    return {
+        "library": {"name": "onrecord", "version": __version__},
+        "checks": dict(sorted(checks.items())),
+        "environments": [environments[key] for key in sorted(environments)],
+        "cases": [
+            {
+                "case_id": case_id,
+                "content_digest": digest,
+                "trials": sorted(trials_, key=lambda item: item[0]),
+            }
+            for (case_id, digest), trials_ in sorted(cases.items())
+        ],
+        **to_portable(dict(extra or {}), "$.lock"),
+    }
 
 
 class EvaluationReport:
@@ -61,12 +70,15 @@ class EvaluationReport:
         self._digest = content_digest(self._body())
         keys = [trial.key for trial in self._trials]
         if len(keys) != len(set(keys)):
-            raise InputError("a report holds one trial per (case, repeat); found duplicates: "
-                             "give each repeat its own repeat number")
+            raise InputError(
+                "a report holds one trial per (case, repeat); found duplicates: "
+                "give each repeat its own repeat number"
+            )
 
     @classmethod
-    def from_trials(cls, trials: Iterable[Trial], *, lock_extra: Mapping[str, Any] | None = None
-                    ) -> EvaluationReport:
+    def from_trials(
+        cls, trials: Iterable[Trial], *, lock_extra: Mapping[str, Any] | None = None
+    ) -> EvaluationReport:
         """Build a report and derive its lock from the trials."""
         trials = tuple(trials)
         return cls(trials, build_lock(trials, lock_extra))
@@ -99,16 +111,22 @@ class EvaluationReport:
     @property
     def coverage_issues(self) -> tuple[str, ...]:
         """Every trial's coverage issues, prefixed with the trial it belongs to."""
-        return tuple(f"{trial.case['case_id']}#{trial.repeat}: {issue}"
-                     for trial in self._trials for issue in trial.coverage_issues)
+        return tuple(
+            f"{trial.case['case_id']}#{trial.repeat}: {issue}"
+            for trial in self._trials
+            for issue in trial.coverage_issues
+        )
 
     def summary(self) -> ReportSummary:
         """Pass rates with Wilson intervals, coverage and pass^k."""
         return summarize(self._trials, self.check_names)
 
     def _body(self) -> dict[str, Any]:
-        return {"schema": REPORT_SCHEMA, "lock": self._lock,
-                "trials": [trial.to_dict() for trial in self._trials]}
+        return {
+            "schema": REPORT_SCHEMA,
+            "lock": self._lock,
+            "trials": [trial.to_dict() for trial in self._trials],
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form, with digest."""
@@ -131,12 +149,16 @@ class EvaluationReport:
             raise SchemaError("a report needs a 'lock' object and a 'trials' list")
         report = cls((Trial.from_dict(item) for item in data["trials"]), data["lock"])
         if data.get("digest") != report.digest:
-            raise DigestMismatch(f"report digest is {data.get('digest')!r} but its content "
-                                 f"hashes to {report.digest!r}: it was changed after saving")
+            raise DigestMismatch(
+                f"report digest is {data.get('digest')!r} but its content "
+                f"hashes to {report.digest!r}: it was changed after saving"
+            )
         expected = build_lock(report.trials, _extra(data["lock"]))
         if expected != data["lock"] | {"library": expected["library"]}:
-            raise ConsistencyError("the report's lock does not match its trials (checks, "
-                                   "environments or cases differ); it was edited")
+            raise ConsistencyError(
+                "the report's lock does not match its trials (checks, "
+                "environments or cases differ); it was edited"
+            )
         return report
 
     @classmethod
@@ -145,10 +167,15 @@ class EvaluationReport:
         return cls.from_dict(load_record_bytes(Path(path).read_bytes(), str(path)))
 
     def __repr__(self) -> str:
-        return (f"EvaluationReport(trials={len(self._trials)}, checks={len(self.check_names)}, "
-                f"digest={self._digest[:12]!r})")
+        return (
+            f"EvaluationReport(trials={len(self._trials)}, checks={len(self.check_names)}, "
+            f"digest={self._digest[:12]!r})"
+        )
 
 
 def _extra(lock: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in lock.items()
-            if key not in ("library", "checks", "environments", "cases")}
+    return {
+        key: value
+        for key, value in lock.items()
+        if key not in ("library", "checks", "environments", "cases")
+    }

@@ -12,8 +12,7 @@ from onrecord.errors import InputError, SchemaError
 __all__ = ["STATUSES", "CheckResult", "Status", "Trial"]
 
 Status = Literal["pass", "fail", "not_measured", "evaluator_error", "model_error"]
-STATUSES: tuple[Status, ...] = ("pass", "fail", "not_measured", "evaluator_error",
-                                "model_error")
+STATUSES: tuple[Status, ...] = ("pass", "fail", "not_measured", "evaluator_error", "model_error")
 
 
 @dataclass(frozen=True)
@@ -33,10 +32,10 @@ class CheckResult:
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
-            raise InputError(f"CheckResult.status must be one of {STATUSES}, got "
-                             f"{self.status!r}")
-        object.__setattr__(self, "evidence",
-                           to_portable(dict(self.evidence), f"$.results.{self.name}.evidence"))
+            raise InputError(f"CheckResult.status must be one of {STATUSES}, got {self.status!r}")
+        object.__setattr__(
+            self, "evidence", to_portable(dict(self.evidence), f"$.results.{self.name}.evidence")
+        )
 
     @property
     def passed(self) -> bool | None:
@@ -45,15 +44,21 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form."""
-        return {"name": self.name, "version": self.version, "status": self.status,
-                "reason": self.reason, "evidence": dict(self.evidence)}
+        return {
+            "name": self.name,
+            "version": self.version,
+            "status": self.status,
+            "reason": self.reason,
+            "evidence": dict(self.evidence),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
         """Inverse of ``to_dict``."""
         try:
-            return cls(data["name"], data["version"], data["status"], data["reason"],
-                       data["evidence"])
+            return cls(
+                data["name"], data["version"], data["status"], data["reason"], data["evidence"]
+            )
         except (KeyError, TypeError) as exc:
             raise SchemaError(f"check result {data!r:.80} is malformed: {exc}") from exc
 
@@ -79,15 +84,19 @@ class Trial:
 
     def __post_init__(self) -> None:
         if not {"case_id", "content_digest"} <= set(self.case):
-            raise InputError("Trial.case must hold case_id and content_digest (use "
-                             "EvalCase.identity)")
+            raise InputError(
+                "Trial.case must hold case_id and content_digest (use EvalCase.identity)"
+            )
         names = [result.name for result in self.results]
         if len(names) != len(set(names)):
-            raise InputError(f"Trial of case {self.case['case_id']!r} has a check twice: "
-                             f"{sorted(name for name in names if names.count(name) > 1)}")
+            raise InputError(
+                f"Trial of case {self.case['case_id']!r} has a check twice: "
+                f"{sorted(name for name in names if names.count(name) > 1)}"
+            )
         for label in ("case", "source", "measures", "settings"):
-            object.__setattr__(self, label, to_portable(dict(getattr(self, label)),
-                                                        f"$.trial.{label}"))
+            object.__setattr__(
+                self, label, to_portable(dict(getattr(self, label)), f"$.trial.{label}")
+            )
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -110,17 +119,28 @@ class Trial:
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form."""
-        return {"case": dict(self.case), "repeat": self.repeat, "source": dict(self.source),
-                "results": [result.to_dict() for result in self.results],
-                "coverage_issues": list(self.coverage_issues),
-                "measures": dict(self.measures), "settings": dict(self.settings)}
+        return {
+            "case": dict(self.case),
+            "repeat": self.repeat,
+            "source": dict(self.source),
+            "results": [result.to_dict() for result in self.results],
+            "coverage_issues": list(self.coverage_issues),
+            "measures": dict(self.measures),
+            "settings": dict(self.settings),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Trial:
         """Inverse of ``to_dict``."""
         try:
-            return cls(data["case"], data["repeat"], data["source"],
-                       tuple(CheckResult.from_dict(item) for item in data["results"]),
-                       tuple(data["coverage_issues"]), data["measures"], data["settings"])
+            return cls(
+                data["case"],
+                data["repeat"],
+                data["source"],
+                tuple(CheckResult.from_dict(item) for item in data["results"]),
+                tuple(data["coverage_issues"]),
+                data["measures"],
+                data["settings"],
+            )
         except (KeyError, TypeError) as exc:
             raise SchemaError(f"trial record is malformed: missing or wrong {exc}") from exc

@@ -57,13 +57,25 @@ class ReportSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form for JSON output."""
-        return {"trials": self.trials, "outcomes": self.outcomes, "pass_rate": self.pass_rate,
-                "interval": list(self.interval),
-                "pass_hat_k": {str(k): value for k, value in self.pass_hat_k.items()},
-                "checks": [{"name": check.name, "passed": check.passed, "failed": check.failed,
-                            "unmeasured": check.unmeasured, "pass_rate": check.pass_rate,
-                            "interval": list(check.interval), "coverage": check.coverage}
-                           for check in self.checks]}
+        return {
+            "trials": self.trials,
+            "outcomes": self.outcomes,
+            "pass_rate": self.pass_rate,
+            "interval": list(self.interval),
+            "pass_hat_k": {str(k): value for k, value in self.pass_hat_k.items()},
+            "checks": [
+                {
+                    "name": check.name,
+                    "passed": check.passed,
+                    "failed": check.failed,
+                    "unmeasured": check.unmeasured,
+                    "pass_rate": check.pass_rate,
+                    "interval": list(check.interval),
+                    "coverage": check.coverage,
+                }
+                for check in self.checks
+            ],
+        }
 
 
 def summarize(trials: Sequence[Trial], check_names: Sequence[str]) -> ReportSummary:
@@ -77,14 +89,17 @@ def summarize(trials: Sequence[Trial], check_names: Sequence[str]) -> ReportSumm
         tally[0] += outcome == "pass"
         tally[1] += 1
     most_repeats = max((total for _, total in per_case.values()), default=0)
-    hat = {k: pass_hat_k([(p, n) for p, n in per_case.values()], k)
-           for k in range(1, most_repeats + 1)}
+    hat = {
+        k: pass_hat_k([(p, n) for p, n in per_case.values()], k) for k in range(1, most_repeats + 1)
+    }
     return ReportSummary(
-        trials=len(trials), outcomes=outcomes,
+        trials=len(trials),
+        outcomes=outcomes,
         pass_rate=outcomes["pass"] / len(trials) if trials else None,
         interval=wilson_interval(outcomes["pass"], len(trials)),
         checks=tuple(_check_summary(trials, name) for name in check_names),
-        pass_hat_k={k: value for k, value in hat.items() if value is not None})
+        pass_hat_k={k: value for k, value in hat.items() if value is not None},
+    )
 
 
 def _check_summary(trials: Sequence[Trial], name: str) -> CheckSummary:
@@ -95,6 +110,11 @@ def _check_summary(trials: Sequence[Trial], name: str) -> CheckSummary:
         passed += status == "pass"
         failed += status == "fail"
     measured = passed + failed
-    return CheckSummary(name, passed, failed, len(trials) - measured,
-                        passed / measured if measured else None,
-                        wilson_interval(passed, measured))
+    return CheckSummary(
+        name,
+        passed,
+        failed,
+        len(trials) - measured,
+        passed / measured if measured else None,
+        wilson_interval(passed, measured),
+    )

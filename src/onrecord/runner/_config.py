@@ -21,11 +21,21 @@ from onrecord.policy import AcceptancePolicy
 __all__ = ["RunConfig", "load_config", "load_tasks", "parse_seeds"]
 
 _TYPES: dict[str, tuple[type, ...]] = {
-    "environment": (str,), "agent": (str,), "tasks": (list, str), "tasks_file": (str,),
-    "repeats": (int,), "seeds": (list, str, int), "max_steps": (int,),
-    "checks": (list, str), "policy": (str, dict), "options": (dict,),
-    "environment_config": (dict,), "executor": (str,), "workers": (int,),
-    "address": (str,), "out": (str,),
+    "environment": (str,),
+    "agent": (str,),
+    "tasks": (list, str),
+    "tasks_file": (str,),
+    "repeats": (int,),
+    "seeds": (list, str, int),
+    "max_steps": (int,),
+    "checks": (list, str),
+    "policy": (str, dict),
+    "options": (dict,),
+    "environment_config": (dict,),
+    "executor": (str,),
+    "workers": (int,),
+    "address": (str,),
+    "out": (str,),
 }
 
 
@@ -51,8 +61,11 @@ class RunConfig:
 
     def merged(self, overrides: RunConfig) -> RunConfig:
         """This config with every field ``overrides`` sets replaced."""
-        changes = {f.name: getattr(overrides, f.name) for f in fields(self)
-                   if getattr(overrides, f.name) is not None}
+        changes = {
+            f.name: getattr(overrides, f.name)
+            for f in fields(self)
+            if getattr(overrides, f.name) is not None
+        }
         return replace(self, **changes)
 
     def acceptance_policy(self) -> AcceptancePolicy | None:
@@ -82,8 +95,10 @@ def parse_seeds(value: Any, where: str = "seeds") -> list[int]:
         try:
             seeds += list(range(int(low), int(high) + 1)) if dash else [int(low)]
         except ValueError as exc:
-            raise InputError(f"{where}: {part.strip()!r} is not a seed or a range like 0-9; "
-                             "write seeds as 0,1,2 or 0-9") from exc
+            raise InputError(
+                f"{where}: {part.strip()!r} is not a seed or a range like 0-9; "
+                "write seeds as 0,1,2 or 0-9"
+            ) from exc
     return seeds
 
 
@@ -98,8 +113,9 @@ def load_config(path: str | Path) -> RunConfig:
         raise InputError(f"cannot read the config {source}: {exc.strerror}") from exc
     unknown = sorted(set(data) - set(_TYPES))
     if unknown:
-        raise InputError(f"{source}: unknown key {unknown[0]!r}; allowed keys: "
-                         f"{', '.join(sorted(_TYPES))}")
+        raise InputError(
+            f"{source}: unknown key {unknown[0]!r}; allowed keys: {', '.join(sorted(_TYPES))}"
+        )
     for key, value in data.items():
         if not isinstance(value, _TYPES[key]) or isinstance(value, bool):
             expected = " or ".join(_TYPE_NAMES[t] for t in _TYPES[key])
@@ -138,10 +154,16 @@ def load_tasks(path: str | Path) -> list[EvalCase]:
     for number, item in enumerate(items, start=1):
         if not isinstance(item, Mapping) or "case_id" not in item or "input" not in item:
             raise InputError(f"{source}: task {number} needs at least 'case_id' and 'input'")
-        cases.append(EvalCase(item["input"], item.get("expected_output"),
-                              case_id=item["case_id"], source_id=item.get("source_id"),
-                              metadata=item.get("metadata"),
-                              completion=item.get("completion", "terminated")))
+        cases.append(
+            EvalCase(
+                item["input"],
+                item.get("expected_output"),
+                case_id=item["case_id"],
+                source_id=item.get("source_id"),
+                metadata=item.get("metadata"),
+                completion=item.get("completion", "terminated"),
+            )
+        )
     if not cases:
         raise InputError(f"{source} holds no tasks")
     return cases

@@ -27,6 +27,7 @@ Policy = Callable[[Any], int | None]
 
 def policy_agent(make: Callable[[], Policy]) -> AgentFactory:
     """An agent from ``observation -> action`` (None gives up)."""
+
     def factory(context: AgentContext) -> Interact:
         act = make()
 
@@ -36,17 +37,23 @@ def policy_agent(make: Callable[[], Policy]) -> AgentFactory:
                 if terminated or truncated:
                     return "finished"
             return "gave up"
+
         return interact
+
     return agent_factory(factory)
 
 
 class _TaskProvider(GymnasiumProvider):
     def __init__(self, task: GymTask, agents: dict[str, Callable[[], Policy]]) -> None:
-        super().__init__(lambda: gym.make(task.env_id, **task.env_kwargs),
-                         environment_id=f"{task.env_id}/native", tasks=(task.case,),
-                         checks=task.checks, observe=task.observe,
-                         observer_id="native-state/v1",
-                         agents={name: policy_agent(make) for name, make in agents.items()})
+        super().__init__(
+            lambda: gym.make(task.env_id, **task.env_kwargs),
+            environment_id=f"{task.env_id}/native",
+            tasks=(task.case,),
+            checks=task.checks,
+            observe=task.observe,
+            observer_id="native-state/v1",
+            agents={name: policy_agent(make) for name, make in agents.items()},
+        )
         self.policy = task.policy
         self.default_max_steps = task.max_steps
 

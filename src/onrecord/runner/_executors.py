@@ -16,18 +16,25 @@ from typing import Any
 from onrecord.errors import InputError
 from onrecord.runner._job import EpisodeJob, JobResult, run_chunk
 
-__all__ = ["EXECUTORS", "Executor", "InProcessExecutor", "ProcessPoolExecutor", "RayExecutor",
-           "make_executor"]
+__all__ = [
+    "EXECUTORS",
+    "Executor",
+    "InProcessExecutor",
+    "ProcessPoolExecutor",
+    "RayExecutor",
+    "make_executor",
+]
 
 EXECUTORS = ("inprocess", "process", "ray")
 
 
-def _chunks(jobs: Sequence[EpisodeJob], workers: int, chunk_size: int | None
-            ) -> list[list[EpisodeJob]]:
+def _chunks(
+    jobs: Sequence[EpisodeJob], workers: int, chunk_size: int | None
+) -> list[list[EpisodeJob]]:
     # Several episodes per message amortize pickling and scheduling; small enough that
     # every worker gets many chunks and progress stays smooth.
     size = chunk_size or max(1, min(32, len(jobs) // (workers * 8) or 1))
-    return [list(jobs[start:start + size]) for start in range(0, len(jobs), size)]
+    return [list(jobs[start : start + size]) for start in range(0, len(jobs), size)]
 
 
 class Executor:
@@ -71,7 +78,8 @@ class ProcessPoolExecutor(Executor):
         self.workers = workers
         self.chunk_size = chunk_size
         self._pool = cf.ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn")
+        )
 
     def run(self, jobs: Sequence[EpisodeJob]) -> Iterator[JobResult]:
         chunks = iter(_chunks(jobs, self.workers, self.chunk_size))
@@ -99,9 +107,14 @@ class RayExecutor(Executor):
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, *, workers: int | None = None,
-                 chunk_size: int | None = None,
-                 runtime_env: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        workers: int | None = None,
+        chunk_size: int | None = None,
+        runtime_env: dict[str, Any] | None = None,
+    ) -> None:
         try:
             import ray
         except ImportError as exc:
@@ -109,8 +122,12 @@ class RayExecutor(Executor):
         self._ray = ray
         self._started = not ray.is_initialized()
         if self._started:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                     runtime_env=runtime_env)
+            ray.init(
+                address=address,
+                include_dashboard=False,
+                log_to_driver=False,
+                runtime_env=runtime_env,
+            )
         cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
         self.workers = workers or max(1, int(cpus))
         self.chunk_size = chunk_size
@@ -138,8 +155,9 @@ class RayExecutor(Executor):
             self._ray.shutdown()
 
 
-def make_executor(name: str = "inprocess", *, workers: int | None = None,
-                  address: str | None = None) -> Executor:
+def make_executor(
+    name: str = "inprocess", *, workers: int | None = None, address: str | None = None
+) -> Executor:
     """An executor by name: ``inprocess``, ``process`` (``workers`` processes, default the
     CPU count) or ``ray`` (``address`` of a cluster, default a local one)."""
     if name == "inprocess":

@@ -34,11 +34,12 @@ def _completed(episode: EpisodeEvidence) -> OutcomeVerdict:
     completion = episode.environment["completion"]
     allowed = ("terminated", "truncated") if completion == "either" else (completion,)
     if episode.ended == "setup_error":
-        return OutcomeVerdict(None, "the environment could not be set up",
-                              {"ended": "setup_error"})
-    return OutcomeVerdict(episode.ended in allowed,
-                          f"the episode must end {' or '.join(allowed)}",
-                          {"ended": episode.ended, "steps": episode.measures["steps"]})
+        return OutcomeVerdict(None, "the environment could not be set up", {"ended": "setup_error"})
+    return OutcomeVerdict(
+        episode.ended in allowed,
+        f"the episode must end {' or '.join(allowed)}",
+        {"ended": episode.ended, "steps": episode.measures["steps"]},
+    )
 
 
 COMPLETED = OutcomeCheck("completed", "v1", _completed)
@@ -57,12 +58,14 @@ def unwrapped_state(env: gym.Env[Any, Any]) -> Any:
 
 def random_agent(context: AgentContext) -> Interact:
     """Samples the action space until the episode ends; repeats draw different actions."""
+
     def interact(env: Any, observation: Any, info: dict[str, Any]) -> str:
         env.action_space.seed(context.seed * 1_000_003 + context.repeat)
         while True:
             _, _, terminated, truncated, _ = env.step(env.action_space.sample())
             if terminated or truncated:
                 return "ended"
+
     return interact
 
 
@@ -77,8 +80,10 @@ def as_interact(agent: Any, spec: EpisodeSpec) -> Interact:
     if getattr(agent, AGENT_FACTORY_MARK, False):
         agent = agent(AgentContext(spec.case, spec.repeat, spec.seed))
     if not callable(agent):
-        raise InputError(f"the agent must be callable as agent(env, observation, info), got "
-                         f"{type(agent).__name__}")
+        raise InputError(
+            f"the agent must be callable as agent(env, observation, info), got "
+            f"{type(agent).__name__}"
+        )
     return agent  # type: ignore[no-any-return]
 
 
@@ -89,20 +94,28 @@ for _factory in (random_agent, noop_agent):
 class GymnasiumProvider(EnvironmentProvider):
     """Episodes of a Gymnasium environment, captured with ``capture_episode``."""
 
-    def __init__(self, make: EnvFactory, *, environment_id: str,
-                 tasks: Sequence[EvalCase] = (), checks: Sequence[OutcomeCheck] = (COMPLETED,),
-                 observe: Observe = unwrapped_state,
-                 observer_id: str = "onrecord.unwrapped-state/v1",
-                 agents: Mapping[str, AgentFactory] | None = None) -> None:
+    def __init__(
+        self,
+        make: EnvFactory,
+        *,
+        environment_id: str,
+        tasks: Sequence[EvalCase] = (),
+        checks: Sequence[OutcomeCheck] = (COMPLETED,),
+        observe: Observe = unwrapped_state,
+        observer_id: str = "onrecord.unwrapped-state/v1",
+        agents: Mapping[str, AgentFactory] | None = None,
+    ) -> None:
         self.make = make
         self.environment_id = environment_id
-        self._tasks = tuple(tasks) or (EvalCase({"environment": environment_id},
-                                                case_id=environment_id, completion="either"),)
+        self._tasks = tuple(tasks) or (
+            EvalCase({"environment": environment_id}, case_id=environment_id, completion="either"),
+        )
         self._checks = tuple(checks)
         self._observe = observe
         self.observer_id = observer_id
-        self._agents = dict(agents) if agents is not None else {
-            "random": random_agent, "noop": noop_agent}
+        self._agents = (
+            dict(agents) if agents is not None else {"random": random_agent, "noop": noop_agent}
+        )
 
     def tasks(self) -> Sequence[EvalCase]:
         return self._tasks
@@ -121,10 +134,16 @@ class GymnasiumProvider(EnvironmentProvider):
             return holder[0]
 
         evidence = capture_episode(
-            factory, as_interact(agent, spec), case=spec.case,
-            environment_id=self.environment_id, observer_id=self.observer_id,
-            observe=lambda: self._observe(holder[0]), seed=spec.seed,
-            max_steps=spec.max_steps, options=spec.options)
+            factory,
+            as_interact(agent, spec),
+            case=spec.case,
+            environment_id=self.environment_id,
+            observer_id=self.observer_id,
+            observe=lambda: self._observe(holder[0]),
+            seed=spec.seed,
+            max_steps=spec.max_steps,
+            options=spec.options,
+        )
         return EpisodeOutput(evidence.data, evidence)
 
     def load_subject(self, saved: SavedEpisode) -> EpisodeEvidence:

@@ -21,8 +21,15 @@ from onrecord.errors import InputError
 from onrecord.runner._provider import EnvironmentProvider, EpisodeOutput, EpisodeSpec
 from onrecord.runner._registry import EnvironmentRef, build_provider, load_agent, load_checks
 
-__all__ = ["EPISODE_RECORD_SCHEMA", "EpisodeJob", "JobResult", "RunContext", "fingerprint",
-           "run_chunk", "run_job"]
+__all__ = [
+    "EPISODE_RECORD_SCHEMA",
+    "EpisodeJob",
+    "JobResult",
+    "RunContext",
+    "fingerprint",
+    "run_chunk",
+    "run_job",
+]
 
 EPISODE_RECORD_SCHEMA = "onrecord.run.episode/v1"
 # Timing fields and the run id differ between two executions of the same episode; the
@@ -101,16 +108,23 @@ _CACHE: dict[str, tuple[EnvironmentProvider, Any, list[OutcomeCheck]]] = {}
 def _resolved(context: RunContext) -> tuple[EnvironmentProvider, Any, list[OutcomeCheck]]:
     # Built once per worker process: the provider may hold an expensive template (a
     # snapshot database) that each episode copies.
-    key = content_digest({"environment": context.environment.to_dict(),
-                          "agent": context.agent, "checks": list(context.checks)})
+    key = content_digest(
+        {
+            "environment": context.environment.to_dict(),
+            "agent": context.agent,
+            "checks": list(context.checks),
+        }
+    )
     if key not in _CACHE:
         provider = build_provider(context.environment)
         checks = load_checks(provider, context.checks)
         versions = {check.name: check.version for check in checks}
         if versions != dict(context.check_versions):
-            raise InputError(f"the checks now have versions {versions}, but the run was "
-                             f"started with {dict(context.check_versions)}; finish it with "
-                             "the original checks, then use `onrecord regrade`")
+            raise InputError(
+                f"the checks now have versions {versions}, but the run was "
+                f"started with {dict(context.check_versions)}; finish it with "
+                "the original checks, then use `onrecord regrade`"
+            )
         _CACHE[key] = (provider, load_agent(provider, context.agent), checks)
     return _CACHE[key]
 
@@ -120,8 +134,14 @@ def run_job(job: EpisodeJob) -> JobResult:
     case_id, repeat = job.key
     try:
         provider, agent, checks = _resolved(job.context)
-        spec = EpisodeSpec(EvalCase.from_dict(job.case), repeat, job.seed,
-                           job.context.max_steps, job.context.options, job.context.run_id)
+        spec = EpisodeSpec(
+            EvalCase.from_dict(job.case),
+            repeat,
+            job.seed,
+            job.context.max_steps,
+            job.context.options,
+            job.context.run_id,
+        )
         output = provider.run_episode(spec, agent)
         trial = provider.trial(output.subject, checks, repeat)
         return _result(job, output, trial.to_dict(), trial.outcome)
@@ -136,19 +156,28 @@ def run_chunk(jobs: Sequence[EpisodeJob]) -> list[JobResult]:
     return [run_job(job) for job in jobs]
 
 
-def _result(job: EpisodeJob, output: EpisodeOutput, trial: dict[str, Any], outcome: str
-            ) -> JobResult:
+def _result(
+    job: EpisodeJob, output: EpisodeOutput, trial: dict[str, Any], outcome: str
+) -> JobResult:
     actions = b"".join(canonical_bytes(event) + b"\n" for event in output.action_log)
     files = {hashlib.sha256(data).hexdigest(): data for data in output.files.values()}
     record = {
-        "schema": EPISODE_RECORD_SCHEMA, "run_id": job.context.run_id,
-        "case_id": job.key[0], "repeat": job.repeat, "seed": job.seed,
-        "evidence": dict(output.evidence), "trial": trial,
+        "schema": EPISODE_RECORD_SCHEMA,
+        "run_id": job.context.run_id,
+        "case_id": job.key[0],
+        "repeat": job.repeat,
+        "seed": job.seed,
+        "evidence": dict(output.evidence),
+        "trial": trial,
         "fingerprint": fingerprint(output.evidence, output.action_log),
-        "action_log": {"events": len(output.action_log), "bytes": len(actions),
-                       "sha256": hashlib.sha256(actions).hexdigest()},
-        "files": {name: hashlib.sha256(data).hexdigest()
-                  for name, data in sorted(output.files.items())},
+        "action_log": {
+            "events": len(output.action_log),
+            "bytes": len(actions),
+            "sha256": hashlib.sha256(actions).hexdigest(),
+        },
+        "files": {
+            name: hashlib.sha256(data).hexdigest() for name, data in sorted(output.files.items())
+        },
     }
     record["digest"] = content_digest(record)
     return JobResult(job.key[0], job.repeat, record_bytes(record), actions, files, outcome)
@@ -160,21 +189,22 @@ def fingerprint(evidence: Mapping[str, Any], action_log: Sequence[Mapping[str, A
     schema = evidence.get("schema")
     if schema == EPISODE_SCHEMA:
         core: Any = {key: value for key, value in evidence.items() if key != "digest"}
-        core["steps"] = {key: value for key, value in evidence["steps"].items()
-                         if key != "wall_time_ns"}
+        core["steps"] = {
+            key: value for key, value in evidence["steps"].items() if key != "wall_time_ns"
+        }
     elif schema in _FLAT_SCHEMAS:  # timings live only in the action log
         core = {key: value for key, value in evidence.items() if key not in _VOLATILE}
     else:
         core = _without_volatile(evidence)
-    events = [{key: value for key, value in event.items() if key not in _VOLATILE}
-              for event in action_log]
+    events = [
+        {key: value for key, value in event.items() if key not in _VOLATILE} for event in action_log
+    ]
     return hashlib.sha256(canonical_bytes([core, events])).hexdigest()
 
 
 def _without_volatile(value: Any) -> Any:
     if isinstance(value, dict):
-        return {key: _without_volatile(item) for key, item in value.items()
-                if key not in _VOLATILE}
+        return {key: _without_volatile(item) for key, item in value.items() if key not in _VOLATILE}
     if isinstance(value, list):
         return [_without_volatile(item) for item in value]
     return value

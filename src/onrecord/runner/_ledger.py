@@ -40,8 +40,11 @@ from onrecord.runner._provider import (
 
 __all__ = ["LedgerProvider", "ledger"]
 
-TASK = EvalCase({"task": "Post invoice once for 12.34 USD"}, case_id="ledger/post-invoice",
-                source_id="onrecord.domains.ledger")
+TASK = EvalCase(
+    {"task": "Post invoice once for 12.34 USD"},
+    case_id="ledger/post-invoice",
+    source_id="onrecord.domains.ledger",
+)
 
 
 def _scripted(actions: Sequence[int]) -> AgentFactory:
@@ -52,7 +55,9 @@ def _scripted(actions: Sequence[int]) -> AgentFactory:
                 if terminated or truncated:
                     return "finished"
             return "actions exhausted"
+
         return interact
+
     return agent_factory(factory)
 
 
@@ -63,12 +68,16 @@ class LedgerProvider(GymnasiumProvider):
 
     def __init__(self, *, handler: str = "idempotent") -> None:
         if handler not in ("idempotent", "unsafe"):
-            raise InputError(f"ledger handler must be 'idempotent' or 'unsafe', got "
-                             f"{handler!r}")
+            raise InputError(f"ledger handler must be 'idempotent' or 'unsafe', got {handler!r}")
         agents = {v.name: _scripted(v.attempts[0]) for v in VARIANTS if len(v.attempts) == 1}
-        super().__init__(lambda: None, environment_id=f"{ENVIRONMENT_ID}/{handler}",  # type: ignore[arg-type,return-value]
-                         tasks=(TASK,), checks=LEDGER_CHECKS, observer_id=OBSERVER_ID,
-                         agents=agents)
+        super().__init__(
+            _never_called,  # episodes build their own ledger in run_episode
+            environment_id=f"{ENVIRONMENT_ID}/{handler}",
+            tasks=(TASK,),
+            checks=LEDGER_CHECKS,
+            observer_id=OBSERVER_ID,
+            agents=agents,
+        )
         self.handler = handler
         self._workdir = tempfile.TemporaryDirectory(prefix="onrecord-ledger-")
 
@@ -86,9 +95,15 @@ class LedgerProvider(GymnasiumProvider):
         try:
             evidence = capture_episode(
                 lambda: LedgerEnv(path, handler=self.handler),  # type: ignore[arg-type]
-                as_interact(agent, spec), case=spec.case, environment_id=self.environment_id,
-                observer_id=self.observer_id, observe=LedgerObserver(path), seed=spec.seed,
-                max_steps=spec.max_steps, options=spec.options)
+                as_interact(agent, spec),
+                case=spec.case,
+                environment_id=self.environment_id,
+                observer_id=self.observer_id,
+                observe=LedgerObserver(path),
+                seed=spec.seed,
+                max_steps=spec.max_steps,
+                options=spec.options,
+            )
         finally:
             for suffix in ("", "-wal", "-shm", "-journal"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -101,3 +116,7 @@ class LedgerProvider(GymnasiumProvider):
 def ledger(**config: Any) -> LedgerProvider:
     """Factory registered as ``ledger``."""
     return LedgerProvider(**config)
+
+
+def _never_called() -> Any:
+    raise AssertionError("the ledger provider builds its environment per episode")

@@ -48,16 +48,20 @@ class RunProtocol:
         if not self.seeds or not all(type(s) is int and s >= 0 for s in self.seeds):
             raise InputError(f"seeds must be non-negative integers, got {list(self.seeds)!r}")
         if len(set(self.seeds)) != len(self.seeds):
-            raise InputError(f"seeds must not repeat, got {list(self.seeds)!r}; use repeats "
-                             "to run a seed several times")
+            raise InputError(
+                f"seeds must not repeat, got {list(self.seeds)!r}; use repeats "
+                "to run a seed several times"
+            )
         if type(self.max_steps) is not int or self.max_steps < 1:
             raise InputError(f"max_steps must be a positive integer, got {self.max_steps!r}")
         if not self.tasks:
             raise InputError("a run needs at least one task")
         ids = [task["case_id"] for task in self.tasks]
         if len(ids) != len(set(ids)):
-            raise InputError(f"task ids must be unique; repeated: "
-                             f"{sorted({i for i in ids if ids.count(i) > 1})[:5]}")
+            raise InputError(
+                f"task ids must be unique; repeated: "
+                f"{sorted({i for i in ids if ids.count(i) > 1})[:5]}"
+            )
 
     @property
     def episodes(self) -> int:
@@ -71,16 +75,26 @@ class RunProtocol:
 
     def context(self, run_id: str) -> RunContext:
         """The settings every job shares."""
-        return RunContext(run_id, self.environment, self.agent, self.checks,
-                          dict(self.check_versions), self.max_steps, self.options)
+        return RunContext(
+            run_id,
+            self.environment,
+            self.agent,
+            self.checks,
+            dict(self.check_versions),
+            self.max_steps,
+            self.options,
+        )
 
     def jobs(self, run_id: str) -> list[EpisodeJob]:
         """Every episode in a fixed order: task, then seed, then repeat. A case's repeat
         number counts across seeds: seed index × repeats + repeat."""
         context = self.context(run_id)
-        return [EpisodeJob(context, task, index * self.repeats + repeat, seed)
-                for task in self.tasks for index, seed in enumerate(self.seeds)
-                for repeat in range(self.repeats)]
+        return [
+            EpisodeJob(context, task, index * self.repeats + repeat, seed)
+            for task in self.tasks
+            for index, seed in enumerate(self.seeds)
+            for repeat in range(self.repeats)
+        ]
 
     def lock_extra(self) -> dict[str, Any]:
         """What enters every report lock of this run besides checks, settings and cases:
@@ -89,13 +103,21 @@ class RunProtocol:
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form."""
-        portable: dict[str, Any] = to_portable({
-            "environment": self.environment.to_dict(), "agent": self.agent,
-            "checks": list(self.checks), "check_versions": dict(self.check_versions),
-            "tasks": [dict(task) for task in self.tasks], "repeats": self.repeats,
-            "seeds": list(self.seeds), "max_steps": self.max_steps,
-            "options": None if self.options is None else dict(self.options),
-            "policy": dict(self.policy)}, "$.protocol")
+        portable: dict[str, Any] = to_portable(
+            {
+                "environment": self.environment.to_dict(),
+                "agent": self.agent,
+                "checks": list(self.checks),
+                "check_versions": dict(self.check_versions),
+                "tasks": [dict(task) for task in self.tasks],
+                "repeats": self.repeats,
+                "seeds": list(self.seeds),
+                "max_steps": self.max_steps,
+                "options": None if self.options is None else dict(self.options),
+                "policy": dict(self.policy),
+            },
+            "$.protocol",
+        )
         return portable
 
     @classmethod
@@ -103,18 +125,29 @@ class RunProtocol:
         """Inverse of ``to_dict``; every task's content digest is re-checked."""
         try:
             tasks = tuple(EvalCase.from_dict(task).to_dict() for task in data["tasks"])
-            return cls(EnvironmentRef.from_dict(data["environment"]), data["agent"],
-                       tuple(data["checks"]), dict(data["check_versions"]), tasks,
-                       data["repeats"], tuple(data["seeds"]), data["max_steps"],
-                       data.get("options"), dict(data["policy"]))
+            return cls(
+                EnvironmentRef.from_dict(data["environment"]),
+                data["agent"],
+                tuple(data["checks"]),
+                dict(data["check_versions"]),
+                tasks,
+                data["repeats"],
+                tuple(data["seeds"]),
+                data["max_steps"],
+                data.get("options"),
+                dict(data["policy"]),
+            )
         except (KeyError, TypeError) as exc:
             raise SchemaError(f"the run protocol is malformed: missing or wrong {exc}") from exc
 
     def differences(self, other: RunProtocol) -> list[str]:
         """Fields in which ``other`` differs from this protocol."""
         mine, theirs = self.to_dict(), other.to_dict()
-        return [f"{key}: the run has {_short(mine[key])}, the new settings say "
-                f"{_short(theirs[key])}" for key in mine if mine[key] != theirs[key]]
+        return [
+            f"{key}: the run has {_short(mine[key])}, the new settings say {_short(theirs[key])}"
+            for key in mine
+            if mine[key] != theirs[key]
+        ]
 
 
 def _short(value: Any) -> str:

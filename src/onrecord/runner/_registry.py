@@ -42,18 +42,20 @@ _REGISTRY: dict[str, str] = {
 }
 
 
-def register_environment(name: str, factory: str | ProviderFactory, *,
-                         replace: bool = False) -> None:
+def register_environment(
+    name: str, factory: str | ProviderFactory, *, replace: bool = False
+) -> None:
     """Make ``onrecord run NAME`` use ``factory(**config)``, which returns an
     ``EnvironmentProvider`` or a ``gymnasium.Env``. ``factory`` is an import path
     (``"package.module:function"``) or a module-level function; workers import it."""
     if not isinstance(name, str) or not name.strip() or ":" in name:
-        raise InputError(f"environment name must be a non-empty string without ':', got "
-                         f"{name!r}")
+        raise InputError(f"environment name must be a non-empty string without ':', got {name!r}")
     path = factory if isinstance(factory, str) else _import_path(factory)
     if name in _REGISTRY and _REGISTRY[name] != path and not replace:
-        raise InputError(f"the environment name {name!r} is taken by {_REGISTRY[name]}; pick "
-                         "another name or pass replace=True")
+        raise InputError(
+            f"the environment name {name!r} is taken by {_REGISTRY[name]}; pick "
+            "another name or pass replace=True"
+        )
     _REGISTRY[name] = path
 
 
@@ -65,9 +67,11 @@ def registered_environments() -> dict[str, str]:
 def _import_path(function: ProviderFactory) -> str:
     path = f"{function.__module__}:{function.__qualname__}"
     if "<" in path or function.__module__ == "__main__":
-        raise InputError(f"register_environment needs a module-level function workers can "
-                         f"import; {path} is not one: move it into a module or pass "
-                         "'package.module:function'")
+        raise InputError(
+            f"register_environment needs a module-level function workers can "
+            f"import; {path} is not one: move it into a module or pass "
+            "'package.module:function'"
+        )
     return path
 
 
@@ -103,8 +107,12 @@ class EnvironmentRef:
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form."""
-        return {"name": self.name, "kind": self.kind, "target": self.target,
-                "config": dict(self.config)}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "target": self.target,
+            "config": dict(self.config),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EnvironmentRef:
@@ -116,8 +124,10 @@ def resolve_environment(name: str, config: Mapping[str, Any] | None = None) -> E
     """Decide what ``name`` means, building it once to fail early with a clear message."""
     config = to_portable(dict(config or {}), "$.environment_config")
     if not isinstance(name, str) or not name.strip():
-        raise InputError("an environment is required: a registered name "
-                         f"({', '.join(_REGISTRY)}), a Gymnasium id or 'module:factory'")
+        raise InputError(
+            "an environment is required: a registered name "
+            f"({', '.join(_REGISTRY)}), a Gymnasium id or 'module:factory'"
+        )
     if name in _REGISTRY:
         ref = EnvironmentRef(name, "provider", _REGISTRY[name], config)
     elif ":" in name and _importable(name):
@@ -158,32 +168,39 @@ def _unknown_environment(name: str) -> str:
     known = [*_REGISTRY, *gym.registry]
     close = difflib.get_close_matches(name, known, n=3)
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-    return (f"unknown environment {name!r}: not a registered name ({', '.join(_REGISTRY)}), "
-            f"not a Gymnasium id and not an importable 'module:factory'{hint}")
+    return (
+        f"unknown environment {name!r}: not a registered name ({', '.join(_REGISTRY)}), "
+        f"not a Gymnasium id and not an importable 'module:factory'{hint}"
+    )
 
 
 def build_provider(ref: EnvironmentRef) -> EnvironmentProvider:
     """Build the provider ``ref`` describes (in whichever process runs episodes)."""
     config = dict(ref.config)
     if ref.kind == "gym":
-        return GymnasiumProvider(lambda: gym.make(ref.target, **config),
-                                 environment_id=f"gymnasium:{ref.target}")
+        return GymnasiumProvider(
+            lambda: gym.make(ref.target, **config), environment_id=f"gymnasium:{ref.target}"
+        )
     factory = import_object(ref.target)
     if ref.kind == "env":
         return GymnasiumProvider(lambda: factory(**config), environment_id=ref.target)
     try:
         built = factory(**config)
     except TypeError as exc:
-        raise InputError(f"environment {ref.name!r}: {ref.target} does not accept the config "
-                         f"{sorted(config)}: {exc}") from exc
+        raise InputError(
+            f"environment {ref.name!r}: {ref.target} does not accept the config "
+            f"{sorted(config)}: {exc}"
+        ) from exc
     if isinstance(built, EnvironmentProvider):
         return built
     if isinstance(built, gym.Env):
         built.close()
         return GymnasiumProvider(lambda: factory(**config), environment_id=ref.target)
-    raise InputError(f"environment {ref.name!r}: {ref.target} returned "
-                     f"{type(built).__name__}; it must return an EnvironmentProvider or a "
-                     "gymnasium.Env")
+    raise InputError(
+        f"environment {ref.name!r}: {ref.target} returned "
+        f"{type(built).__name__}; it must return an EnvironmentProvider or a "
+        "gymnasium.Env"
+    )
 
 
 def resolve_agent(provider: EnvironmentProvider, name: str) -> str:
@@ -200,8 +217,10 @@ def resolve_agent(provider: EnvironmentProvider, name: str) -> str:
         return name
     close = difflib.get_close_matches(name, list(references), n=3)
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-    raise InputError(f"unknown agent {name!r}: the reference agents of this environment are "
-                     f"{sorted(references) or 'none'}; otherwise give 'module:callable'{hint}")
+    raise InputError(
+        f"unknown agent {name!r}: the reference agents of this environment are "
+        f"{sorted(references) or 'none'}; otherwise give 'module:callable'{hint}"
+    )
 
 
 def load_agent(provider: EnvironmentProvider, name: str) -> Any:
@@ -219,12 +238,15 @@ def load_checks(provider: EnvironmentProvider, names: Sequence[str]) -> list[Out
     seen: set[str] = set()
     for check in checks:
         if check.name in seen:
-            raise InputError(f"two checks are named {check.name!r}; check names must be "
-                             "unique across --checks")
+            raise InputError(
+                f"two checks are named {check.name!r}; check names must be unique across --checks"
+            )
         seen.add(check.name)
     if not checks:
-        raise InputError("no checks to run: this environment has no default checks; pass "
-                         "--checks package.module:CHECKS")
+        raise InputError(
+            "no checks to run: this environment has no default checks; pass "
+            "--checks package.module:CHECKS"
+        )
     return checks
 
 
@@ -234,6 +256,8 @@ def _imported_checks(path: str) -> list[OutcomeCheck]:
         found = found()
     items = [found] if isinstance(found, OutcomeCheck) else found
     if not isinstance(items, Sequence) or not all(isinstance(i, OutcomeCheck) for i in items):
-        raise InputError(f"checks {path!r} must be an OutcomeCheck, a list of them, or a "
-                         "function returning one of those")
+        raise InputError(
+            f"checks {path!r} must be an OutcomeCheck, a list of them, or a "
+            "function returning one of those"
+        )
     return list(items)

@@ -38,8 +38,10 @@ class VerdictChange:
     """New status (None: the check was dropped)."""
 
     def __str__(self) -> str:
-        return (f"{self.case_id}#{self.repeat} {self.check}: {self.before or 'absent'} → "
-                f"{self.after or 'absent'}")
+        return (
+            f"{self.case_id}#{self.repeat} {self.check}: {self.before or 'absent'} → "
+            f"{self.after or 'absent'}"
+        )
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,13 @@ class Regrade:
     """Where it was saved: ``RUN/regrades/NAME``."""
 
 
-def regrade_run(path: str | os.PathLike[str], checks: Sequence[str] | None = None, *,
-                policy: AcceptancePolicy | None = None, name: str | None = None) -> Regrade:
+def regrade_run(
+    path: str | os.PathLike[str],
+    checks: Sequence[str] | None = None,
+    *,
+    policy: AcceptancePolicy | None = None,
+    name: str | None = None,
+) -> Regrade:
     """Grade every saved episode of a run with ``checks`` (default: the run's own check
     specs, re-imported, so improved checks are picked up). Writes ``report.json``,
     ``decision.json`` and ``changes.json`` under ``RUN/regrades/NAME``; the run's own
@@ -75,12 +82,17 @@ def regrade_run(path: str | os.PathLike[str], checks: Sequence[str] | None = Non
     provider = build_provider(protocol.environment)
     try:
         loaded = load_checks(provider, list(checks or protocol.checks))
-        trials = [provider.trial(provider.load_subject(store.saved_episode(record)), loaded,
-                                 record.key[1]) for record in store.records()]
+        trials = [
+            provider.trial(
+                provider.load_subject(store.saved_episode(record)), loaded, record.key[1]
+            )
+            for record in store.records()
+        ]
     finally:
         provider.close()
-    report = EvaluationReport.from_trials(_in_order(trials, previous),
-                                          lock_extra=protocol.lock_extra())
+    report = EvaluationReport.from_trials(
+        _in_order(trials, previous), lock_extra=protocol.lock_extra()
+    )
     decision = (policy or protocol.acceptance_policy).evaluate(report)
     changes = _changes(previous, report)
     versions = _version_changes(previous.lock["checks"], report.lock["checks"])
@@ -113,18 +125,29 @@ def _status(trial: Trial | None, check: str) -> str | None:
     return None if result is None else result.status
 
 
-def _version_changes(old: dict[str, str], new: dict[str, str]
-                     ) -> dict[str, tuple[str | None, str | None]]:
-    return {name: (old.get(name), new.get(name)) for name in sorted(set(old) | set(new))
-            if old.get(name) != new.get(name)}
+def _version_changes(
+    old: dict[str, str], new: dict[str, str]
+) -> dict[str, tuple[str | None, str | None]]:
+    return {
+        name: (old.get(name), new.get(name))
+        for name in sorted(set(old) | set(new))
+        if old.get(name) != new.get(name)
+    }
 
 
-def _save_changes(target: Path, changes: list[VerdictChange],
-                  versions: dict[str, tuple[str | None, str | None]], checks: list[str],
-                  previous_digest: str) -> None:
+def _save_changes(
+    target: Path,
+    changes: list[VerdictChange],
+    versions: dict[str, tuple[str | None, str | None]],
+    checks: list[str],
+    previous_digest: str,
+) -> None:
     body: dict[str, Any] = {
-        "schema": REGRADE_SCHEMA, "checks": checks, "previous_report": previous_digest,
+        "schema": REGRADE_SCHEMA,
+        "checks": checks,
+        "previous_report": previous_digest,
         "versions": {name: list(pair) for name, pair in versions.items()},
-        "changes": [vars(change) for change in changes]}
+        "changes": [vars(change) for change in changes],
+    }
     body["digest"] = content_digest(body)
     atomic_write_bytes(target / "changes.json", record_bytes(body))

@@ -56,8 +56,13 @@ class RemittanceProvider(EnvironmentProvider):
 
     default_max_steps = MAX_STEPS
 
-    def __init__(self, *, size: int | None = None, tasks_file: str | None = None,
-                 kinds: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        size: int | None = None,
+        tasks_file: str | None = None,
+        kinds: Sequence[str] | None = None,
+    ) -> None:
         tasks = load_tasks(tasks_file)
         if kinds is not None:
             tasks = tuple(task for task in tasks if task.kind in set(kinds))
@@ -99,26 +104,42 @@ class RemittanceProvider(EnvironmentProvider):
     def run_episode(self, spec: EpisodeSpec, agent: Any) -> EpisodeOutput:
         env = self._env(str(spec.case.identity["case_id"]))
         if env.case.identity != spec.case.identity:
-            raise InputError(f"task {spec.case.case_id!r} differs from the run's recorded "
-                             "task (its content digest changed); start a new run")
-        act = agent(AgentContext(spec.case, spec.repeat, spec.seed)) \
-            if getattr(agent, AGENT_FACTORY_MARK, False) else agent(spec.case.input)
+            raise InputError(
+                f"task {spec.case.case_id!r} differs from the run's recorded "
+                "task (its content digest changed); start a new run"
+            )
+        act = (
+            agent(AgentContext(spec.case, spec.repeat, spec.seed))
+            if getattr(agent, AGENT_FACTORY_MARK, False)
+            else agent(spec.case.input)
+        )
         world = env.world
         world.reset(seed=spec.seed, run_id=spec.run_id, case=env.case)
-        ending, error = _play(world, env.brief, self._schemas[env.task.task_id], act,
-                              spec.max_steps)
-        evidence = tool_evidence(world, ending=ending, agent_error=error,
-                                 tools=self._schemas[env.task.task_id],
-                                 layouts=self._layouts[env.task.task_id])
+        ending, error = _play(
+            world, env.brief, self._schemas[env.task.task_id], act, spec.max_steps
+        )
+        evidence = tool_evidence(
+            world,
+            ending=ending,
+            agent_error=error,
+            tools=self._schemas[env.task.task_id],
+            layouts=self._layouts[env.task.task_id],
+        )
         events = list(world.log.events)
-        subject = LiveToolEpisode.from_evidence(evidence, events, world.path,
-                                                self._schemas[env.task.task_id])
+        subject = LiveToolEpisode.from_evidence(
+            evidence, events, world.path, self._schemas[env.task.task_id]
+        )
         return EpisodeOutput(evidence, subject, events)
 
     def load_subject(self, saved: SavedEpisode) -> LiveToolEpisode:
         env = self._env(str(saved.evidence["task_id"]))
-        return rebuild_episode(saved.evidence, saved.action_log, env.snapshot,
-                               self._schemas[env.task.task_id], Path(self._workdir.name))
+        return rebuild_episode(
+            saved.evidence,
+            saved.action_log,
+            env.snapshot,
+            self._schemas[env.task.task_id],
+            Path(self._workdir.name),
+        )
 
     def trial(self, subject: Any, checks: Sequence[OutcomeCheck], repeat: int) -> Trial:
         return remittance_trial(subject, checks, repeat)
@@ -130,8 +151,9 @@ class RemittanceProvider(EnvironmentProvider):
         self._workdir.cleanup()
 
 
-def _play(world: Any, brief: Mapping[str, Any], schemas: list[dict[str, Any]], act: Any,
-          max_steps: int) -> tuple[str, str | None]:
+def _play(
+    world: Any, brief: Mapping[str, Any], schemas: list[dict[str, Any]], act: Any, max_steps: int
+) -> tuple[str, str | None]:
     """The agent loop of ``RemittanceEnvironment.run``, without saving a directory."""
     last: dict[str, Any] | None = None
     for step in range(max_steps):
@@ -140,8 +162,11 @@ def _play(world: Any, brief: Mapping[str, Any], schemas: list[dict[str, Any]], a
             action = act(observation)
         except Exception as exc:  # the agent's failure is evidence, not a harness crash
             return "agent_error", f"{type(exc).__name__}: {exc}"
-        tool, arguments = (action["tool"], action.get("arguments")) \
-            if isinstance(action, Mapping) and "tool" in action else (action, None)
+        tool, arguments = (
+            (action["tool"], action.get("arguments"))
+            if isinstance(action, Mapping) and "tool" in action
+            else (action, None)
+        )
         event = world.call(tool, arguments)
         last = {key: event[key] for key in ("tool", "status", "result", "error")}
         if event["tool"] == "finish" and event["status"] == "ok":

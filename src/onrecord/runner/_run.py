@@ -25,8 +25,15 @@ from onrecord.runner._registry import (
 )
 from onrecord.runner._store import RunStore, RunWriter
 
-__all__ = ["DECISION_SCHEMA", "Progress", "RunResult", "grade_store", "plan_run",
-           "resume_run", "start_run"]
+__all__ = [
+    "DECISION_SCHEMA",
+    "Progress",
+    "RunResult",
+    "grade_store",
+    "plan_run",
+    "resume_run",
+    "start_run",
+]
 
 DECISION_SCHEMA = "onrecord.run.decision/v1"
 
@@ -76,12 +83,19 @@ class RunResult:
         return self.decision.exit_code
 
 
-def plan_run(environment: str, agent: str, *, tasks: Sequence[str | EvalCase] | None = None,
-             checks: Sequence[str] = ("default",), repeats: int = 1,
-             seeds: Sequence[int] = (0,), max_steps: int | None = None,
-             options: Mapping[str, Any] | None = None,
-             policy: AcceptancePolicy | None = None,
-             environment_config: Mapping[str, Any] | None = None) -> RunProtocol:
+def plan_run(
+    environment: str,
+    agent: str,
+    *,
+    tasks: Sequence[str | EvalCase] | None = None,
+    checks: Sequence[str] = ("default",),
+    repeats: int = 1,
+    seeds: Sequence[int] = (0,),
+    max_steps: int | None = None,
+    options: Mapping[str, Any] | None = None,
+    policy: AcceptancePolicy | None = None,
+    environment_config: Mapping[str, Any] | None = None,
+) -> RunProtocol:
     """Resolve names and build the protocol, failing early on anything unknown.
     ``tasks`` holds EvalCases, or ids selecting among the environment's own tasks."""
     ref = resolve_environment(environment, environment_config)
@@ -91,21 +105,32 @@ def plan_run(environment: str, agent: str, *, tasks: Sequence[str | EvalCase] | 
         loaded = load_checks(provider, checks)
         cases = _select_tasks(provider.tasks(), tasks, environment)
         chosen = policy if policy is not None else provider.default_policy(loaded)
-        steps = max_steps if max_steps is not None else getattr(
-            provider, "default_max_steps", 1000)
+        steps = max_steps if max_steps is not None else getattr(provider, "default_max_steps", 1000)
     finally:
         provider.close()
-    return RunProtocol(ref, agent, tuple(checks) or ("default",),
-                       {check.name: check.version for check in loaded}, tasks_from(cases),
-                       repeats, tuple(seeds), steps, options, chosen.to_dict())
+    return RunProtocol(
+        ref,
+        agent,
+        tuple(checks) or ("default",),
+        {check.name: check.version for check in loaded},
+        tasks_from(cases),
+        repeats,
+        tuple(seeds),
+        steps,
+        options,
+        chosen.to_dict(),
+    )
 
 
-def _select_tasks(available: Sequence[EvalCase], wanted: Sequence[str | EvalCase] | None,
-                  environment: str) -> list[EvalCase]:
+def _select_tasks(
+    available: Sequence[EvalCase], wanted: Sequence[str | EvalCase] | None, environment: str
+) -> list[EvalCase]:
     if not wanted:
         if not available:
-            raise InputError(f"environment {environment!r} has no built-in tasks; pass "
-                             "--tasks FILE with [[tasks]] entries")
+            raise InputError(
+                f"environment {environment!r} has no built-in tasks; pass "
+                "--tasks FILE with [[tasks]] entries"
+            )
         return list(available)
     by_id = {case.identity["case_id"]: case for case in available}
     chosen = []
@@ -116,40 +141,55 @@ def _select_tasks(available: Sequence[EvalCase], wanted: Sequence[str | EvalCase
             chosen.append(by_id[item])
         else:
             known = ", ".join(list(by_id)[:8]) + (" ..." if len(by_id) > 8 else "")
-            raise InputError(f"unknown task {item!r} for environment {environment!r}; its "
-                             f"tasks are: {known or 'none'}")
+            raise InputError(
+                f"unknown task {item!r} for environment {environment!r}; its "
+                f"tasks are: {known or 'none'}"
+            )
     return chosen
 
 
-def start_run(path: str | os.PathLike[str], protocol: RunProtocol, *,
-              executor: Executor | None = None, progress: Progress | None = None,
-              run_id: str | None = None) -> RunResult:
+def start_run(
+    path: str | os.PathLike[str],
+    protocol: RunProtocol,
+    *,
+    executor: Executor | None = None,
+    progress: Progress | None = None,
+    run_id: str | None = None,
+) -> RunResult:
     """Create the run directory and run every episode of ``protocol``."""
     run_id = run_id or f"run-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
     store = RunStore.create(path, run_id, protocol)
     return _execute(store, executor, progress)
 
 
-def resume_run(path: str | os.PathLike[str], *, expect: RunProtocol | None = None,
-               executor: Executor | None = None, progress: Progress | None = None
-               ) -> RunResult:
+def resume_run(
+    path: str | os.PathLike[str],
+    *,
+    expect: RunProtocol | None = None,
+    executor: Executor | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
     """Run the episodes a run directory does not hold yet. ``expect``, when given, must
     equal the stored protocol (flags on the command line must not silently change it)."""
     store = RunStore.open(path)
     from onrecord import __version__
 
     if store.library_version != __version__:
-        raise InputError(f"{store.path} was started by onrecord {store.library_version}; "
-                         f"this is {__version__}: resume it with that version (or regrade it)")
+        raise InputError(
+            f"{store.path} was started by onrecord {store.library_version}; "
+            f"this is {__version__}: resume it with that version (or regrade it)"
+        )
     if expect is not None and (differences := store.protocol.differences(expect)):
-        raise InputError(f"the settings differ from the run in {store.path}:\n  "
-                         + "\n  ".join(differences) + "\nresume without them, or start a new "
-                         "run in another --out directory")
+        raise InputError(
+            f"the settings differ from the run in {store.path}:\n  "
+            + "\n  ".join(differences)
+            + "\nresume without them, or start a new "
+            "run in another --out directory"
+        )
     return _execute(store, executor, progress)
 
 
-def _execute(store: RunStore, executor: Executor | None, progress: Progress | None
-             ) -> RunResult:
+def _execute(store: RunStore, executor: Executor | None, progress: Progress | None) -> RunResult:
     progress = progress or Progress()
     executor = executor or InProcessExecutor()
     errors: list[str] = []
@@ -168,33 +208,47 @@ def _execute(store: RunStore, executor: Executor | None, progress: Progress | No
         recorded_now = len(writer.done) - before
         notices = tuple(writer.notices)
     report, decision = grade_store(store)
-    return RunResult(store, report, decision, store.protocol.episodes, recorded_now,
-                     tuple(errors), notices)
+    return RunResult(
+        store, report, decision, store.protocol.episodes, recorded_now, tuple(errors), notices
+    )
 
 
 def grade_store(store: RunStore) -> tuple[EvaluationReport, PolicyDecision]:
     """Build the report from the recorded trials (in plan order), decide, save both."""
     protocol = store.protocol
     order = {job.key: index for index, job in enumerate(protocol.jobs(store.run_id))}
-    trials = sorted(((order[record.key], Trial.from_dict(record.data["trial"]))
-                     for record in store.records()), key=lambda item: item[0])
-    report = EvaluationReport.from_trials((trial for _, trial in trials),
-                                          lock_extra=protocol.lock_extra())
+    trials = sorted(
+        ((order[record.key], Trial.from_dict(record.data["trial"])) for record in store.records()),
+        key=lambda item: item[0],
+    )
+    report = EvaluationReport.from_trials(
+        (trial for _, trial in trials), lock_extra=protocol.lock_extra()
+    )
     decision = protocol.acceptance_policy.evaluate(report)
     save_grading(store.path, report, decision, expected=protocol.episodes)
     return report, decision
 
 
-def save_grading(directory: str | os.PathLike[str], report: EvaluationReport,
-                 decision: PolicyDecision, *, expected: int,
-                 extra: Mapping[str, Any] | None = None) -> None:
+def save_grading(
+    directory: str | os.PathLike[str],
+    report: EvaluationReport,
+    decision: PolicyDecision,
+    *,
+    expected: int,
+    extra: Mapping[str, Any] | None = None,
+) -> None:
     """Write ``report.json`` and ``decision.json`` into ``directory`` (atomically)."""
     target = os.fspath(directory)
     report.save_json(os.path.join(target, "report.json"))
-    body: dict[str, Any] = {"schema": DECISION_SCHEMA, "decision": decision.to_dict(),
-                            "expected": expected, "recorded": len(report.trials),
-                            "complete": len(report.trials) == expected,
-                            "report_digest": report.digest, **dict(extra or {})}
+    body: dict[str, Any] = {
+        "schema": DECISION_SCHEMA,
+        "decision": decision.to_dict(),
+        "expected": expected,
+        "recorded": len(report.trials),
+        "complete": len(report.trials) == expected,
+        "report_digest": report.digest,
+        **dict(extra or {}),
+    }
     body["digest"] = content_digest(body)
     atomic_write_bytes(os.path.join(target, "decision.json"), record_bytes(body))
 

@@ -69,18 +69,21 @@ class RunStore:
 
     # -- opening -------------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | os.PathLike[str], run_id: str, protocol: RunProtocol
-               ) -> RunStore:
+    def create(cls, path: str | os.PathLike[str], run_id: str, protocol: RunProtocol) -> RunStore:
         """Start a new run directory; refuses one that already holds anything."""
         target = Path(path)
         if target.exists() and (not target.is_dir() or any(target.iterdir())):
-            raise InputError(f"{target} already exists and is not empty; pass --resume to "
-                             "continue the run in it, or choose another --out directory")
+            raise InputError(
+                f"{target} already exists and is not empty; pass --resume to "
+                "continue the run in it, or choose another --out directory"
+            )
         manifest: dict[str, Any] = {
-            "schema": RUN_SCHEMA, "run_id": run_id,
+            "schema": RUN_SCHEMA,
+            "run_id": run_id,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "library": {"name": "onrecord", "version": __version__},
-            "protocol": protocol.to_dict()}
+            "protocol": protocol.to_dict(),
+        }
         manifest["digest"] = content_digest(manifest)
         atomic_write_bytes(target / "run.json", record_bytes(manifest))
         return cls(target, manifest)
@@ -91,16 +94,22 @@ class RunStore:
         target = Path(path)
         manifest_path = target / "run.json"
         if not manifest_path.is_file():
-            raise InputError(f"{target} is not a run directory (it has no run.json); start "
-                             "a run with `onrecord run ... --out DIR`")
+            raise InputError(
+                f"{target} is not a run directory (it has no run.json); start "
+                "a run with `onrecord run ... --out DIR`"
+            )
         manifest = load_record_bytes(manifest_path.read_bytes(), str(manifest_path))
         if manifest.get("schema") != RUN_SCHEMA:
-            raise SchemaError(f"{manifest_path}: schema is {manifest.get('schema')!r}; this "
-                              f"onrecord ({__version__}) reads {RUN_SCHEMA!r} run directories: "
-                              "open it with the onrecord version that wrote it")
+            raise SchemaError(
+                f"{manifest_path}: schema is {manifest.get('schema')!r}; this "
+                f"onrecord ({__version__}) reads {RUN_SCHEMA!r} run directories: "
+                "open it with the onrecord version that wrote it"
+            )
         if manifest.get("digest") != content_digest(manifest):
-            raise DigestMismatch(f"{manifest_path} does not match its digest: the run's "
-                                 "protocol was edited after the run started")
+            raise DigestMismatch(
+                f"{manifest_path} does not match its digest: the run's "
+                "protocol was edited after the run started"
+            )
         return cls(target, manifest)
 
     @property
@@ -134,20 +143,22 @@ class RunStore:
             with open(self.file("actions.jsonl"), "rb") as handle:
                 handle.seek(record.actions_offset)
                 block = handle.read(meta["bytes"])
-            events = [load_record_bytes(line, "an action-log event")
-                      for line in block.splitlines()]
+            events = [load_record_bytes(line, "an action-log event") for line in block.splitlines()]
         files = {name: self._blob(digest) for name, digest in record.data["files"].items()}
         return SavedEpisode(record.data["evidence"], events, files)
 
     def _blob(self, digest: str) -> bytes:
         path = self.path / "files" / digest
         if not path.is_file():
-            raise ConsistencyError(f"{path} is missing: a side file of a recorded episode "
-                                   "was deleted; restore it from a copy of the run")
+            raise ConsistencyError(
+                f"{path} is missing: a side file of a recorded episode "
+                "was deleted; restore it from a copy of the run"
+            )
         data = path.read_bytes()
         if hashlib.sha256(data).hexdigest() != digest:
-            raise DigestMismatch(f"{path} does not match its sha256: it was changed after "
-                                 "the episode was recorded")
+            raise DigestMismatch(
+                f"{path} does not match its sha256: it was changed after the episode was recorded"
+            )
         return data
 
 
@@ -179,19 +190,25 @@ def _maybe_open(path: Path) -> Any:
     return open(path, "rb") if path.exists() else _NoFile()
 
 
-def _verified_line(store: RunStore, path: Path, number: int, line: bytes,
-                   seen: set[tuple[str, int]]) -> dict[str, Any]:
+def _verified_line(
+    store: RunStore, path: Path, number: int, line: bytes, seen: set[tuple[str, int]]
+) -> dict[str, Any]:
     where = f"{path}: line {number}"
     record = load_record_bytes(line, where)
     if record.get("schema") != EPISODE_RECORD_SCHEMA:
-        raise SchemaError(f"{where}: schema is {record.get('schema')!r}, expected "
-                          f"{EPISODE_RECORD_SCHEMA!r}")
+        raise SchemaError(
+            f"{where}: schema is {record.get('schema')!r}, expected {EPISODE_RECORD_SCHEMA!r}"
+        )
     if record.get("digest") != content_digest(record):
-        raise DigestMismatch(f"{where} does not match its digest: the episode record was "
-                             "changed after it was written")
+        raise DigestMismatch(
+            f"{where} does not match its digest: the episode record was "
+            "changed after it was written"
+        )
     if record.get("run_id") != store.run_id:
-        raise ConsistencyError(f"{where} belongs to run {record.get('run_id')!r}, not "
-                               f"{store.run_id!r}: records from another run were mixed in")
+        raise ConsistencyError(
+            f"{where} belongs to run {record.get('run_id')!r}, not "
+            f"{store.run_id!r}: records from another run were mixed in"
+        )
     key = (str(record["case_id"]), int(record["repeat"]))
     if key in seen:
         raise ConsistencyError(f"{where}: episode {key[0]}#{key[1]} is recorded twice")
@@ -199,8 +216,7 @@ def _verified_line(store: RunStore, path: Path, number: int, line: bytes,
     return record
 
 
-def _verify_block(log: BinaryIO | None, path: Path, offset: int, record: dict[str, Any]
-                  ) -> None:
+def _verify_block(log: BinaryIO | None, path: Path, offset: int, record: dict[str, Any]) -> None:
     meta = record["action_log"]
     if not meta["bytes"]:
         return
@@ -209,9 +225,11 @@ def _verify_block(log: BinaryIO | None, path: Path, offset: int, record: dict[st
         log.seek(offset)
         block = log.read(meta["bytes"])
     if hashlib.sha256(block).hexdigest() != meta["sha256"]:
-        raise DigestMismatch(f"{path}: the action log of {record['case_id']}#"
-                             f"{record['repeat']} (bytes {offset}..{offset + meta['bytes']}) "
-                             "does not match its sha256: the log was changed or truncated")
+        raise DigestMismatch(
+            f"{path}: the action log of {record['case_id']}#"
+            f"{record['repeat']} (bytes {offset}..{offset + meta['bytes']}) "
+            "does not match its sha256: the log was changed or truncated"
+        )
 
 
 def _cut_torn_line(store: RunStore) -> list[str]:
@@ -223,8 +241,10 @@ def _cut_torn_line(store: RunStore) -> list[str]:
     if end == size:
         return []
     os.truncate(path, end)
-    return [f"removed a partial episode record ({size - end} bytes) left by an interrupted "
-            "run; that episode runs again"]
+    return [
+        f"removed a partial episode record ({size - end} bytes) left by an interrupted "
+        "run; that episode runs again"
+    ]
 
 
 def _cut_actions(store: RunStore, committed: int) -> list[str]:
@@ -262,8 +282,10 @@ class RunWriter:
             fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
             self._lock.close()
-            raise InputError(f"another onrecord process is writing to {store.path}; wait for "
-                             "it to finish (or stop it) before resuming") from exc
+            raise InputError(
+                f"another onrecord process is writing to {store.path}; wait for "
+                "it to finish (or stop it) before resuming"
+            ) from exc
         try:
             self.notices = _cut_torn_line(store)
             self.done: set[tuple[str, int]] = set()
@@ -284,13 +306,21 @@ class RunWriter:
     def append(self, result: JobResult) -> None:
         """Commit one finished episode (or note why it could not be recorded)."""
         if result.error is not None:
-            line = record_bytes({"case_id": result.case_id, "repeat": result.repeat,
-                                 "error": result.error, "time": time.time()})
+            line = record_bytes(
+                {
+                    "case_id": result.case_id,
+                    "repeat": result.repeat,
+                    "error": result.error,
+                    "time": time.time(),
+                }
+            )
             _write_all(self._errors, line)
             return
         if result.key in self.done:
-            raise ConsistencyError(f"episode {result.case_id}#{result.repeat} is already "
-                                   "recorded; a run never records an episode twice")
+            raise ConsistencyError(
+                f"episode {result.case_id}#{result.repeat} is already "
+                "recorded; a run never records an episode twice"
+            )
         for digest, data in result.files.items():
             self._write_blob(digest, data)
         if result.actions:

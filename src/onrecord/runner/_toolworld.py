@@ -26,20 +26,31 @@ from onrecord.envkit.diff import StateDiff, audit_diff
 from onrecord.envkit.snapshot import readonly_uri
 from onrecord.errors import ConsistencyError, PortabilityError, SchemaError
 
-__all__ = ["TOOL_EPISODE_SCHEMA", "LiveToolEpisode", "rebuild_episode", "table_digests",
-           "table_layouts", "tool_evidence"]
+__all__ = [
+    "TOOL_EPISODE_SCHEMA",
+    "LiveToolEpisode",
+    "rebuild_episode",
+    "table_digests",
+    "table_layouts",
+    "tool_evidence",
+]
 
 TOOL_EPISODE_SCHEMA = "onrecord.run.tool-episode/v1"
 
 
 def table_layouts(world: ToolWorld) -> dict[str, dict[str, list[str]]]:
     """Columns and key of every audited table (fixed for a world: cache it)."""
-    return {table.name: {"columns": list(table.columns), "key": list(table.key)}
-            for table, _ in audit_tables(world.conn)}
+    return {
+        table.name: {"columns": list(table.columns), "key": list(table.key)}
+        for table, _ in audit_tables(world.conn)
+    }
 
 
-def table_digests(conn: sqlite3.Connection, names: Iterable[str],
-                  layouts: Mapping[str, Mapping[str, Sequence[str]]]) -> dict[str, str]:
+def table_digests(
+    conn: sqlite3.Connection,
+    names: Iterable[str],
+    layouts: Mapping[str, Mapping[str, Sequence[str]]],
+) -> dict[str, str]:
     """sha256 of each named table's rows (canonical JSON, in key order)."""
     digests = {}
     for name in sorted(names):
@@ -55,27 +66,43 @@ def table_digests(conn: sqlite3.Connection, names: Iterable[str],
     return digests
 
 
-def tool_evidence(world: ToolWorld, *, ending: str, agent_error: str | None,
-                  tools: Sequence[Mapping[str, Any]],
-                  layouts: Mapping[str, Mapping[str, Sequence[str]]]) -> dict[str, Any]:
+def tool_evidence(
+    world: ToolWorld,
+    *,
+    ending: str,
+    agent_error: str | None,
+    tools: Sequence[Mapping[str, Any]],
+    layouts: Mapping[str, Mapping[str, Sequence[str]]],
+) -> dict[str, Any]:
     """The evidence record of the world's current episode (call before the next reset)."""
     conn = world.conn
     diff = audit_diff(conn)
     record: dict[str, Any] = {
-        "schema": TOOL_EPISODE_SCHEMA, "run_id": world.run_id, "task_id": world.task_id,
-        "seed": world.seed, "snapshot": world.snapshot.identity(),
+        "schema": TOOL_EPISODE_SCHEMA,
+        "run_id": world.run_id,
+        "task_id": world.task_id,
+        "seed": world.seed,
+        "snapshot": world.snapshot.identity(),
         "changed_tables": table_digests(conn, diff, layouts),
         "state_version": world.state_version,
         # The tool schemas are the same in every episode of a world: the record keeps
         # their digest; re-grading gets them from the environment and checks the digest.
-        "steps": world.step, "tools_digest": content_digest({"tools": list(tools)}),
+        "steps": world.step,
+        "tools_digest": content_digest({"tools": list(tools)}),
         "writes": sorted(name for name, spec in world.tools.items() if spec.writes),
-        "hidden": sorted(world.hidden), "ending": ending, "agent_error": agent_error,
-        "audit": {"tables": {name: {key: list(value) for key, value in layout.items()}
-                             for name, layout in layouts.items()},
-                  "events": audit_events(conn)},
+        "hidden": sorted(world.hidden),
+        "ending": ending,
+        "agent_error": agent_error,
+        "audit": {
+            "tables": {
+                name: {key: list(value) for key, value in layout.items()}
+                for name, layout in layouts.items()
+            },
+            "events": audit_events(conn),
+        },
         "diff": diff,
-        "task": None if world.case is None else world.case.to_dict()}
+        "task": None if world.case is None else world.case.to_dict(),
+    }
     record["digest"] = content_digest(record)
     return record
 
@@ -85,26 +112,37 @@ class LiveToolEpisode(ToolEpisode):
     file given directly, so the kit's checks can grade it without a saved directory."""
 
     @classmethod
-    def from_evidence(cls, evidence: Mapping[str, Any], actions: Sequence[Mapping[str, Any]],
-                      database: Path, tools: Sequence[Mapping[str, Any]], *,
-                      shared_reader: bool = True) -> LiveToolEpisode:
+    def from_evidence(
+        cls,
+        evidence: Mapping[str, Any],
+        actions: Sequence[Mapping[str, Any]],
+        database: Path,
+        tools: Sequence[Mapping[str, Any]],
+        *,
+        shared_reader: bool = True,
+    ) -> LiveToolEpisode:
         """Wrap a record made by ``tool_evidence``, its action-log events and the world's
         tool schemas (which must match the recorded digest)."""
         if evidence.get("schema") != TOOL_EPISODE_SCHEMA:
-            raise SchemaError(f"expected a {TOOL_EPISODE_SCHEMA!r} record, got "
-                              f"{evidence.get('schema')!r}")
+            raise SchemaError(
+                f"expected a {TOOL_EPISODE_SCHEMA!r} record, got {evidence.get('schema')!r}"
+            )
         if content_digest({"tools": list(tools)}) != evidence["tools_digest"]:
-            raise ConsistencyError(f"the tools of task {evidence['task_id']!r} changed since "
-                                   "the episode was recorded; regrade with the onrecord "
-                                   "version that ran it")
+            raise ConsistencyError(
+                f"the tools of task {evidence['task_id']!r} changed since "
+                "the episode was recorded; regrade with the onrecord "
+                "version that ran it"
+            )
         episode = cls(database.parent, {**evidence, "tools": list(tools)})
         # cached_property stores in the instance dict; pre-filling it skips file reads.
         episode.__dict__.update(
             actions=tuple(dict(event) for event in actions),
-            _audit={"tables": evidence["audit"]["tables"],
-                    "events": evidence["audit"]["events"]},
-            diff=evidence["diff"], task=evidence["task"], _database=database,
-            _shared=shared_reader)
+            _audit={"tables": evidence["audit"]["tables"], "events": evidence["audit"]["events"]},
+            diff=evidence["diff"],
+            task=evidence["task"],
+            _database=database,
+            _shared=shared_reader,
+        )
         return episode
 
     def connect(self) -> sqlite3.Connection:
@@ -114,8 +152,9 @@ class LiveToolEpisode(ToolEpisode):
         if not self.__dict__["_shared"]:
             return sqlite3.connect(readonly_uri(path), uri=True)
         if path not in _READERS:
-            _READERS[path] = sqlite3.connect(readonly_uri(path), uri=True,
-                                             factory=_SharedReader, check_same_thread=False)
+            _READERS[path] = sqlite3.connect(
+                readonly_uri(path), uri=True, factory=_SharedReader, check_same_thread=False
+            )
         return _READERS[path]
 
 
@@ -130,15 +169,20 @@ class _SharedReader(sqlite3.Connection):
 _READERS: dict[str, sqlite3.Connection] = {}
 
 
-def rebuild_episode(evidence: Mapping[str, Any], actions: Sequence[Mapping[str, Any]],
-                    snapshot: Snapshot, tools: Sequence[Mapping[str, Any]], workdir: Path
-                    ) -> LiveToolEpisode:
+def rebuild_episode(
+    evidence: Mapping[str, Any],
+    actions: Sequence[Mapping[str, Any]],
+    snapshot: Snapshot,
+    tools: Sequence[Mapping[str, Any]],
+    workdir: Path,
+) -> LiveToolEpisode:
     """The end state from the start snapshot plus the recorded diff, verified by digest."""
     if snapshot.identity() != evidence["snapshot"]:
         raise ConsistencyError(
             f"the start snapshot of task {evidence['task_id']!r} is now "
             f"{snapshot.identity()}, but the episode recorded {evidence['snapshot']}: the "
-            "task generator changed; regrade with the onrecord version that ran the episode")
+            "task generator changed; regrade with the onrecord version that ran the episode"
+        )
     # One file, rebuilt for each episode: re-grading grades an episode before loading the
     # next, so a run of any length needs the disk space of one database.
     path = workdir / "rebuilt.sqlite"
@@ -150,38 +194,47 @@ def rebuild_episode(evidence: Mapping[str, Any], actions: Sequence[Mapping[str, 
         digests = table_digests(conn, evidence["diff"], evidence["audit"]["tables"])
     finally:
         conn.close()
-    wrong = sorted(name for name, digest in digests.items()
-                   if evidence["changed_tables"].get(name) != digest)
+    wrong = sorted(
+        name for name, digest in digests.items() if evidence["changed_tables"].get(name) != digest
+    )
     if wrong or set(digests) != set(evidence["changed_tables"]):
-        raise ConsistencyError(f"the end state rebuilt from the recorded diff of "
-                               f"{evidence['task_id']!r} hashes differently from the recorded "
-                               f"end state (tables {wrong or sorted(evidence['changed_tables'])})"
-                               ": the diff or the digests were changed after recording")
+        raise ConsistencyError(
+            f"the end state rebuilt from the recorded diff of "
+            f"{evidence['task_id']!r} hashes differently from the recorded "
+            f"end state (tables {wrong or sorted(evidence['changed_tables'])})"
+            ": the diff or the digests were changed after recording"
+        )
     return LiveToolEpisode.from_evidence(evidence, actions, path, tools, shared_reader=False)
 
 
-def _apply_diff(conn: sqlite3.Connection, diff: StateDiff,
-                layouts: Mapping[str, Mapping[str, Any]]) -> None:
+def _apply_diff(
+    conn: sqlite3.Connection, diff: StateDiff, layouts: Mapping[str, Mapping[str, Any]]
+) -> None:
     # Triggers would re-derive rows the diff already holds (and write audit rows).
-    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"
-                                ).fetchall():
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
         conn.execute(f"DROP TRIGGER {quote(name)}")
     conn.execute("BEGIN")
     for table, change in diff.items():
         key = list(layouts[table]["key"])
         where = " AND ".join(f"{quote(column)} = ?" for column in key)
         for row in change["deleted"]:
-            conn.execute(f"DELETE FROM {quote(table)} WHERE {where}",
-                         [native_value(row[column]) for column in key])
+            conn.execute(
+                f"DELETE FROM {quote(table)} WHERE {where}",
+                [native_value(row[column]) for column in key],
+            )
         for item in change["changed"]:
             after = item["after"]
             sets = ", ".join(f"{quote(column)} = ?" for column in after)
             keys = item["key"] if len(key) > 1 else [item["key"]]
-            conn.execute(f"UPDATE {quote(table)} SET {sets} WHERE {where}",
-                         [*map(native_value, after.values()), *map(native_value, keys)])
+            conn.execute(
+                f"UPDATE {quote(table)} SET {sets} WHERE {where}",
+                [*map(native_value, after.values()), *map(native_value, keys)],
+            )
         for row in change["created"]:
             columns = ", ".join(map(quote, row))
             marks = ", ".join("?" for _ in row)
-            conn.execute(f"INSERT INTO {quote(table)} ({columns}) VALUES ({marks})",
-                         [native_value(value) for value in row.values()])
+            conn.execute(
+                f"INSERT INTO {quote(table)} ({columns}) VALUES ({marks})",
+                [native_value(value) for value in row.values()],
+            )
     conn.execute("COMMIT")

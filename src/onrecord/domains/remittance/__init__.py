@@ -32,6 +32,7 @@ from onrecord.domains.remittance._suite import (
     full_policy,
     run_demo_suite,
     save_suite,
+    suite_from_reports,
 )
 from onrecord.domains.remittance._tasks import KINDS, RemittanceTask, load_tasks
 from onrecord.domains.remittance._tools import HIDDEN_TABLES, TOOLS, WRITE_TOOLS
@@ -67,6 +68,7 @@ __all__ = [
     "remittance_trial",
     "run_demo_suite",
     "save_suite",
+    "suite_from_reports",
     "suite_table",
     "write_snapshot",
 ]

@@ -20,7 +20,7 @@ from onrecord.domains.remittance._checks import (
     REMITTANCE_CHECKS,
 )
 from onrecord.domains.remittance._run import Agent, RemittanceEnvironment, remittance_trial
-from onrecord.domains.remittance._scenarios import writes_needed
+from onrecord.domains.remittance._scenarios import build_scenario, writes_needed
 from onrecord.domains.remittance._tasks import RemittanceTask, load_tasks
 from onrecord.errors import InputError
 from onrecord.report import EvaluationReport, Trial
@@ -32,6 +32,7 @@ __all__ = [
     "expected_decision",
     "full_policy",
     "run_demo_suite",
+    "suite_from_reports",
 ]
 
 AgentFactory = Callable[[Mapping[str, Any]], Agent]
@@ -208,6 +209,31 @@ def run_demo_suite(
     result.outcomes = {name: _agent_outcome(name, items) for name, items in trials.items()}
     if output_dir is not None:
         save_suite(result, Path(output_dir) / "remittance")
+    return result
+
+
+def suite_from_reports(reports: Mapping[str, EvaluationReport]) -> SuiteResult:
+    """The suite's tables, ablation and required decisions from per-agent reports made
+    elsewhere, e.g. by ``onrecord run remittance --agent NAME`` (one run per agent)."""
+    tasks = {task.task_id: task for task in load_tasks()}
+    expectations: dict[str, Mapping[str, Any]] = {}
+    result = SuiteResult()
+    for name, report in reports.items():
+        seen = {str(trial.case["case_id"]) for trial in report.trials}
+        unknown = sorted(seen - set(tasks))
+        if unknown:
+            raise InputError(
+                f"report of {name!r} holds trials of unknown remittance tasks "
+                f"{unknown[:3]}; pass reports of the remittance environment"
+            )
+        if name in AGENTS:
+            for task_id in sorted(seen):
+                if task_id not in expectations:
+                    expectations[task_id] = build_scenario(tasks[task_id])[1]
+                result.expected.setdefault(name, {})[task_id] = expected_decision(
+                    name, tasks[task_id], expectations[task_id]
+                )
+        result.outcomes[name] = _agent_outcome(name, list(report.trials))
     return result
 
 

@@ -22,13 +22,14 @@ from onrecord.errors import ConsistencyError
 __all__ = ["replay"]
 
 
-def _linked(forecasts: list[ForecastEvidence], episodes: dict[str, Any]
-            ) -> list[ForecastEvidence]:
+def _linked(forecasts: list[ForecastEvidence], episodes: dict[str, Any]) -> list[ForecastEvidence]:
     for forecast in forecasts:
         episode = episodes.get(forecast.episode_digest)
         if episode is None:
-            raise ConsistencyError(f"forecast {forecast.digest[:12]} references episode "
-                                   f"{forecast.episode_digest[:12]}, which the run lacks")
+            raise ConsistencyError(
+                f"forecast {forecast.digest[:12]} references episode "
+                f"{forecast.episode_digest[:12]}, which the run lacks"
+            )
         forecast.verify_reference(episode)
     return forecasts
 
@@ -43,33 +44,42 @@ def replay(root: Path) -> dict[str, Any]:
     protocol = read_json(root / "protocol.json")
     models = protocol["models"]
     evidence = Evidence()
-    for split, target in (("development", evidence.development),
-                          ("heldout", evidence.heldout)):
+    for split, target in (("development", evidence.development), ("heldout", evidence.heldout)):
         episodes = _by_digest(root / "data" / f"{split}.episodes.jsonl")
         for model in models:
-            target[model] = _linked(load_forecasts(
-                root / "forecasts" / split / f"{slug(model)}.jsonl"), episodes)
-    for key, pairs in (("interventions", evidence.interventions),
-                       ("persistence", evidence.persistence)):
+            target[model] = _linked(
+                load_forecasts(root / "forecasts" / split / f"{slug(model)}.jsonl"), episodes
+            )
+    for key, pairs in (
+        ("interventions", evidence.interventions),
+        ("persistence", evidence.persistence),
+    ):
         episodes = _by_digest(root / "data" / f"{key}.episodes.jsonl")
         for model in models:
-            base, variant = (_linked(load_forecasts(
-                root / "forecasts" / key / f"{slug(model)}.{arm}.jsonl"), episodes)
-                for arm in ("base", "variant"))
+            base, variant = (
+                _linked(
+                    load_forecasts(root / "forecasts" / key / f"{slug(model)}.{arm}.jsonl"),
+                    episodes,
+                )
+                for arm in ("base", "variant")
+            )
             pairs[model] = (base, variant)
     for model in models:
         episodes = _by_digest(root / "data" / "closed_loop" / f"{slug(model)}.episodes.jsonl")
-        evidence.closed_loop.extend(load_runs(root / "closed_loop" / f"{slug(model)}.jsonl",
-                                              episodes))
+        evidence.closed_loop.extend(
+            load_runs(root / "closed_loop" / f"{slug(model)}.jsonl", episodes)
+        )
     for env_id in protocol["other_envs"]:
         episodes = _by_digest(root / "data" / env_id / "heldout.episodes.jsonl")
         evidence.other[env_id] = {
             path.stem.replace("_", "/"): _linked(load_forecasts(path), episodes)
-            for path in sorted((root / "forecasts" / env_id).glob("*.jsonl"))}
+            for path in sorted((root / "forecasts" / env_id).glob("*.jsonl"))
+        }
     tables = compute_tables(protocol, evidence)
     if canonical_bytes(tables) != canonical_bytes(read_json(root / "tables.json")):
-        raise ConsistencyError("tables.json differs from the tables recomputed from the saved "
-                               "evidence")
+        raise ConsistencyError(
+            "tables.json differs from the tables recomputed from the saved evidence"
+        )
     _check_reports(root, protocol, evidence)
     tables["verified_files"] = len(files)
     return tables
@@ -82,5 +92,6 @@ def _check_reports(root: Path, protocol: dict[str, Any], evidence: Evidence) -> 
     for model, report in reports.items():
         saved = EvaluationReport.load(root / "reports" / f"{slug(model)}.report.json")
         if saved.digest != report.digest:
-            raise ConsistencyError(f"the saved report of {model} differs from the one "
-                                   "recomputed from its forecasts")
+            raise ConsistencyError(
+                f"the saved report of {model} differs from the one recomputed from its forecasts"
+            )

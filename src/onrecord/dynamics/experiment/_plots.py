@@ -27,9 +27,12 @@ def write_plots(directory: Path, tables: dict[str, Any]) -> list[Path]:
     plt = _pyplot()
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, draw in (("error_vs_horizon", _error_vs_horizon),
-                       ("coverage_vs_width", _coverage_vs_width),
-                       ("reliability", _reliability), ("closed_loop", _closed_loop)):
+    for name, draw in (
+        ("error_vs_horizon", _error_vs_horizon),
+        ("coverage_vs_width", _coverage_vs_width),
+        ("reliability", _reliability),
+        ("closed_loop", _closed_loop),
+    ):
         figure = draw(plt, tables)
         path = directory / f"{name}.png"
         # A fixed date keeps PNG bytes reproducible run to run.
@@ -48,14 +51,27 @@ def _error_vs_horizon(plt: Any, tables: dict[str, Any]) -> Any:
     for axis, coordinate in zip(axes, ("cart_velocity", "pole_angle"), strict=True):
         for model, table in tables["heldout_metrics"].items():
             rows = [r for r in _rows(table, coordinate) if r["mae"] is not None]
-            axis.plot([r["horizon"] for r in rows], [max(r["mae"], 1e-12) for r in rows],
-                      marker="o", label=model)
+            axis.plot(
+                [r["horizon"] for r in rows],
+                [max(r["mae"], 1e-12) for r in rows],
+                marker="o",
+                label=model,
+            )
         rows = _rows(next(iter(tables["heldout_metrics"].values())), coordinate)
         for r in rows:
-            axis.annotate(f"n={r['measured']}/{r['denominator']}", (r["horizon"], 1e-10),
-                          fontsize=7, ha="center")
-        axis.set(xscale="log", yscale="log", xlabel="horizon (steps)",
-                 ylabel=f"MAE ({rows[0]['unit']})", title=coordinate)
+            axis.annotate(
+                f"n={r['measured']}/{r['denominator']}",
+                (r["horizon"], 1e-10),
+                fontsize=7,
+                ha="center",
+            )
+        axis.set(
+            xscale="log",
+            yscale="log",
+            xlabel="horizon (steps)",
+            ylabel=f"MAE ({rows[0]['unit']})",
+            title=coordinate,
+        )
     axes[0].legend(fontsize=7)
     figure.tight_layout()
     return figure
@@ -66,11 +82,19 @@ def _coverage_vs_width(plt: Any, tables: dict[str, Any]) -> Any:
     for model, table in tables["heldout_metrics"].items():
         rows = [r for r in _rows(table, "cart_velocity") if r["coverage_90"] is not None]
         if rows:
-            axis.plot([r["width_90"] for r in rows], [r["coverage_90"] for r in rows],
-                      marker="o", label=model)
+            axis.plot(
+                [r["width_90"] for r in rows],
+                [r["coverage_90"] for r in rows],
+                marker="o",
+                label=model,
+            )
     axis.axhline(0.9, color="grey", linestyle="--", linewidth=0.8)
-    axis.set(xscale="log", xlabel="mean 90% interval width (m/s)",
-             ylabel="observed coverage", title="cart_velocity: coverage beside width")
+    axis.set(
+        xscale="log",
+        xlabel="mean 90% interval width (m/s)",
+        ylabel="observed coverage",
+        title="cart_velocity: coverage beside width",
+    )
     axis.legend(fontsize=7)
     figure.tight_layout()
     return figure
@@ -86,8 +110,9 @@ def _reliability(plt: Any, tables: dict[str, Any]) -> Any:
         observed = [sum(r[f"coverage_{lv}"] for r in rows) / len(rows) for lv in levels]
         axis.plot([lv / 100 for lv in levels], observed, marker="o", label=model)
     axis.plot([0.4, 1], [0.4, 1], color="grey", linestyle="--", linewidth=0.8)
-    axis.set(xlabel="nominal level", ylabel="observed coverage (mean over cells)",
-             title="reliability")
+    axis.set(
+        xlabel="nominal level", ylabel="observed coverage (mean over cells)", title="reliability"
+    )
     axis.legend(fontsize=7)
     figure.tight_layout()
     return figure

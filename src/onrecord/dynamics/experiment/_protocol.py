@@ -8,10 +8,14 @@ __all__ = ["HORIZONS", "build_protocol"]
 
 HORIZONS = [1, 4, 8, 16, 32]
 _SIZES = {  # (full, smoke)
-    "train_episodes": (200, 40), "development_references": (50, 10),
-    "heldout_references": (200, 40), "intervention_pairs": (100, 20),
-    "persistence_pairs": (100, 20), "planning_seeds": (10, 3),
-    "other_env_train": (60, 15), "other_env_heldout": (60, 15),
+    "train_episodes": (200, 40),
+    "development_references": (50, 10),
+    "heldout_references": (200, 40),
+    "intervention_pairs": (100, 20),
+    "persistence_pairs": (100, 20),
+    "planning_seeds": (10, 3),
+    "other_env_train": (60, 15),
+    "other_env_heldout": (60, 15),
 }
 
 
@@ -23,37 +27,53 @@ def build_protocol(*, smoke: bool) -> dict[str, Any]:
     """Every choice of the experiment, fixed before any environment is run."""
     size = {key: pair[1 if smoke else 0] for key, pair in _SIZES.items()}
     return {
-        "schema": "onrecord.worldmodel-protocol/v1", "smoke": smoke,
-        "env_id": "CartPole-v1", "horizons": HORIZONS, "reference_plan_length": 32,
+        "schema": "onrecord.worldmodel-protocol/v1",
+        "smoke": smoke,
+        "env_id": "CartPole-v1",
+        "horizons": HORIZONS,
+        "reference_plan_length": 32,
         "train_plan_length": 60,
         "seeds": {
             "train": _seeds(10_000, size["train_episodes"]),
             "development": _seeds(20_000, size["development_references"]),
             "heldout": _seeds(30_000, size["heldout_references"]),
-            "interventions": 40_000, "persistence": 50_000,
+            "interventions": 40_000,
+            "persistence": 50_000,
             "planning": _seeds(60_000, size["planning_seeds"]),
             "other_train": _seeds(70_000, size["other_env_train"]),
             "other_heldout": _seeds(80_000, size["other_env_heldout"]),
         },
-        "pairs": {"interventions": size["intervention_pairs"],
-                  "persistence": size["persistence_pairs"], "length": 8,
-                  "horizons": [1, 2, 4, 8],
-                  "persistence_offset": [0.0, 0.0, 0.01, 0.0]},
+        "pairs": {
+            "interventions": size["intervention_pairs"],
+            "persistence": size["persistence_pairs"],
+            "length": 8,
+            "horizons": [1, 2, 4, 8],
+            "persistence_offset": [0.0, 0.0, 0.01, 0.0],
+        },
         # Absolute-error tolerances per coordinate and horizon, in each coordinate's unit.
         "tolerances": {
             "cart_position": {"h1": 0.001, "h4": 0.005, "*": 0.05},
             "cart_velocity": {"h1": 0.01, "h4": 0.02, "h8": 0.05, "*": 0.2},
             "pole_angle": {"h1": 0.001, "h4": 0.005, "h8": 0.01, "*": 0.05},
-            "pole_angular_velocity": {"h1": 0.02, "h4": 0.05, "h8": 0.1, "*": 0.5}},
+            "pole_angular_velocity": {"h1": 0.02, "h4": 0.05, "h8": 0.1, "*": 0.5},
+        },
         "policies": {
             "full-horizon": ["dynamics/pole_angle/*", "dynamics/cart_velocity/*"],
             "next-step-angle": ["dynamics/pole_angle/h1"],
             "short-horizon": ["dynamics/*/h1", "dynamics/*/h4"],
         },
-        "models": ["persistence/v1", "bayes-linear/v1", "bayes-linear-blind/v1",
-                   "bootstrap-ensemble/v1", "random-walk/v1", "oracle/CartPole-v1"],
-        "random_model": "random-walk/v1", "oracle_model": "oracle/CartPole-v1",
-        "planner": {"planner": "exhaustive", "length": 8}, "max_steps": 500,
+        "models": [
+            "persistence/v1",
+            "bayes-linear/v1",
+            "bayes-linear-blind/v1",
+            "bootstrap-ensemble/v1",
+            "random-walk/v1",
+            "oracle/CartPole-v1",
+        ],
+        "random_model": "random-walk/v1",
+        "oracle_model": "oracle/CartPole-v1",
+        "planner": {"planner": "exhaustive", "length": 8},
+        "max_steps": 500,
         "other_envs": ["Pendulum-v1", "Acrobot-v1"],
         "bootstrap": {"draws": 2000, "seed": 0},
     }

@@ -40,43 +40,65 @@ def slug(model_id: str) -> str:
 
 def build_models(simulator: Simulator) -> list[WorldModel]:
     """The experiment's models, in protocol order."""
-    return [PersistenceModel(simulator), BayesianLinearModel(simulator),
-            BayesianLinearModel(simulator, action_conditioned=False),
-            BootstrapEnsembleModel(simulator), RandomModel(simulator),
-            OracleModel(simulator)]
+    return [
+        PersistenceModel(simulator),
+        BayesianLinearModel(simulator),
+        BayesianLinearModel(simulator, action_conditioned=False),
+        BootstrapEnsembleModel(simulator),
+        RandomModel(simulator),
+        OracleModel(simulator),
+    ]
 
 
-def _references(simulator: Simulator, seeds: list[int], length: int, tag: str
-                ) -> tuple[list[Any], list[list[Any]]]:
+def _references(
+    simulator: Simulator, seeds: list[int], length: int, tag: str
+) -> tuple[list[Any], list[list[Any]]]:
     plans = [random_plan(simulator, length, np.random.default_rng(seed)) for seed in seeds]
-    episodes = [capture_plan(simulator, plan, case_id=f"{tag}-{seed}", seed=seed)
-                for seed, plan in zip(seeds, plans, strict=True)]
+    episodes = [
+        capture_plan(simulator, plan, case_id=f"{tag}-{seed}", seed=seed)
+        for seed, plan in zip(seeds, plans, strict=True)
+    ]
     return episodes, plans
 
 
-def _forecast(model: WorldModel, simulator: Simulator, episodes: list[Any],
-              plans: list[Any], horizons: list[int]) -> list[ForecastEvidence]:
-    return capture_forecasts(episodes, model, model_id=model.model_id,
-                             contract=simulator.contract, coordinates=simulator.coordinates,
-                             horizons=horizons, planned_actions=plans)
+def _forecast(
+    model: WorldModel,
+    simulator: Simulator,
+    episodes: list[Any],
+    plans: list[Any],
+    horizons: list[int],
+) -> list[ForecastEvidence]:
+    return capture_forecasts(
+        episodes,
+        model,
+        model_id=model.model_id,
+        contract=simulator.contract,
+        coordinates=simulator.coordinates,
+        horizons=horizons,
+        planned_actions=plans,
+    )
 
 
-def _pair_forecasts(model: WorldModel, simulator: Simulator, pairs: list[PairedReference],
-                    horizons: list[int]) -> tuple[list[ForecastEvidence], list[ForecastEvidence]]:
-    base = _forecast(model, simulator, [p.base for p in pairs], [p.base_plan for p in pairs],
-                     horizons)
-    variant = _forecast(model, simulator, [p.variant for p in pairs],
-                        [p.variant_plan for p in pairs], horizons)
+def _pair_forecasts(
+    model: WorldModel, simulator: Simulator, pairs: list[PairedReference], horizons: list[int]
+) -> tuple[list[ForecastEvidence], list[ForecastEvidence]]:
+    base = _forecast(
+        model, simulator, [p.base for p in pairs], [p.base_plan for p in pairs], horizons
+    )
+    variant = _forecast(
+        model, simulator, [p.variant for p in pairs], [p.variant_plan for p in pairs], horizons
+    )
     return base, variant
 
 
-def run_experiment(output_dir: Path, *, smoke: bool, step: Step | None = None
-                   ) -> dict[str, Any]:
+def run_experiment(output_dir: Path, *, smoke: bool, step: Step | None = None) -> dict[str, Any]:
     """Run the whole protocol into ``output_dir`` (which must be empty or absent)."""
     root = Path(output_dir)
     if root.exists() and any(root.iterdir()):
-        raise InputError(f"--output-dir {root} is not empty; a run directory is written once "
-                         "and never overwritten: choose a new directory")
+        raise InputError(
+            f"--output-dir {root} is not empty; a run directory is written once "
+            "and never overwritten: choose a new directory"
+        )
     tick = step or (lambda _label: None)
     protocol = build_protocol(smoke=smoke)
     write_json(root / "protocol.json", protocol)
@@ -101,8 +123,9 @@ def run_experiment(output_dir: Path, *, smoke: bool, step: Step | None = None
     return tables
 
 
-def _data_and_models(root: Path, protocol: dict[str, Any], simulator: Simulator,
-                     tick: Step) -> list[WorldModel]:
+def _data_and_models(
+    root: Path, protocol: dict[str, Any], simulator: Simulator, tick: Step
+) -> list[WorldModel]:
     seeds = protocol["seeds"]
     train, _ = _references(simulator, seeds["train"], protocol["train_plan_length"], "train")
     save_episodes(root / "data" / "train.episodes.jsonl", train)
@@ -116,49 +139,79 @@ def _data_and_models(root: Path, protocol: dict[str, Any], simulator: Simulator,
     return models
 
 
-def _forecasts(root: Path, protocol: dict[str, Any], simulator: Simulator,
-               models: list[WorldModel], evidence: Evidence, tick: Step) -> None:
-    seeds, length, horizons = protocol["seeds"], protocol["reference_plan_length"], \
-        protocol["horizons"]
-    for split, target in (("development", evidence.development),
-                          ("heldout", evidence.heldout)):
+def _forecasts(
+    root: Path,
+    protocol: dict[str, Any],
+    simulator: Simulator,
+    models: list[WorldModel],
+    evidence: Evidence,
+    tick: Step,
+) -> None:
+    seeds, length, horizons = (
+        protocol["seeds"],
+        protocol["reference_plan_length"],
+        protocol["horizons"],
+    )
+    for split, target in (("development", evidence.development), ("heldout", evidence.heldout)):
         episodes, plans = _references(simulator, seeds[split], length, split)
         save_episodes(root / "data" / f"{split}.episodes.jsonl", episodes)
         for model in models:
             target[model.model_id] = _forecast(model, simulator, episodes, plans, horizons)
-            save_forecasts(root / "forecasts" / split / f"{slug(model.model_id)}.jsonl",
-                           target[model.model_id])
+            save_forecasts(
+                root / "forecasts" / split / f"{slug(model.model_id)}.jsonl", target[model.model_id]
+            )
         tick(f"{split} forecasts")
-    starts = np.array([s for f in evidence.heldout[models[0].model_id][:200]
-                       for s in f.truth[:1]])
+    starts = np.array([s for f in evidence.heldout[models[0].model_id][:200] for s in f.truth[:1]])
     pairs_cfg = protocol["pairs"]
-    for kind, key, target_pairs in (("action", "interventions", evidence.interventions),
-                                    ("offset", "persistence", evidence.persistence)):
+    for kind, key, target_pairs in (
+        ("action", "interventions", evidence.interventions),
+        ("offset", "persistence", evidence.persistence),
+    ):
         count = pairs_cfg[key]
         chosen = [starts[i % len(starts)].tolist() for i in range(count)]
-        pairs = capture_pairs(simulator, chosen, kind=kind, length=pairs_cfg["length"],
-                              seed=seeds[key], offset=pairs_cfg["persistence_offset"])
-        save_episodes(root / "data" / f"{key}.episodes.jsonl",
-                      [e for p in pairs for e in (p.base, p.variant)])
+        pairs = capture_pairs(
+            simulator,
+            chosen,
+            kind=kind,
+            length=pairs_cfg["length"],
+            seed=seeds[key],
+            offset=pairs_cfg["persistence_offset"],
+        )
+        save_episodes(
+            root / "data" / f"{key}.episodes.jsonl", [e for p in pairs for e in (p.base, p.variant)]
+        )
         for model in models:
             base, variant = _pair_forecasts(model, simulator, pairs, pairs_cfg["horizons"])
             target_pairs[model.model_id] = (base, variant)
-            save_forecasts(root / "forecasts" / key / f"{slug(model.model_id)}.base.jsonl",
-                           base)
-            save_forecasts(root / "forecasts" / key / f"{slug(model.model_id)}.variant.jsonl",
-                           variant)
+            save_forecasts(root / "forecasts" / key / f"{slug(model.model_id)}.base.jsonl", base)
+            save_forecasts(
+                root / "forecasts" / key / f"{slug(model.model_id)}.variant.jsonl", variant
+            )
         tick(key)
 
 
-def _closed_loop(root: Path, protocol: dict[str, Any], simulator: Simulator,
-                 models: list[WorldModel], evidence: Evidence, tick: Step) -> None:
+def _closed_loop(
+    root: Path,
+    protocol: dict[str, Any],
+    simulator: Simulator,
+    models: list[WorldModel],
+    evidence: Evidence,
+    tick: Step,
+) -> None:
     planner = ExhaustivePlanner(protocol["planner"]["length"])
     for model in models:
-        runs = run_closed_loop(simulator, model, planner, seeds=protocol["seeds"]["planning"],
-                               max_steps=protocol["max_steps"])
+        runs = run_closed_loop(
+            simulator,
+            model,
+            planner,
+            seeds=protocol["seeds"]["planning"],
+            max_steps=protocol["max_steps"],
+        )
         evidence.closed_loop.extend(runs)
-        save_episodes(root / "data" / "closed_loop" / f"{slug(model.model_id)}.episodes.jsonl",
-                      [r.episode for r in runs])
+        save_episodes(
+            root / "data" / "closed_loop" / f"{slug(model.model_id)}.episodes.jsonl",
+            [r.episode for r in runs],
+        )
         save_runs(root / "closed_loop" / f"{slug(model.model_id)}.jsonl", runs)
         tick(f"closed loop {model.model_id}")
 
@@ -168,17 +221,21 @@ def _other_envs(root: Path, protocol: dict[str, Any], evidence: Evidence, tick: 
     for env_id in protocol["other_envs"]:
         simulator = get_simulator(env_id)
         train, _ = _references(simulator, seeds["other_train"], 100, f"{env_id}-train")
-        heldout, plans = _references(simulator, seeds["other_heldout"],
-                                     protocol["reference_plan_length"], f"{env_id}-heldout")
+        heldout, plans = _references(
+            simulator,
+            seeds["other_heldout"],
+            protocol["reference_plan_length"],
+            f"{env_id}-heldout",
+        )
         save_episodes(root / "data" / env_id / "train.episodes.jsonl", train)
         save_episodes(root / "data" / env_id / "heldout.episodes.jsonl", heldout)
         transitions = Transitions.from_episodes(train)
         per: dict[str, list[ForecastEvidence]] = {}
         for model in build_models(simulator):
             model.fit(transitions)
-            per[model.model_id] = _forecast(model, simulator, heldout, plans,
-                                            protocol["horizons"])
-            save_forecasts(root / "forecasts" / env_id / f"{slug(model.model_id)}.jsonl",
-                           per[model.model_id])
+            per[model.model_id] = _forecast(model, simulator, heldout, plans, protocol["horizons"])
+            save_forecasts(
+                root / "forecasts" / env_id / f"{slug(model.model_id)}.jsonl", per[model.model_id]
+            )
         evidence.other[env_id] = per
         tick(env_id)

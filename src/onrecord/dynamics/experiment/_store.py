@@ -10,8 +10,15 @@ from typing import Any
 from onrecord._canonical import atomic_write_bytes, canonical_bytes, load_record_bytes
 from onrecord.errors import DigestMismatch, SchemaError
 
-__all__ = ["load_episodes", "read_json", "save_episodes", "sha256_file", "verify_manifest",
-           "write_json", "write_manifest"]
+__all__ = [
+    "load_episodes",
+    "read_json",
+    "save_episodes",
+    "sha256_file",
+    "verify_manifest",
+    "write_json",
+    "write_manifest",
+]
 
 MANIFEST = "manifest.json"
 
@@ -35,8 +42,11 @@ def load_episodes(path: Path) -> list[Any]:
     """Read and verify every episode of a JSON Lines file."""
     from onrecord.episode import EpisodeEvidence
 
-    return [EpisodeEvidence.from_dict(load_record_bytes(line, f"{path}:{n}"))
-            for n, line in enumerate(path.read_bytes().splitlines(), start=1) if line]
+    return [
+        EpisodeEvidence.from_dict(load_record_bytes(line, f"{path}:{n}"))
+        for n, line in enumerate(path.read_bytes().splitlines(), start=1)
+        if line
+    ]
 
 
 def sha256_file(path: Path) -> str:
@@ -46,8 +56,11 @@ def sha256_file(path: Path) -> str:
 
 def write_manifest(root: Path) -> dict[str, str]:
     """Hash every file under ``root`` (except the manifest) and write the manifest."""
-    files = {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*"))
-             if p.is_file() and p.name != MANIFEST}
+    files = {
+        p.relative_to(root).as_posix(): sha256_file(p)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
     write_json(root / MANIFEST, {"schema": "onrecord.manifest/v1", "files": files})
     return files
 
@@ -58,14 +71,20 @@ def verify_manifest(root: Path) -> dict[str, str]:
     if not path.exists():
         raise SchemaError(f"{path} is missing: this is not a worldmodel run directory")
     files: dict[str, str] = read_json(path)["files"]
-    present = {p.relative_to(root).as_posix() for p in root.rglob("*")
-               if p.is_file() and p.name != MANIFEST}
+    present = {
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and p.name != MANIFEST
+    }
     extra, missing = sorted(present - set(files)), sorted(set(files) - present)
     if extra or missing:
-        raise DigestMismatch(f"run directory {root} differs from its manifest: added "
-                             f"{extra}, missing {missing}")
+        raise DigestMismatch(
+            f"run directory {root} differs from its manifest: added {extra}, missing {missing}"
+        )
     for name, digest in files.items():
         if sha256_file(root / name) != digest:
-            raise DigestMismatch(f"{name} does not match its sha256 in the manifest: it was "
-                                 "changed after the run; restore it or re-run")
+            raise DigestMismatch(
+                f"{name} does not match its sha256 in the manifest: it was "
+                "changed after the run; restore it or re-run"
+            )
     return files

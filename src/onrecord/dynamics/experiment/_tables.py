@@ -33,43 +33,56 @@ class Evidence:
     other: dict[str, dict[str, list[ForecastEvidence]]] = field(default_factory=dict)
 
 
-def decisions(protocol: Mapping[str, Any], forecasts: Mapping[str, Sequence[ForecastEvidence]]
-              ) -> tuple[dict[str, Any], dict[str, Any]]:
+def decisions(
+    protocol: Mapping[str, Any], forecasts: Mapping[str, Sequence[ForecastEvidence]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Reports per model and the decision of every protocol policy on each."""
     from onrecord import AcceptancePolicy, CheckRequirement
 
-    reports = {model: forecast_report(items, protocol["tolerances"])
-               for model, items in forecasts.items()}
+    reports = {
+        model: forecast_report(items, protocol["tolerances"]) for model, items in forecasts.items()
+    }
     table: dict[str, Any] = {}
     for model, report in reports.items():
         for name, globs in protocol["policies"].items():
             policy = AcceptancePolicy(tuple(CheckRequirement(g) for g in globs), name=name)
             decision = policy.evaluate(report)
-            table.setdefault(model, {})[name] = {"decision": decision.decision,
-                                                 "headline": decision.headline,
-                                                 "report": report.digest}
+            table.setdefault(model, {})[name] = {
+                "decision": decision.decision,
+                "headline": decision.headline,
+                "report": report.digest,
+            }
     return reports, table
 
 
 def compute_tables(protocol: Mapping[str, Any], evidence: Evidence) -> dict[str, Any]:
     """All tables, portable and deterministic."""
     metrics = {m: aggregate_metrics(f).to_dict() for m, f in evidence.heldout.items()}
-    cohort = {m: aggregate_metrics(f, same_cohort=True).to_dict()
-              for m, f in evidence.heldout.items()}
+    cohort = {
+        m: aggregate_metrics(f, same_cohort=True).to_dict() for m, f in evidence.heldout.items()
+    }
     boot = protocol["bootstrap"]
     tables = {
-        "heldout_metrics": metrics, "heldout_same_cohort": cohort,
-        "development_metrics": {m: aggregate_metrics(f).to_dict()
-                                for m, f in evidence.development.items()},
-        "interventions": {m: effect_table(*pair).rows()
-                          for m, pair in evidence.interventions.items()},
-        "persistence": {m: effect_table(*pair).rows()
-                        for m, pair in evidence.persistence.items()},
+        "heldout_metrics": metrics,
+        "heldout_same_cohort": cohort,
+        "development_metrics": {
+            m: aggregate_metrics(f).to_dict() for m, f in evidence.development.items()
+        },
+        "interventions": {
+            m: effect_table(*pair).rows() for m, pair in evidence.interventions.items()
+        },
+        "persistence": {m: effect_table(*pair).rows() for m, pair in evidence.persistence.items()},
         "closed_loop": closed_loop_summary(
-            evidence.closed_loop, random_model=protocol["random_model"],
-            oracle_model=protocol["oracle_model"], draws=boot["draws"], seed=boot["seed"]),
-        "other_envs": {env: {m: aggregate_metrics(f).to_dict() for m, f in per.items()}
-                       for env, per in evidence.other.items()},
+            evidence.closed_loop,
+            random_model=protocol["random_model"],
+            oracle_model=protocol["oracle_model"],
+            draws=boot["draws"],
+            seed=boot["seed"],
+        ),
+        "other_envs": {
+            env: {m: aggregate_metrics(f).to_dict() for m, f in per.items()}
+            for env, per in evidence.other.items()
+        },
         "decisions": decisions(protocol, evidence.heldout)[1],
     }
     tables["headline"] = headline(tables)
@@ -77,8 +90,9 @@ def compute_tables(protocol: Mapping[str, Any], evidence: Evidence) -> dict[str,
 
 
 def _row(table: Mapping[str, Any], coordinate: str, horizon: int) -> dict[str, Any]:
-    return next(r for r in table["rows"]
-                if r["coordinate"] == coordinate and r["horizon"] == horizon)
+    return next(
+        r for r in table["rows"] if r["coordinate"] == coordinate and r["horizon"] == horizon
+    )
 
 
 def _effect(rows: list[dict[str, Any]], coordinate: str, horizon: int) -> dict[str, Any]:
@@ -94,17 +108,29 @@ def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
     blind_err = _effect(effects[blind], "cart_velocity", 1)["effect_error"]
     metrics = tables["heldout_metrics"]
     return {
-        "closed_loop": {m: {"mean_steps": r["mean_steps"], "reached_cap": r["reached_cap"],
-                            "seeds": r["seeds"], "normalized_score": r["normalized_score"]}
-                        for m, r in loop.items()},
-        "cart_velocity_h1_action_effect_error": {action: act_err, blind: blind_err,
-                                                 "ratio": blind_err / act_err
-                                                 if act_err else None},
+        "closed_loop": {
+            m: {
+                "mean_steps": r["mean_steps"],
+                "reached_cap": r["reached_cap"],
+                "seeds": r["seeds"],
+                "normalized_score": r["normalized_score"],
+            }
+            for m, r in loop.items()
+        },
+        "cart_velocity_h1_action_effect_error": {
+            action: act_err,
+            blind: blind_err,
+            "ratio": blind_err / act_err if act_err else None,
+        },
         "cart_velocity_h1_interval_90": {
-            m: {"coverage": _row(metrics[m], "cart_velocity", 1)["coverage_90"],
-                "width": _row(metrics[m], "cart_velocity", 1)["width_90"]}
-            for m in (action, blind, "bootstrap-ensemble/v1")},
+            m: {
+                "coverage": _row(metrics[m], "cart_velocity", 1)["coverage_90"],
+                "width": _row(metrics[m], "cart_velocity", 1)["width_90"],
+            }
+            for m in (action, blind, "bootstrap-ensemble/v1")
+        },
         "pole_angle_h1_mae": {m: _row(t, "pole_angle", 1)["mae"] for m, t in metrics.items()},
-        "next_step_angle_decisions": {m: d["next-step-angle"]["decision"]
-                                      for m, d in tables["decisions"].items()},
+        "next_step_angle_decisions": {
+            m: d["next-step-angle"]["decision"] for m, d in tables["decisions"].items()
+        },
     }

@@ -50,31 +50,52 @@ def capture_episode(
         return _setup_failure(case, settings, "factory", exc)
     if not isinstance(env, gym.Env):
         _close_quietly(env)
-        return _setup_failure(case, settings, "factory", InputError(
-            f"factory returned {type(env).__name__}, not a gymnasium.Env"))
+        return _setup_failure(
+            case,
+            settings,
+            "factory",
+            InputError(f"factory returned {type(env).__name__}, not a gymnasium.Env"),
+        )
     return _run(env, interact, observe, case, settings)
 
 
-def _settings(case: EvalCase, environment_id: str, observer_id: str, seed: int,
-              max_steps: int, options: Mapping[str, Any] | None) -> dict[str, Any]:
+def _settings(
+    case: EvalCase,
+    environment_id: str,
+    observer_id: str,
+    seed: int,
+    max_steps: int,
+    options: Mapping[str, Any] | None,
+) -> dict[str, Any]:
     if not isinstance(case, EvalCase):
         raise InputError(f"case must be an onrecord.EvalCase, got {type(case).__name__}")
     for name, value in (("environment_id", environment_id), ("observer_id", observer_id)):
         if not isinstance(value, str) or not value.strip():
-            raise InputError(f"{name} must be a non-empty version label such as "
-                             f"'invoice-environment-v1', got {value!r}")
+            raise InputError(
+                f"{name} must be a non-empty version label such as "
+                f"'invoice-environment-v1', got {value!r}"
+            )
     if type(seed) is not int or seed < 0:
         raise InputError(f"seed must be a non-negative int, got {seed!r}")
     if type(max_steps) is not int or max_steps < 1:
         raise InputError(f"max_steps must be a positive int, got {max_steps!r}")
-    return {"environment_id": environment_id, "observer_id": observer_id, "seed": seed,
-            "max_steps": max_steps, "completion": case.completion,
-            "options": to_portable(dict(options) if options is not None else None,
-                                   "$.options")}
+    return {
+        "environment_id": environment_id,
+        "observer_id": observer_id,
+        "seed": seed,
+        "max_steps": max_steps,
+        "completion": case.completion,
+        "options": to_portable(dict(options) if options is not None else None, "$.options"),
+    }
 
 
-def _run(env: gym.Env[Any, Any], interact: Interact, observe: Callable[[], Any],
-         case: EvalCase, settings: dict[str, Any]) -> EpisodeEvidence:
+def _run(
+    env: gym.Env[Any, Any],
+    interact: Interact,
+    observe: Callable[[], Any],
+    case: EvalCase,
+    settings: dict[str, Any],
+) -> EpisodeEvidence:
     recorder = EpisodeRecorder(env, observe, settings["max_steps"])
     settings["spec"] = _spec(env)
     settings["observation_space"] = describe_space(getattr(env, "observation_space", None))
@@ -90,8 +111,12 @@ def _run(env: gym.Env[Any, Any], interact: Interact, observe: Callable[[], Any],
     return _assemble(case, settings, recorder, record)
 
 
-def _reset(env: gym.Env[Any, Any], recorder: EpisodeRecorder, settings: dict[str, Any],
-           record: dict[str, Any]) -> None:
+def _reset(
+    env: gym.Env[Any, Any],
+    recorder: EpisodeRecorder,
+    settings: dict[str, Any],
+    record: dict[str, Any],
+) -> None:
     seed = settings["seed"]
     initial: dict[str, Any] = {"observation": None, "info": None, "reset_error": None}
     record["initial"] = initial
@@ -100,8 +125,9 @@ def _reset(env: gym.Env[Any, Any], recorder: EpisodeRecorder, settings: dict[str
         env.observation_space.seed(seed)
         observation, info = env.reset(seed=seed, options=settings["options"])
         recorder.initial_observation = observation
-        initial["observation"] = encode_batch(env.observation_space, [observation],
-                                              "initial.observation")[0]
+        initial["observation"] = encode_batch(
+            env.observation_space, [observation], "initial.observation"
+        )[0]
         initial["info"] = to_portable(info, "$.initial.info")
     except PortabilityError:
         raise
@@ -153,31 +179,52 @@ def _spec(env: gym.Env[Any, Any]) -> dict[str, Any] | None:
             kwargs[key] = to_portable(value, f"$.spec.kwargs.{key}")
         except PortabilityError:
             unportable.append(key)
-    return {"id": spec.id, "kwargs": kwargs, "unportable_kwargs": unportable,
-            "max_episode_steps": spec.max_episode_steps}
+    return {
+        "id": spec.id,
+        "kwargs": kwargs,
+        "unportable_kwargs": unportable,
+        "max_episode_steps": spec.max_episode_steps,
+    }
 
 
-def _setup_failure(case: EvalCase, settings: dict[str, Any], phase: str,
-                   exc: Exception) -> EpisodeEvidence:
-    settings.update(spec=None, observation_space=describe_space(None),
-                    action_space=describe_space(None))
-    record = {"initial": {"observation": None, "info": None, "reset_error": None,
-                          "state": None, "observer_error": None},
-              "interact": None, "final_state": None, "final_observer_error": None,
-              "cleanup": {"ok": None, "error": None},
-              "events": [{"phase": phase, "index": 0, **error_record(exc)}]}
+def _setup_failure(
+    case: EvalCase, settings: dict[str, Any], phase: str, exc: Exception
+) -> EpisodeEvidence:
+    settings.update(
+        spec=None, observation_space=describe_space(None), action_space=describe_space(None)
+    )
+    record = {
+        "initial": {
+            "observation": None,
+            "info": None,
+            "reset_error": None,
+            "state": None,
+            "observer_error": None,
+        },
+        "interact": None,
+        "final_state": None,
+        "final_observer_error": None,
+        "cleanup": {"ok": None, "error": None},
+        "events": [{"phase": phase, "index": 0, **error_record(exc)}],
+    }
     return _assemble(case, settings, EpisodeRecorder.__new__(EpisodeRecorder), record)
 
 
-def _assemble(case: EvalCase, settings: dict[str, Any], recorder: EpisodeRecorder,
-              record: dict[str, Any]) -> EpisodeEvidence:
+def _assemble(
+    case: EvalCase, settings: dict[str, Any], recorder: EpisodeRecorder, record: dict[str, Any]
+) -> EpisodeEvidence:
     steps = _encode_steps(recorder) if hasattr(recorder, "status") else _no_steps()
-    data = {"schema": EPISODE_SCHEMA, "library": {"name": "onrecord", "version": __version__},
-            "case": case.to_dict(), "environment": settings, **record, "steps": steps}
+    data = {
+        "schema": EPISODE_SCHEMA,
+        "library": {"name": "onrecord", "version": __version__},
+        "case": case.to_dict(),
+        "environment": settings,
+        **record,
+        "steps": steps,
+    }
     data["ended"] = ending(data)
     data["coverage_issues"] = coverage_issues(data)
-    data["measures"] = {"return": math.fsum(steps["reward"]),
-                        "steps": len(steps["reward"])}
+    data["measures"] = {"return": math.fsum(steps["reward"]), "steps": len(steps["reward"])}
     return EpisodeEvidence._from_trusted(data)
 
 
@@ -185,23 +232,33 @@ def _encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
     env = recorder.env
     status = recorder.status
     count = len(status)
-    executed = list(range(count)) if not recorder.errors else \
-        [i for i, value in enumerate(status) if value in ("ok", "env_error")]
-    succeeded = executed if not recorder.errors else \
-        [i for i, value in enumerate(status) if value == "ok"]
-    rewards, terminated, truncated, infos = zip(*recorder.outcomes, strict=True) \
-        if recorder.outcomes else ((), (), (), ())
+    executed = (
+        list(range(count))
+        if not recorder.errors
+        else [i for i, value in enumerate(status) if value in ("ok", "env_error")]
+    )
+    succeeded = (
+        executed if not recorder.errors else [i for i, value in enumerate(status) if value == "ok"]
+    )
+    rewards, terminated, truncated, infos = (
+        zip(*recorder.outcomes, strict=True) if recorder.outcomes else ((), (), (), ())
+    )
     return {
-        "status": status, "error": _spread(recorder.errors, count),
+        "status": status,
+        "error": _spread(recorder.errors, count),
         "state": _join(recorder.states),
         "observer_error": _spread(recorder.observer_errors, count),
-        "wall_time_ns": recorder.wall_ns, "action_index": executed,
+        "wall_time_ns": recorder.wall_ns,
+        "action_index": executed,
         "action": encode_batch(env.action_space, recorder.actions, "steps.action"),
         "transition_index": succeeded,
-        "observation": encode_batch(env.observation_space, recorder.observations,
-                                    "steps.observation"),
-        "reward": _rewards(rewards), "terminated": list(map(bool, terminated)),
-        "truncated": list(map(bool, truncated)), "info": _join(list(infos)),
+        "observation": encode_batch(
+            env.observation_space, recorder.observations, "steps.observation"
+        ),
+        "reward": _rewards(rewards),
+        "terminated": list(map(bool, terminated)),
+        "truncated": list(map(bool, truncated)),
+        "info": _join(list(infos)),
     }
 
 
@@ -215,9 +272,11 @@ def _spread(sparse: dict[int, Any], count: int) -> list[Any]:
 def _rewards(raw: tuple[Any, ...]) -> list[float]:
     rewards = list(map(float, raw))
     if not math.isfinite(math.fsum(rewards)) and not all(map(math.isfinite, rewards)):
-        raise PortabilityError("$.steps.reward holds a non-finite reward; JSON has no NaN or "
-                               "Infinity: the environment returned an invalid reward",
-                               "$.steps.reward")
+        raise PortabilityError(
+            "$.steps.reward holds a non-finite reward; JSON has no NaN or "
+            "Infinity: the environment returned an invalid reward",
+            "$.steps.reward",
+        )
     return rewards
 
 
@@ -228,6 +287,21 @@ def _join(chunks: list[bytes]) -> list[Any]:
 
 
 def _no_steps() -> dict[str, Any]:
-    return {key: [] for key in ("status", "error", "state", "observer_error", "wall_time_ns",
-                                "action_index", "action", "transition_index", "observation",
-                                "reward", "terminated", "truncated", "info")}
+    return {
+        key: []
+        for key in (
+            "status",
+            "error",
+            "state",
+            "observer_error",
+            "wall_time_ns",
+            "action_index",
+            "action",
+            "transition_index",
+            "observation",
+            "reward",
+            "terminated",
+            "truncated",
+            "info",
+        )
+    }

@@ -23,6 +23,7 @@ from onrecord._canonical import (
     to_portable,
 )
 from onrecord.errors import (
+    CaptureError,
     InvalidActionError,
     LifecycleError,
     PortabilityError,
@@ -61,8 +62,11 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         self._observe_fn = observe
         self._max_steps = max_steps
         space = env.action_space
-        self._discrete = (int(space.start), int(space.start) + int(space.n)) \
-            if type(space) is gym.spaces.Discrete else None
+        self._discrete = (
+            (int(space.start), int(space.start) + int(space.n))
+            if type(space) is gym.spaces.Discrete
+            else None
+        )
         self.initial_observation: Any = None
         # Per attempt: status, wall time, observer state as JSON bytes.
         self.status: list[str] = []
@@ -89,9 +93,14 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
     def step(self, action: Any) -> StepResult:
         index = len(self.status)
         bounds = self._discrete
-        if self.ended is not None or index >= self._max_steps or not (
-                type(action) is int and bounds is not None and bounds[0] <= action < bounds[1]
-                or fast_contains(self.env.action_space, action)):
+        if (
+            self.ended is not None
+            or index >= self._max_steps
+            or not (
+                (type(action) is int and bounds is not None and bounds[0] <= action < bounds[1])
+                or fast_contains(self.env.action_space, action)
+            )
+        ):
             self._refuse(action, index)
         self.actions.append(action if type(action) is int else _snapshot(action))
         start = perf_counter_ns()
@@ -103,14 +112,14 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         elapsed = perf_counter_ns() - start
         observation, reward, terminated, truncated, info = result
         try:
-            info_bytes = canonical_bytes(to_portable(info, f"$.info[{index}]")) \
-                if info else _EMPTY
+            info_bytes = canonical_bytes(to_portable(info, f"$.info[{index}]")) if info else _EMPTY
         except PortabilityError as exc:  # recorded whole, never half a transition
             self._record_failed(index, "env_error", error_record(exc), elapsed)
             raise
         self.wall_ns.append(elapsed)
-        self.observations.append(observation.copy() if type(observation) is np.ndarray
-                                 else _snapshot(observation))
+        self.observations.append(
+            observation.copy() if type(observation) is np.ndarray else _snapshot(observation)
+        )
         self.outcomes.append((reward, terminated, truncated, info_bytes))
         if terminated or truncated:
             self.ended = "terminated" if terminated else "truncated"
@@ -122,8 +131,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                 raw = _dumps(state, option=_STATE_OPTIONS, default=_numpy_fallback)
             except TypeError:
                 raw = b""
-            self.states.append(raw if raw and b"null" not in raw
-                               else state_bytes(state, "$.state"))
+            self.states.append(raw if raw and b"null" not in raw else state_bytes(state, "$.state"))
         except Exception as exc:
             self.states.append(b"null")
             self.observer_errors[index] = f"{type(exc).__name__}: {exc}"
@@ -137,32 +145,47 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
             self.observer_errors[index] = f"{type(exc).__name__}: {exc}"
 
     def _refuse(self, action: Any, index: int) -> None:
+        exc: CaptureError
         if self.ended is not None:
-            status, exc = "lifecycle", LifecycleError(
-                f"step() was called after the episode {self.ended}; an episode ends at its "
-                "first terminated or truncated step: return from interact instead")
+            status, exc = (
+                "lifecycle",
+                LifecycleError(
+                    f"step() was called after the episode {self.ended}; an episode ends at its "
+                    "first terminated or truncated step: return from interact instead"
+                ),
+            )
         elif index >= self._max_steps:
-            status, exc = "step_limit", StepLimitReached(
-                f"max_steps={self._max_steps} reached; the action was not sent to the "
-                "environment")
+            status, exc = (
+                "step_limit",
+                StepLimitReached(
+                    f"max_steps={self._max_steps} reached; the action was not sent to the "
+                    "environment"
+                ),
+            )
         else:
-            status, exc = "invalid_action", InvalidActionError(
-                f"action {action!r} is not in the action space {self.env.action_space}; it "
-                "was refused before execution")
+            status, exc = (
+                "invalid_action",
+                InvalidActionError(
+                    f"action {action!r} is not in the action space {self.env.action_space}; it "
+                    "was refused before execution"
+                ),
+            )
         self._record_failed(index, status, error_record(exc), 0)
         raise exc
 
-    def _record_failed(self, index: int, status: str, error: dict[str, str],
-                       elapsed: int) -> None:
+    def _record_failed(self, index: int, status: str, error: dict[str, str], elapsed: int) -> None:
         self.status.append(status)
         self.errors[index] = error
         self.wall_ns.append(elapsed)
         self._read_state(index)
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        exc = LifecycleError("reset() was called inside interact; capture_episode resets "
-                             "once before interact, and each repeat needs a fresh episode")
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        exc = LifecycleError(
+            "reset() was called inside interact; capture_episode resets "
+            "once before interact, and each repeat needs a fresh episode"
+        )
         self.events.append({"phase": "reset", "index": len(self.status), **error_record(exc)})
         raise exc
 

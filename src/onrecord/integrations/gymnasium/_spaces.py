@@ -50,9 +50,11 @@ def encode_batch(space: spaces.Space[Any] | None, values: list[Any], field: str)
     try:
         encoded = space.to_jsonable(values)
     except NotImplementedError as exc:
-        raise PortabilityError(f"$.{field}: {type(space).__name__} has no to_jsonable; "
-                               "give the environment a space gymnasium can encode",
-                               f"$.{field}") from exc
+        raise PortabilityError(
+            f"$.{field}: {type(space).__name__} has no to_jsonable; "
+            "give the environment a space gymnasium can encode",
+            f"$.{field}",
+        ) from exc
     return to_portable(encoded, f"$.{field}")
 
 
