@@ -249,3 +249,18 @@ def test_keyboard_interrupt_propagates_after_cleanup() -> None:
             max_steps=1,
         )
     assert closed == [True]
+
+
+def test_unportable_or_malformed_evidence_is_an_evaluator_error() -> None:
+    episode = run_gym_task(TASK, FROZENLAKE_AGENTS["walks_to_goal"](), seed=7)
+    report = evaluate_episode(
+        episode,
+        [
+            OutcomeCheck("nan", "v1", lambda e: OutcomeVerdict(True, "x", {"v": float("nan")})),
+            OutcomeCheck("listy", "v1", lambda e: OutcomeVerdict(True, "x", [1, 2])),  # type: ignore
+        ],
+    )
+    nan, listy = report.trials[0].results
+    assert nan.status == listy.status == "evaluator_error"
+    assert "$.results.nan.evidence.v is nan" in nan.reason
+    assert "must be a dict of portable values, got list" in listy.reason

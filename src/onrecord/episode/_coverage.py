@@ -73,6 +73,8 @@ def _ending_issues(data: dict[str, Any]) -> list[str]:
 
 
 def _step_issues(steps: dict[str, Any]) -> list[str]:
+    if not any(steps["error"]):  # the common case: nothing refused or raised
+        return []
     issues = []
     for index, (status, error) in enumerate(zip(steps["status"], steps["error"], strict=True)):
         if status in ("invalid_action", "env_error", "lifecycle"):

@@ -8,7 +8,7 @@ from typing import Any
 
 from onrecord.episode._checks import OutcomeCheck, OutcomeVerdict
 from onrecord.episode._evidence import EpisodeEvidence
-from onrecord.errors import InputError, PortabilityError
+from onrecord.errors import InputError
 from onrecord.report import CheckResult, EvaluationReport, Status, Trial
 
 __all__ = ["episode_trial", "evaluate_episode", "evaluate_episodes", "run_check"]
@@ -32,7 +32,7 @@ def run_check(check: OutcomeCheck, subject: Any) -> CheckResult:
     )
     try:
         return CheckResult(check.name, check.version, status, str(verdict.reason), verdict.evidence)
-    except PortabilityError as exc:
+    except InputError as exc:
         return _evaluator_error(check, f"returned evidence that is not portable: {exc}")
 
 

@@ -33,8 +33,17 @@ class CheckResult:
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise InputError(f"CheckResult.status must be one of {STATUSES}, got {self.status!r}")
+        if not isinstance(self.evidence, Mapping):
+            raise InputError(
+                f"the evidence of check {self.name!r} must be a dict of portable values, got "
+                f"{type(self.evidence).__name__}"
+            )
         object.__setattr__(
-            self, "evidence", to_portable(dict(self.evidence), f"$.results.{self.name}.evidence")
+            self,
+            "evidence",
+            to_portable(dict(self.evidence), f"$.results.{self.name}.evidence")
+            if self.evidence
+            else {},
         )
 
     @property
