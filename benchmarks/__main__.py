@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-import importlib
 import pkgutil
+import runpy
 import sys
 from pathlib import Path
 
@@ -18,7 +18,8 @@ def main(selected: list[str]) -> None:
         if selected and name.removeprefix("bench_") not in selected:
             continue
         print(f"\n=== {name} ===", flush=True)
-        importlib.import_module(f"benchmarks.{name}").main()
+        sys.argv = [name]  # each script parses its own (empty) options
+        runpy.run_module(f"benchmarks.{name}", run_name="__main__")
 
 
 if __name__ == "__main__":
