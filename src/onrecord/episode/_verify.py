@@ -9,8 +9,24 @@ from typing import Any
 from onrecord.case import EvalCase
 from onrecord.errors import ConsistencyError, InputError, SchemaError
 
-__all__ = ["ATTEMPT_STATUSES", "verify_episode_shape"]
+__all__ = ["ATTEMPT_STATUSES", "STEP_COLUMNS", "verify_episode_shape"]
 
+STEP_COLUMNS = (
+    "status",
+    "error",
+    "state",
+    "observer_error",
+    "wall_time_ns",
+    "action_index",
+    "action",
+    "transition_index",
+    "observation",
+    "reward",
+    "terminated",
+    "truncated",
+    "info",
+)
+"""The columns of ``steps``: per attempt, per executed action, per successful step."""
 ATTEMPT_STATUSES = frozenset({"ok", "invalid_action", "env_error", "lifecycle", "step_limit"})
 _FIELDS: dict[str, type | tuple[type, ...]] = {
     "library": dict,
@@ -40,21 +56,7 @@ _SUBFIELDS = {
     ),
     "initial": ("observation", "info", "reset_error", "state", "observer_error"),
     "cleanup": ("ok", "error"),
-    "steps": (
-        "status",
-        "error",
-        "state",
-        "observer_error",
-        "wall_time_ns",
-        "action_index",
-        "action",
-        "transition_index",
-        "observation",
-        "reward",
-        "terminated",
-        "truncated",
-        "info",
-    ),
+    "steps": STEP_COLUMNS,
 }
 _PER_ATTEMPT = ("error", "state", "observer_error", "wall_time_ns")
 _PER_TRANSITION = ("reward", "terminated", "truncated", "info")

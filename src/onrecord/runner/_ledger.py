@@ -23,6 +23,7 @@ from onrecord.domains.ledger import (
     LedgerObserver,
     create_ledger,
     full_policy,
+    scripted_interact,
 )
 from onrecord.domains.ledger._experiment import ENVIRONMENT_ID, OBSERVER_ID
 from onrecord.episode import OutcomeCheck
@@ -49,14 +50,7 @@ TASK = EvalCase(
 
 def _scripted(actions: Sequence[int]) -> AgentFactory:
     def factory(context: AgentContext) -> Interact:
-        def interact(env: Any, observation: Any, info: dict[str, Any]) -> str:
-            for action in actions:
-                _, _, terminated, truncated, _ = env.step(int(action))
-                if terminated or truncated:
-                    return "finished"
-            return "actions exhausted"
-
-        return interact
+        return scripted_interact(actions)
 
     return agent_factory(factory)
 

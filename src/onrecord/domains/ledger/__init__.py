@@ -28,6 +28,7 @@ from onrecord.domains.ledger._experiment import (
     LedgerVariant,
     ablation,
     run_ledger_experiment,
+    scripted_interact,
 )
 from onrecord.domains.ledger._fixture import LedgerObserver, create_ledger
 from onrecord.domains.ledger._posting import idempotent_post, unsafe_post
@@ -58,5 +59,6 @@ __all__ = [
     "protected_untouched",
     "run_ledger_experiment",
     "save_ledger_result",
+    "scripted_interact",
     "unsafe_post",
 ]

@@ -40,6 +40,7 @@ __all__ = [
     "LedgerVariant",
     "ablation",
     "run_ledger_experiment",
+    "scripted_interact",
 ]
 
 SEEDS = (7, 8)
@@ -129,7 +130,9 @@ class LedgerResult:
         return ablation(self.episodes)
 
 
-def _interact(actions: Sequence[LedgerAction]) -> Callable[[Any, Any, dict[str, Any]], str]:
+def scripted_interact(actions: Sequence[int]) -> Callable[[Any, Any, dict[str, Any]], str]:
+    """An ``interact`` that sends ``actions`` in order and stops at the episode's end."""
+
     def interact(env: Any, observation: Any, info: dict[str, Any]) -> str:
         for action in actions:
             _, _, terminated, truncated, _ = env.step(int(action))
@@ -149,7 +152,7 @@ def _capture(variant: LedgerVariant, seed: int, attempt: int, db: Path) -> Episo
     )
     return capture_episode(
         lambda: LedgerEnv(db, handler=variant.handler, crash_after_commit=crash),
-        _interact(variant.attempts[attempt - 1]),
+        scripted_interact(variant.attempts[attempt - 1]),
         case=case,
         environment_id=ENVIRONMENT_ID,
         observer_id=OBSERVER_ID,

@@ -15,6 +15,7 @@ from onrecord._canonical import to_portable
 from onrecord.case import EvalCase
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.episode._coverage import coverage_issues, ending
+from onrecord.episode._verify import STEP_COLUMNS
 from onrecord.errors import InputError, PortabilityError
 from onrecord.integrations.gymnasium._recorder import EpisodeRecorder, error_record
 from onrecord.integrations.gymnasium._spaces import describe_space, encode_batch
@@ -287,21 +288,4 @@ def _join(chunks: list[bytes]) -> list[Any]:
 
 
 def _no_steps() -> dict[str, Any]:
-    return {
-        key: []
-        for key in (
-            "status",
-            "error",
-            "state",
-            "observer_error",
-            "wall_time_ns",
-            "action_index",
-            "action",
-            "transition_index",
-            "observation",
-            "reward",
-            "terminated",
-            "truncated",
-            "info",
-        )
-    }
+    return {key: [] for key in STEP_COLUMNS}
