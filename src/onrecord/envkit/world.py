@@ -19,6 +19,7 @@ from typing import Any
 from onrecord._canonical import to_portable
 from onrecord.case import EvalCase
 from onrecord.envkit._sql import Table, quote
+from onrecord.envkit._undo import RowUndo
 from onrecord.envkit.audit import CTX, AuditEvent, audit_events, audit_tables
 from onrecord.envkit.context import ToolContext, ToolRejected, Tracer
 from onrecord.envkit.diff import StateDiff, audit_diff, scan_diff
@@ -74,9 +75,12 @@ class ToolWorld:
         self.ending_error: str | None = None
         self.log = ActionLog()
         self._inject: str | None = None
+        self._undo: RowUndo | None = None
         self.reset()
         # Every reset restores the same snapshot, so the audit layout never changes.
         self._audit_layout = audit_tables(self.conn)
+        self._undo = RowUndo(snapshot.connection, self.conn)
+        self._undo.restored(self.conn)
 
     # -- episode lifecycle -------------------------------------------------------------
     def reset(
@@ -87,10 +91,16 @@ class ToolWorld:
         case: EvalCase | None = None,
         log_path: str | os.PathLike[str] | None = None,
     ) -> None:
-        """Restore the snapshot, start a fresh action log, re-seed, ``state_version = 0``."""
+        """Restore the snapshot, start a fresh action log, re-seed, ``state_version = 0``.
+
+        Usually by undoing the rows the audit history lists (no schema change, so no
+        connection re-parses the schema); in full when that cannot be proven exact."""
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
-        self.snapshot.restore_into(self.conn)
+        if self._undo is None or not self._undo.undo(self.conn):
+            self.snapshot.restore_into(self.conn)
+            if self._undo is not None:
+                self._undo.restored(self.conn)
         self.log.close()
         self.log = ActionLog(log_path)
         self.seed, self.run_id, self.case = int(seed), run_id, case

@@ -1,0 +1,188 @@
+"""Fast reset: put back only the rows an episode changed, as the audit history lists them.
+
+A restore with the backup API rewrites every page and bumps the schema cookie, so every
+connection to the file (the world's own, observers, the runner's check reader) re-parses
+the whole schema, audit triggers included, on its next statement: ~1 ms on the
+remittance schema, more than an episode's own queries. When the audit history provably
+holds every change since the last full restore, undoing those rows gives the same state
+(same rows and rowids, same ``sqlite_sequence``, empty history, the snapshot's context
+row) without touching the schema.
+
+"Provably" means, checked at every reset: the schema cookie is the one the last full
+restore left (no table, index or trigger was created, dropped or altered), the history
+is gapless (its event numbers are exactly ``1..seq``, so no audit row was deleted),
+foreign-key enforcement is off (a cascade would change rows the history does not list).
+Checked once per world: every table is audited, the only triggers are the audit's, no
+virtual tables, no ``sqlite_stat`` tables (ANALYZE writes them unaudited), an empty
+history in the snapshot. Otherwise, or when more than ``UNDO_LIMIT`` row events were
+recorded (copying every page is then cheaper), the world restores the snapshot in full.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote
+from onrecord.envkit.audit import CTX, audit_tables
+
+__all__ = ["UNDO_LIMIT", "RowUndo"]
+
+UNDO_LIMIT = 512
+"""Most audit events an undo handles; past it a page copy is as fast (measured)."""
+
+_ROWID_ALIASES = ("rowid", "_rowid_", "oid")
+
+
+@dataclass(frozen=True)
+class _TableUndo:
+    """Prepared statements that put one table's rows back by key."""
+
+    table: Table
+    shadow: str
+    delete: str
+    fetch: str
+    insert: str
+
+
+class RowUndo:
+    """Undoes audited row changes of a world's connection (see the module docstring)."""
+
+    def __init__(self, snapshot: sqlite3.Connection, conn: sqlite3.Connection) -> None:
+        """``snapshot`` is the pristine connection; ``conn`` was just fully restored."""
+        self._snapshot = snapshot
+        self._tables = [_prepare(conn, table, shadow) for table, shadow in audit_tables(conn)]
+        self._ctx = snapshot.execute(f"SELECT step, seq, version FROM {CTX}").fetchone()
+        self._sequence = _sequence_rows(snapshot)
+        self.usable = all(item is not None for item in self._tables) and _undoable(
+            snapshot, self._ctx
+        )
+        self._cookie: int | None = None
+
+    def restored(self, conn: sqlite3.Connection) -> None:
+        """Remember the schema cookie a full restore left."""
+        self._cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+
+    def undo(self, conn: sqlite3.Connection) -> bool:
+        """Put back every audited change; ``False`` (nothing done) when a full restore is
+        needed instead."""
+        if not self.usable or self._cookie is None:
+            return False
+        if conn.execute("PRAGMA foreign_keys").fetchone()[0]:
+            return False
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            done = self._undo(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT" if done else "ROLLBACK")
+        return done
+
+    def _undo(self, conn: sqlite3.Connection) -> bool:
+        if conn.execute("PRAGMA schema_version").fetchone()[0] != self._cookie:
+            return False
+        seq = conn.execute(f"SELECT seq FROM {CTX}").fetchone()[0]
+        if seq > UNDO_LIMIT:
+            return False
+        touched = self._touched(conn, seq) if seq else []
+        if touched is None:
+            return False
+        for item, keys in touched:
+            self._put_back(conn, item, keys)
+        for item, _ in touched:  # the undo's own writes were audited too
+            conn.execute(f"DELETE FROM {quote(item.shadow)}")
+        if touched and self._sequence is not None:
+            conn.execute("DELETE FROM sqlite_sequence")
+            conn.executemany(
+                "INSERT INTO sqlite_sequence (rowid, name, seq) VALUES (?, ?, ?)", self._sequence
+            )
+        conn.execute(f"UPDATE {CTX} SET step = ?, seq = ?, version = ?", self._ctx)
+        return True
+
+    def _touched(
+        self, conn: sqlite3.Connection, seq: int
+    ) -> list[tuple[_TableUndo, set[Any]]] | None:
+        """Keys each table's history names; ``None`` when the history has gaps."""
+        touched, events, highest = [], 0, 0
+        for item in self._tables:
+            assert item is not None  # usable
+            rows = conn.execute(f"SELECT * FROM {quote(item.shadow)}").fetchall()
+            if not rows:
+                continue
+            width, key_of = len(item.table.columns), item.table.key_of
+            keys: set[Any] = set()
+            for row in rows:
+                if row[2] != "I":
+                    keys.add(key_of(row[3 : 3 + width]))
+                if row[2] != "D":
+                    keys.add(key_of(row[3 + width :]))
+            touched.append((item, keys))
+            events += len(rows)
+            highest = max(highest, max(row[0] for row in rows))
+        return touched if events == highest == seq else None
+
+    def _put_back(self, conn: sqlite3.Connection, item: _TableUndo, keys: set[Any]) -> None:
+        params = [key if isinstance(key, tuple) else (key,) for key in keys]
+        conn.executemany(item.delete, params)
+        rows = [row for key in params for row in self._snapshot.execute(item.fetch, key)]
+        conn.executemany(item.insert, rows)
+
+
+def _prepare(conn: sqlite3.Connection, table: Table, shadow: str) -> _TableUndo | None:
+    """The statements for ``table``, or ``None`` when its rowids cannot be restored."""
+    where = " AND ".join(f"{quote(column)} = ?" for column in table.key)
+    columns: Sequence[str] = table.columns
+    if table.key != ("rowid",) and _has_rowid(conn, table.name):
+        # Restored rows keep their rowids, so scans in rowid order stay identical.
+        alias = next((a for a in _ROWID_ALIASES if a not in map(str.lower, columns)), None)
+        if alias is None:
+            return None
+        columns = (alias, *columns)
+    names = ", ".join(map(quote, columns))
+    marks = ", ".join("?" for _ in columns)
+    return _TableUndo(
+        table,
+        shadow,
+        f"DELETE FROM {quote(table.name)} WHERE {where}",
+        f"SELECT {names} FROM {quote(table.name)} WHERE {where}",
+        f"INSERT INTO {quote(table.name)} ({names}) VALUES ({marks})",
+    )
+
+
+def _has_rowid(conn: sqlite3.Connection, name: str) -> bool:
+    listed = conn.execute("PRAGMA main.table_list").fetchall()
+    return not next(row[4] for row in listed if row[1] == name)
+
+
+def _undoable(snapshot: sqlite3.Connection, ctx: tuple[int, int, int]) -> bool:
+    """Whether every change a tool can make is audited (see the module docstring)."""
+    audited = {table.name for table, _ in audit_tables(snapshot)}
+    for _, name, kind, *_ in snapshot.execute("PRAGMA main.table_list").fetchall():
+        if kind == "view" or name.startswith(INTERNAL_PREFIX):
+            continue
+        if kind != "table" or name.startswith("sqlite_stat"):
+            return False
+        if name not in audited and name not in ("sqlite_schema", "sqlite_sequence"):
+            return False
+    triggers = snapshot.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'")
+    if any(not name.startswith(INTERNAL_PREFIX) for (name,) in triggers):
+        return False
+    shadows = [shadow for _, shadow in audit_tables(snapshot)]
+    history = any(
+        snapshot.execute(f"SELECT 1 FROM {quote(shadow)} LIMIT 1").fetchone() for shadow in shadows
+    )
+    return ctx[1] == 0 and not history
+
+
+def _sequence_rows(snapshot: sqlite3.Connection) -> list[tuple[Any, ...]] | None:
+    exists = snapshot.execute(
+        "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_sequence'"
+    ).fetchone()
+    if exists is None:
+        return None
+    return snapshot.execute(
+        "SELECT rowid, name, seq FROM sqlite_sequence ORDER BY rowid"
+    ).fetchall()
