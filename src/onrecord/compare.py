@@ -124,8 +124,14 @@ def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str
         reasons.append(f"repeats or seeds differ for {len(differing)} cases (e.g. {differing[:3]})")
     extra_a = {k: v for k, v in lock_a.items() if k not in _CORE_LOCK_KEYS}
     extra_b = {k: v for k, v in lock_b.items() if k not in _CORE_LOCK_KEYS}
-    if extra_a != extra_b:
-        reasons.append(f"lock settings differ: {sorted(set(extra_a) ^ set(extra_b)) or 'values'}")
+    differing = [
+        key for key in sorted(set(extra_a) | set(extra_b)) if extra_a.get(key) != extra_b.get(key)
+    ]
+    if differing:
+        reasons.append(
+            f"lock settings differ: {', '.join(differing)} (e.g. the policy or "
+            "model settings the reports were made for)"
+        )
     return reasons
 
 

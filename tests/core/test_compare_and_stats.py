@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -109,3 +110,18 @@ def test_pass_hat_k_is_the_unbiased_estimate() -> None:
 
 def test_mcnemar_large_counts_stay_finite() -> None:
     assert 0.0 <= mcnemar_exact_p(4000, 4100) <= 1.0
+
+
+def test_the_policy_a_report_was_made_for_is_locked(goal_episode: Any) -> None:
+    from onrecord import AcceptancePolicy, CheckRequirement
+    from onrecord.episode import evaluate_episode
+    from onrecord.examples import frozenlake_task
+
+    checks = list(frozenlake_task().checks)
+    strict = AcceptancePolicy((CheckRequirement("reached_goal"),), name="strict")
+    lenient = AcceptancePolicy((CheckRequirement("reached_goal", critical=False),), name="lax")
+    a = evaluate_episode(goal_episode, checks, policy=strict)
+    assert a.lock["policy"] == {"name": "strict", "digest": strict.digest}
+    assert compare_reports(a, evaluate_episode(goal_episode, checks, policy=strict)).pairs == 1
+    with pytest.raises(ComparisonRefused, match="lock settings differ: policy"):
+        compare_reports(a, evaluate_episode(goal_episode, checks, policy=lenient))

@@ -9,6 +9,7 @@ from typing import Any
 from onrecord.episode._checks import OutcomeCheck, OutcomeVerdict
 from onrecord.episode._evidence import EpisodeEvidence
 from onrecord.errors import InputError
+from onrecord.policy import AcceptancePolicy
 from onrecord.report import CheckResult, EvaluationReport, Status, Trial
 
 __all__ = ["episode_trial", "evaluate_episode", "evaluate_episodes", "run_check"]
@@ -84,16 +85,33 @@ def episode_trial(
     )
 
 
-def evaluate_episode(episode: EpisodeEvidence, checks: Sequence[OutcomeCheck]) -> EvaluationReport:
-    """Evaluate one episode with ``checks``."""
-    return EvaluationReport.from_trials([episode_trial(episode, _validated(checks))])
+def evaluate_episode(
+    episode: EpisodeEvidence,
+    checks: Sequence[OutcomeCheck],
+    *,
+    policy: AcceptancePolicy | None = None,
+) -> EvaluationReport:
+    """Evaluate one episode with ``checks``. A ``policy`` the report is meant for is
+    recorded in its lock (name and digest)."""
+    return evaluate_episodes([episode], checks, policy=policy)
+
+
+def _policy_lock(policy: AcceptancePolicy | None) -> dict[str, Any]:
+    if policy is None:
+        return {}
+    if not isinstance(policy, AcceptancePolicy):
+        raise InputError(f"policy must be an AcceptancePolicy, got {type(policy).__name__}")
+    return {"policy": {"name": policy.name, "digest": policy.digest}}
 
 
 def evaluate_episodes(
-    episodes: Iterable[EpisodeEvidence], checks: Sequence[OutcomeCheck]
+    episodes: Iterable[EpisodeEvidence],
+    checks: Sequence[OutcomeCheck],
+    *,
+    policy: AcceptancePolicy | None = None,
 ) -> EvaluationReport:
     """Evaluate many episodes; episodes of the same case are numbered as repeats 0, 1, …
-    in the order given."""
+    in the order given. A ``policy`` is recorded in the lock (name and digest)."""
     checks = _validated(checks)
     seen: Counter[str] = Counter()
     trials = []
@@ -101,4 +119,4 @@ def evaluate_episodes(
         case_id = episode.case["case_id"] if isinstance(episode, EpisodeEvidence) else None
         trials.append(episode_trial(episode, checks, seen[str(case_id)]))
         seen[str(case_id)] += 1
-    return EvaluationReport.from_trials(trials)
+    return EvaluationReport.from_trials(trials, lock_extra=_policy_lock(policy))
