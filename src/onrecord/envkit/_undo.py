@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote
-from onrecord.envkit.audit import CTX, audit_tables
+from onrecord.envkit.audit import CTX, audit_tables, read_audit
 
 __all__ = ["UNDO_LIMIT", "RowUndo"]
 
@@ -107,12 +107,11 @@ class RowUndo:
     ) -> list[tuple[_TableUndo, set[Any]]] | None:
         """Keys each table's history names; ``None`` when the history has gaps."""
         touched, events, highest = [], 0, 0
-        for item in self._tables:
-            assert item is not None  # usable
-            rows = conn.execute(f"SELECT * FROM {quote(item.shadow)}").fetchall()
-            if not rows:
-                continue
-            width, key_of = len(item.table.columns), item.table.key_of
+        items = {item.table.name: item for item in self._tables if item is not None}
+        layout = [(item.table, item.shadow) for item in items.values()]
+        for table, rows in read_audit(conn, layout=layout):
+            item = items[table.name]
+            width, key_of = len(table.columns), table.key_of
             keys: set[Any] = set()
             for row in rows:
                 if row[2] != "I":

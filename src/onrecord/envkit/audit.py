@@ -17,14 +17,23 @@ from __future__ import annotations
 
 import heapq
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
 
 from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote, row_dict, row_key, user_tables
 
-__all__ = ["AuditEvent", "audit_events", "audit_tables", "install_audit", "raw_audit"]
+__all__ = [
+    "AuditEvent",
+    "RawAudit",
+    "audit_events",
+    "audit_tables",
+    "events_from_raw",
+    "install_audit",
+    "raw_audit",
+    "read_audit",
+]
 
 CTX = f"{INTERNAL_PREFIX}ctx"
 REGISTRY = f"{INTERNAL_PREFIX}audit_tables"
@@ -96,19 +105,43 @@ def raw_audit(conn: sqlite3.Connection, shadow: str, schema: str = "main") -> li
     return conn.execute(f"SELECT * FROM {quote(schema)}.{quote(shadow)} ORDER BY _seq").fetchall()
 
 
+RawAudit = list[tuple[Table, list[tuple[Any, ...]]]]
+"""``(table layout, raw_audit rows)`` of every audited table that has history."""
+
+
+def read_audit(
+    conn: sqlite3.Connection,
+    schema: str = "main",
+    layout: Sequence[tuple[Table, str]] | None = None,
+) -> RawAudit:
+    """The raw history of every table that has one, read once for both the events and the
+    diff (``layout`` is ``audit_tables(conn, schema)``, passed by callers that keep it)."""
+    layout = audit_tables(conn, schema) if layout is None else layout
+    if not layout:
+        return []
+    # One statement finds the shadow tables with rows; most episodes touch few tables.
+    probe = " UNION ALL ".join(
+        f"SELECT {index} WHERE EXISTS (SELECT 1 FROM {quote(schema)}.{quote(shadow)})"
+        for index, (_, shadow) in enumerate(layout)
+    )
+    found = [index for (index,) in conn.execute(probe).fetchall()]
+    return [(layout[i][0], raw_audit(conn, layout[i][1], schema)) for i in sorted(found)]
+
+
 def audit_events(conn: sqlite3.Connection, schema: str = "main") -> list[AuditEvent]:
     """The whole history, all tables merged in the order the changes happened."""
-    streams = [
-        _table_events(conn, schema, table, shadow) for table, shadow in audit_tables(conn, schema)
-    ]
+    return events_from_raw(read_audit(conn, schema))
+
+
+def events_from_raw(raw: RawAudit) -> list[AuditEvent]:
+    """Audit events of a :func:`read_audit` result, merged in the order of the changes."""
+    streams = [_table_events(table, rows) for table, rows in raw]
     return list(heapq.merge(*streams, key=lambda event: event["seq"]))
 
 
-def _table_events(
-    conn: sqlite3.Connection, schema: str, table: Table, shadow: str
-) -> Iterator[AuditEvent]:
+def _table_events(table: Table, rows: list[tuple[Any, ...]]) -> Iterator[AuditEvent]:
     width = len(table.columns)
-    for row in raw_audit(conn, shadow, schema):
+    for row in rows:
         seq, step, op = row[0], row[1], row[2]
         old, new = row[3 : 3 + width], row[3 + width :]
         yield {

@@ -35,10 +35,18 @@ from onrecord.envkit._sql import (
     sort_key,
     user_tables,
 )
-from onrecord.envkit.audit import AuditEvent, audit_tables, raw_audit
+from onrecord.envkit.audit import AuditEvent, RawAudit, events_from_raw, read_audit
 from onrecord.errors import InputError
 
-__all__ = ["StateDiff", "audit_diff", "diff_databases", "diff_from_events", "scan_diff"]
+__all__ = [
+    "StateDiff",
+    "audit_diff",
+    "diff_databases",
+    "diff_from_events",
+    "diff_from_raw",
+    "history_and_diff",
+    "scan_diff",
+]
 
 StateDiff = dict[str, dict[str, list[Any]]]
 Values = Sequence[Any]
@@ -52,11 +60,24 @@ def audit_diff(
     """The diff since the snapshot, folded from the audit history in ``schema``.
 
     ``layout`` is ``audit_tables(conn, schema)``, passed by callers that keep it."""
+    return diff_from_raw(read_audit(conn, schema, layout))
+
+
+def history_and_diff(
+    conn: sqlite3.Connection,
+    schema: str = "main",
+    layout: Sequence[tuple[Table, str]] | None = None,
+) -> tuple[list[AuditEvent], StateDiff]:
+    """``(audit_events, audit_diff)`` from one read of the history."""
+    raw = read_audit(conn, schema, layout)
+    return events_from_raw(raw), diff_from_raw(raw)
+
+
+def diff_from_raw(raw: RawAudit) -> StateDiff:
+    """Fold a :func:`~onrecord.envkit.audit.read_audit` result into a diff."""
     diff: StateDiff = {}
-    for table, shadow in layout if layout is not None else audit_tables(conn, schema):
-        rows = raw_audit(conn, shadow, schema)
-        if rows:
-            _put(diff, table, *_fold(table, rows))
+    for table, rows in raw:
+        _put(diff, table, *_fold(table, rows))
     return diff
 
 

@@ -31,8 +31,8 @@ import orjson
 from onrecord._canonical import atomic_write_bytes, canonical_bytes, content_digest, record_bytes
 from onrecord.case import EvalCase
 from onrecord.envkit._sql import Table
-from onrecord.envkit.audit import AuditEvent, audit_events, audit_tables
-from onrecord.envkit.diff import StateDiff, audit_diff
+from onrecord.envkit.audit import AuditEvent, audit_tables
+from onrecord.envkit.diff import StateDiff
 from onrecord.envkit.log import read_action_log
 from onrecord.envkit.snapshot import readonly_uri
 from onrecord.envkit.state import state_digest
@@ -71,10 +71,11 @@ def save_episode(
         table.name: {"columns": list(table.columns), "key": list(table.key)}
         for table, _ in audit_tables(world.conn)
     }
+    events, diff = world.history_and_diff()
     files = {
         "actions.jsonl": world.log.to_bytes(),
-        "audit.json": _record(AUDIT_SCHEMA, tables=layouts, events=audit_events(world.conn)),
-        "diff.json": _record(DIFF_SCHEMA, diff=audit_diff(world.conn)),
+        "audit.json": _record(AUDIT_SCHEMA, tables=layouts, events=events),
+        "diff.json": _record(DIFF_SCHEMA, diff=diff),
         "task.json": _record(
             TASK_SCHEMA, case=None if world.case is None else world.case.to_dict()
         ),

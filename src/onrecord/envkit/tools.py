@@ -15,23 +15,19 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from onrecord._canonical import to_portable
+from onrecord.envkit._validate import JSON_TYPES, Check, compile_schema
+from onrecord.envkit._validate import is_type as _is_type
+from onrecord.envkit._validate import names as _names
+from onrecord.envkit._validate import show as _show
 from onrecord.errors import InputError
 
 __all__ = ["Tool", "ToolFunction", "json_schema_for", "tool", "validate"]
 
 ToolFunction = Callable[..., Any]
-JSON_TYPES = {
-    "integer": "an integer",
-    "number": "a number",
-    "string": "a string",
-    "boolean": "true or false",
-    "null": "null",
-    "array": "a list",
-    "object": "an object",
-}
 
 
 @dataclass(frozen=True)
@@ -62,7 +58,12 @@ class Tool:
 
     def check_arguments(self, arguments: Any) -> str | None:
         """``None`` when ``arguments`` fit the schema, else a sentence saying what is wrong."""
-        return validate(self.parameters, arguments, "arguments")
+        return self._check(arguments, "arguments")
+
+    @cached_property
+    def _check(self) -> Check:
+        # Compiled on first use: ``validate`` re-reads the schema on every call.
+        return compile_schema(self.parameters)
 
 
 def tool(
@@ -193,17 +194,6 @@ def validate(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
     return None
 
 
-def _is_type(value: Any, kind: str) -> bool:
-    if kind == "integer":
-        return type(value) is int
-    if kind == "number":
-        return type(value) in (int, float)
-    return isinstance(
-        value,
-        {"string": str, "boolean": bool, "null": type(None), "array": list, "object": dict}[kind],
-    )
-
-
 def _check_number(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
     if type(value) not in (int, float):
         return None
@@ -260,12 +250,3 @@ def _check_object(schema: Mapping[str, Any], value: Any, path: str) -> str | Non
         if isinstance(sub, Mapping) and (problem := validate(sub, item, f"{path}.{key}")):
             return problem
     return None
-
-
-def _names(names: list[str]) -> str:
-    return ("field " if len(names) == 1 else "fields ") + ", ".join(map(repr, names))
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -16,13 +16,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from onrecord._canonical import to_portable
 from onrecord.case import EvalCase
+from onrecord.envkit._portable import portable
 from onrecord.envkit._sql import Table, quote
 from onrecord.envkit._undo import RowUndo
-from onrecord.envkit.audit import CTX, AuditEvent, audit_events, audit_tables
+from onrecord.envkit.audit import CTX, AuditEvent, audit_tables, events_from_raw, read_audit
 from onrecord.envkit.context import ToolContext, ToolRejected, Tracer
-from onrecord.envkit.diff import StateDiff, audit_diff, scan_diff
+from onrecord.envkit.diff import StateDiff, audit_diff, history_and_diff, scan_diff
 from onrecord.envkit.log import ActionLog
 from onrecord.envkit.observer import ReadOnlyObserver
 from onrecord.envkit.snapshot import Snapshot, readonly_uri
@@ -75,6 +75,7 @@ class ToolWorld:
         self.ending_error: str | None = None
         self.log = ActionLog()
         self._inject: str | None = None
+        self._task: tuple[EvalCase | None, str | None] = (None, None)
         self._undo: RowUndo | None = None
         self.reset()
         # Every reset restores the same snapshot, so the audit layout never changes.
@@ -111,7 +112,11 @@ class ToolWorld:
     @property
     def task_id(self) -> str | None:
         """The case id of the current task, if the episode has one."""
-        return None if self.case is None else str(self.case.identity["case_id"])
+        # Logged with every call; a case's identity is a content digest, so keep it.
+        if self._task[0] is not self.case:
+            case = self.case
+            self._task = (case, None if case is None else str(case.identity["case_id"]))
+        return self._task[1]
 
     def end_episode(self, ending: str | None = None, error: str | None = None) -> None:
         """Flush and fsync the action log, and optionally declare how the episode ended
@@ -178,7 +183,7 @@ class ToolWorld:
         self.conn.execute("SAVEPOINT onrecord_call")
         try:
             self.conn.execute(f"UPDATE {CTX} SET step = ?, version = version + 1", (self.step,))
-            result = to_portable(spec.function(ctx, **args), "$.result")
+            result = portable(spec.function(ctx, **args), "$.result")
         except BaseException as exc:
             self.conn.execute("ROLLBACK TO onrecord_call")
             self.conn.execute("RELEASE onrecord_call")
@@ -197,7 +202,7 @@ class ToolWorld:
     def _run_read(self, spec: Tool, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         self.conn.execute("PRAGMA query_only = ON")
         try:
-            result = to_portable(spec.function(ctx, **args), "$.result")
+            result = portable(spec.function(ctx, **args), "$.result")
         except BaseException as exc:
             return _failure(spec, exc)
         finally:
@@ -230,7 +235,11 @@ class ToolWorld:
 
     def audit_history(self) -> list[AuditEvent]:
         """Every row change since reset, in order, with the step that made it."""
-        return audit_events(self.conn)
+        return events_from_raw(read_audit(self.conn, layout=self._audit_layout))
+
+    def history_and_diff(self) -> tuple[list[AuditEvent], StateDiff]:
+        """``(audit_history(), diff())`` from one read of the history."""
+        return history_and_diff(self.conn, layout=self._audit_layout)
 
     def state_digest(self) -> str:
         """Content digest of the current user tables (equals the snapshot's after reset)."""
@@ -324,16 +333,16 @@ def _arguments(arguments: Any) -> tuple[dict[str, Any], Any, str | None]:
     if arguments is None:
         arguments = {}
     try:
-        portable = to_portable(arguments, "arguments")
+        plain = portable(arguments, "arguments")
     except PortabilityError as exc:
         return {}, {"$unportable": repr(arguments)[:500]}, f"arguments are not JSON: {exc}"
-    if not isinstance(portable, dict):
+    if not isinstance(plain, dict):
         return (
             {},
-            portable,
+            plain,
             (f"arguments must be a JSON object of named arguments, got {type(arguments).__name__}"),
         )
-    return portable, portable, None
+    return plain, plain, None
 
 
 def _rejected(kind: str, message: str) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from typing import Any
 from onrecord._canonical import canonical_bytes, content_digest
 from onrecord.envkit import Snapshot, ToolEpisode, ToolWorld
 from onrecord.envkit._sql import native_value, portable_value, quote
-from onrecord.envkit.audit import audit_events, audit_tables
-from onrecord.envkit.diff import StateDiff, audit_diff
+from onrecord.envkit.audit import audit_tables
+from onrecord.envkit.diff import StateDiff
 from onrecord.envkit.snapshot import readonly_uri
 from onrecord.errors import ConsistencyError, PortabilityError, SchemaError
 
@@ -76,7 +76,7 @@ def tool_evidence(
 ) -> dict[str, Any]:
     """The evidence record of the world's current episode (call before the next reset)."""
     conn = world.conn
-    diff = audit_diff(conn)
+    events, diff = world.history_and_diff()
     record: dict[str, Any] = {
         "schema": TOOL_EPISODE_SCHEMA,
         "run_id": world.run_id,
@@ -98,7 +98,7 @@ def tool_evidence(
                 name: {key: list(value) for key, value in layout.items()}
                 for name, layout in layouts.items()
             },
-            "events": audit_events(conn),
+            "events": events,
         },
         "diff": diff,
         "task": None if world.case is None else world.case.to_dict(),
