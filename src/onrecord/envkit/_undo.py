@@ -53,7 +53,11 @@ class RowUndo:
     def __init__(self, snapshot: sqlite3.Connection, conn: sqlite3.Connection) -> None:
         """``snapshot`` is the pristine connection; ``conn`` was just fully restored."""
         self._snapshot = snapshot
-        self._tables = [_prepare(conn, table, shadow) for table, shadow in audit_tables(conn)]
+        rowless = {row[1] for row in conn.execute("PRAGMA main.table_list") if row[4]}
+        self._tables = [
+            _prepare(table, shadow, table.name not in rowless)
+            for table, shadow in audit_tables(conn)
+        ]
         self._ctx = snapshot.execute(f"SELECT step, seq, version FROM {CTX}").fetchone()
         self._sequence = _sequence_rows(snapshot)
         self.usable = all(item is not None for item in self._tables) and _undoable(
@@ -130,11 +134,11 @@ class RowUndo:
         conn.executemany(item.insert, rows)
 
 
-def _prepare(conn: sqlite3.Connection, table: Table, shadow: str) -> _TableUndo | None:
+def _prepare(table: Table, shadow: str, has_rowid: bool) -> _TableUndo | None:
     """The statements for ``table``, or ``None`` when its rowids cannot be restored."""
     where = " AND ".join(f"{quote(column)} = ?" for column in table.key)
     columns: Sequence[str] = table.columns
-    if table.key != ("rowid",) and _has_rowid(conn, table.name):
+    if table.key != ("rowid",) and has_rowid:
         # Restored rows keep their rowids, so scans in rowid order stay identical.
         alias = next((a for a in _ROWID_ALIASES if a not in map(str.lower, columns)), None)
         if alias is None:
@@ -149,11 +153,6 @@ def _prepare(conn: sqlite3.Connection, table: Table, shadow: str) -> _TableUndo 
         f"SELECT {names} FROM {quote(table.name)} WHERE {where}",
         f"INSERT INTO {quote(table.name)} ({names}) VALUES ({marks})",
     )
-
-
-def _has_rowid(conn: sqlite3.Connection, name: str) -> bool:
-    listed = conn.execute("PRAGMA main.table_list").fetchall()
-    return not next(row[4] for row in listed if row[1] == name)
 
 
 def _undoable(snapshot: sqlite3.Connection, ctx: tuple[int, int, int]) -> bool:

@@ -33,8 +33,37 @@ def _chunks(
 ) -> list[list[EpisodeJob]]:
     # Several episodes per message amortize pickling and scheduling; small enough that
     # every worker gets many chunks and progress stays smooth.
-    size = chunk_size or max(1, min(32, len(jobs) // (workers * 8) or 1))
-    return [list(jobs[start : start + size]) for start in range(0, len(jobs), size)]
+    if chunk_size:
+        return [list(jobs[i : i + chunk_size]) for i in range(0, len(jobs), chunk_size)]
+    size = max(1, min(32, len(jobs) // (workers * 8) or 1))
+    # A worker builds a case's environment (a task snapshot) the first time it meets
+    # the case, so a case split across chunks is built by several workers: keep a case's
+    # jobs together up to ``whole`` (still a few chunks per worker), pack small cases.
+    whole = max(size, min(_CASE_CHUNK, len(jobs) // (workers * 4)))
+    chunks: list[list[EpisodeJob]] = []
+    for run in _case_runs(jobs):
+        parts = -(-len(run) // whole)
+        for index in range(parts):
+            piece = run[index * len(run) // parts : (index + 1) * len(run) // parts]
+            if chunks and len(chunks[-1]) + len(piece) <= size:
+                chunks[-1].extend(piece)
+            else:
+                chunks.append(list(piece))
+    return chunks
+
+
+_CASE_CHUNK = 256
+
+
+def _case_runs(jobs: Sequence[EpisodeJob]) -> list[Sequence[EpisodeJob]]:
+    """Consecutive jobs of one case (a protocol lists jobs task by task)."""
+    runs: list[Sequence[EpisodeJob]] = []
+    start = 0
+    for index in range(1, len(jobs) + 1):
+        if index == len(jobs) or jobs[index].case["case_id"] != jobs[start].case["case_id"]:
+            runs.append(jobs[start:index])
+            start = index
+    return runs
 
 
 class Executor:
