@@ -20,7 +20,7 @@ import hashlib
 import os
 import shutil
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -48,6 +48,7 @@ AUDIT_SCHEMA = "onrecord.envkit.audit/v1"
 DIFF_SCHEMA = "onrecord.envkit.diff/v1"
 TASK_SCHEMA = "onrecord.envkit.task/v1"
 EPISODE_FILES = ("actions.jsonl", "audit.json", "diff.json", "final.sqlite", "task.json")
+_PART_FIELDS = ("digest", "hidden", "snapshot", "steps", "tools")
 
 
 def save_episode(
@@ -166,6 +167,48 @@ class ToolEpisode:
                 )
         return cls(path, manifest)
 
+    @classmethod
+    def from_parts(
+        cls,
+        manifest: Mapping[str, Any],
+        *,
+        actions: Iterable[Mapping[str, Any]],
+        audit_tables: Mapping[str, Mapping[str, Sequence[str]]],
+        audit_events: Sequence[AuditEvent],
+        diff: StateDiff,
+        task: Mapping[str, Any] | None,
+        database: str | os.PathLike[str] | None = None,
+    ) -> ToolEpisode:
+        """An episode from parts held in memory (a run record, a live world) plus,
+        optionally, the end-state database file; no episode directory is read or written.
+
+        ``manifest`` holds at least ``digest``, ``steps``, ``snapshot``, ``tools`` and
+        ``hidden`` (as :func:`save_episode` writes them); ``audit_tables`` maps each
+        audited table to ``{"columns", "key"}``. Nothing is re-hashed: the caller vouches
+        for the parts (a run store verifies its records before handing them out).
+        """
+        missing = [name for name in _PART_FIELDS if name not in manifest]
+        if missing:
+            raise SchemaError(
+                f"ToolEpisode.from_parts: the manifest lacks {missing}; give the "
+                "fields save_episode writes (digest, steps, snapshot, tools, hidden)"
+            )
+        file = None if database is None else Path(database)
+        where = file.parent if file is not None else Path(f"<episode {manifest['digest']}>")
+        episode = cls(where, dict(manifest))
+        # The lazily read parts are cached properties: fill them instead of the files.
+        episode.__dict__.update(
+            actions=tuple(dict(event) for event in actions),
+            _audit={
+                "tables": {name: dict(layout) for name, layout in audit_tables.items()},
+                "events": audit_events,
+            },
+            diff=diff,
+            task=None if task is None else dict(task),
+            database=file,
+        )
+        return episode
+
     @property
     def digest(self) -> str:
         """The manifest digest, which pins every file of the episode."""
@@ -210,15 +253,23 @@ class ToolEpisode:
         """The task as an ``EvalCase`` (re-verified)."""
         return None if self.task is None else EvalCase.from_dict(self.task)
 
+    @cached_property
+    def database(self) -> Path | None:
+        """The end-state database file, or ``None`` when the episode has none."""
+        return self.path / "final.sqlite" if self.manifest.get("database", True) else None
+
+    def _database_file(self) -> Path:
+        if self.database is None:
+            raise SchemaError(
+                f"episode {self.path} was saved with database=False (or built from "
+                "parts without one), so its end state cannot be opened; save with "
+                "database=True for checks that read the end state"
+            )
+        return self.database
+
     def connect(self) -> sqlite3.Connection:
         """A read-only connection to the end-state database."""
-        if not self.manifest.get("database", True):
-            raise SchemaError(
-                f"episode {self.path} was saved with database=False, so its end "
-                "state cannot be opened; save with database=True for checks "
-                "that read the end state"
-            )
-        return sqlite3.connect(readonly_uri(self.path / "final.sqlite"), uri=True)
+        return sqlite3.connect(readonly_uri(self._database_file()), uri=True)
 
     def end_state_digest(self) -> str:
         """Recompute the end-state digest from the saved database."""
@@ -230,7 +281,7 @@ class ToolEpisode:
 
     def copy_database(self, path: str | os.PathLike[str]) -> Path:
         """Copy the end-state database somewhere writable (e.g. to resume from it)."""
-        return Path(shutil.copyfile(self.path / "final.sqlite", path))
+        return Path(shutil.copyfile(self._database_file(), path))
 
 
 def _expected_files(manifest: Mapping[str, Any]) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from onrecord.domains.remittance import (
     remittance_trial,
 )
 from onrecord.domains.remittance._run import MAX_STEPS
+from onrecord.envkit import ToolEpisode
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
@@ -38,7 +39,7 @@ from onrecord.runner._provider import (
     agent_factory,
 )
 from onrecord.runner._toolworld import (
-    LiveToolEpisode,
+    episode_from_evidence,
     rebuild_episode,
     table_layouts,
     tool_evidence,
@@ -113,25 +114,20 @@ class RemittanceProvider(EnvironmentProvider):
             if getattr(agent, AGENT_FACTORY_MARK, False)
             else agent(spec.case.input)
         )
-        world = env.world
-        world.reset(seed=spec.seed, run_id=spec.run_id, case=env.case)
-        ending, error = _play(
-            world, env.brief, self._schemas[env.task.task_id], act, spec.max_steps
-        )
+        played = env.play(act, seed=spec.seed, run_id=spec.run_id, max_steps=spec.max_steps)
+        tools = self._schemas[env.task.task_id]
         evidence = tool_evidence(
-            world,
-            ending=ending,
-            agent_error=error,
-            tools=self._schemas[env.task.task_id],
+            env.world,
+            ending=played.ending,
+            agent_error=played.agent_error,
+            tools=tools,
             layouts=self._layouts[env.task.task_id],
         )
-        events = list(world.log.events)
-        subject = LiveToolEpisode.from_evidence(
-            evidence, events, world.path, self._schemas[env.task.task_id]
-        )
+        events = list(played.actions)
+        subject = episode_from_evidence(evidence, events, env.world.path, tools)
         return EpisodeOutput(evidence, subject, events)
 
-    def load_subject(self, saved: SavedEpisode) -> LiveToolEpisode:
+    def load_subject(self, saved: SavedEpisode) -> ToolEpisode:
         env = self._env(str(saved.evidence["task_id"]))
         return rebuild_episode(
             saved.evidence,
@@ -149,29 +145,6 @@ class RemittanceProvider(EnvironmentProvider):
             env.close()
         self._envs.clear()
         self._workdir.cleanup()
-
-
-def _play(
-    world: Any, brief: Mapping[str, Any], schemas: list[dict[str, Any]], act: Any, max_steps: int
-) -> tuple[str, str | None]:
-    """The agent loop of ``RemittanceEnvironment.run``, without saving a directory."""
-    last: dict[str, Any] | None = None
-    for step in range(max_steps):
-        observation = {"task": brief, "tools": schemas, "step": step, "last": last}
-        try:
-            action = act(observation)
-        except Exception as exc:  # the agent's failure is evidence, not a harness crash
-            return "agent_error", f"{type(exc).__name__}: {exc}"
-        tool, arguments = (
-            (action["tool"], action.get("arguments"))
-            if isinstance(action, Mapping) and "tool" in action
-            else (action, None)
-        )
-        event = world.call(tool, arguments)
-        last = {key: event[key] for key in ("tool", "status", "result", "error")}
-        if event["tool"] == "finish" and event["status"] == "ok":
-            return "finished", None
-    return "step_limit", None
 
 
 def remittance(**config: Any) -> RemittanceProvider:

@@ -29,6 +29,7 @@ from onrecord.errors import ConsistencyError, PortabilityError, SchemaError
 __all__ = [
     "TOOL_EPISODE_SCHEMA",
     "LiveToolEpisode",
+    "episode_from_evidence",
     "rebuild_episode",
     "table_digests",
     "table_layouts",
@@ -107,50 +108,49 @@ def tool_evidence(
     return record
 
 
-class LiveToolEpisode(ToolEpisode):
-    """A ``ToolEpisode`` whose parts are held in memory and whose end state is a database
-    file given directly, so the kit's checks can grade it without a saved directory."""
-
-    @classmethod
-    def from_evidence(
-        cls,
-        evidence: Mapping[str, Any],
-        actions: Sequence[Mapping[str, Any]],
-        database: Path,
-        tools: Sequence[Mapping[str, Any]],
-        *,
-        shared_reader: bool = True,
-    ) -> LiveToolEpisode:
-        """Wrap a record made by ``tool_evidence``, its action-log events and the world's
-        tool schemas (which must match the recorded digest)."""
-        if evidence.get("schema") != TOOL_EPISODE_SCHEMA:
-            raise SchemaError(
-                f"expected a {TOOL_EPISODE_SCHEMA!r} record, got {evidence.get('schema')!r}"
-            )
-        if content_digest({"tools": list(tools)}) != evidence["tools_digest"]:
-            raise ConsistencyError(
-                f"the tools of task {evidence['task_id']!r} changed since "
-                "the episode was recorded; regrade with the onrecord "
-                "version that ran it"
-            )
-        episode = cls(database.parent, {**evidence, "tools": list(tools)})
-        # cached_property stores in the instance dict; pre-filling it skips file reads.
-        episode.__dict__.update(
-            actions=tuple(dict(event) for event in actions),
-            _audit={"tables": evidence["audit"]["tables"], "events": evidence["audit"]["events"]},
-            diff=evidence["diff"],
-            task=evidence["task"],
-            _database=database,
-            _shared=shared_reader,
+def episode_from_evidence(
+    evidence: Mapping[str, Any],
+    actions: Sequence[Mapping[str, Any]],
+    database: Path,
+    tools: Sequence[Mapping[str, Any]],
+    *,
+    shared_reader: bool = True,
+) -> ToolEpisode:
+    """The ``ToolEpisode`` checks grade: a record made by ``tool_evidence``, its
+    action-log events, the world's tool schemas (which must match the recorded digest)
+    and the end-state database file. ``shared_reader``: reuse one read-only connection
+    per database file (the live world's; see ``LiveToolEpisode``)."""
+    if evidence.get("schema") != TOOL_EPISODE_SCHEMA:
+        raise SchemaError(
+            f"expected a {TOOL_EPISODE_SCHEMA!r} record, got {evidence.get('schema')!r}"
         )
-        return episode
+    if content_digest({"tools": list(tools)}) != evidence["tools_digest"]:
+        raise ConsistencyError(
+            f"the tools of task {evidence['task_id']!r} changed since "
+            "the episode was recorded; regrade with the onrecord "
+            "version that ran it"
+        )
+    kind = LiveToolEpisode if shared_reader else ToolEpisode
+    return kind.from_parts(
+        {**evidence, "tools": list(tools)},
+        actions=actions,
+        audit_tables=evidence["audit"]["tables"],
+        audit_events=evidence["audit"]["events"],
+        diff=evidence["diff"],
+        task=evidence["task"],
+        database=database,
+    )
+
+
+class LiveToolEpisode(ToolEpisode):
+    """A ``ToolEpisode`` of a live world's end state, graded right after the episode."""
 
     def connect(self) -> sqlite3.Connection:
         """A read-only connection to the end-state database (one per database file and
         process, reused: opening one and parsing the schema costs more than most checks)."""
-        path = str(self.__dict__["_database"])
-        if not self.__dict__["_shared"]:
-            return sqlite3.connect(readonly_uri(path), uri=True)
+        if self.database is None:
+            return super().connect()  # raises, saying why there is no end state
+        path = str(self.database)
         if path not in _READERS:
             _READERS[path] = sqlite3.connect(
                 readonly_uri(path), uri=True, factory=_SharedReader, check_same_thread=False
@@ -175,7 +175,7 @@ def rebuild_episode(
     snapshot: Snapshot,
     tools: Sequence[Mapping[str, Any]],
     workdir: Path,
-) -> LiveToolEpisode:
+) -> ToolEpisode:
     """The end state from the start snapshot plus the recorded diff, verified by digest."""
     if snapshot.identity() != evidence["snapshot"]:
         raise ConsistencyError(
@@ -204,7 +204,7 @@ def rebuild_episode(
             f"end state (tables {wrong or sorted(evidence['changed_tables'])})"
             ": the diff or the digests were changed after recording"
         )
-    return LiveToolEpisode.from_evidence(evidence, actions, path, tools, shared_reader=False)
+    return episode_from_evidence(evidence, actions, path, tools, shared_reader=False)
 
 
 def _apply_diff(

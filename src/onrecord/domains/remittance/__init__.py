@@ -19,6 +19,7 @@ from onrecord.domains.remittance._render import ablation_table, suite_table
 from onrecord.domains.remittance._run import (
     Agent,
     EpisodeRun,
+    PlayedEpisode,
     RemittanceEnvironment,
     remittance_trial,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "AgentOutcome",
     "EpisodeRun",
     "Generator",
+    "PlayedEpisode",
     "RemittanceEnvironment",
     "RemittanceTask",
     "ScriptedAgent",

@@ -30,11 +30,24 @@ from onrecord.envkit.gym import ToolWorldEnv
 from onrecord.episode import OutcomeCheck
 from onrecord.report import Trial
 
-__all__ = ["Agent", "EpisodeRun", "RemittanceEnvironment", "remittance_trial"]
+__all__ = ["Agent", "EpisodeRun", "PlayedEpisode", "RemittanceEnvironment", "remittance_trial"]
 
 Agent = Callable[[Mapping[str, Any]], Any]
 """Observation in, tool call out."""
 MAX_STEPS = 60
+
+
+@dataclass(frozen=True)
+class PlayedEpisode:
+    """How an episode just played ended; its end state, audit history and diff stay in
+    ``RemittanceEnvironment.world`` until the next ``play`` or reset."""
+
+    ending: str
+    """``finished`` (a successful ``finish``), ``agent_error`` or ``step_limit``."""
+    agent_error: str | None
+    """``Type: message`` when the agent raised, else ``None``."""
+    actions: list[dict[str, Any]]
+    """The action log's events, in order (the world's own list: do not change it)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +95,34 @@ class RemittanceEnvironment:
         )
         self._schemas = self.world.tool_schemas()
 
+    def play(
+        self,
+        agent: Agent,
+        *,
+        seed: int = 0,
+        run_id: str | None = None,
+        max_steps: int = MAX_STEPS,
+    ) -> PlayedEpisode:
+        """Reset, let ``agent`` act until it finishes, raises or runs out of steps, and
+        keep the episode in memory (``run`` saves it; the runner records it)."""
+        self.world.reset(seed=seed, run_id=run_id, case=self.case)
+        last: dict[str, Any] | None = None
+        ending, error = "step_limit", None
+        for step in range(max_steps):
+            observation = {"task": self.brief, "tools": self._schemas, "step": step, "last": last}
+            try:
+                action = agent(observation)
+            except Exception as exc:  # the agent's own failure is evidence, not a crash
+                ending, error = "agent_error", f"{type(exc).__name__}: {exc}"
+                break
+            tool, arguments = _split(action)
+            event = self.world.call(tool, arguments)
+            last = {key: event[key] for key in ("tool", "status", "result", "error")}
+            if event["tool"] == "finish" and event["status"] == "ok":
+                ending = "finished"
+                break
+        return PlayedEpisode(ending, error, self.world.log.events)
+
     def run(
         self,
         agent: Agent,
@@ -91,23 +132,9 @@ class RemittanceEnvironment:
         run_id: str | None = None,
         max_steps: int = MAX_STEPS,
     ) -> EpisodeRun:
-        """Reset, let ``agent`` act until it finishes, save the episode to ``directory``."""
-        self.world.reset(seed=seed, run_id=run_id, case=self.case)
-        last: dict[str, Any] | None = None
-        error = None
-        for step in range(max_steps):
-            observation = {"task": self.brief, "tools": self._schemas, "step": step, "last": last}
-            try:
-                action = agent(observation)
-            except Exception as exc:  # the agent's own failure is evidence, not a crash
-                error = f"{type(exc).__name__}: {exc}"
-                break
-            tool, arguments = _split(action)
-            event = self.world.call(tool, arguments)
-            last = {key: event[key] for key in ("tool", "status", "result", "error")}
-            if event["tool"] == "finish" and event["status"] == "ok":
-                break
-        return EpisodeRun(save_episode(self.world, Path(directory)), error)
+        """``play``, then save the episode to ``directory``."""
+        played = self.play(agent, seed=seed, run_id=run_id, max_steps=max_steps)
+        return EpisodeRun(save_episode(self.world, Path(directory)), played.agent_error)
 
     def gym_env(self) -> gym.Env[Any, Any]:
         """The Gymnasium face of this task: JSON text actions ``{"tool", "arguments"}`` and
