@@ -9,9 +9,10 @@ holds every change since the last full restore, undoing those rows gives the sam
 row) without touching the schema.
 
 "Provably" means, checked at every reset: the schema cookie is the one the last full
-restore left (no table, index or trigger was created, dropped or altered), the history
-is gapless (its event numbers are exactly ``1..seq``, so no audit row was deleted),
-foreign-key enforcement is off (a cascade would change rows the history does not list).
+restore left (no table, index or trigger was created, dropped or altered) and so are
+``user_version`` and ``application_id``, the history is gapless (its event numbers are
+exactly ``1..seq``, so no audit row was deleted), foreign-key enforcement is off (a
+cascade would change rows the history does not list).
 Checked once per world: every table is audited, the only triggers are the audit's, no
 virtual tables, no ``sqlite_stat`` tables (ANALYZE writes them unaudited), an empty
 history in the snapshot. Otherwise, or when more than ``UNDO_LIMIT`` row events were
@@ -34,6 +35,8 @@ UNDO_LIMIT = 512
 """Most audit events an undo handles; past it a page copy is as fast (measured)."""
 
 _ROWID_ALIASES = ("rowid", "_rowid_", "oid")
+# The schema cookie, and the header fields a page copy restores but an undo would not.
+_HEADER = "SELECT * FROM pragma_schema_version, pragma_user_version, pragma_application_id"
 
 
 @dataclass(frozen=True)
@@ -63,11 +66,11 @@ class RowUndo:
         self.usable = all(item is not None for item in self._tables) and _undoable(
             snapshot, self._ctx
         )
-        self._cookie: int | None = None
+        self._cookie: tuple[int, int, int] | None = None
 
     def restored(self, conn: sqlite3.Connection) -> None:
-        """Remember the schema cookie a full restore left."""
-        self._cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+        """Remember the schema cookie (and header fields) a full restore left."""
+        self._cookie = conn.execute(_HEADER).fetchone()
 
     def undo(self, conn: sqlite3.Connection) -> bool:
         """Put back every audited change; ``False`` (nothing done) when a full restore is
@@ -86,12 +89,12 @@ class RowUndo:
         return done
 
     def _undo(self, conn: sqlite3.Connection) -> bool:
-        if conn.execute("PRAGMA schema_version").fetchone()[0] != self._cookie:
+        if conn.execute(_HEADER).fetchone() != self._cookie:
             return False
         seq = conn.execute(f"SELECT seq FROM {CTX}").fetchone()[0]
         if seq > UNDO_LIMIT:
             return False
-        touched = self._touched(conn, seq) if seq else []
+        touched = self._touched(conn, seq)
         if touched is None:
             return False
         for item, keys in touched:
