@@ -89,3 +89,27 @@ SHORT_V1 = [OutcomeCheck("short", "v1", _steps_at_most(6))]
 """Passes episodes of at most 6 steps."""
 SHORT_V2 = [OutcomeCheck("short", "v2", _steps_at_most(3))]
 """The improved check: at most 3 steps."""
+
+
+class _Pixels(gym.Env[Any, int]):
+    """Image observations (24×24 RGB, 1,728 bytes a frame): large enough to be blobs."""
+
+    observation_space = gym.spaces.Box(0, 255, (24, 24, 3), dtype="uint8")
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.steps = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self.steps += 1
+        frame = self.np_random.integers(0, 256, (24, 24, 3), dtype="uint8")
+        return frame, float(action), self.steps >= 4, False, {}
+
+
+def pixels(**config: Any) -> gym.Env[Any, int]:
+    """``module:factory`` environment with image observations."""
+    return _Pixels()

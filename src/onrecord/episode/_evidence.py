@@ -16,6 +16,13 @@ from onrecord._canonical import (
     load_record_bytes,
 )
 from onrecord.episode import _history
+from onrecord.episode._blobs import (
+    decode_blob,
+    is_blob,
+    load_blobs,
+    save_blobs,
+    verify_blobs,
+)
 from onrecord.episode._coverage import coverage_issues, ending
 from onrecord.episode._verify import verify_episode_shape
 from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
@@ -29,8 +36,9 @@ class EpisodeEvidence:
     """One episode as recorded. Immutable; verifies its own digest; parsed at most once
     (lazily, on first access), never once per check."""
 
-    __slots__ = ("_bytes", "_cache", "_digest")
+    __slots__ = ("_blobs", "_bytes", "_cache", "_digest")
 
+    _blobs: dict[str, bytes]
     _bytes: bytes
     _cache: dict[str, Any] | None
     _digest: str
@@ -39,7 +47,9 @@ class EpisodeEvidence:
         raise TypeError("EpisodeEvidence is made by capture_episode, from_dict or load")
 
     @classmethod
-    def _from_trusted(cls, data: dict[str, Any]) -> EpisodeEvidence:
+    def _from_trusted(
+        cls, data: dict[str, Any], blobs: dict[str, bytes] | None = None
+    ) -> EpisodeEvidence:
         """Seal a record built by onrecord itself (already portable and consistent).
 
         The record is serialized once, in two halves split where the sorted key
@@ -49,11 +59,14 @@ class EpisodeEvidence:
         digest = digest_bytes(head[:-1] + b"," + tail[1:])
         data["digest"] = digest
         record = b'%s,"digest":"%s",%s' % (head[:-1], digest.encode(), tail[1:])
-        return cls._seal(record, digest, data)
+        return cls._seal(record, digest, data, blobs or {})
 
     @classmethod
-    def _seal(cls, record: bytes, digest: str, parsed: dict[str, Any] | None) -> EpisodeEvidence:
+    def _seal(
+        cls, record: bytes, digest: str, parsed: dict[str, Any] | None, blobs: dict[str, bytes]
+    ) -> EpisodeEvidence:
         evidence = object.__new__(cls)
+        object.__setattr__(evidence, "_blobs", blobs)
         object.__setattr__(evidence, "_bytes", record)
         object.__setattr__(evidence, "_digest", digest)
         object.__setattr__(evidence, "_cache", parsed)
@@ -71,8 +84,11 @@ class EpisodeEvidence:
         raise AttributeError("EpisodeEvidence is immutable")
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EpisodeEvidence:
-        """Rebuild evidence from its dict form, verifying schema, digest and consistency."""
+    def from_dict(
+        cls, data: Mapping[str, Any], blobs: Mapping[str, bytes] | None = None
+    ) -> EpisodeEvidence:
+        """Rebuild evidence from its dict form, verifying schema, digest and consistency.
+        ``blobs`` holds the large arrays the record references (``episode.blobs``)."""
         if not isinstance(data, Mapping):
             raise SchemaError(f"episode evidence must be a mapping, got {type(data).__name__}")
         schema = data.get("schema")
@@ -93,18 +109,26 @@ class EpisodeEvidence:
         detached = orjson.loads(body)  # a private copy the caller cannot mutate
         verify_episode_shape(detached)
         _verify_derived(detached)
+        kept = verify_blobs(detached, blobs or {})
         detached["digest"] = actual
-        return cls._seal(canonical_bytes(detached), actual, detached)
+        return cls._seal(canonical_bytes(detached), actual, detached, kept)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> EpisodeEvidence:
         """Read and verify evidence saved by ``save_json``."""
-        raw = Path(path).read_bytes()
-        return cls.from_dict(load_record_bytes(raw, str(path)))
+        data = load_record_bytes(Path(path).read_bytes(), str(path))
+        return cls.from_dict(data, load_blobs(path, data) if "steps" in data else {})
 
     def save_json(self, path: str | os.PathLike[str]) -> Path:
-        """Write the evidence atomically in its canonical form."""
+        """Write the evidence atomically in its canonical form; large arrays go to
+        ``<path>.blobs/`` first, so the record never points at a missing blob."""
+        save_blobs(path, self._blobs)
         return atomic_write_bytes(path, self.to_bytes())
+
+    @property
+    def blobs(self) -> dict[str, bytes]:
+        """The large observation/action arrays the record references, by sha256."""
+        return dict(self._blobs)
 
     def to_bytes(self) -> bytes:
         """The exact bytes ``save_json`` writes."""
@@ -138,7 +162,10 @@ class EpisodeEvidence:
     @property
     def initial(self) -> dict[str, Any]:
         """The first observation, reset info, observer state and any reset error."""
-        return dict(self._part("initial"))
+        initial = dict(self._part("initial"))
+        if is_blob(initial["observation"]):
+            initial["observation"] = decode_blob(initial["observation"], self._blobs).tolist()
+        return initial
 
     @property
     def final_state(self) -> Any:
@@ -179,15 +206,15 @@ class EpisodeEvidence:
 
     def attempts(self) -> list[dict[str, Any]]:
         """One dict per attempted step; see ``onrecord.episode._history.attempts``."""
-        return _history.attempts(self._data)
+        return _history.attempts(self._data, self._blobs)
 
     def transitions(self) -> list[dict[str, Any]]:
         """One dict per successful step: action, observation, reward, flags, info, state."""
-        return _history.transitions(self._data)
+        return _history.transitions(self._data, self._blobs)
 
     def actions(self) -> list[Any]:
         """Encoded actions of the successful steps, in order."""
-        return _history.actions(self._data)
+        return _history.actions(self._data, self._blobs)
 
     def states(self) -> list[Any]:
         """Every observer state in order: after reset, after each attempt, before cleanup."""

@@ -4,9 +4,12 @@ Every function returns detached copies."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
+
+from onrecord.episode._blobs import decode_blob, is_blob
 
 __all__ = ["actions", "attempts", "failures", "states", "transitions", "unbatch"]
 
@@ -24,10 +27,20 @@ def _copy(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value))
 
 
-def attempts(data: dict[str, Any]) -> list[dict[str, Any]]:
+def _steps(data: dict[str, Any], blobs: Mapping[str, bytes]) -> dict[str, Any]:
+    """A detached copy of the step columns, blob columns decoded to nested lists."""
+    steps = data["steps"]
+    copied: dict[str, Any] = _copy({k: v for k, v in steps.items() if not is_blob(v)})
+    for key in ("action", "observation"):
+        if is_blob(steps[key]):
+            copied[key] = decode_blob(steps[key], blobs).tolist()
+    return copied
+
+
+def attempts(data: dict[str, Any], blobs: Mapping[str, bytes]) -> list[dict[str, Any]]:
     """One dict per attempted step: index, status, action (encoded, or None when the
     action was refused before execution), error, state, observer_error, wall_time_ns."""
-    steps = _copy(data["steps"])
+    steps = _steps(data, blobs)
     layout = data["environment"]["action_space"]["layout"]
     action_at = {
         index: unbatch(steps["action"], position, layout)
@@ -47,10 +60,10 @@ def attempts(data: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def transitions(data: dict[str, Any]) -> list[dict[str, Any]]:
+def transitions(data: dict[str, Any], blobs: Mapping[str, bytes]) -> list[dict[str, Any]]:
     """One dict per successful step: index, action, observation, reward, terminated,
     truncated, info and the observer's state after it."""
-    steps = _copy(data["steps"])
+    steps = _steps(data, blobs)
     env = data["environment"]
     action_layout, obs_layout = env["action_space"]["layout"], env["observation_space"]["layout"]
     action_position = {index: position for position, index in enumerate(steps["action_index"])}
@@ -69,9 +82,9 @@ def transitions(data: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def actions(data: dict[str, Any]) -> list[Any]:
+def actions(data: dict[str, Any], blobs: Mapping[str, bytes]) -> list[Any]:
     """Encoded actions of the successful steps, in order."""
-    return [transition["action"] for transition in transitions(data)]
+    return [transition["action"] for transition in transitions(data, blobs)]
 
 
 def states(data: dict[str, Any]) -> list[Any]:

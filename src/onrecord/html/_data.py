@@ -17,6 +17,7 @@ from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.errors import DigestMismatch, InputError
 from onrecord.report import EvaluationReport, Trial
 from onrecord.runner import RunStore
+from onrecord.runner._gym import saved_evidence
 from onrecord.runner._toolworld import TOOL_EPISODE_SCHEMA
 
 __all__ = ["report_data"]
@@ -270,7 +271,7 @@ def _episode_view(
         "ended": None,
     }
     if evidence.get("schema") == EPISODE_SCHEMA:
-        _gym_view(view, EpisodeEvidence.from_dict(evidence))
+        _gym_view(view, saved_evidence(saved))
     elif evidence.get("schema") == TOOL_EPISODE_SCHEMA:
         view.update(
             ended=evidence["ending"],

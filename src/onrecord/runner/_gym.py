@@ -23,11 +23,24 @@ from onrecord.runner._provider import (
     SavedEpisode,
 )
 
-__all__ = ["COMPLETED", "GymnasiumProvider", "as_interact", "random_agent"]
+__all__ = ["COMPLETED", "GymnasiumProvider", "as_interact", "random_agent", "saved_evidence"]
 
 EnvFactory = Callable[[], gym.Env[Any, Any]]
 Interact = Callable[[Any, Any, dict[str, Any]], Any]
 Observe = Callable[[gym.Env[Any, Any]], Any]
+
+
+_BLOB_PREFIX = "blob/"
+
+
+def saved_evidence(saved: SavedEpisode) -> EpisodeEvidence:
+    """Episode evidence from a run store record, with its large arrays (side files)."""
+    blobs = {
+        name.removeprefix(_BLOB_PREFIX): blob
+        for name, blob in saved.files.items()
+        if name.startswith(_BLOB_PREFIX)
+    }
+    return EpisodeEvidence.from_dict(saved.evidence, blobs)
 
 
 def _completed(episode: EpisodeEvidence) -> OutcomeVerdict:
@@ -144,10 +157,17 @@ class GymnasiumProvider(EnvironmentProvider):
             max_steps=spec.max_steps,
             options=spec.options,
         )
-        return EpisodeOutput(evidence.data, evidence)
+        # Large observation arrays travel as side files named by their sha256.
+        blobs = {f"blob/{digest}": blob for digest, blob in evidence.blobs.items()}
+        return EpisodeOutput(evidence.data, evidence, files=blobs)
 
     def load_subject(self, saved: SavedEpisode) -> EpisodeEvidence:
-        return EpisodeEvidence.from_dict(saved.evidence)
+        blobs = {
+            name.removeprefix("blob/"): blob
+            for name, blob in saved.files.items()
+            if name.startswith("blob/")
+        }
+        return EpisodeEvidence.from_dict(saved.evidence, blobs)
 
     def trial(self, subject: Any, checks: Sequence[OutcomeCheck], repeat: int) -> Trial:
         return episode_trial(subject, checks, repeat)

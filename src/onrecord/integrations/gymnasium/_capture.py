@@ -8,12 +8,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import orjson
 
 from onrecord import __version__
 from onrecord._canonical import to_portable
 from onrecord.case import EvalCase
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
+from onrecord.episode._blobs import BLOB_TAG, blob_ref, is_blob
 from onrecord.episode._coverage import coverage_issues, ending
 from onrecord.episode._verify import STEP_COLUMNS
 from onrecord.errors import InputError, PortabilityError
@@ -126,15 +128,26 @@ def _reset(
         env.observation_space.seed(seed)
         observation, info = env.reset(seed=seed, options=settings["options"])
         recorder.initial_observation = observation
-        initial["observation"] = encode_batch(
-            env.observation_space, [observation], "initial.observation"
-        )[0]
+        initial["observation"] = _initial_observation(
+            env.observation_space, observation, recorder.blobs
+        )
         initial["info"] = to_portable(info, "$.initial.info")
     except PortabilityError:
         raise
     except Exception as exc:
         initial["reset_error"] = error_record(exc)
     initial["state"], initial["observer_error"] = recorder.observe()
+
+
+def _initial_observation(space: Any, observation: Any, blobs: dict[str, bytes]) -> Any:
+    """The reset observation in the same encoding as the step column (a blob for a
+    large Box sample)."""
+    encoded = encode_batch(space, [observation], "initial.observation", blobs)
+    if is_blob(encoded):
+        meta = encoded[BLOB_TAG]
+        del blobs[meta["sha256"]]
+        return blob_ref(np.asarray(observation), blobs)
+    return encoded[0]
 
 
 def _interact(interact: Interact, recorder: EpisodeRecorder, record: dict[str, Any]) -> None:
@@ -226,7 +239,7 @@ def _assemble(
     data["ended"] = ending(data)
     data["coverage_issues"] = coverage_issues(data)
     data["measures"] = {"return": math.fsum(steps["reward"]), "steps": len(steps["reward"])}
-    return EpisodeEvidence._from_trusted(data)
+    return EpisodeEvidence._from_trusted(data, getattr(recorder, "blobs", {}))
 
 
 def _encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
@@ -251,10 +264,10 @@ def _encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
         "observer_error": _spread(recorder.observer_errors, count),
         "wall_time_ns": recorder.wall_ns,
         "action_index": executed,
-        "action": encode_batch(env.action_space, recorder.actions, "steps.action"),
+        "action": encode_batch(env.action_space, recorder.actions, "steps.action", recorder.blobs),
         "transition_index": succeeded,
         "observation": encode_batch(
-            env.observation_space, recorder.observations, "steps.observation"
+            env.observation_space, recorder.observations, "steps.observation", recorder.blobs
         ),
         "reward": _rewards(rewards),
         "terminated": list(map(bool, terminated)),

@@ -82,6 +82,8 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         self.outcomes: list[tuple[SupportsFloat, bool, bool, bytes]] = []
         self.events: list[dict[str, Any]] = []
         self.ended: str | None = None
+        # Large observation/action columns, by sha256 (see onrecord.episode._blobs).
+        self.blobs: dict[str, bytes] = {}
 
     def observe(self) -> tuple[Any, str | None]:
         """Read the observer once, decoded; a failure is returned as text, never raised."""

@@ -12,6 +12,7 @@ import numpy as np
 from gymnasium import spaces
 
 from onrecord._canonical import to_portable
+from onrecord.episode._blobs import BLOB_THRESHOLD, blob_ref
 from onrecord.errors import PortabilityError
 
 __all__ = ["batch_layout", "describe_space", "encode_batch", "fast_contains"]
@@ -34,14 +35,22 @@ def describe_space(space: spaces.Space[Any] | None) -> dict[str, Any]:
     return {"repr": repr(space), "type": type(space).__name__, "layout": batch_layout(space)}
 
 
-def encode_batch(space: spaces.Space[Any] | None, values: list[Any], field: str) -> Any:
+def encode_batch(
+    space: spaces.Space[Any] | None,
+    values: list[Any],
+    field: str,
+    blobs: dict[str, bytes] | None = None,
+) -> Any:
     """Many samples at once, in the space's batched ``to_jsonable`` layout. Box and
     Discrete (the common spaces) are converted by one NumPy call; other spaces go
-    through their own ``to_jsonable``. Non-finite numbers are refused with the path."""
+    through their own ``to_jsonable``. Non-finite numbers are refused with the path.
+    Box samples of ``BLOB_THRESHOLD`` bytes or more go to ``blobs`` as one array."""
     if isinstance(space, spaces.Box) and values:
         stacked = np.array(values)  # far cheaper than np.stack for many small arrays
         if stacked.dtype.kind == "f" and not np.isfinite(stacked).all():
             to_portable(stacked, f"$.{field}")  # raises, naming the first bad element
+        if blobs is not None and stacked[0].nbytes >= BLOB_THRESHOLD:
+            return blob_ref(stacked, blobs)
         return stacked.tolist()
     if isinstance(space, spaces.Discrete):
         return [int(value) for value in values]
