@@ -86,6 +86,7 @@ def main() -> None:
     print(row("evidence bytes per CartPole step", f"{per_step:.0f} B", "<= 330 B", per_step <= 330))
     _evaluation(episode)
     _canonical_speed(data)
+    _image_episode()
 
 
 def _capture_vs_bare() -> tuple[float, float, float]:
@@ -193,6 +194,48 @@ def _canonical_speed(data: dict[str, Any]) -> None:
     seconds = best_time(lambda: digest_bytes(canonical_bytes(data)), repeat=30)
     rate = len(body) / seconds / 1e6
     print(row("canonical JSON + sha256 throughput", f"{rate:.0f} MB/s", ">= 200 MB/s", rate >= 200))
+
+
+class _Frames(gym.Env[Any, int]):
+    """84×84 RGB observations, as an Atari-style pixel environment produces."""
+
+    observation_space = gym.spaces.Box(0, 255, (84, 84, 3), dtype="uint8")
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[Any, Any]:
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        return self.observation_space.sample(), 0.0, False, False, {}
+
+
+def _image_episode() -> None:
+    def interact(env: Any, observation: Any, info: Any) -> None:
+        for _ in range(100):
+            env.step(0)
+
+    episode = capture_episode(
+        _Frames,
+        interact,
+        case=CASE,
+        environment_id="frames",
+        observer_id="none",
+        observe=dict,
+        seed=0,
+        max_steps=100,
+    )
+    record = len(episode.to_bytes())
+    frames = sum(len(blob) for blob in episode.blobs.values())
+    print(
+        row(
+            "100 84×84×3 frames: JSON record / raw frame bytes",
+            f"{record / frames:.4f}",
+            "arrays ≥ 1 KiB beside",
+            record < frames / 50,
+        )
+    )
+    print(f"{'':<58} record {record / 1024:.0f} KiB, blobs {frames / 1024:.0f} KiB")
 
 
 if __name__ == "__main__":
