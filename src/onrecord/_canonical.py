@@ -153,6 +153,16 @@ def to_portable(value: Any, path: str = "$") -> Any:
     unchanged: NaN/Infinity, integers beyond 64 bits, non-string keys, and objects
     of unknown type. Never stringifies silently.
     """
+    if type(value) is dict or type(value) is list:
+        # One C round trip copies plain JSON containers; numpy values, odd keys or
+        # types make orjson refuse, and a null may be a NaN in disguise: those take
+        # the walks below, which decide and explain.
+        try:
+            raw = orjson.dumps(value)
+        except TypeError:
+            raw = b"null"
+        if b"null" not in raw:
+            return orjson.loads(raw)
     try:
         return _fast(value)
     except _NotFast:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from onrecord._canonical import content_digest, to_portable
@@ -52,7 +53,7 @@ class EvalCase:
         )
         object.__setattr__(self, "metadata", to_portable(dict(self.metadata or {}), "$.metadata"))
 
-    @property
+    @cached_property  # the case is frozen, so its digest is computed once
     def content_digest(self) -> str:
         """sha256 of everything that defines the case except its names."""
         return content_digest(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ __all__ = [
     "verify_blobs",
 ]
 
+_HEX64 = re.compile("[0-9a-f]{64}")
 BLOB_TAG = "$blob"
 BLOB_THRESHOLD = 1024
 """Bytes per sample from which a column is stored as a blob."""
@@ -108,11 +110,19 @@ def save_blobs(path: str | os.PathLike[str], blobs: Mapping[str, bytes]) -> None
 
 
 def load_blobs(path: str | os.PathLike[str], data: Mapping[str, Any]) -> dict[str, bytes]:
-    """Read the blobs ``data`` references from ``<path>.blobs/`` (verified later)."""
+    """Read the blobs ``data`` references from ``<path>.blobs/``. Nothing is trusted yet:
+    a malformed record yields no blobs and fails verification with its own message."""
     folder = blob_dir(path)
-    found = {}
-    for meta in referenced_blobs(data):
-        target = folder / meta["sha256"]
+    found: dict[str, bytes] = {}
+    try:
+        metas = list(referenced_blobs(data))
+    except (KeyError, TypeError):
+        return found
+    for meta in metas:
+        digest = meta.get("sha256") if isinstance(meta, Mapping) else None
+        if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
+            continue  # not a file name we would ever have written
+        target = folder / digest
         if target.exists():
-            found[meta["sha256"]] = target.read_bytes()
+            found[digest] = target.read_bytes()
     return found

@@ -117,7 +117,7 @@ class EpisodeEvidence:
     def load(cls, path: str | os.PathLike[str]) -> EpisodeEvidence:
         """Read and verify evidence saved by ``save_json``."""
         data = load_record_bytes(Path(path).read_bytes(), str(path))
-        return cls.from_dict(data, load_blobs(path, data) if "steps" in data else {})
+        return cls.from_dict(data, load_blobs(path, data))
 
     def save_json(self, path: str | os.PathLike[str]) -> Path:
         """Write the evidence atomically in its canonical form; large arrays go to
