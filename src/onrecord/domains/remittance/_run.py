@@ -140,23 +140,11 @@ class RemittanceEnvironment:
         """The Gymnasium face of this task: JSON text actions ``{"tool", "arguments"}`` and
         observations; a successful ``finish`` terminates. Save the episode afterwards with
         ``envkit.save_episode(env.world, directory)`` to grade it."""
-        return _RemittanceGymEnv(self.world, case=self.case)
+        return ToolWorldEnv(self.world, case=self.case)
 
     def close(self) -> None:
         """Close the world (and its temporary database)."""
         self.world.close()
-
-
-class _RemittanceGymEnv(ToolWorldEnv):
-    """The kit's face ends an episode only on a ``finish`` the world does not declare;
-    the remittance world declares one (it carries the agent's message), so a successful
-    call of it terminates here."""
-
-    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        observation, reward, terminated, truncated, info = super().step(action)
-        events = self.world.log.events
-        finished = bool(events) and events[-1]["tool"] == "finish" and info.get("status") == "ok"
-        return observation, reward, terminated or finished, truncated, info
 
 
 def _split(action: Any) -> tuple[Any, Any]:

@@ -9,7 +9,7 @@ the schema, so "12.5" or 12.345 never reach the ledger.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
 from onrecord.domains.remittance import _ops
@@ -22,35 +22,15 @@ HIDDEN_TABLES = ("case_notes",)
 
 T = TypeVar("T")
 
-
-class _Schema(Mapping[str, Any]):
-    """JSON-schema constraints for ``Annotated``. Hashable, because the kit looks type
-    hints up in a dict and a plain dict inside ``Annotated`` cannot be hashed."""
-
-    def __init__(self, **items: Any) -> None:
-        self._items = dict(items)
-
-    def __getitem__(self, key: str) -> Any:
-        return self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __hash__(self) -> int:
-        return hash(tuple(sorted(self._items.items())))
-
-
-Cents = Annotated[int, _Schema(minimum=1, maximum=_ops.MAX_CENTS)]
-Id = Annotated[str, _Schema(minLength=1, maxLength=64)]
-Text = Annotated[str, _Schema(minLength=1, maxLength=2000)]
-Day = Annotated[str, _Schema(pattern=r"^\d{4}-\d{2}-\d{2}$")]
-Limit = Annotated[int, _Schema(minimum=1, maximum=200)]
-Key = Annotated[int, _Schema(minimum=1, maximum=2**62)]
+# JSON-schema constraints the kit merges into each argument's schema.
+Cents = Annotated[int, {"minimum": 1, "maximum": _ops.MAX_CENTS}]
+Id = Annotated[str, {"minLength": 1, "maxLength": 64}]
+Text = Annotated[str, {"minLength": 1, "maxLength": 2000}]
+Day = Annotated[str, {"pattern": r"^\d{4}-\d{2}-\d{2}$"}]
+Limit = Annotated[int, {"minimum": 1, "maximum": 200}]
+Key = Annotated[int, {"minimum": 1, "maximum": 2**62}]
 Group = Literal["CO", "OA", "PI", "PR"]
-Reason = Annotated[str, _Schema(pattern=r"^[A-Z0-9]{1,5}$")]
+Reason = Annotated[str, {"pattern": r"^[A-Z0-9]{1,5}$"}]
 
 
 def _declare(**options: Any) -> Callable[[Callable[..., Any]], Tool]:
