@@ -44,6 +44,21 @@ def today(db: sqlite3.Connection) -> str:
     return str(db.execute("SELECT value FROM settings WHERE key = 'today'").fetchone()[0])
 
 
+def _search(
+    db: sqlite3.Connection, table: str, order_by: str, filters: dict[str, Any], limit: int
+) -> list[Row]:
+    """Rows of ``table`` equal to every given (not ``None``) filter, in key order.
+    Table and column names come from this module, never from a tool argument, so only
+    the values are bound parameters."""
+    sql = f"SELECT * FROM {table} WHERE 1 = 1"
+    args: list[Any] = []
+    for column, value in filters.items():
+        if value is not None:
+            sql += f" AND {column} = ?"
+            args.append(value)
+    return rows(db, sql + f" ORDER BY {order_by} LIMIT ?", *args, limit)
+
+
 # -- reads ------------------------------------------------------------------------------
 def search_remittances(
     db: sqlite3.Connection,
@@ -52,17 +67,13 @@ def search_remittances(
     status: str | None,
     limit: int,
 ) -> Row:
-    sql = "SELECT * FROM remittances WHERE 1 = 1"
-    args: list[Any] = []
-    for column, value in (
-        ("payer_id", payer_id),
-        ("payment_number", payment_number),
-        ("status", status),
-    ):
-        if value is not None:
-            sql += f" AND {column} = ?"
-            args.append(value)
-    found = rows(db, sql + " ORDER BY remittance_id LIMIT ?", *args, limit)
+    found = _search(
+        db,
+        "remittances",
+        "remittance_id",
+        {"payer_id": payer_id, "payment_number": payment_number, "status": status},
+        limit,
+    )
     return {"remittances": found, "count": len(found)}
 
 
@@ -97,13 +108,13 @@ def search_claims(
     status: str | None,
     limit: int,
 ) -> Row:
-    sql = "SELECT * FROM claims WHERE 1 = 1"
-    args: list[Any] = []
-    for column, value in (("patient_id", patient_id), ("payer_id", payer_id), ("status", status)):
-        if value is not None:
-            sql += f" AND {column} = ?"
-            args.append(value)
-    found = rows(db, sql + " ORDER BY claim_id LIMIT ?", *args, limit)
+    found = _search(
+        db,
+        "claims",
+        "claim_id",
+        {"patient_id": patient_id, "payer_id": payer_id, "status": status},
+        limit,
+    )
     return {"claims": found, "count": len(found)}
 
 
