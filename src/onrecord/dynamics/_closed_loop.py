@@ -27,6 +27,7 @@ from onrecord.case import EvalCase
 from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._planners import Planner
 from onrecord.dynamics._protocol import WorldModel
+from onrecord.dynamics._references import capture_on
 from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
 
 __all__ = ["CLOSED_LOOP_SCHEMA", "ClosedLoopRun", "load_runs", "run_closed_loop", "save_runs"]
@@ -64,15 +65,8 @@ def run_closed_loop(
 def _run_once(
     simulator: Simulator, model: WorldModel, planner: Planner, seed: int, max_steps: int
 ) -> ClosedLoopRun:
-    from onrecord.integrations.gymnasium import capture_episode
-
-    holder: dict[str, Any] = {}
     predicted: list[float] = []
     rng = np.random.default_rng(seed)
-
-    def factory() -> Any:
-        holder["env"] = simulator.make()
-        return holder["env"]
 
     def interact(env: Any, observation: Any, info: Any) -> str:
         for _ in range(max_steps):
@@ -90,16 +84,7 @@ def _run_once(
         source_id=f"seed:{seed}",
         completion="truncated",
     )
-    episode = capture_episode(
-        factory,
-        interact,
-        case=case,
-        environment_id=simulator.env_id,
-        observer_id=f"{simulator.contract}/internal-state",
-        observe=simulator.observer(holder),
-        seed=seed,
-        max_steps=max_steps,
-    )
+    episode = capture_on(simulator, interact, case=case, seed=seed, max_steps=max_steps)
     record = {
         "schema": CLOSED_LOOP_SCHEMA,
         "model_id": model.model_id,

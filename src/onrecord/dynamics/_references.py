@@ -3,7 +3,7 @@ from a given internal state (``reset(options={"state": [...]})``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -11,7 +11,7 @@ import numpy as np
 from onrecord.case import EvalCase
 from onrecord.dynamics._envs import Simulator
 
-__all__ = ["capture_plan", "random_plan"]
+__all__ = ["capture_on", "capture_plan", "random_plan"]
 
 
 def random_plan(simulator: Simulator, length: int, rng: np.random.Generator) -> list[Any]:
@@ -35,14 +35,7 @@ def capture_plan(
     The episode stops early only when the environment ends it; the plan itself is part
     of the case, so its length cannot depend on how the reference turned out.
     """
-    from onrecord.integrations.gymnasium import capture_episode
-
-    holder: dict[str, Any] = {}
     actions = list(plan)
-
-    def factory() -> Any:
-        holder["env"] = simulator.make()
-        return holder["env"]
 
     def interact(env: Any, observation: Any, info: Any) -> str:
         for action in actions:
@@ -59,6 +52,31 @@ def capture_plan(
         source_id=source_id or f"seed:{seed}",
         completion="either",
     )
+    return capture_on(
+        simulator, interact, case=case, seed=seed, max_steps=max(len(actions), 1), options=options
+    )
+
+
+def capture_on(
+    simulator: Simulator,
+    interact: Callable[[Any, Any, Any], str],
+    *,
+    case: EvalCase,
+    seed: int,
+    max_steps: int,
+    options: dict[str, Any] | None = None,
+) -> Any:
+    """Capture one episode of ``interact`` in a fresh ``simulator`` environment, observed
+    through its internal state (what forecasts and the closed loop are compared on)."""
+    from onrecord.integrations.gymnasium import capture_episode
+
+    # capture_episode builds the environment itself; the observer needs that same one.
+    holder: dict[str, Any] = {}
+
+    def factory() -> Any:
+        holder["env"] = simulator.make()
+        return holder["env"]
+
     return capture_episode(
         factory,
         interact,
@@ -67,6 +85,6 @@ def capture_plan(
         observer_id=f"{simulator.contract}/internal-state",
         observe=simulator.observer(holder),
         seed=seed,
-        max_steps=max(len(actions), 1),
+        max_steps=max_steps,
         options=options,
     )
