@@ -84,6 +84,9 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         self.ended: str | None = None
         # Large observation/action columns, by sha256 (see onrecord.episode._blobs).
         self.blobs: dict[str, bytes] = {}
+        self._step = self._compile_step()
+        # Shadow the method with the closure: interact's env.step(...) lands on it directly.
+        self.step = self._step  # type: ignore[method-assign,assignment]
 
     def observe(self) -> tuple[Any, str | None]:
         """Read the observer once, decoded; a failure is returned as text, never raised."""
@@ -93,51 +96,72 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
             return None, f"{type(exc).__name__}: {exc}"
 
     def step(self, action: Any) -> StepResult:
-        index = len(self.status)
-        bounds = self._discrete
-        if (
-            self.ended is not None
-            or index >= self._max_steps
-            or not (
-                (type(action) is int and bounds is not None and bounds[0] <= action < bounds[1])
-                or fast_contains(self.env.action_space, action)
+        # Replaced per instance by the closure from _compile_step (see __init__); kept
+        # so the class still reads as a gymnasium.Wrapper.
+        return self._step(action)
+
+    def _compile_step(self) -> Callable[[Any], StepResult]:
+        """The per-step path as a closure over local names: attribute lookups on self
+        are the largest part of its cost, and this runs once per environment step."""
+        recorder, env_step, observe = self, self.env.step, self._observe_fn
+        space, max_steps = self.env.action_space, self._max_steps
+        low, high = self._discrete or (0, -1)
+        status, wall, actions = self.status.append, self.wall_ns.append, self.actions.append
+        observations, outcomes = self.observations.append, self.outcomes.append
+        states, clock, dumps = self.states.append, perf_counter_ns, _dumps
+        steps = self.status
+
+        def step(action: Any) -> StepResult:
+            index = len(steps)
+            if (
+                recorder.ended is not None
+                or index >= max_steps
+                or not (
+                    (type(action) is int and low <= action < high) or fast_contains(space, action)
+                )
+            ):
+                recorder._refuse(action, index)
+            actions(action if type(action) is int else _snapshot(action))
+            start = clock()
+            try:
+                result = env_step(action)
+            except Exception as exc:
+                recorder._record_failed(index, "env_error", error_record(exc), clock() - start)
+                raise
+            elapsed = clock() - start
+            observation, reward, terminated, truncated, info = result
+            info_bytes = recorder._info_bytes(info, index, elapsed) if info else _EMPTY
+            wall(elapsed)
+            observations(
+                observation.copy() if type(observation) is np.ndarray else _snapshot(observation)
             )
-        ):
-            self._refuse(action, index)
-        self.actions.append(action if type(action) is int else _snapshot(action))
-        start = perf_counter_ns()
+            outcomes((reward, terminated, truncated, info_bytes))
+            if terminated or truncated:
+                recorder.ended = "terminated" if terminated else "truncated"
+            status("ok")
+            try:  # the observer read: one C call in the common case
+                state = observe()
+                try:
+                    raw = dumps(state, option=_STATE_OPTIONS, default=_numpy_fallback)
+                except TypeError:
+                    raw = b""
+                states(raw if raw and b"null" not in raw else state_bytes(state, "$.state"))
+            except Exception as exc:
+                recorder._observer_failed(index, exc)
+            return result
+
+        return step
+
+    def _info_bytes(self, info: Any, index: int, elapsed: int) -> bytes:
         try:
-            result = self.env.step(action)
-        except Exception as exc:
-            self._record_failed(index, "env_error", error_record(exc), perf_counter_ns() - start)
-            raise
-        elapsed = perf_counter_ns() - start
-        observation, reward, terminated, truncated, info = result
-        try:
-            info_bytes = canonical_bytes(to_portable(info, f"$.info[{index}]")) if info else _EMPTY
+            return canonical_bytes(to_portable(info, f"$.info[{index}]"))
         except PortabilityError as exc:  # recorded whole, never half a transition
             self._record_failed(index, "env_error", error_record(exc), elapsed)
             raise
-        self.wall_ns.append(elapsed)
-        self.observations.append(
-            observation.copy() if type(observation) is np.ndarray else _snapshot(observation)
-        )
-        self.outcomes.append((reward, terminated, truncated, info_bytes))
-        if terminated or truncated:
-            self.ended = "terminated" if terminated else "truncated"
-        self.status.append("ok")
-        # The observer read, inlined on the hot path: one C call in the common case.
-        try:
-            state = self._observe_fn()
-            try:
-                raw = _dumps(state, option=_STATE_OPTIONS, default=_numpy_fallback)
-            except TypeError:
-                raw = b""
-            self.states.append(raw if raw and b"null" not in raw else state_bytes(state, "$.state"))
-        except Exception as exc:
-            self.states.append(b"null")
-            self.observer_errors[index] = f"{type(exc).__name__}: {exc}"
-        return result
+
+    def _observer_failed(self, index: int, exc: Exception) -> None:
+        self.states.append(b"null")
+        self.observer_errors[index] = f"{type(exc).__name__}: {exc}"
 
     def _read_state(self, index: int) -> None:
         try:
