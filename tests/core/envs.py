@@ -103,3 +103,22 @@ class GenericEnv(gym.Env[Any, Any]):
         self.closed = True
         if self._close is not None:
             self._close()
+
+
+def capture_generic(
+    env: GenericEnv, interact: Any, *, observe: Any = dict, max_steps: int = 2
+) -> Any:
+    """``capture_episode`` of one prepared ``GenericEnv`` with neutral labels."""
+    from onrecord import EvalCase
+    from onrecord.integrations.gymnasium import capture_episode
+
+    return capture_episode(
+        lambda: env,
+        interact,
+        case=EvalCase("x"),
+        environment_id="e",
+        observer_id="o",
+        observe=observe,
+        seed=0,
+        max_steps=max_steps,
+    )

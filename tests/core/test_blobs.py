@@ -14,7 +14,7 @@ from onrecord import EvalCase
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import ConsistencyError, SchemaError
 from onrecord.integrations.gymnasium import capture_episode
-from tests.core.envs import GenericEnv
+from tests.core.envs import GenericEnv, capture_generic
 
 IMAGE = spaces.Box(0, 255, (24, 24, 3), np.uint8)  # 1,728 bytes per frame
 
@@ -97,15 +97,6 @@ def test_missing_blobs_are_named(pixels: Any) -> None:
 
 def test_small_observations_stay_inline() -> None:
     env = GenericEnv(lambda e, a: (e.observation_space.sample(), 0.0, True, False, {}))
-    episode = capture_episode(
-        lambda: env,
-        lambda e, o, i: e.step(0),
-        case=EvalCase("x"),
-        environment_id="e",
-        observer_id="o",
-        observe=dict,
-        seed=0,
-        max_steps=2,
-    )
+    episode = capture_generic(env, lambda e, o, i: e.step(0))
     assert episode.blobs == {}
     assert isinstance(episode.data["steps"]["observation"], list)

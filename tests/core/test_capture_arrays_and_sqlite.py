@@ -22,6 +22,7 @@ from tests.core.envs import (
     RESTORE_PROTECTED,
     GenericEnv,
     InvoiceEnv,
+    capture_generic,
     read_committed,
 )
 
@@ -123,16 +124,7 @@ def test_unportable_info_is_a_capture_error_naming_the_field() -> None:
         except PortabilityError as exc:
             raised.append(exc)
 
-    episode = capture_episode(
-        lambda: env,
-        interact,
-        case=EvalCase("x"),
-        environment_id="e",
-        observer_id="o",
-        observe=dict,
-        seed=0,
-        max_steps=2,
-    )
+    episode = capture_generic(env, interact)
     assert str(raised[0]).startswith("$.info[0].handle holds a builtins.object")
     attempt = episode.attempts()[0]
     assert attempt["status"] == "env_error"
@@ -143,15 +135,8 @@ def test_unportable_info_is_a_capture_error_naming_the_field() -> None:
 
 def test_nan_in_observer_output_is_an_observer_error_naming_the_path() -> None:
     env = GenericEnv(lambda e, a: (e.observation_space.sample(), 0.0, True, False, {}))
-    episode = capture_episode(
-        lambda: env,
-        lambda e, o, i: e.step(0),
-        case=EvalCase("x"),
-        environment_id="e",
-        observer_id="o",
-        observe=lambda: {"x": [1.0, float("nan")]},
-        seed=0,
-        max_steps=2,
+    episode = capture_generic(
+        env, lambda e, o, i: e.step(0), observe=lambda: {"x": [1.0, float("nan")]}
     )
     assert episode.states() == [None, None, None]
     assert any("$.state.x[1] is nan" in issue for issue in episode.coverage_issues)
@@ -164,16 +149,7 @@ def test_close_failure_leaves_cleanup_unconfirmed() -> None:
     env = GenericEnv(
         lambda e, a: (e.observation_space.sample(), 1.0, True, False, {}), close=bad_close
     )
-    episode = capture_episode(
-        lambda: env,
-        lambda e, o, i: e.step(1),
-        case=EvalCase("x"),
-        environment_id="e",
-        observer_id="o",
-        observe=dict,
-        seed=0,
-        max_steps=2,
-    )
+    episode = capture_generic(env, lambda e, o, i: e.step(1))
     assert episode.data["cleanup"] == {
         "ok": False,
         "error": {"type": "builtins.OSError", "message": "socket already closed"},
