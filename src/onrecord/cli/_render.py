@@ -105,11 +105,16 @@ def render_report(console: Console, report: EvaluationReport) -> None:
         )
     console.print(table)
     if summary.pass_hat_k:
-        console.print(
-            "pass^k: " + "  ".join(f"k={k}: {value:.3f}" for k, value in summary.pass_hat_k.items())
-        )
+        shown = _milestones(sorted(summary.pass_hat_k))
+        console.print("pass^k: " + "  ".join(f"k={k}: {summary.pass_hat_k[k]:.3f}" for k in shown))
     for issue in report.coverage_issues[:20]:
         console.print(f"[yellow]coverage:[/] {issue}")
+
+
+def _milestones(ks: list[int]) -> list[int]:
+    """A readable subset of k: 1, 2, 3, 5, 10, 20, … and the largest."""
+    wanted = {1, 2, 3, 5, 10, 20, 50, 100, ks[-1]}
+    return [k for k in ks if k in wanted]
 
 
 def render_policy(console: Console, policy: AcceptancePolicy) -> None:

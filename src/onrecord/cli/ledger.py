@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from onrecord.cli._render import make_console
 from onrecord.domains.ledger import (
     LedgerResult,
     analyze_ledger_dir,
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.output_dir
     if out.exists() and any(out.iterdir()):
         raise InputError(f"--output-dir {out} is not empty; pass a new or empty directory")
-    console = Console(width=max(Console().width, 110))
+    console = make_console()
     with console.status("running the ledger experiment") as status:
         result = run_ledger_experiment(out, progress=lambda text: status.update(text))
     save_ledger_result(result, out)
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
 def analyze(args: argparse.Namespace) -> int:
     """Verify and recompute; print what did not verify."""
-    console = Console(width=max(Console().width, 110))
+    console = make_console()
     analysis = analyze_ledger_dir(args.directory)
     console.print(ablation_table(analysis.ablation))
     for problem in analysis.problems:

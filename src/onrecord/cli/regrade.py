@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.console import Console
-
-from onrecord.cli._render import render_decision, render_report
+from onrecord.cli._render import make_console, render_decision, render_report
 from onrecord.policy import AcceptancePolicy
 from onrecord.runner import regrade_run
 
@@ -43,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     policy = AcceptancePolicy.load(args.policy) if args.policy else None
     regrade = regrade_run(args.run_dir, checks or None, policy=policy, name=args.name)
-    console = Console()
+    console = make_console()
     for name, (old, new) in regrade.versions.items():
         console.print(f"check {name}: version {old or 'absent'} → {new or 'absent'}")
     console.print(

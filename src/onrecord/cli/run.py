@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from onrecord.cli._progress import BarProgress
-from onrecord.cli._render import render_decision, render_report
+from onrecord.cli._render import make_console, render_decision, render_report
 from onrecord.errors import InputError
 from onrecord.runner import (
     RunConfig,
@@ -140,7 +140,7 @@ def _protocol(config: RunConfig) -> RunProtocol:
 def run(args: argparse.Namespace) -> int:
     """Start or resume the run, then print the summary and return the decision's code."""
     config = config_from_args(args)
-    console, errors = Console(), Console(stderr=True)
+    console, errors = make_console(), Console(stderr=True)
     expect: RunProtocol | None
     if args.resume:
         out, expect = _resume_target(config)

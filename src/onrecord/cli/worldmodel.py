@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from onrecord.cli._render import make_console
+
 __all__ = ["register"]
 
 _STEPS_FULL = 17  # ticks of one run: protocol … plots (for the progress bar)
@@ -79,7 +81,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 
 def _print(tables: dict[str, Any]) -> None:
-    console = Console(width=140)
+    console = make_console()
     loop = Table(
         "model",
         "mean steps",
