@@ -165,6 +165,8 @@ def render_comparison(console: Console, comparison: Comparison) -> None:
     for check in comparison.checks:
         for pair in check.discordant[:10]:
             console.print(f"  {check.name}: {pair}")
+        if len(check.discordant) > 10:
+            console.print(f"  {check.name}: … {len(check.discordant) - 10} more discordant pairs")
     if comparison.measures:
         measures = Table("measure", "pairs", "mean A", "mean B", "B − A", "95% interval")
         for m in comparison.measures:
