@@ -13,6 +13,7 @@ from onrecord.dynamics import (
     PersistenceModel,
     Simulator,
     Transitions,
+    capture_forecasts,
     get_simulator,
 )
 from onrecord.dynamics._references import capture_plan, random_plan
@@ -56,3 +57,21 @@ def models(cartpole: Simulator, training: Transitions) -> dict[str, Any]:
     for model in fitted.values():
         model.fit(training)
     return fitted
+
+
+@pytest.fixture(scope="session")
+def forecasts(cartpole: Simulator, heldout: Any, models: dict[str, Any]) -> dict[str, Any]:
+    """Every model's forecasts of the held-out references, horizons 1 to 32."""
+    episodes, plans = heldout
+    return {
+        name: capture_forecasts(
+            episodes,
+            model,
+            model_id=name,
+            contract=cartpole.contract,
+            coordinates=cartpole.coordinates,
+            horizons=[1, 4, 8, 16, 32],
+            planned_actions=plans,
+        )
+        for name, model in models.items()
+    }

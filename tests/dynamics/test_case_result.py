@@ -21,23 +21,6 @@ HORIZONS = [1, 4, 8, 16, 32]
 TOLERANCES = {"pole_angle": {1: 0.001, "h4": 0.005, "*": 0.05}, "cart_velocity": 0.05}
 
 
-@pytest.fixture(scope="module")
-def forecasts(cartpole: Simulator, heldout: Any, models: dict[str, Any]) -> dict[str, Any]:
-    episodes, plans = heldout
-    return {
-        name: capture_forecasts(
-            episodes,
-            model,
-            model_id=name,
-            contract=cartpole.contract,
-            coordinates=cartpole.coordinates,
-            horizons=HORIZONS,
-            planned_actions=plans,
-        )
-        for name, model in models.items()
-    }
-
-
 def test_checks_are_named_per_coordinate_and_horizon(forecasts: dict[str, Any]) -> None:
     trial = forecast_case_result(forecasts["action"][0], TOLERANCES)
     assert [r.name for r in trial.results] == [

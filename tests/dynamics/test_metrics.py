@@ -15,23 +15,6 @@ from onrecord.dynamics_metrics import LEVELS, aggregate_metrics, forecast_metric
 from onrecord.errors import InputError
 
 
-@pytest.fixture(scope="module")
-def forecasts(cartpole: Simulator, heldout: Any, models: dict[str, Any]) -> dict[str, Any]:
-    episodes, plans = heldout
-    return {
-        name: capture_forecasts(
-            episodes,
-            model,
-            model_id=name,
-            contract=cartpole.contract,
-            coordinates=cartpole.coordinates,
-            horizons=[1, 4, 8, 16, 32],
-            planned_actions=plans,
-        )
-        for name, model in models.items()
-    }
-
-
 def test_per_forecast_numbers_match_a_direct_computation(forecasts: dict[str, Any]) -> None:
     forecast = forecasts["action"][0]
     metrics = forecast_metrics(forecast)
