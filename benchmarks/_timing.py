@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 
 def best_time(function: Callable[[], object], *, repeat: int = 7, number: int = 1) -> float:
@@ -14,6 +14,20 @@ def best_time(function: Callable[[], object], *, repeat: int = 7, number: int = 
         for _ in range(number):
             function()
         best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def best_times_interleaved(
+    functions: Sequence[Callable[[], object]], *, rounds: int = 41
+) -> list[float]:
+    """The fastest run of each function, timed in rounds that run every function once,
+    so a noisy spell on the machine slows all of them rather than just one."""
+    best = [float("inf")] * len(functions)
+    for _ in range(rounds):
+        for index, function in enumerate(functions):
+            start = time.perf_counter()
+            function()
+            best[index] = min(best[index], time.perf_counter() - start)
     return best
 
 

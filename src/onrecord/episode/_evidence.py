@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -48,18 +49,24 @@ class EpisodeEvidence:
 
     @classmethod
     def _from_trusted(
-        cls, data: dict[str, Any], blobs: dict[str, bytes] | None = None
+        cls, data: dict[str, Any], blobs: dict[str, bytes] | None = None, *, keep: bool = True
     ) -> EpisodeEvidence:
         """Seal a record built by onrecord itself (already portable and consistent).
 
         The record is serialized once, in two halves split where the sorted key
-        ``digest`` belongs, so the digest can be spliced in without a second pass."""
+        ``digest`` belongs, so the digest can be spliced in without a second pass.
+        ``keep=False`` when ``data`` holds ``orjson.Fragment`` columns: the parsed view
+        is then read from the sealed bytes on first access, exactly as after ``load``."""
         head = canonical_bytes({key: data[key] for key in data if key < "digest"})
         tail = canonical_bytes({key: data[key] for key in data if key > "digest"})
-        digest = digest_bytes(head[:-1] + b"," + tail[1:])
+        body, rest = memoryview(head)[:-1], memoryview(tail)[1:]  # views, not copies
+        hasher = hashlib.sha256(body)
+        hasher.update(b",")
+        hasher.update(rest)
+        digest = hasher.hexdigest()
         data["digest"] = digest
-        record = b'%s,"digest":"%s",%s' % (head[:-1], digest.encode(), tail[1:])
-        return cls._seal(record, digest, data, blobs or {})
+        record = b"".join((body, b',"digest":"', digest.encode(), b'",', rest))
+        return cls._seal(record, digest, data if keep else None, blobs or {})
 
     @classmethod
     def _seal(

@@ -9,7 +9,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import orjson
 
 from onrecord import __version__
 from onrecord._canonical import to_portable
@@ -17,8 +16,8 @@ from onrecord.case import EvalCase
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.episode._blobs import BLOB_TAG, blob_ref, is_blob
 from onrecord.episode._coverage import coverage_issues, ending
-from onrecord.episode._verify import STEP_COLUMNS
 from onrecord.errors import InputError, PortabilityError
+from onrecord.integrations.gymnasium._columns import encode_steps, no_steps
 from onrecord.integrations.gymnasium._recorder import EpisodeRecorder, error_record
 from onrecord.integrations.gymnasium._spaces import describe_space, encode_batch
 
@@ -227,7 +226,7 @@ def _setup_failure(
 def _assemble(
     case: EvalCase, settings: dict[str, Any], recorder: EpisodeRecorder, record: dict[str, Any]
 ) -> EpisodeEvidence:
-    steps = _encode_steps(recorder) if hasattr(recorder, "status") else _no_steps()
+    steps = encode_steps(recorder) if hasattr(recorder, "records") else no_steps()
     data = {
         "schema": EPISODE_SCHEMA,
         "library": {"name": "onrecord", "version": __version__},
@@ -239,66 +238,6 @@ def _assemble(
     data["ended"] = ending(data)
     data["coverage_issues"] = coverage_issues(data)
     data["measures"] = {"return": math.fsum(steps["reward"]), "steps": len(steps["reward"])}
-    return EpisodeEvidence._from_trusted(data, getattr(recorder, "blobs", {}))
-
-
-def _encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
-    env = recorder.env
-    status = recorder.status
-    count = len(status)
-    executed = (
-        list(range(count))
-        if not recorder.errors
-        else [i for i, value in enumerate(status) if value in ("ok", "env_error")]
-    )
-    succeeded = (
-        executed if not recorder.errors else [i for i, value in enumerate(status) if value == "ok"]
-    )
-    rewards, terminated, truncated, infos = (
-        zip(*recorder.outcomes, strict=True) if recorder.outcomes else ((), (), (), ())
-    )
-    return {
-        "status": status,
-        "error": _spread(recorder.errors, count),
-        "state": _join(recorder.states),
-        "observer_error": _spread(recorder.observer_errors, count),
-        "wall_time_ns": recorder.wall_ns,
-        "action_index": executed,
-        "action": encode_batch(env.action_space, recorder.actions, "steps.action", recorder.blobs),
-        "transition_index": succeeded,
-        "observation": encode_batch(
-            env.observation_space, recorder.observations, "steps.observation", recorder.blobs
-        ),
-        "reward": _rewards(rewards),
-        "terminated": list(map(bool, terminated)),
-        "truncated": list(map(bool, truncated)),
-        "info": _join(list(infos)),
-    }
-
-
-def _spread(sparse: dict[int, Any], count: int) -> list[Any]:
-    values: list[Any] = [None] * count
-    for index, value in sparse.items():
-        values[index] = value
-    return values
-
-
-def _rewards(raw: tuple[Any, ...]) -> list[float]:
-    rewards = list(map(float, raw))
-    if not math.isfinite(math.fsum(rewards)) and not all(map(math.isfinite, rewards)):
-        raise PortabilityError(
-            "$.steps.reward holds a non-finite reward; JSON has no NaN or "
-            "Infinity: the environment returned an invalid reward",
-            "$.steps.reward",
-        )
-    return rewards
-
-
-def _join(chunks: list[bytes]) -> list[Any]:
-    """Decode many JSON snapshots in one C call."""
-    decoded: list[Any] = orjson.loads(b"[" + b",".join(chunks) + b"]")
-    return decoded
-
-
-def _no_steps() -> dict[str, Any]:
-    return {key: [] for key in STEP_COLUMNS}
+    # Step columns are spliced as canonical bytes; the parsed view comes from the sealed
+    # record on first read, the same path as EpisodeEvidence.load.
+    return EpisodeEvidence._from_trusted(data, getattr(recorder, "blobs", {}), keep=False)

@@ -1,8 +1,9 @@
 """The wrapper handed to ``interact``: it records every attempted step and returns the
 step tuple unchanged.
 
-The per-step path is kept to a few list appends and one observer read serialized by a
-single C call; decoding and batch encoding happen once, at the end of the episode.
+The per-step path builds one tuple per attempt around one observer read serialized by
+a single C call; columns, encoding and sealing happen once, at the end of the episode
+(see ``_columns``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ from onrecord.integrations.gymnasium._spaces import fast_contains
 __all__ = ["EpisodeRecorder", "error_record"]
 
 StepResult = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
+Success = tuple[Any, int, Any, SupportsFloat, bool, bool, bytes, bytes]
+"""action, wall time (ns), observation, reward, terminated, truncated, info, state: the
+last two are canonical JSON bytes, the state followed by a comma."""
+Failure = tuple[str, dict[str, str], int, Any, bytes]
+"""status, error, wall time (ns), the executed action (or ``NOT_EXECUTED``), state."""
+NOT_EXECUTED = object()
 _EMPTY = b"{}"
 _dumps = orjson.dumps
 
@@ -67,19 +74,20 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
             if type(space) is gym.spaces.Discrete
             else None
         )
+        box = env.observation_space
+        # An observation matching the declared Box is kept as its raw bytes.
+        self.box = (
+            (box.dtype, box.shape)
+            if type(box) is gym.spaces.Box and box.dtype is not None
+            else None
+        )
         self.initial_observation: Any = None
-        # Per attempt: status, wall time, observer state as JSON bytes.
-        self.status: list[str] = []
-        self.wall_ns: list[int] = []
-        self.states: list[bytes] = []
-        # Sparse: attempt index -> error / observer error.
-        self.errors: dict[int, dict[str, str]] = {}
-        self.observer_errors: dict[int, str] = {}
-        # Accepted actions (successful or raising steps) and successful transitions.
-        self.actions: list[Any] = []
-        self.observations: list[Any] = []
-        # Per successful step: reward, terminated, truncated, info as JSON bytes.
-        self.outcomes: list[tuple[SupportsFloat, bool, bool, bytes]] = []
+        # One record per attempt, a Success or a Failure; the column shortcuts in
+        # _columns apply while no attempt failed and no action or observation needed
+        # the general snapshot.
+        self.records: list[Success | Failure] = []
+        self.failed = self.odd_actions = self.odd_observations = False
+        self.observer_errors: dict[int, str] = {}  # attempt index -> message
         self.events: list[dict[str, Any]] = []
         self.ended: str | None = None
         # Large observation/action columns, by sha256 (see onrecord.episode._blobs).
@@ -106,13 +114,12 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         recorder, env_step, observe = self, self.env.step, self._observe_fn
         space, max_steps = self.env.action_space, self._max_steps
         low, high = self._discrete or (0, -1)
-        status, wall, actions = self.status.append, self.wall_ns.append, self.actions.append
-        observations, outcomes = self.observations.append, self.outcomes.append
-        states, clock, dumps = self.states.append, perf_counter_ns, _dumps
-        steps = self.status
+        records = self.records
+        record, clock, dumps, ndarray = records.append, perf_counter_ns, _dumps, np.ndarray
+        box_dtype, box_shape = self.box or (None, None)
 
         def step(action: Any) -> StepResult:
-            index = len(steps)
+            index = len(records)
             if (
                 recorder.ended is not None
                 or index >= max_steps
@@ -121,54 +128,70 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                 )
             ):
                 recorder._refuse(action, index)
-            actions(action if type(action) is int else _snapshot(action))
+            sent = action if type(action) is int else recorder._odd_action(action)
             start = clock()
             try:
                 result = env_step(action)
             except Exception as exc:
-                recorder._record_failed(index, "env_error", error_record(exc), clock() - start)
+                recorder._record_failed(index, "env_error", exc, clock() - start, sent)
                 raise
             elapsed = clock() - start
             observation, reward, terminated, truncated, info = result
-            info_bytes = recorder._info_bytes(info, index, elapsed) if info else _EMPTY
-            wall(elapsed)
-            observations(
-                observation.copy() if type(observation) is np.ndarray else _snapshot(observation)
+            info_bytes = recorder._info_bytes(info, index, elapsed, sent) if info else _EMPTY
+            kept = (
+                observation.tobytes()
+                if type(observation) is ndarray
+                and observation.dtype is box_dtype
+                and observation.shape == box_shape
+                else recorder._odd_observation(observation)
             )
-            outcomes((reward, terminated, truncated, info_bytes))
             if terminated or truncated:
                 recorder.ended = "terminated" if terminated else "truncated"
-            status("ok")
             try:  # the observer read: one C call in the common case
                 state = observe()
                 try:
                     raw = dumps(state, option=_STATE_OPTIONS, default=_numpy_fallback)
                 except TypeError:
                     raw = b""
-                states(raw if raw and b"null" not in raw else state_bytes(state, "$.state"))
+                # A null may be a NaN in disguise: state_bytes decides and explains.
+                # (find, not "in": bytes.__contains__ first tries the needle as an int.)
+                # The comma is added by copying: the copy is a small pymalloc block,
+                # while orjson's own result sits in an oversized malloc block, and
+                # holding 500 of those costs more than serializing them did.
+                raw = (
+                    raw if raw and raw.find(b"null") < 0 else state_bytes(state, "$.state")
+                ) + b","
             except Exception as exc:
-                recorder._observer_failed(index, exc)
+                raw = recorder._observer_failed(index, exc)
+            record((sent, elapsed, kept, reward, terminated, truncated, info_bytes, raw))
             return result
 
         return step
 
-    def _info_bytes(self, info: Any, index: int, elapsed: int) -> bytes:
+    def _odd_action(self, action: Any) -> Any:
+        self.odd_actions = True
+        return _snapshot(action)
+
+    def _odd_observation(self, observation: Any) -> Any:
+        self.odd_observations = True
+        return _snapshot(observation)
+
+    def _info_bytes(self, info: Any, index: int, elapsed: int, sent: Any) -> bytes:
         try:
             return canonical_bytes(to_portable(info, f"$.info[{index}]"))
         except PortabilityError as exc:  # recorded whole, never half a transition
-            self._record_failed(index, "env_error", error_record(exc), elapsed)
+            self._record_failed(index, "env_error", exc, elapsed, sent)
             raise
 
-    def _observer_failed(self, index: int, exc: Exception) -> None:
-        self.states.append(b"null")
+    def _observer_failed(self, index: int, exc: Exception) -> bytes:
         self.observer_errors[index] = f"{type(exc).__name__}: {exc}"
+        return b"null,"
 
-    def _read_state(self, index: int) -> None:
+    def _read_state(self, index: int) -> bytes:
         try:
-            self.states.append(state_bytes(self._observe_fn(), "$.state"))
+            return state_bytes(self._observe_fn(), "$.state") + b","
         except Exception as exc:
-            self.states.append(b"null")
-            self.observer_errors[index] = f"{type(exc).__name__}: {exc}"
+            return self._observer_failed(index, exc)
 
     def _refuse(self, action: Any, index: int) -> None:
         exc: CaptureError
@@ -196,14 +219,15 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                     "was refused before execution"
                 ),
             )
-        self._record_failed(index, status, error_record(exc), 0)
+        self._record_failed(index, status, exc, 0, NOT_EXECUTED)
         raise exc
 
-    def _record_failed(self, index: int, status: str, error: dict[str, str], elapsed: int) -> None:
-        self.status.append(status)
-        self.errors[index] = error
-        self.wall_ns.append(elapsed)
-        self._read_state(index)
+    def _record_failed(
+        self, index: int, status: str, exc: BaseException, elapsed: int, sent: Any
+    ) -> None:
+        self.failed = True
+        state = self._read_state(index)
+        self.records.append((status, error_record(exc), elapsed, sent, state))
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -212,7 +236,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
             "reset() was called inside interact; capture_episode resets "
             "once before interact, and each repeat needs a fresh episode"
         )
-        self.events.append({"phase": "reset", "index": len(self.status), **error_record(exc)})
+        self.events.append({"phase": "reset", "index": len(self.records), **error_record(exc)})
         raise exc
 
     def close(self) -> None:

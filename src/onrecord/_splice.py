@@ -1,0 +1,83 @@
+"""Splicing bytes that are already canonical JSON into a record (``orjson.Fragment``).
+
+Capture serializes every observer state once, during the step, and a Box column once, at
+the end; decoding those bytes into Python objects only to write them again was most of
+the cost of sealing an episode. A fragment is used only where writing its parsed value
+again gives the same bytes, so the sealed record is canonical and loads like any other.
+
+Doubles are stable under a parse and re-serialization. A float32 is written at float32
+precision in its own notation: the digits parse to the same double, but the double is
+written back as "70262058000000.0" or "7.630131e-6" where the float32 was
+"7.0262058e+13" or "0.000007630131". Every such float32 form has a "+" exponent sign or
+five zeros after "0."; a double is never written with five zeros, and a "+" only costs
+the slow path. So bytes holding neither are stable. That rule is checked against the
+installed orjson once per process (``splicing_is_exact``); if a future orjson wrote
+numbers differently, capture would fall back to decoding, never to a wrong record.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import orjson
+
+__all__ = ["array_fragment", "list_fragment", "splicing_is_exact", "unstable_notation"]
+
+FLOAT32_NOTATIONS = (b"+", b"0.00000")
+_NUMPY = orjson.OPT_SERIALIZE_NUMPY
+
+
+def unstable_notation(raw: bytes) -> bool:
+    """Whether ``raw`` may hold a number written in float32 notation. Plain substring
+    searches: a regular expression costs ten times more on a 50 KB column."""
+    return any(raw.find(notation) >= 0 for notation in FLOAT32_NOTATIONS)
+
+
+def list_fragment(items: Sequence[bytes], *, terminated: bool = False) -> Any:
+    """One JSON list of many JSON values given as bytes (each followed by a comma when
+    ``terminated``): a fragment when that is exact, else the decoded list (which the
+    record's serializer then normalizes)."""
+    if not items:
+        return []
+    joined = b"[" + (b"".join(items)[:-1] if terminated else b",".join(items)) + b"]"
+    if splicing_is_exact() and not unstable_notation(joined):
+        return orjson.Fragment(joined)
+    return orjson.loads(joined)
+
+
+def array_fragment(array: np.ndarray) -> Any:
+    """A finite numeric array as the nested JSON lists ``array.tolist()`` would be
+    written as, by one C call."""
+    if array.dtype.kind == "f":
+        array = array.astype(np.float64, copy=False)  # tolist() gives doubles
+    if splicing_is_exact():
+        return orjson.Fragment(orjson.dumps(array, option=_NUMPY))
+    return array.tolist()
+
+
+@functools.cache
+def splicing_is_exact() -> bool:
+    """Probe the installed orjson once: float32 numbers of every binary exponent, as
+    array elements and as scalars, must either re-serialize to the same bytes or show a
+    float32 notation, and doubles written from arrays must equal doubles written from
+    Python floats."""
+    exponents = np.arange(-149, 128)
+    mantissas = np.array([1.0, 1.0000001, 1.1, 1.2345678, 1.4142135, 1.5, 1.7320508, 1.9999999])
+    grid = (mantissas[:, None] * np.exp2(exponents.astype(np.float64))).ravel()
+    decimal = np.outer([1.0, 1.25, 3.3333333, 9.999999], 10.0 ** np.arange(-45, 39)).ravel()
+    with np.errstate(over="ignore", under="ignore"):
+        probe = np.concatenate((grid, -grid, decimal)).astype(np.float32)
+    probe = probe[np.isfinite(probe)]
+    for raw in (
+        orjson.dumps(probe, option=_NUMPY),
+        orjson.dumps(list(probe[:: max(1, len(probe) // 600)]), option=_NUMPY),
+    ):
+        tokens, rewritten = raw.split(b","), orjson.dumps(orjson.loads(raw)).split(b",")
+        changed = [token for token, again in zip(tokens, rewritten, strict=True) if token != again]
+        if not all(b"+" in token or b"0.00000" in token for token in changed):
+            return False
+    doubles = np.concatenate((probe.astype(np.float64), np.sin(np.arange(500.0)) * 1e3))
+    return orjson.dumps(doubles, option=_NUMPY) == orjson.dumps(doubles.tolist())

@@ -1,0 +1,176 @@
+"""The ``steps`` columns of an episode record, built once at the end of the episode.
+
+Columns that are already canonical JSON bytes (observer states, ``info`` dicts) and Box
+columns are spliced into the record as bytes rather than built as Python objects (see
+``onrecord._splice``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from gymnasium import spaces
+
+from onrecord._canonical import to_portable
+from onrecord._splice import array_fragment, list_fragment
+from onrecord.episode._blobs import BLOB_THRESHOLD
+from onrecord.episode._verify import STEP_COLUMNS
+from onrecord.errors import PortabilityError
+from onrecord.integrations.gymnasium._recorder import NOT_EXECUTED
+from onrecord.integrations.gymnasium._spaces import encode_batch
+
+if TYPE_CHECKING:
+    from onrecord.integrations.gymnasium._recorder import EpisodeRecorder
+
+__all__ = ["encode_steps", "no_steps"]
+
+# The fields of the recorder's Success records, in order, by column name.
+_SUCCESS = (
+    "action",
+    "wall_time_ns",
+    "observation",
+    "reward",
+    "terminated",
+    "truncated",
+    "info",
+    "state",
+)
+_TRANSITION = _SUCCESS[2:7]
+_PER_ATTEMPT = ("status", "error", "wall_time_ns", "state")
+
+
+def encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
+    """All step columns of a finished episode, from the recorder's per-attempt records."""
+    env, records = recorder.env, recorder.records
+    raw = _split(records) if recorder.failed else _unzip(records)
+    return {
+        "status": raw["status"],
+        "error": raw["error"],
+        "state": list_fragment(raw["state"], terminated=True),
+        "observer_error": _spread(recorder.observer_errors, len(records)),
+        "wall_time_ns": list(raw["wall_time_ns"]),
+        "action_index": raw["action_index"],
+        "action": _actions(env.action_space, raw["action"], recorder),
+        "transition_index": raw["transition_index"],
+        "observation": _samples(
+            env.observation_space,
+            _observations(raw["observation"], recorder),
+            "steps.observation",
+            recorder.blobs,
+        ),
+        "reward": _rewards(raw["reward"]),
+        "terminated": list(map(bool, raw["terminated"])),
+        "truncated": list(map(bool, raw["truncated"])),
+        "info": list_fragment(raw["info"]),
+    }
+
+
+def _unzip(records: list[Any]) -> dict[str, Sequence[Any]]:
+    """Columns of an episode whose every attempt succeeded: each is one field of the
+    records, taken apart by a single zip."""
+    count = len(records)
+    every = list(range(count))
+    fields = zip(*records, strict=True) if records else ((),) * len(_SUCCESS)
+    columns: dict[str, Sequence[Any]] = dict(zip(_SUCCESS, fields, strict=True))
+    columns.update(
+        status=["ok"] * count, error=[None] * count, action_index=every, transition_index=every
+    )
+    return columns
+
+
+def _split(records: list[Any]) -> dict[str, Sequence[Any]]:
+    """Columns of an episode in which some attempts were refused or raised."""
+    names = (*_SUCCESS, "status", "error", "action_index", "transition_index")
+    columns: dict[str, list[Any]] = {name: [] for name in names}
+    for index, item in enumerate(records):
+        if len(item) == len(_SUCCESS):
+            sent, elapsed, state = item[0], item[1], item[7]
+            status, error = "ok", None
+            columns["transition_index"].append(index)
+            for name, value in zip(_TRANSITION, item[2:7], strict=True):
+                columns[name].append(value)
+        else:
+            status, error, elapsed, sent, state = item
+        for name, value in zip(_PER_ATTEMPT, (status, error, elapsed, state), strict=True):
+            columns[name].append(value)
+        if sent is not NOT_EXECUTED:
+            columns["action_index"].append(index)
+            columns["action"].append(sent)
+    return dict(columns)
+
+
+def no_steps() -> dict[str, Any]:
+    """The columns of an episode that never reached its first step."""
+    return {key: [] for key in STEP_COLUMNS}
+
+
+def _actions(
+    space: spaces.Space[Any] | None, actions: Sequence[Any], recorder: EpisodeRecorder
+) -> Any:
+    """Plain ints in a Discrete space are their own encoding: a copy of the list."""
+    if type(space) is spaces.Discrete and not recorder.odd_actions:
+        return list(actions)
+    return _samples(space, list(actions), "steps.action", recorder.blobs)
+
+
+def _observations(kept: Sequence[Any], recorder: EpisodeRecorder) -> Any:
+    """Observations as the recorder kept them: raw bytes of samples that matched the
+    declared Box (one array for the whole column), or detached copies."""
+    if recorder.box is None or not kept:
+        return list(kept)
+    dtype, shape = recorder.box
+    if not recorder.odd_observations:
+        return np.frombuffer(b"".join(kept), dtype).reshape((len(kept), *shape))
+    return [
+        np.frombuffer(item, dtype).reshape(shape) if type(item) is bytes else item for item in kept
+    ]
+
+
+def _samples(
+    space: spaces.Space[Any] | None, values: Any, field: str, blobs: dict[str, bytes]
+) -> Any:
+    """A Box column written by one C call (as ``tolist()`` would give it); other
+    spaces through ``encode_batch``."""
+    if not (isinstance(space, spaces.Box) and len(values)):
+        return encode_batch(space, list(values), field, blobs)
+    try:
+        stacked = values if isinstance(values, np.ndarray) else np.array(values)
+    except ValueError:  # samples of different shapes: an environment off its space
+        return _ragged(values, field)
+    if stacked.dtype.kind not in "biuf":
+        return _ragged(values, field)
+    if stacked[0].nbytes >= BLOB_THRESHOLD:
+        return encode_batch(space, list(stacked), field, blobs)
+    if stacked.dtype.kind == "f" and not np.isfinite(stacked).all():
+        return encode_batch(space, list(stacked), field, blobs)  # raises, naming it
+    return array_fragment(stacked)
+
+
+def _ragged(values: Sequence[Any], field: str) -> list[Any]:
+    """Samples that do not stack into one array, each as its own nested lists (and
+    refused, naming the element, if not finite or not numeric)."""
+    return [
+        to_portable(np.asarray(value).tolist(), f"$.{field}[{index}]")
+        for index, value in enumerate(values)
+    ]
+
+
+def _spread(sparse: dict[int, Any], count: int) -> list[Any]:
+    values: list[Any] = [None] * count
+    for index, value in sparse.items():
+        values[index] = value
+    return values
+
+
+def _rewards(raw: Sequence[Any]) -> list[float]:
+    rewards = list(map(float, raw))
+    if not math.isfinite(math.fsum(rewards)) and not all(map(math.isfinite, rewards)):
+        raise PortabilityError(
+            "$.steps.reward holds a non-finite reward; JSON has no NaN or "
+            "Infinity: the environment returned an invalid reward",
+            "$.steps.reward",
+        )
+    return rewards
