@@ -53,7 +53,7 @@ def _long_episode(steps: int) -> EpisodeEvidence:
 
 def main() -> None:
     print(f"# evidence core ({STEPS}-step CartPole episodes)")
-    bare, observed, captured, floor = _capture_vs_bare()
+    bare, observed, captured, floor, checked = _capture_vs_bare()
     print(
         row(
             "capture_episode / bare reset+step loop",
@@ -79,8 +79,17 @@ def main() -> None:
         )
     )
     print(
+        row(
+            "capture + evaluate_episode (2 state checks) / bare loop",
+            f"{checked / bare:.2f}x",
+            "(context)",
+            True,
+        )
+    )
+    print(
         f"{'':<58} bare {bare * 1e3:.2f} ms, bare+observer {observed * 1e3:.2f} ms, "
-        f"floor {floor * 1e3:.2f} ms, capture {captured * 1e3:.2f} ms"
+        f"floor {floor * 1e3:.2f} ms, capture {captured * 1e3:.2f} ms, "
+        f"capture+checks {checked * 1e3:.2f} ms"
     )
     episode = _long_episode(STEPS)
     data = episode.data
@@ -100,7 +109,7 @@ def main() -> None:
     _image_episode()
 
 
-def _capture_vs_bare() -> tuple[float, float, float, float]:
+def _capture_vs_bare() -> tuple[float, ...]:
     """Same policy, same seed, same 500 steps: bare loop vs capture_episode."""
     env = gym.make("CartPole-v1", max_episode_steps=STEPS + 10)
     observe_env: dict[str, Any] = {}
@@ -147,7 +156,7 @@ def _capture_vs_bare() -> tuple[float, float, float, float]:
                 break
         hashlib.sha256(b"".join(states)).hexdigest()
 
-    def captured() -> None:
+    def captured() -> EpisodeEvidence:
         def factory() -> gym.Env[Any, Any]:
             observe_env["env"] = env
             return env
@@ -160,7 +169,7 @@ def _capture_vs_bare() -> tuple[float, float, float, float]:
                 if terminated or truncated:
                     return
 
-        capture_episode(
+        return capture_episode(
             factory,
             interact,
             case=CASE,
@@ -171,13 +180,26 @@ def _capture_vs_bare() -> tuple[float, float, float, float]:
             max_steps=STEPS,
         )
 
+    def captured_and_checked() -> None:
+        """Capture, then the first read: two checks that look at every state."""
+        evaluate_episode(captured(), STATE_CHECKS)
+
+    functions = (bare, bare_observed, captured, floor, captured_and_checked)
     for _ in range(3):  # warm every path
-        bare()
-        bare_observed()
-        floor()
-        captured()
-    best = best_times_interleaved((bare, bare_observed, captured, floor), rounds=101)
-    return best[0], best[1], best[2], best[3]
+        for function in functions:
+            function()
+    return tuple(best_times_interleaved(functions, rounds=101))
+
+
+CASE = EvalCase("balance", case_id="bench")
+STATE_CHECKS = [
+    OutcomeCheck("survived", "v1", lambda e: OutcomeVerdict(e.ended != "terminated", "ok", {})),
+    OutcomeCheck(
+        "upright",
+        "v1",
+        lambda e: OutcomeVerdict(all(abs(s["state"][2]) < 0.21 for s in e.states() if s), "", {}),
+    ),
+]
 
 
 CASE = EvalCase("balance", case_id="bench")

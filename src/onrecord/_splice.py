@@ -24,10 +24,71 @@ from typing import Any
 import numpy as np
 import orjson
 
-__all__ = ["array_fragment", "list_fragment", "splicing_is_exact", "unstable_notation"]
+__all__ = [
+    "LazyColumns",
+    "Spliced",
+    "array_fragment",
+    "dumps_spliced",
+    "list_fragment",
+    "resolve_spliced",
+    "splicing_is_exact",
+    "unstable_notation",
+]
 
 FLOAT32_NOTATIONS = (b"+", b"0.00000")
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
+
+
+class Spliced:
+    """A value held as its canonical JSON bytes: written as they are by
+    ``dumps_spliced``, decoded by ``resolve_spliced`` when someone reads it."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+
+def dumps_spliced(value: Any) -> bytes:
+    """Canonical JSON bytes of a portable value that may hold ``Spliced`` parts."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=_as_fragment)
+
+
+def resolve_spliced(columns: dict[str, Any]) -> None:
+    """Decode, in place, every ``Spliced`` value of a mapping."""
+    for key, value in dict.items(columns):
+        if type(value) is Spliced:
+            dict.__setitem__(columns, key, orjson.loads(value.raw))
+
+
+class LazyColumns(dict[str, Any]):
+    """Columns that decode a ``Spliced`` value the first time it is read, so a check
+    that reads the states never pays for decoding the observations."""
+
+    def __getitem__(self, key: str) -> Any:
+        value = dict.__getitem__(self, key)
+        if type(value) is Spliced:
+            value = orjson.loads(value.raw)
+            dict.__setitem__(self, key, value)
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        # Not self.get: that is this method.
+        return self[key] if key in self else default  # noqa: SIM401
+
+    def items(self) -> Any:
+        resolve_spliced(self)
+        return dict.items(self)
+
+    def values(self) -> Any:
+        resolve_spliced(self)
+        return dict.values(self)
+
+
+def _as_fragment(value: Any) -> Any:
+    if type(value) is Spliced:
+        return orjson.Fragment(value.raw)
+    raise TypeError(f"{type(value).__name__} is not portable JSON")
 
 
 def unstable_notation(raw: bytes) -> bool:
@@ -38,13 +99,13 @@ def unstable_notation(raw: bytes) -> bool:
 
 def list_fragment(items: Sequence[bytes], *, terminated: bool = False) -> Any:
     """One JSON list of many JSON values given as bytes (each followed by a comma when
-    ``terminated``): a fragment when that is exact, else the decoded list (which the
+    ``terminated``): ``Spliced`` when that is exact, else the decoded list (which the
     record's serializer then normalizes)."""
     if not items:
         return []
     joined = b"[" + (b"".join(items)[:-1] if terminated else b",".join(items)) + b"]"
     if splicing_is_exact() and not unstable_notation(joined):
-        return orjson.Fragment(joined)
+        return Spliced(joined)
     return orjson.loads(joined)
 
 
@@ -54,7 +115,7 @@ def array_fragment(array: np.ndarray) -> Any:
     if array.dtype.kind == "f":
         array = array.astype(np.float64, copy=False)  # tolist() gives doubles
     if splicing_is_exact():
-        return orjson.Fragment(orjson.dumps(array, option=_NUMPY))
+        return Spliced(orjson.dumps(array, option=_NUMPY))
     return array.tolist()
 
 

@@ -54,12 +54,15 @@ def test_the_installed_orjson_passes_the_probe() -> None:
 def test_list_fragment_decodes_what_it_cannot_splice() -> None:
     stable = [b'{"a":[0.5,1]}', b'{"a":null}']
     spliced = splice.list_fragment(stable)
-    assert isinstance(spliced, orjson.Fragment)
-    assert canonical_bytes({"x": spliced}) == b'{"x":[{"a":[0.5,1]},{"a":null}]}'
+    assert isinstance(spliced, splice.Spliced)
+    assert splice.dumps_spliced({"x": spliced}) == b'{"x":[{"a":[0.5,1]},{"a":null}]}'
     unstable = [orjson.dumps(np.float32(7.630131e-6), option=_NUMPY)]
     assert splice.list_fragment(unstable) == [pytest.approx(7.630131e-6, rel=1e-6)]
     terminated = splice.list_fragment([b"1,", b"2,"], terminated=True)
-    assert canonical_bytes([terminated]) == b"[[1,2]]"
+    assert splice.dumps_spliced([terminated]) == b"[[1,2]]"
+    columns = {"x": terminated}
+    splice.resolve_spliced(columns)
+    assert columns == {"x": [1, 2]}
     assert splice.list_fragment([]) == []
 
 
@@ -72,7 +75,7 @@ def test_array_fragment_writes_what_tolist_would(dtype: str) -> None:
         rng.normal(0, 1e3, (40, 3)) if dtype.startswith("float") else rng.integers(0, 2, (40, 3))
     ).astype(dtype)
     fragment = splice.array_fragment(array)
-    assert canonical_bytes([fragment]) == canonical_bytes([array.tolist()])
+    assert splice.dumps_spliced([fragment]) == canonical_bytes([array.tolist()])
 
 
 def _box_env(observations: list[Any], space: spaces.Box) -> GenericEnv:
@@ -186,3 +189,18 @@ def test_spliced_and_decoded_records_are_identical(
     path = tmp_path / "episode.json"
     spliced.save_json(path)
     assert EpisodeEvidence.load(path).states() == spliced.states()
+
+
+@pytest.mark.parametrize("fixture", ["cartpole_episode", "goal_episode"])
+def test_captured_evidence_reads_as_its_own_bytes(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    # capture keeps what it built and decodes only the spliced columns on first read;
+    # every accessor must agree with a record parsed from the sealed bytes.
+    captured: EpisodeEvidence = request.getfixturevalue(fixture)
+    fresh = EpisodeEvidence.from_dict(orjson.loads(captured.to_bytes()))
+    for accessor in ("states", "attempts", "transitions", "actions", "failures"):
+        assert getattr(captured, accessor)() == getattr(fresh, accessor)(), accessor
+    for attribute in ("initial", "case", "environment", "final_state", "measures", "ended"):
+        assert getattr(captured, attribute) == getattr(fresh, attribute), attribute
+    assert captured.data == fresh.data

@@ -16,6 +16,7 @@ from onrecord._canonical import (
     digest_bytes,
     load_record_bytes,
 )
+from onrecord._splice import LazyColumns, dumps_spliced
 from onrecord.episode import _history
 from onrecord.episode._blobs import (
     decode_blob,
@@ -37,28 +38,29 @@ class EpisodeEvidence:
     """One episode as recorded. Immutable; verifies its own digest; parsed at most once
     (lazily, on first access), never once per check."""
 
-    __slots__ = ("_blobs", "_bytes", "_cache", "_digest")
+    __slots__ = ("_blobs", "_bytes", "_cache", "_digest", "_pending")
 
     _blobs: dict[str, bytes]
     _bytes: bytes
     _cache: dict[str, Any] | None
     _digest: str
+    _pending: dict[str, Any] | None
 
     def __init__(self) -> None:
         raise TypeError("EpisodeEvidence is made by capture_episode, from_dict or load")
 
     @classmethod
     def _from_trusted(
-        cls, data: dict[str, Any], blobs: dict[str, bytes] | None = None, *, keep: bool = True
+        cls, data: dict[str, Any], blobs: dict[str, bytes] | None = None
     ) -> EpisodeEvidence:
         """Seal a record built by onrecord itself (already portable and consistent).
 
         The record is serialized once, in two halves split where the sorted key
         ``digest`` belongs, so the digest can be spliced in without a second pass.
-        ``keep=False`` when ``data`` holds ``orjson.Fragment`` columns: the parsed view
-        is then read from the sealed bytes on first access, exactly as after ``load``."""
-        head = canonical_bytes({key: data[key] for key in data if key < "digest"})
-        tail = canonical_bytes({key: data[key] for key in data if key > "digest"})
+        ``steps`` columns may be ``Spliced`` bytes: they are written as they are and
+        decoded on first read (``onrecord._splice``)."""
+        head = dumps_spliced({key: data[key] for key in data if key < "digest"})
+        tail = dumps_spliced({key: data[key] for key in data if key > "digest"})
         body, rest = memoryview(head)[:-1], memoryview(tail)[1:]  # views, not copies
         hasher = hashlib.sha256(body)
         hasher.update(b",")
@@ -66,7 +68,9 @@ class EpisodeEvidence:
         digest = hasher.hexdigest()
         data["digest"] = digest
         record = b"".join((body, b',"digest":"', digest.encode(), b'",', rest))
-        return cls._seal(record, digest, data if keep else None, blobs or {})
+        evidence = cls._seal(record, digest, None, blobs or {})
+        object.__setattr__(evidence, "_pending", data)
+        return evidence
 
     @classmethod
     def _seal(
@@ -77,15 +81,27 @@ class EpisodeEvidence:
         object.__setattr__(evidence, "_bytes", record)
         object.__setattr__(evidence, "_digest", digest)
         object.__setattr__(evidence, "_cache", parsed)
+        object.__setattr__(evidence, "_pending", None)
         return evidence
 
     @property
     def _data(self) -> dict[str, Any]:
         """The parsed record, shared by every accessor (never handed out)."""
         if self._cache is None:
-            object.__setattr__(self, "_cache", orjson.loads(self._bytes))
+            object.__setattr__(self, "_cache", self._parse())
         assert self._cache is not None
         return self._cache
+
+    def _parse(self) -> dict[str, Any]:
+        """The record as Python values: what capture built, its spliced columns decoded
+        when first read (cheaper than parsing the whole record), else from the bytes."""
+        pending = self._pending
+        if pending is None:
+            parsed: dict[str, Any] = orjson.loads(self._bytes)
+            return parsed
+        pending["steps"] = LazyColumns(pending["steps"])
+        object.__setattr__(self, "_pending", None)
+        return pending
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("EpisodeEvidence is immutable")

@@ -238,6 +238,4 @@ def _assemble(
     data["ended"] = ending(data)
     data["coverage_issues"] = coverage_issues(data)
     data["measures"] = {"return": math.fsum(steps["reward"]), "steps": len(steps["reward"])}
-    # Step columns are spliced as canonical bytes; the parsed view comes from the sealed
-    # record on first read, the same path as EpisodeEvidence.load.
-    return EpisodeEvidence._from_trusted(data, getattr(recorder, "blobs", {}), keep=False)
+    return EpisodeEvidence._from_trusted(data, getattr(recorder, "blobs", {}))

@@ -118,14 +118,13 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         record, clock, dumps, ndarray = records.append, perf_counter_ns, _dumps, np.ndarray
         box_dtype, box_shape = self.box or (None, None)
 
+        limit = max_steps  # dropped to 0 when the episode ends: one test for both rules
+
         def step(action: Any) -> StepResult:
+            nonlocal limit
             index = len(records)
-            if (
-                recorder.ended is not None
-                or index >= max_steps
-                or not (
-                    (type(action) is int and low <= action < high) or fast_contains(space, action)
-                )
+            if index >= limit or not (
+                (type(action) is int and low <= action < high) or fast_contains(space, action)
             ):
                 recorder._refuse(action, index)
             sent = action if type(action) is int else recorder._odd_action(action)
@@ -147,6 +146,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
             )
             if terminated or truncated:
                 recorder.ended = "terminated" if terminated else "truncated"
+                limit = 0
             try:  # the observer read: one C call in the common case
                 state = observe()
                 try:
