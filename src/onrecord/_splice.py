@@ -103,7 +103,10 @@ def list_fragment(items: Sequence[bytes], *, terminated: bool = False) -> Any:
     record's serializer then normalizes)."""
     if not items:
         return []
-    joined = b"[" + (b"".join(items)[:-1] if terminated else b",".join(items)) + b"]"
+    if terminated:  # one copy: brackets joined in, the last comma cut from its item
+        joined = b"".join([b"[", *items[:-1], items[-1][:-1], b"]"])
+    else:
+        joined = b"[" + b",".join(items) + b"]"
     if splicing_is_exact() and not unstable_notation(joined):
         return Spliced(joined)
     return orjson.loads(joined)

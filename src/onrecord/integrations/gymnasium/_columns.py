@@ -62,8 +62,8 @@ def encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
             recorder.blobs,
         ),
         "reward": _rewards(raw["reward"]),
-        "terminated": list(map(bool, raw["terminated"])),
-        "truncated": list(map(bool, raw["truncated"])),
+        "terminated": _flags(raw["terminated"]),
+        "truncated": _flags(raw["truncated"]),
         "info": list_fragment(raw["info"]),
     }
 
@@ -156,6 +156,13 @@ def _ragged(values: Sequence[Any], field: str) -> list[Any]:
         to_portable(np.asarray(value).tolist(), f"$.{field}[{index}]")
         for index, value in enumerate(values)
     ]
+
+
+def _flags(values: Sequence[Any]) -> list[bool]:
+    """Booleans of a flag column; usually only the last step's can be set."""
+    if values and not any(values[:-1]):
+        return [False] * (len(values) - 1) + [bool(values[-1])]
+    return list(map(bool, values))
 
 
 def _spread(sparse: dict[int, Any], count: int) -> list[Any]:
