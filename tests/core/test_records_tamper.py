@@ -3,6 +3,7 @@ value makes loading fail, and round trips keep the digest."""
 
 from __future__ import annotations
 
+import pickle
 import re
 from pathlib import Path
 from typing import Any
@@ -163,3 +164,17 @@ def test_report_lock_must_match_trials(frozenlake_report: EvaluationReport) -> N
     data["digest"] = content_digest(data)
     with pytest.raises(EvidenceError):
         EvaluationReport.from_dict(data)
+
+
+def test_evidence_pickles_as_its_bytes_and_is_verified_on_arrival(
+    cartpole_episode: EpisodeEvidence,
+) -> None:
+    copy = pickle.loads(pickle.dumps(cartpole_episode))
+    assert copy == cartpole_episode
+    assert copy.to_bytes() == cartpole_episode.to_bytes()
+    assert copy.transitions() == cartpole_episode.transitions()
+    pickled = bytearray(pickle.dumps(cartpole_episode))
+    at = pickled.index(b'"ended":"') + len(b'"ended":"')
+    pickled[at] = ord("x") if pickled[at] != ord("x") else ord("y")  # same length
+    with pytest.raises(OnrecordError):
+        pickle.loads(bytes(pickled))

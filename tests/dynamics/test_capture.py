@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 import re
 from typing import Any
 
@@ -274,3 +275,13 @@ def test_bad_capture_arguments_are_clear_errors(
 ) -> None:
     with pytest.raises(InputError, match=re.escape(message)):
         capture(reference, persistence, **kwargs)
+
+
+def test_forecast_pickles_as_its_bytes_and_is_verified_on_arrival(reference: Any) -> None:
+    forecast = capture(reference, persistence)
+    copy = pickle.loads(pickle.dumps(forecast))
+    assert copy.digest == forecast.digest
+    assert copy.to_bytes() == forecast.to_bytes()
+    pickled = pickle.dumps(forecast).replace(b'"model_id":"m/v1"', b'"model_id":"m/v2"')
+    with pytest.raises(DigestMismatch):
+        pickle.loads(pickled)

@@ -111,6 +111,10 @@ class ForecastEvidence:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("ForecastEvidence is immutable")
 
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        # Pickled as its canonical bytes and verified again on arrival.
+        return _unpickle_forecast, (self.to_bytes(),)
+
     # --- verification and storage -----------------------------------------------------
 
     @classmethod
@@ -404,3 +408,7 @@ def load_forecasts(path: str | os.PathLike[str]) -> list[ForecastEvidence]:
         for number, line in enumerate(lines, start=1)
         if line
     ]
+
+
+def _unpickle_forecast(raw: bytes) -> ForecastEvidence:
+    return ForecastEvidence.from_dict(load_record_bytes(raw, "pickled forecast evidence"))

@@ -221,6 +221,11 @@ class EpisodeEvidence:
             f"attempts={len(self)}, digest={self._digest[:12]!r})"
         )
 
+    def __reduce__(self) -> tuple[Any, tuple[bytes, dict[str, bytes]]]:
+        # Pickled as its bytes (and blobs) and verified again on arrival, so evidence
+        # sent to another process is checked there like a file would be.
+        return _unpickle, (self._bytes, self._blobs)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, EpisodeEvidence) and other._digest == self._digest
 
@@ -246,6 +251,10 @@ class EpisodeEvidence:
     def failures(self) -> list[dict[str, Any]]:
         """Simulator, setup, observer and cleanup failures (not the agent's mistakes)."""
         return _history.failures(self._data)
+
+
+def _unpickle(raw: bytes, blobs: dict[str, bytes]) -> EpisodeEvidence:
+    return EpisodeEvidence.from_dict(load_record_bytes(raw, "pickled episode evidence"), blobs)
 
 
 def _verify_derived(data: dict[str, Any]) -> None:
