@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import onrecord._splice as splice
 from onrecord._canonical import canonical_bytes
 from onrecord.episode import EpisodeEvidence
+from onrecord.errors import CaptureError
 from tests.core.envs import GenericEnv, capture_generic
 
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
@@ -204,3 +205,37 @@ def test_captured_evidence_reads_as_its_own_bytes(
     for attribute in ("initial", "case", "environment", "final_state", "measures", "ended"):
         assert getattr(captured, attribute) == getattr(fresh, attribute), attribute
     assert captured.data == fresh.data
+
+
+def test_sparse_infos_and_the_final_flags_line_up_with_their_steps() -> None:
+    def step(env: GenericEnv, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        n = env.steps_taken
+        info = {"step": n} if n % 2 else {}
+        return env.observation_space.sample(), float(n), n == 4, n == 4, info
+
+    def interact(wrapped: Any, observation: Any, info: Any) -> None:
+        wrapped.step(0)
+        with pytest.raises(CaptureError):
+            wrapped.step(7)  # refused: not in Discrete(2); no transition, no info
+        for _ in range(3):
+            wrapped.step(1)
+        with pytest.raises(CaptureError):
+            wrapped.step(0)  # after the end
+
+    episode = capture_generic(GenericEnv(step), interact, max_steps=10)
+    transitions = episode.transitions()
+    assert [t["info"] for t in transitions] == [{"step": 1}, {}, {"step": 3}, {}]
+    assert [t["reward"] for t in transitions] == [1.0, 2.0, 3.0, 4.0]
+    assert [(t["terminated"], t["truncated"]) for t in transitions] == [(False, False)] * 3 + [
+        (True, True)
+    ]
+    assert [a["status"] for a in episode.attempts()] == [
+        "ok",
+        "invalid_action",
+        "ok",
+        "ok",
+        "ok",
+        "lifecycle",
+    ]
+    assert episode.ended == "terminated"
+    assert EpisodeEvidence.from_dict(episode.data).transitions() == transitions

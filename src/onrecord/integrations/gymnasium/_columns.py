@@ -19,7 +19,7 @@ from onrecord._splice import array_fragment, list_fragment
 from onrecord.episode._blobs import BLOB_THRESHOLD
 from onrecord.episode._verify import STEP_COLUMNS
 from onrecord.errors import PortabilityError
-from onrecord.integrations.gymnasium._recorder import NOT_EXECUTED
+from onrecord.integrations.gymnasium._recorder import NOT_EXECUTED, Failure
 from onrecord.integrations.gymnasium._spaces import encode_batch
 
 if TYPE_CHECKING:
@@ -28,24 +28,15 @@ if TYPE_CHECKING:
 __all__ = ["encode_steps", "no_steps"]
 
 # The fields of the recorder's Success records, in order, by column name.
-_SUCCESS = (
-    "action",
-    "wall_time_ns",
-    "observation",
-    "reward",
-    "terminated",
-    "truncated",
-    "info",
-    "state",
-)
-_TRANSITION = _SUCCESS[2:7]
-_PER_ATTEMPT = ("status", "error", "wall_time_ns", "state")
+_SUCCESS = ("action", "wall_time_ns", "observation", "reward", "state")
+_EMPTY_INFO = b"{}"
 
 
 def encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
     """All step columns of a finished episode, from the recorder's per-attempt records."""
     env, records = recorder.env, recorder.records
     raw = _split(records) if recorder.failed else _unzip(records)
+    transitions = raw["transition_index"]
     return {
         "status": raw["status"],
         "error": raw["error"],
@@ -54,7 +45,7 @@ def encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
         "wall_time_ns": list(raw["wall_time_ns"]),
         "action_index": raw["action_index"],
         "action": _actions(env.action_space, raw["action"], recorder),
-        "transition_index": raw["transition_index"],
+        "transition_index": transitions,
         "observation": _samples(
             env.observation_space,
             _observations(raw["observation"], recorder),
@@ -62,9 +53,8 @@ def encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
             recorder.blobs,
         ),
         "reward": _rewards(raw["reward"]),
-        "terminated": _flags(raw["terminated"]),
-        "truncated": _flags(raw["truncated"]),
-        "info": list_fragment(raw["info"]),
+        **_flags(len(transitions), recorder.final_flags),
+        "info": _infos(transitions, recorder.infos),
     }
 
 
@@ -86,20 +76,38 @@ def _split(records: list[Any]) -> dict[str, Sequence[Any]]:
     names = (*_SUCCESS, "status", "error", "action_index", "transition_index")
     columns: dict[str, list[Any]] = {name: [] for name in names}
     for index, item in enumerate(records):
-        if len(item) == len(_SUCCESS):
-            sent, elapsed, state = item[0], item[1], item[7]
+        if type(item) is Failure:
+            status, error, elapsed, sent, state = item
+        else:
+            sent, elapsed, observation, reward, state = item
             status, error = "ok", None
             columns["transition_index"].append(index)
-            for name, value in zip(_TRANSITION, item[2:7], strict=True):
-                columns[name].append(value)
-        else:
-            status, error, elapsed, sent, state = item
-        for name, value in zip(_PER_ATTEMPT, (status, error, elapsed, state), strict=True):
-            columns[name].append(value)
+            columns["observation"].append(observation)
+            columns["reward"].append(reward)
+        columns["status"].append(status)
+        columns["error"].append(error)
+        columns["wall_time_ns"].append(elapsed)
+        columns["state"].append(state)
         if sent is not NOT_EXECUTED:
             columns["action_index"].append(index)
             columns["action"].append(sent)
     return dict(columns)
+
+
+def _flags(count: int, final: tuple[bool, bool]) -> dict[str, list[bool]]:
+    """Only the last successful step can have ended the episode: every later attempt is
+    refused before it reaches the environment."""
+    if not count:
+        return {"terminated": [], "truncated": []}
+    before = [False] * (count - 1)
+    return {"terminated": [*before, final[0]], "truncated": [*before, final[1]]}
+
+
+def _infos(transitions: Sequence[int], kept: dict[int, bytes]) -> Any:
+    """The info column: each successful step's canonical info, ``{}`` when empty."""
+    if not kept:
+        return list_fragment([_EMPTY_INFO] * len(transitions))
+    return list_fragment([kept.get(index, _EMPTY_INFO) for index in transitions])
 
 
 def no_steps() -> dict[str, Any]:
@@ -156,13 +164,6 @@ def _ragged(values: Sequence[Any], field: str) -> list[Any]:
         to_portable(np.asarray(value).tolist(), f"$.{field}[{index}]")
         for index, value in enumerate(values)
     ]
-
-
-def _flags(values: Sequence[Any]) -> list[bool]:
-    """Booleans of a flag column; usually only the last step's can be set."""
-    if values and not any(values[:-1]):
-        return [False] * (len(values) - 1) + [bool(values[-1])]
-    return list(map(bool, values))
 
 
 def _spread(sparse: dict[int, Any], count: int) -> list[Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from time import perf_counter_ns
-from typing import Any, SupportsFloat
+from typing import Any, NamedTuple, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -35,13 +35,23 @@ from onrecord.integrations.gymnasium._spaces import fast_contains
 __all__ = ["EpisodeRecorder", "error_record"]
 
 StepResult = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
-Success = tuple[Any, int, Any, SupportsFloat, bool, bool, bytes, bytes]
-"""action, wall time (ns), observation, reward, terminated, truncated, info, state: the
-last two are canonical JSON bytes, the state followed by a comma."""
-Failure = tuple[str, dict[str, str], int, Any, bytes]
-"""status, error, wall time (ns), the executed action (or ``NOT_EXECUTED``), state."""
+Success = tuple[Any, int, Any, SupportsFloat, bytes]
+"""action, wall time (ns), observation, reward, and the observer state as canonical JSON
+bytes followed by a comma. A non-empty ``info`` is kept apart (``EpisodeRecorder.infos``),
+and only the last success can end the episode (``EpisodeRecorder.final_flags``)."""
+
+
+class Failure(NamedTuple):
+    """An attempt that was refused or raised."""
+
+    status: str
+    error: dict[str, str]
+    wall_time_ns: int
+    action: Any  # the executed action, or NOT_EXECUTED
+    state: bytes
+
+
 NOT_EXECUTED = object()
-_EMPTY = b"{}"
 _dumps = orjson.dumps
 
 
@@ -87,6 +97,8 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         # the general snapshot.
         self.records: list[Success | Failure] = []
         self.failed = self.odd_actions = self.odd_observations = False
+        self.infos: dict[int, bytes] = {}  # attempt index -> canonical info, when not empty
+        self.final_flags = (False, False)  # terminated, truncated of the last success
         self.observer_errors: dict[int, str] = {}  # attempt index -> message
         self.events: list[dict[str, Any]] = []
         self.ended: str | None = None
@@ -136,7 +148,8 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                 raise
             elapsed = clock() - start
             observation, reward, terminated, truncated, info = result
-            info_bytes = recorder._info_bytes(info, index, elapsed, sent) if info else _EMPTY
+            if info:
+                recorder._keep_info(info, index, elapsed, sent)
             kept = (
                 observation.tobytes()
                 if type(observation) is ndarray
@@ -145,7 +158,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                 else recorder._odd_observation(observation)
             )
             if terminated or truncated:
-                recorder.ended = "terminated" if terminated else "truncated"
+                recorder._end(bool(terminated), bool(truncated))
                 limit = 0
             try:  # the observer read: one C call in the common case
                 state = observe()
@@ -163,7 +176,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                 ) + b","
             except Exception as exc:
                 raw = recorder._observer_failed(index, exc)
-            record((sent, elapsed, kept, reward, terminated, truncated, info_bytes, raw))
+            record((sent, elapsed, kept, reward, raw))
             return result
 
         return step
@@ -176,12 +189,16 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         self.odd_observations = True
         return _snapshot(observation)
 
-    def _info_bytes(self, info: Any, index: int, elapsed: int, sent: Any) -> bytes:
+    def _keep_info(self, info: Any, index: int, elapsed: int, sent: Any) -> None:
         try:
-            return canonical_bytes(to_portable(info, f"$.info[{index}]"))
+            self.infos[index] = canonical_bytes(to_portable(info, f"$.info[{index}]"))
         except PortabilityError as exc:  # recorded whole, never half a transition
             self._record_failed(index, "env_error", exc, elapsed, sent)
             raise
+
+    def _end(self, terminated: bool, truncated: bool) -> None:
+        self.ended = "terminated" if terminated else "truncated"
+        self.final_flags = (terminated, truncated)
 
     def _observer_failed(self, index: int, exc: Exception) -> bytes:
         self.observer_errors[index] = f"{type(exc).__name__}: {exc}"
@@ -227,7 +244,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
     ) -> None:
         self.failed = True
         state = self._read_state(index)
-        self.records.append((status, error_record(exc), elapsed, sent, state))
+        self.records.append(Failure(status, error_record(exc), elapsed, sent, state))
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
