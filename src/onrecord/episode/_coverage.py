@@ -86,9 +86,13 @@ def _observer_issues(data: dict[str, Any]) -> list[str]:
     issues = []
     if data["initial"]["observer_error"]:
         issues.append(f"observer failed after reset: {data['initial']['observer_error']}")
-    for index, error in enumerate(data["steps"]["observer_error"]):
-        if error:
-            issues.append(f"observer failed after step {index}: {error}")
+    errors = data["steps"]["observer_error"]
+    if any(errors):  # one C pass in the common case of none
+        issues += [
+            f"observer failed after step {index}: {error}"
+            for index, error in enumerate(errors)
+            if error
+        ]
     if data["final_observer_error"]:
         issues.append(f"observer failed before cleanup: {data['final_observer_error']}")
     return issues

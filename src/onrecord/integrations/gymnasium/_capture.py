@@ -14,7 +14,7 @@ from onrecord import __version__
 from onrecord._canonical import to_portable
 from onrecord.case import EvalCase
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
-from onrecord.episode._blobs import BLOB_TAG, blob_ref, is_blob
+from onrecord.episode._blobs import BLOB_TAG, BLOB_THRESHOLD, blob_ref, is_blob
 from onrecord.episode._coverage import coverage_issues, ending
 from onrecord.errors import InputError, PortabilityError
 from onrecord.integrations.gymnasium._columns import encode_steps, no_steps
@@ -127,9 +127,7 @@ def _reset(
         env.observation_space.seed(seed)
         observation, info = env.reset(seed=seed, options=settings["options"])
         recorder.initial_observation = observation
-        initial["observation"] = _initial_observation(
-            env.observation_space, observation, recorder.blobs
-        )
+        initial["observation"] = _initial_observation(env.observation_space, observation, recorder)
         initial["info"] = to_portable(info, "$.initial.info")
     except PortabilityError:
         raise
@@ -138,15 +136,28 @@ def _reset(
     initial["state"], initial["observer_error"] = recorder.observe()
 
 
-def _initial_observation(space: Any, observation: Any, blobs: dict[str, bytes]) -> Any:
+def _initial_observation(space: Any, observation: Any, recorder: EpisodeRecorder) -> Any:
     """The reset observation in the same encoding as the step column (a blob for a
     large Box sample)."""
+    if _plain_box_sample(observation, recorder.box):
+        return observation.tolist()  # what the step column holds for the same sample
+    blobs = recorder.blobs
     encoded = encode_batch(space, [observation], "initial.observation", blobs)
     if is_blob(encoded):
         meta = encoded[BLOB_TAG]
         del blobs[meta["sha256"]]
         return blob_ref(np.asarray(observation), blobs)
     return encoded[0]
+
+
+def _plain_box_sample(observation: Any, box: tuple[Any, Any] | None) -> bool:
+    """A small, finite sample exactly of the declared Box: ``tolist()`` encodes it."""
+    if box is None or type(observation) is not np.ndarray:
+        return False
+    if (observation.dtype, observation.shape) != box or observation.nbytes >= BLOB_THRESHOLD:
+        return False
+    kind = observation.dtype.kind
+    return kind in "biu" or (kind == "f" and bool(np.isfinite(observation).all()))
 
 
 def _interact(interact: Interact, recorder: EpisodeRecorder, record: dict[str, Any]) -> None:

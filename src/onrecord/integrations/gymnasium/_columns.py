@@ -15,7 +15,7 @@ import numpy as np
 from gymnasium import spaces
 
 from onrecord._canonical import to_portable
-from onrecord._splice import array_fragment, list_fragment
+from onrecord._splice import Spliced, array_fragment, list_fragment
 from onrecord.episode._blobs import BLOB_THRESHOLD
 from onrecord.episode._verify import STEP_COLUMNS
 from onrecord.errors import PortabilityError
@@ -105,8 +105,8 @@ def _flags(count: int, final: tuple[bool, bool]) -> dict[str, list[bool]]:
 
 def _infos(transitions: Sequence[int], kept: dict[int, bytes]) -> Any:
     """The info column: each successful step's canonical info, ``{}`` when empty."""
-    if not kept:
-        return list_fragment([_EMPTY_INFO] * len(transitions))
+    if not kept:  # every info empty: "{}" needs no check to be spliced
+        return Spliced(b"[" + (b"{}," * len(transitions))[:-1] + b"]") if transitions else []
     return list_fragment([kept.get(index, _EMPTY_INFO) for index in transitions])
 
 

@@ -135,11 +135,14 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         def step(action: Any) -> StepResult:
             nonlocal limit
             index = len(records)
-            if index >= limit or not (
-                (type(action) is int and low <= action < high) or fast_contains(space, action)
-            ):
-                recorder._refuse(action, index)
-            sent = action if type(action) is int else recorder._odd_action(action)
+            if type(action) is int:  # the common case: a plain int in a Discrete space
+                if index >= limit or not (low <= action < high or fast_contains(space, action)):
+                    recorder._refuse(action, index)
+                sent = action
+            else:
+                if index >= limit or not fast_contains(space, action):
+                    recorder._refuse(action, index)
+                sent = recorder._odd_action(action)
             start = clock()
             try:
                 result = env_step(action)
