@@ -239,3 +239,27 @@ def test_sparse_infos_and_the_final_flags_line_up_with_their_steps() -> None:
     ]
     assert episode.ended == "terminated"
     assert EpisodeEvidence.from_dict(episode.data).transitions() == transitions
+
+
+def test_box_descriptions_are_cached_by_value_and_handed_out_as_copies() -> None:
+    from onrecord.integrations.gymnasium._spaces import describe_space
+
+    first = describe_space(spaces.Box(-1, 1, (2,), np.float32))
+    again = describe_space(spaces.Box(-1, 1, (2,), np.float32))
+    assert (
+        first
+        == again
+        == {
+            "repr": repr(spaces.Box(-1, 1, (2,), np.float32)),
+            "type": "Box",
+            "layout": "list",
+        }
+    )
+    first["repr"] = "changed by a caller"
+    assert describe_space(spaces.Box(-1, 1, (2,), np.float32))["repr"] != "changed by a caller"
+    for other in (
+        spaces.Box(-1, 2, (2,), np.float32),
+        spaces.Box(-1, 1, (2,), np.float64),
+        spaces.Box(-1, 1, (1, 2), np.float32),
+    ):
+        assert describe_space(other)["repr"] == repr(other)
