@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks._timing import best_time, row
+from benchmarks._timing import best_time, best_times_interleaved, row
 from onrecord.envkit import ActionLog, Snapshot, ToolWorld, save_episode
 from onrecord.envkit._sql import Table
 from onrecord.envkit.audit import audit_tables
@@ -119,9 +119,19 @@ def bench_size(rows: int, folder: Path) -> list[str]:
         )
         world.reset()
         mutate(world, rows)
-        ours = best_time(world.diff)
         layout = audit_tables(world.conn)
-        bare = best_time(lambda: bare_fold(world.conn, layout))
+        # Interleaved, and many calls per timing: at 1k rows one diff takes ~40 us.
+        calls = max(1, 2000 // rows * 10)
+        ours, bare = (
+            seconds / calls
+            for seconds in best_times_interleaved(
+                (
+                    lambda: [world.diff() for _ in range(calls)],
+                    lambda: [bare_fold(world.conn, layout) for _ in range(calls)],
+                ),
+                rounds=15,
+            )
+        )
         lines.append(
             row(
                 "audit diff vs bare fold of the audit tables",

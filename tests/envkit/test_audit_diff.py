@@ -260,3 +260,40 @@ def test_untyped_column_int_to_float_is_a_change() -> None:
             }
         }
         assert same(diff, world.scan_diff())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    columns=st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=6, unique=True),
+    data=st.data(),
+)
+def test_compiled_row_builder_equals_zip_for_any_column_names(
+    columns: list[str], data: Any
+) -> None:
+    # Column names reach the generated source only as repr() literals: quotes,
+    # backslashes, braces and newlines must come back as the same keys.
+    from onrecord.envkit._sql import Table
+
+    table = Table("t", tuple(columns), (columns[0],), "")
+    values = data.draw(st.tuples(*[st.integers() | st.text(max_size=3) for _ in columns]))
+    assert table.row_of(values) == dict(zip(columns, values, strict=True))
+
+
+def test_row_builder_with_hostile_column_names_in_a_real_database(tmp_path: Path) -> None:
+    names = ['a"b', "it's", "x\\ny", "{}", "'); import os; ('", "ünï"]
+    declared = ", ".join(f'"{name.replace(chr(34), chr(34) * 2)}" TEXT' for name in names)
+
+    def populate(conn: sqlite3.Connection, rng: Any) -> None:
+        conn.execute("INSERT INTO odd VALUES (1, 'v', 'w', 'x', 'y', 'z', 'q')")
+
+    snapshot = Snapshot.build(
+        "odd", f"CREATE TABLE odd (id INTEGER PRIMARY KEY, {declared});", populate, seed=0
+    )
+    with ToolWorld(snapshot, [], path=tmp_path / "odd.db") as world:
+        world.conn.execute("UPDATE odd SET \"it's\" = 'changed' WHERE id = 1")
+        world.conn.commit()
+        assert world.diff() == world.scan_diff()
+        changed = world.diff()["odd"]["changed"][0]
+        assert changed["before"]["it's"] == "w"
+        assert changed["after"]["it's"] == "changed"
+        assert set(changed["after"]) == {"id", *names}

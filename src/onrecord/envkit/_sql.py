@@ -58,6 +58,15 @@ class Table:
         """Raw key of a value tuple: a scalar for one key column, else a tuple."""
         return itemgetter(*self.key_positions)
 
+    @cached_property
+    def row_of(self) -> Callable[[Sequence[Any]], dict[str, Any]]:
+        """Values -> ``{column: value}``, as ``dict(zip(columns, values))`` but with the
+        keys compiled in: a diff builds a dict per changed row, and this is twice as
+        fast. Column names enter the source only as ``repr`` string literals."""
+        items = ", ".join(f"{column!r}: values[{i}]" for i, column in enumerate(self.columns))
+        built: Callable[[Sequence[Any]], dict[str, Any]] = eval(f"lambda values: {{{items}}}")
+        return built
+
     def select_list(self, alias: str = "") -> str:
         """``"a", "b"`` (optionally ``x."a"``) in column order, for SELECT statements."""
         prefix = f"{alias}." if alias else ""
