@@ -129,6 +129,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         records = self.records
         record, clock, dumps, ndarray = records.append, perf_counter_ns, _dumps, np.ndarray
         box_dtype, box_shape = self.box or (None, None)
+        options, fallback = _STATE_OPTIONS, _numpy_fallback  # cell lookups, not globals
 
         limit = max_steps  # dropped to 0 when the episode ends: one test for both rules
 
@@ -166,7 +167,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
             try:  # the observer read: one C call in the common case
                 state = observe()
                 try:
-                    raw = dumps(state, option=_STATE_OPTIONS, default=_numpy_fallback)
+                    raw = dumps(state, option=options, default=fallback)
                 except TypeError:
                     raw = b""
                 # A null may be a NaN in disguise: state_bytes decides and explains.
