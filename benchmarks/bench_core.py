@@ -7,6 +7,7 @@ measured in this same run, or an absolute bound with wide margin (TARGETS.md).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -22,13 +23,17 @@ STEPS = 500
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_SORT_KEYS
 
 
-def _long_episode(steps: int) -> EpisodeEvidence:
+def _long_episode(
+    steps: int, make_env: Callable[[], gym.Env[Any, Any]] | None = None
+) -> EpisodeEvidence:
     """CartPole without its time limit and with the pole kept up by a controller, so the
-    episode really lasts ``steps`` steps."""
+    episode really lasts ``steps`` steps (on a fresh environment, or ``make_env()``'s)."""
     holder: dict[str, Any] = {}
 
     def factory() -> gym.Env[Any, Any]:
-        holder["env"] = gym.make("CartPole-v1", max_episode_steps=steps + 10)
+        holder["env"] = (
+            make_env() if make_env else gym.make("CartPole-v1", max_episode_steps=steps + 10)
+        )
         return holder["env"]
 
     def interact(env: Any, observation: Any, info: Any) -> None:
@@ -42,7 +47,7 @@ def _long_episode(steps: int) -> EpisodeEvidence:
     return capture_episode(
         factory,
         interact,
-        case=EvalCase("balance", case_id="bench"),
+        case=CASE,
         environment_id="CartPole-v1",
         observer_id="state/v1",
         observe=lambda: {"state": list(holder["env"].unwrapped.state)},
@@ -112,7 +117,6 @@ def main() -> None:
 def _capture_vs_bare() -> tuple[float, ...]:
     """Same policy, same seed, same 500 steps: bare loop vs capture_episode."""
     env = gym.make("CartPole-v1", max_episode_steps=STEPS + 10)
-    observe_env: dict[str, Any] = {}
 
     # The three baselines are written out on purpose: sharing one loop through a
     # per-step callback adds a Python call each step and inflates every baseline.
@@ -157,28 +161,7 @@ def _capture_vs_bare() -> tuple[float, ...]:
         hashlib.sha256(b"".join(states)).hexdigest()
 
     def captured() -> EpisodeEvidence:
-        def factory() -> gym.Env[Any, Any]:
-            observe_env["env"] = env
-            return env
-
-        def interact(wrapped: Any, observation: Any, info: Any) -> None:
-            for _ in range(STEPS):
-                observation, _, terminated, truncated, _ = wrapped.step(
-                    int(observation[2] + 0.5 * observation[3] > 0)
-                )
-                if terminated or truncated:
-                    return
-
-        return capture_episode(
-            factory,
-            interact,
-            case=CASE,
-            environment_id="CartPole-v1",
-            observer_id="state/v1",
-            observe=lambda: {"state": list(observe_env["env"].unwrapped.state)},
-            seed=0,
-            max_steps=STEPS,
-        )
+        return _long_episode(STEPS, lambda: env)  # the same environment as the baselines
 
     def captured_and_checked() -> None:
         """Capture, then the first read: two checks that look at every state."""
@@ -200,9 +183,6 @@ STATE_CHECKS = [
         lambda e: OutcomeVerdict(all(abs(s["state"][2]) < 0.21 for s in e.states() if s), "", {}),
     ),
 ]
-
-
-CASE = EvalCase("balance", case_id="bench")
 
 
 def _evaluation(episode: EpisodeEvidence) -> None:
