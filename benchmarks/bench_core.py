@@ -24,11 +24,23 @@ _NUMPY = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_SORT_KEYS
 
 
 def _long_episode(
-    steps: int, make_env: Callable[[], gym.Env[Any, Any]] | None = None
+    steps: int,
+    make_env: Callable[[], gym.Env[Any, Any]] | None = None,
+    *,
+    plain_floats: bool = False,
 ) -> EpisodeEvidence:
     """CartPole without its time limit and with the pole kept up by a controller, so the
-    episode really lasts ``steps`` steps (on a fresh environment, or ``make_env()``'s)."""
+    episode really lasts ``steps`` steps (on a fresh environment, or ``make_env()``'s).
+
+    The observer is the world-model seed's, ``list(state)`` (four NumPy scalars), or with
+    ``plain_floats`` the same state as four Python floats (``state.tolist()``)."""
     holder: dict[str, Any] = {}
+
+    def seed_observer() -> Any:
+        return {"state": list(holder["env"].unwrapped.state)}
+
+    def plain_observer() -> Any:
+        return {"state": holder["env"].unwrapped.state.tolist()}
 
     def factory() -> gym.Env[Any, Any]:
         holder["env"] = (
@@ -50,7 +62,7 @@ def _long_episode(
         case=CASE,
         environment_id="CartPole-v1",
         observer_id="state/v1",
-        observe=lambda: {"state": list(holder["env"].unwrapped.state)},
+        observe=plain_observer if plain_floats else seed_observer,
         seed=0,
         max_steps=steps,
     )
@@ -58,7 +70,7 @@ def _long_episode(
 
 def main() -> None:
     print(f"# evidence core ({STEPS}-step CartPole episodes)")
-    bare, observed, captured, floor, checked = _capture_vs_bare()
+    bare, observed, captured, floor, checked, plain = _capture_vs_bare()
     print(
         row(
             "capture_episode / bare reset+step loop",
@@ -71,6 +83,14 @@ def main() -> None:
         row(
             "capture_episode / bare loop calling the same observer",
             f"{captured / observed:.2f}x",
+            "(context)",
+            True,
+        )
+    )
+    print(
+        row(
+            "capture, observer giving Python floats (.tolist()) / bare",
+            f"{plain / bare:.2f}x",
             "(context)",
             True,
         )
@@ -94,7 +114,7 @@ def main() -> None:
     print(
         f"{'':<58} bare {bare * 1e3:.2f} ms, bare+observer {observed * 1e3:.2f} ms, "
         f"floor {floor * 1e3:.2f} ms, capture {captured * 1e3:.2f} ms, "
-        f"capture+checks {checked * 1e3:.2f} ms"
+        f"capture+checks {checked * 1e3:.2f} ms, capture (.tolist()) {plain * 1e3:.2f} ms"
     )
     episode = _long_episode(STEPS)
     data = episode.data
@@ -167,7 +187,10 @@ def _capture_vs_bare() -> tuple[float, ...]:
         """Capture, then the first read: two checks that look at every state."""
         evaluate_episode(captured(), STATE_CHECKS)
 
-    functions = (bare, bare_observed, captured, floor, captured_and_checked)
+    def captured_plain() -> EpisodeEvidence:
+        return _long_episode(STEPS, lambda: env, plain_floats=True)
+
+    functions = (bare, bare_observed, captured, floor, captured_and_checked, captured_plain)
     for _ in range(3):  # warm every path
         for function in functions:
             function()

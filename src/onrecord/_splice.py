@@ -37,6 +37,7 @@ __all__ = [
 
 FLOAT32_NOTATIONS = (b"+", b"0.00000")
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
+_WINDOW = 16384
 
 
 class Spliced:
@@ -93,8 +94,14 @@ def _as_fragment(value: Any) -> Any:
 
 def unstable_notation(raw: bytes) -> bool:
     """Whether ``raw`` may hold a number written in float32 notation. Plain substring
-    searches: a regular expression costs ten times more on a 50 KB column."""
-    return any(raw.find(notation) >= 0 for notation in FLOAT32_NOTATIONS)
+    searches (a regular expression costs three times more), the longer needle in windows:
+    CPython searches a haystack of 30000 bytes or more with its two-way algorithm, a
+    third slower on JSON numbers than the search it uses below that size."""
+    plus, zeros = FLOAT32_NOTATIONS
+    if raw.find(plus) >= 0:
+        return True
+    reach = _WINDOW + len(zeros) - 1  # windows overlap so no match straddles a border
+    return any(raw.find(zeros, start, start + reach) >= 0 for start in range(0, len(raw), _WINDOW))
 
 
 def list_fragment(items: Sequence[bytes], *, terminated: bool = False) -> Any:

@@ -3,6 +3,7 @@ would have written, for every kind of number and observation the recorder meets.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -263,3 +264,47 @@ def test_box_descriptions_are_cached_by_value_and_handed_out_as_copies() -> None
         spaces.Box(-1, 1, (1, 2), np.float32),
     ):
         assert describe_space(other)["repr"] == repr(other)
+
+
+@pytest.mark.parametrize("size", [16_384 - 7, 16_384 - 3, 16_384, 2 * 16_384 - 1, 40_000])
+def test_the_windowed_scan_finds_a_float32_notation_anywhere(size: int) -> None:
+    # The long needle is searched in overlapping windows: one straddling a window's
+    # border, or at either end of the column, must still be found.
+    clean = b"1.25," * (size // 5 + 2)
+    assert not splice.unstable_notation(clean)
+    for start in (0, size - 7, size - 3, size, len(clean) - 7):
+        dirty = clean[:start] + b"0.00000" + clean[start + 7 :]
+        assert splice.unstable_notation(dirty), start
+    assert splice.unstable_notation(clean[:size] + b"+")
+
+
+def _rewarded(rewards: list[Any]) -> EpisodeEvidence:
+    queue = iter(rewards)
+    env = GenericEnv(lambda env, action: (env.observation_space.sample(), next(queue), *_GO_ON))
+    return capture_generic(env, _walk(len(rewards)), max_steps=len(rewards))
+
+
+_GO_ON = (False, False, {})
+
+
+@pytest.mark.parametrize(
+    "rewards",
+    [
+        [1.0] * 50,  # CartPole
+        [-1.0] * 50,  # MountainCar, Acrobot
+        [0.1] * 7,  # a return fsum must round once, not per step
+        [1, 1.0, np.float64(1.0), True],  # equal values of several types, all 1.0
+        [0.0, -0.0, 0.0],  # equal, yet written differently: never one repeated value
+        [-0.0, -0.0],
+        [0.5, 0.25, 0.5],
+        [np.float32(0.1), np.float32(0.1)],
+    ],
+)
+def test_the_reward_column_and_return_match_the_rewards(rewards: list[Any], tmp_path: Path) -> None:
+    episode = _rewarded(rewards)
+    floats = [float(r) for r in rewards]
+    assert canonical_bytes(episode.data["steps"]["reward"]) == canonical_bytes(floats)
+    assert [t["reward"] for t in episode.transitions()] == floats
+    assert episode.measures["return"] == math.fsum(floats)
+    episode.save_json(tmp_path / "episode.json")  # load re-derives the return: must agree
+    assert EpisodeEvidence.load(tmp_path / "episode.json").data == episode.data

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -237,7 +236,7 @@ def _setup_failure(
 def _assemble(
     case: EvalCase, settings: dict[str, Any], recorder: EpisodeRecorder, record: dict[str, Any]
 ) -> EpisodeEvidence:
-    steps = encode_steps(recorder) if hasattr(recorder, "records") else no_steps()
+    steps, total = encode_steps(recorder) if hasattr(recorder, "records") else (no_steps(), 0.0)
     data = {
         "schema": EPISODE_SCHEMA,
         "library": {"name": "onrecord", "version": __version__},
@@ -248,5 +247,5 @@ def _assemble(
     }
     data["ended"] = ending(data)
     data["coverage_issues"] = coverage_issues(data)
-    data["measures"] = {"return": math.fsum(steps["reward"]), "steps": len(steps["reward"])}
+    data["measures"] = {"return": total, "steps": len(steps["transition_index"])}
     return EpisodeEvidence._from_trusted(data, getattr(recorder, "blobs", {}))

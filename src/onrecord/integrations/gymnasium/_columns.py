@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import orjson
 from gymnasium import spaces
 
 from onrecord._canonical import to_portable
@@ -32,12 +33,14 @@ _SUCCESS = ("action", "wall_time_ns", "observation", "reward", "state")
 _EMPTY_INFO = b"{}"
 
 
-def encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
-    """All step columns of a finished episode, from the recorder's per-attempt records."""
+def encode_steps(recorder: EpisodeRecorder) -> tuple[dict[str, Any], float]:
+    """All step columns of a finished episode, from the recorder's per-attempt records,
+    and the episode's return."""
     env, records = recorder.env, recorder.records
     raw = _split(records) if recorder.failed else _unzip(records)
     transitions = raw["transition_index"]
-    return {
+    rewards, total = _rewards(raw["reward"])
+    columns = {
         "status": raw["status"],
         "error": raw["error"],
         "state": list_fragment(raw["state"], terminated=True),
@@ -52,10 +55,11 @@ def encode_steps(recorder: EpisodeRecorder) -> dict[str, Any]:
             "steps.observation",
             recorder.blobs,
         ),
-        "reward": _rewards(raw["reward"]),
+        "reward": rewards,
         **_flags(len(transitions), recorder.final_flags),
         "info": _infos(transitions, recorder.infos),
     }
+    return columns, total
 
 
 def _unzip(records: list[Any]) -> dict[str, Sequence[Any]]:
@@ -173,12 +177,20 @@ def _spread(sparse: dict[int, Any], count: int) -> list[Any]:
     return values
 
 
-def _rewards(raw: Sequence[Any]) -> list[float]:
+def _rewards(raw: Sequence[Any]) -> tuple[Any, float]:
+    """The reward column and the episode's return. A constant reward (CartPole's +1,
+    MountainCar's -1 every step) is written once and repeated: equal to a nonzero
+    float, every reward converts to that float (zero is left out: -0.0 equals it)."""
+    first = raw[0] if raw else None
+    if type(first) is float and first and math.isfinite(first) and raw.count(first) == len(raw):
+        text = orjson.dumps(first)
+        return Spliced(b"[" + (text + b",") * (len(raw) - 1) + text + b"]"), math.fsum(raw)
     rewards = list(map(float, raw))
-    if not math.isfinite(math.fsum(rewards)) and not all(map(math.isfinite, rewards)):
+    total = math.fsum(rewards)
+    if not math.isfinite(total) and not all(map(math.isfinite, rewards)):
         raise PortabilityError(
             "$.steps.reward holds a non-finite reward; JSON has no NaN or "
             "Infinity: the environment returned an invalid reward",
             "$.steps.reward",
         )
-    return rewards
+    return rewards, total
