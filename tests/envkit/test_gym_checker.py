@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -109,15 +112,27 @@ def test_problems_are_actionable_sentences(snap: Snapshot) -> None:
         ctx.reject(f"claim {claim_id} does not exist")
 
     @tool(writes=True, example={})
-    def unaudited(ctx: ToolContext) -> None:
-        ctx.execute("CREATE TABLE IF NOT EXISTS scratch (x)")
+    def creates_table(ctx: ToolContext) -> None:
+        ctx.execute("CREATE TABLE IF NOT EXISTS scratch (x)")  # refused by the world
         ctx.execute("INSERT INTO scratch VALUES (1)")
+
+    world_file: dict[str, Path] = {}
+
+    @tool(example={})
+    def unaudited(ctx: ToolContext) -> None:
+        # Around the world's connection: a connection of its own, which nothing guards.
+        with contextlib.closing(sqlite3.connect(world_file["path"])) as other:
+            other.execute("CREATE TABLE IF NOT EXISTS scratch (x)")
+            other.execute("INSERT INTO scratch VALUES (1)")
+            other.commit()
 
     @tool(writes=True, example={})
     def clock(ctx: ToolContext) -> None:
         ctx.execute("UPDATE claims SET payer = ? WHERE id = 1", (str(time.perf_counter_ns()),))
 
-    with ToolWorld(snap, [no_example, writes_secretly, failing_example, unaudited, clock]) as world:
+    tools = [no_example, writes_secretly, failing_example, creates_table, unaudited, clock]
+    with ToolWorld(snap, tools) as world:
+        world_file["path"] = world.path
         problems = environment_problems(world)
         with pytest.raises(EnvironmentCheckError, match=r"^the environment has \d+ problem"):
             check_environment(world)
@@ -127,11 +142,16 @@ def test_problems_are_actionable_sentences(snap: Snapshot) -> None:
         "Write tool 'no_example' has no example arguments, so its audit could not be "
         "verified; declare @tool(writes=True, example={...}) with arguments that succeed on "
         "the snapshot.",
-        "Read-only tool 'writes_secretly' tried to write (writes_secretly: OperationalError: "
-        "attempt to write a readonly database); declare it with @tool(writes=True) or remove "
-        "the write.",
+        "Read-only tool 'writes_secretly' tried to write (writes_secretly: a read-only tool "
+        "(writes=False) wrote to the database; its changes were rolled back); declare it with "
+        "@tool(writes=True) or remove the write.",
+        "Tool 'creates_table' ran a statement tools may not run (creates_table: CREATE TABLE "
+        "scratch: a tool may not change the schema during an episode (the audit would not "
+        "see the change); put it in the snapshot, or use a TEMP table for scratch work); "
+        "remove it from the tool.",
         "Tool 'unaudited' changed the state but the audit history recorded nothing; write "
         "only to tables that existed when the snapshot was built, through ctx.execute.",
+        "Read-only tool 'unaudited' changed the state; declare it with @tool(writes=True).",
         "The diff from the audit history and the full-scan diff disagree on tables "
         "['scratch']; a write bypassed the audit triggers (e.g. a table created during the "
         "episode, or PRAGMA recursive_triggers turned off).",

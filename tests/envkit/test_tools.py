@@ -107,14 +107,25 @@ def test_a_rejected_call_undoes_what_it_already_wrote(world: ToolWorld) -> None:
 
 def test_read_only_tools_cannot_write(snap: Any) -> None:
     @tool
-    def sneaky(ctx: ToolContext) -> None:
+    def sneaky(ctx: ToolContext) -> int:
         ctx.execute("DELETE FROM claims")
+        return len(ctx.query("SELECT id FROM claims"))
 
-    with ToolWorld(snap, [sneaky]) as world:
-        event = world.call("sneaky")
-        assert event["status"] == "error"
-        assert "readonly database" in event["error"]["message"]
-        assert world.state_digest() == snap.digest
+    @tool
+    def scratch(ctx: ToolContext) -> None:
+        ctx.execute("CREATE TEMP TABLE IF NOT EXISTS notes_copy (x)")
+        ctx.execute("INSERT INTO notes_copy VALUES (1)")  # even a temporary table
+
+    with ToolWorld(snap, [sneaky, scratch]) as world:
+        for name in ("sneaky", "scratch"):
+            event = world.call(name)
+            assert event["status"] == "error"
+            assert event["result"] is None
+            assert event["error"]["type"] == "forbidden_statement"
+            assert "read-only tool (writes=False) wrote" in event["error"]["message"]
+            assert world.state_digest() == snap.digest
+            assert world.audit_history() == []
+            assert world.state_version == 0
 
 
 def test_tool_exceptions_are_recorded_and_rolled_back(snap: Any) -> None:

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from onrecord.envkit._guard import INTERNAL
 from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote
 from onrecord.envkit.audit import CTX, audit_tables, read_audit
 
@@ -79,13 +80,13 @@ class RowUndo:
             return False
         if conn.execute("PRAGMA foreign_keys").fetchone()[0]:
             return False
-        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("BEGIN IMMEDIATE" + INTERNAL)
         try:
             done = self._undo(conn)
         except BaseException:
-            conn.execute("ROLLBACK")
+            conn.execute("ROLLBACK" + INTERNAL)
             raise
-        conn.execute("COMMIT" if done else "ROLLBACK")
+        conn.execute(("COMMIT" if done else "ROLLBACK") + INTERNAL)
         return done
 
     def _undo(self, conn: sqlite3.Connection) -> bool:

@@ -100,11 +100,17 @@ def _event_problems(
     missing = [name for name in EVENT_FIELDS if name not in event]
     if missing:
         problems.append(f"The log event of {spec.name!r} lacks the fields {missing}.")
-    if event["status"] != "ok" and not spec.writes and "readonly" in str(event["error"]):
+    error = event["error"] or {}
+    if not spec.writes and "read-only tool" in error.get("message", ""):
         problems.append(
-            f"Read-only tool {spec.name!r} tried to write "
-            f"({event['error']['message']}); declare it with @tool(writes=True) "
-            "or remove the write."
+            f"Read-only tool {spec.name!r} tried to write ({error['message']}); declare it "
+            "with @tool(writes=True) or remove the write."
+        )
+        return problems
+    if error.get("type") == "forbidden_statement":
+        problems.append(
+            f"Tool {spec.name!r} ran a statement tools may not run "
+            f"({event['error']['message']}); remove it from the tool."
         )
         return problems
     if event["status"] != "ok":

@@ -1,8 +1,10 @@
 """``ToolWorld``: a tool environment over one SQLite file, reset from a snapshot.
 
-Each tool call is one atomic unit: a write tool runs inside a savepoint that is released
-(committed) when it returns and rolled back when it is rejected or fails; a read-only
-tool runs with ``PRAGMA query_only`` so it cannot write at all. The file is in WAL mode,
+Each tool call is one atomic unit in a savepoint, released (committed) when the tool
+returns and rolled back when it is rejected or fails; a read-only tool that changed a
+row is failed and rolled back (a row count, where ``PRAGMA query_only`` would expire
+every prepared statement at each toggle). Statements that would escape the audit or the
+savepoint are refused as they are prepared (``_guard``). The file is in WAL mode,
 so a read-only observer connected to it always sees committed states only.
 """
 
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from onrecord.case import EvalCase
+from onrecord.envkit._guard import CALL_SAVEPOINT, INTERNAL, StatementGuard
 from onrecord.envkit._portable import portable
 from onrecord.envkit._sql import Table, quote
 from onrecord.envkit._undo import RowUndo
@@ -30,7 +33,7 @@ from onrecord.envkit.state import state_digest
 from onrecord.envkit.tools import Tool
 from onrecord.errors import InputError, OnrecordError, PortabilityError
 
-__all__ = ["ENDINGS", "InjectedFailure", "ToolWorld"]
+__all__ = ["ENDINGS", "ForbiddenStatement", "InjectedFailure", "ToolWorld"]
 
 ENDINGS = ("finished", "agent_error", "step_limit", "stopped")
 """How an episode can end: the agent finished; the agent raised; it ran out of steps;
@@ -41,6 +44,16 @@ Event = dict[str, Any]
 
 class InjectedFailure(OnrecordError):
     """The test-only failure set with :meth:`ToolWorld.inject_failure`."""
+
+
+class ForbiddenStatement(OnrecordError):
+    """A tool prepared a statement that would escape the audit or the call's savepoint
+    (see ``onrecord.envkit._guard``); the call is rolled back."""
+
+
+_SAVEPOINT = f"SAVEPOINT {CALL_SAVEPOINT}{INTERNAL}"
+_ROLLBACK_CALL = f"ROLLBACK TO {CALL_SAVEPOINT}{INTERNAL}"
+_RELEASE_CALL = f"RELEASE {CALL_SAVEPOINT}{INTERNAL}"
 
 
 class ToolWorld:
@@ -66,6 +79,8 @@ class ToolWorld:
             path = Path(self._tmpdir.name) / "world.db"
         self.path = Path(path)
         self.conn = _open(self.path)
+        self._guard = StatementGuard()
+        self.conn.set_authorizer(self._guard)
         self.run_id: str | None = None
         self.case: EvalCase | None = None
         self.seed = 0
@@ -97,7 +112,7 @@ class ToolWorld:
         Usually by undoing the rows the audit history lists (no schema change, so no
         connection re-parses the schema); in full when that cannot be proven exact."""
         if self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
+            self.conn.execute("ROLLBACK" + INTERNAL)
         if self._undo is None or not self._undo.undo(self.conn):
             self.snapshot.restore_into(self.conn)
             if self._undo is not None:
@@ -178,17 +193,28 @@ class ToolWorld:
         return f"there is no tool named {tool!r}; available tools: {names}"
 
     def _run(self, spec: Tool, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-        if not spec.writes:
-            return self._run_read(spec, ctx, args)
-        self.conn.execute("SAVEPOINT onrecord_call")
+        self._guard.refused = None
+        self.conn.execute(_SAVEPOINT)
         try:
-            self.conn.execute(f"UPDATE {CTX} SET step = ?, version = version + 1", (self.step,))
-            result = portable(spec.function(ctx, **args), "$.result")
+            if spec.writes:
+                self.conn.execute(f"UPDATE {CTX} SET step = ?, version = version + 1", (self.step,))
+            changes = self.conn.total_changes
+            with self._guard.tool_call():
+                result = spec.function(ctx, **args)
+            self._refuse_forbidden()
+            if not spec.writes and self.conn.total_changes != changes:
+                raise ForbiddenStatement(
+                    "a read-only tool (writes=False) wrote to the database; its changes "
+                    "were rolled back"
+                )
+            result = portable(result, "$.result")
         except BaseException as exc:
-            self.conn.execute("ROLLBACK TO onrecord_call")
-            self.conn.execute("RELEASE onrecord_call")
-            return _failure(spec, exc)
-        self.conn.execute("RELEASE onrecord_call")
+            self.conn.execute(_ROLLBACK_CALL)
+            self.conn.execute(_RELEASE_CALL)
+            return _failure(spec, self._forbidden_or(exc))
+        self.conn.execute(_RELEASE_CALL)
+        if not spec.writes:
+            return {"status": "ok", "result": result, "error": None}
         self.state_version += 1
         if self._inject == spec.name:
             self._inject = None
@@ -199,15 +225,19 @@ class ToolWorld:
             )
         return {"status": "ok", "result": result, "error": None}
 
-    def _run_read(self, spec: Tool, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-        self.conn.execute("PRAGMA query_only = ON")
-        try:
-            result = portable(spec.function(ctx, **args), "$.result")
-        except BaseException as exc:
-            return _failure(spec, exc)
-        finally:
-            self.conn.execute("PRAGMA query_only = OFF")
-        return {"status": "ok", "result": result, "error": None}
+    def _forbidden_or(self, exc: BaseException) -> BaseException:
+        """A refused statement is why the call failed, whatever the tool raised after
+        SQLite refused it (KeyboardInterrupt and the like still propagate)."""
+        refused = self._guard.refused
+        if refused is not None and isinstance(exc, Exception):
+            return ForbiddenStatement(refused)
+        return exc
+
+    def _refuse_forbidden(self) -> None:
+        """Fail a call that tried a forbidden statement, even if the tool caught the
+        error SQLite raised for it and went on."""
+        if self._guard.refused is not None:
+            raise ForbiddenStatement(self._guard.refused)
 
     def inject_failure(self, tool: str) -> None:
         """Test only: the next call of ``tool`` commits its writes, then fails."""
@@ -354,6 +384,12 @@ def _failure(spec: Tool, exc: BaseException, result: Any = None) -> dict[str, An
         return _rejected("rule_violation", str(exc))
     if isinstance(exc, KeyboardInterrupt | SystemExit):
         raise exc
+    if isinstance(exc, ForbiddenStatement):
+        return {
+            "status": "error",
+            "result": result,
+            "error": {"type": "forbidden_statement", "message": f"{spec.name}: {exc}"},
+        }
     kind = "injected_failure" if isinstance(exc, InjectedFailure) else "tool_error"
     return {
         "status": "error",

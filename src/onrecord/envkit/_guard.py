@@ -1,0 +1,138 @@
+"""What a tool's SQL may do: an SQLite authorizer active while tool code runs.
+
+The audit sees a tool's writes through triggers, and each call is atomic through
+onrecord's savepoint. A tool could still step outside both, through ``ctx.execute`` or
+``ctx.connection`` alike: change the schema (a new table's rows would be invisible to
+the diff), commit or roll back the call's transaction (a rejected call could no longer
+be undone), attach another database (side effects outside the world), change a setting
+(``PRAGMA query_only = OFF`` in a read tool), or edit onrecord's own audit tables (a
+history that lies). The authorizer refuses those statements when they are prepared, so
+they never run; the world then fails the call with ``forbidden_statement`` and rolls it
+back. Everything else (reads, writes to user tables, temporary tables, nested
+savepoints, reading pragmas) is allowed.
+
+SQLite asks the authorizer when a statement is prepared, not each time it runs, and the
+``sqlite3`` module caches prepared statements by their text: onrecord's own transaction
+statements on the world's connection are therefore written with an ``-- onrecord``
+comment (``INTERNAL``), so a tool's identical ``COMMIT`` is never served from the cache.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from onrecord.envkit._sql import INTERNAL_PREFIX
+
+__all__ = ["CALL_SAVEPOINT", "INTERNAL", "StatementGuard"]
+
+INTERNAL = " -- onrecord"
+"""Appended to onrecord's own transaction and pragma statements on the world's
+connection, so their cached statements are never the ones a tool's text finds."""
+CALL_SAVEPOINT = "onrecord_call"
+
+_SCHEMA_CHANGES = {
+    sqlite3.SQLITE_CREATE_INDEX: "CREATE INDEX",
+    sqlite3.SQLITE_CREATE_TABLE: "CREATE TABLE",
+    sqlite3.SQLITE_CREATE_TRIGGER: "CREATE TRIGGER",
+    sqlite3.SQLITE_CREATE_VIEW: "CREATE VIEW",
+    sqlite3.SQLITE_CREATE_VTABLE: "CREATE VIRTUAL TABLE",
+    sqlite3.SQLITE_DROP_INDEX: "DROP INDEX",
+    sqlite3.SQLITE_DROP_TABLE: "DROP TABLE",
+    sqlite3.SQLITE_DROP_TRIGGER: "DROP TRIGGER",
+    sqlite3.SQLITE_DROP_VIEW: "DROP VIEW",
+    sqlite3.SQLITE_DROP_VTABLE: "DROP VIRTUAL TABLE",
+    sqlite3.SQLITE_ALTER_TABLE: "ALTER TABLE",
+}
+_WRITES = {
+    sqlite3.SQLITE_INSERT: "INSERT INTO",
+    sqlite3.SQLITE_UPDATE: "UPDATE",
+    sqlite3.SQLITE_DELETE: "DELETE FROM",
+}
+_READING_PRAGMAS = frozenset(
+    {
+        "foreign_key_check",
+        "foreign_key_list",
+        "index_info",
+        "index_list",
+        "index_xinfo",
+        "integrity_check",
+        "quick_check",
+        "table_info",
+        "table_list",
+        "table_xinfo",
+    }
+)
+"""Pragmas whose argument names what to read, not a value to set."""
+
+
+class StatementGuard:
+    """The world connection's authorizer; it refuses only while a tool runs."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.refused: str | None = None
+        """Why the first statement refused during the current call was refused."""
+
+    @contextmanager
+    def tool_call(self) -> Iterator[None]:
+        """Guard the statements prepared inside the block (the tool's own code)."""
+        self.active, self.refused = True, None
+        try:
+            yield
+        finally:
+            self.active = False
+
+    def __call__(
+        self,
+        action: int,
+        arg1: str | None,
+        arg2: str | None,
+        database: str | None,
+        source: str | None,
+    ) -> int:
+        if not self.active:
+            return sqlite3.SQLITE_OK
+        reason = refusal(action, arg1, arg2, source)
+        if reason is None:
+            return sqlite3.SQLITE_OK
+        if self.refused is None:
+            self.refused = reason
+        return sqlite3.SQLITE_DENY
+
+
+def refusal(action: int, arg1: str | None, arg2: str | None, source: str | None) -> str | None:
+    """Why a tool may not prepare this statement, or None when it may."""
+    if action in _SCHEMA_CHANGES:
+        return (
+            f"{_SCHEMA_CHANGES[action]} {arg1}: a tool may not change the schema during an "
+            "episode (the audit would not see the change); put it in the snapshot, or use "
+            "a TEMP table for scratch work"
+        )
+    if action == sqlite3.SQLITE_TRANSACTION:
+        return (
+            f"{arg1}: each tool call runs in onrecord's savepoint and is committed when the "
+            "tool returns; a tool may not begin, commit or roll back transactions (use a "
+            "SAVEPOINT of its own for a nested unit)"
+        )
+    if action == sqlite3.SQLITE_SAVEPOINT and arg2 == CALL_SAVEPOINT:
+        return f"SAVEPOINT {arg2} ({arg1}): that savepoint is onrecord's own"
+    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+        verb = "ATTACH" if action == sqlite3.SQLITE_ATTACH else "DETACH"
+        return (
+            f"{verb} {arg1}: a tool may not attach databases; writes there would be side "
+            "effects outside the world's state"
+        )
+    if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and arg1 not in _READING_PRAGMAS:
+        return (
+            f"PRAGMA {arg1} = {arg2}: a tool may read pragmas but not set them; the "
+            "world's settings are onrecord's"
+        )
+    if (
+        action in _WRITES
+        and (arg1 or "").startswith(INTERNAL_PREFIX)
+        and not (source or "").startswith(INTERNAL_PREFIX)
+    ):
+        return f"{_WRITES[action]} {arg1}: onrecord's audit tables are written by its triggers only"
+    return None
