@@ -5,8 +5,8 @@ onrecord's savepoint. A tool could still step outside both, through ``ctx.execut
 ``ctx.connection`` alike: change the schema (a new table's rows would be invisible to
 the diff), commit or roll back the call's transaction (a rejected call could no longer
 be undone), attach another database (side effects outside the world), change a setting
-(``PRAGMA query_only = OFF`` in a read tool), or edit onrecord's own audit tables (a
-history that lies). The authorizer refuses those statements when they are prepared, so
+(``PRAGMA recursive_triggers = OFF``, after which a REPLACE deletes rows unaudited), or
+edit onrecord's own audit tables (a history that lies). The authorizer refuses those statements when they are prepared, so
 they never run; the world then fails the call with ``forbidden_statement`` and rolls it
 back. Everything else (reads, writes to user tables, temporary tables, nested
 savepoints, reading pragmas) is allowed.
