@@ -6,10 +6,10 @@ onrecord's savepoint. A tool could still step outside both, through ``ctx.execut
 the diff), commit or roll back the call's transaction (a rejected call could no longer
 be undone), attach another database (side effects outside the world), change a setting
 (``PRAGMA recursive_triggers = OFF``, after which a REPLACE deletes rows unaudited), or
-edit onrecord's own audit tables (a history that lies). The authorizer refuses those statements when they are prepared, so
-they never run; the world then fails the call with ``forbidden_statement`` and rolls it
-back. Everything else (reads, writes to user tables, temporary tables, nested
-savepoints, reading pragmas) is allowed.
+edit onrecord's own audit tables (a history that lies). The authorizer refuses those
+statements when they are prepared, so they never run; the world then fails the call
+with ``forbidden_statement`` and rolls it back. Everything else (reads, writes to user
+tables, temporary tables, nested savepoints, reading pragmas) is allowed.
 
 SQLite asks the authorizer when a statement is prepared, not each time it runs, and the
 ``sqlite3`` module caches prepared statements by their text: onrecord's own transaction

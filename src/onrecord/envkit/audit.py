@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote, row_dict, row_key, user_tables
+from onrecord.errors import InputError
 
 __all__ = [
     "AuditEvent",
@@ -89,6 +90,7 @@ def _install_table(conn: sqlite3.Connection, shadow: str, table: Table) -> None:
             orjson.dumps(table.key).decode(),
         ),
     )
+    _guard_null_keys(conn, shadow, table)
     old_values = [f"OLD.{quote(column)}" for column in table.columns]
     new_values = [f"NEW.{quote(column)}" for column in table.columns]
     for op, event, targets, values in (
@@ -102,6 +104,45 @@ def _install_table(conn: sqlite3.Connection, shadow: str, table: Table) -> None:
             f"INSERT INTO {quote(shadow)} (_seq, _step, _op, {', '.join(targets)}) "
             f"SELECT seq, step, '{op}', {', '.join(values)} FROM {CTX}; END"
         )
+
+
+def _guard_null_keys(conn: sqlite3.Connection, shadow: str, table: Table) -> None:
+    """Refuse a NULL in a primary-key column that SQLite would accept one in (a declared
+    key of a rowid table, not the rowid itself, not NOT NULL): rows are told apart by
+    their key, so two inserts with a NULL key would look like one row to every diff."""
+    nullable = nullable_key_columns(conn, table.name)
+    if not nullable:
+        return
+    any_null = " OR ".join(f"NEW.{quote(column)} IS NULL" for column in nullable)
+    stored = " OR ".join(f"{quote(column)} IS NULL" for column in nullable)
+    if conn.execute(f"SELECT 1 FROM {quote(table.name)} WHERE {stored} LIMIT 1").fetchone():
+        raise InputError(
+            f"table {table.name!r} holds a row whose primary key {list(nullable)} is NULL; "
+            "onrecord tells rows apart by their key: give every row a key (and declare the "
+            "key columns NOT NULL)"
+        )
+    message = (
+        f"onrecord: a row of {table.name} with a NULL primary key {list(nullable)}: rows "
+        "are told apart by their key, so it cannot be NULL"
+    ).replace("'", "''")
+    columns = ", ".join(quote(column) for column in nullable)
+    for name, event in (("K", "INSERT"), ("KU", f"UPDATE OF {columns}")):
+        conn.execute(
+            f"CREATE TRIGGER {quote(f'{shadow}_{name}')} BEFORE {event} ON {quote(table.name)} "
+            f"WHEN {any_null} BEGIN SELECT RAISE(ABORT, '{message}'); END"
+        )
+
+
+def nullable_key_columns(conn: sqlite3.Connection, name: str) -> tuple[str, ...]:
+    """Declared primary-key columns that can hold NULL: in a rowid table whose key is not
+    the rowid (the key has its own index), without NOT NULL."""
+    if not any(row[3] == "pk" for row in conn.execute(f"PRAGMA index_list({quote(name)})")):
+        return ()  # no key, the rowid as key, or an INTEGER PRIMARY KEY (never NULL)
+    info = conn.execute(f"PRAGMA table_info({quote(name)})").fetchall()
+    listed = conn.execute("SELECT wr FROM pragma_table_list WHERE name = ?", (name,)).fetchone()
+    if listed and listed[0]:
+        return ()  # WITHOUT ROWID: SQLite enforces NOT NULL on the key
+    return tuple(row[1] for row in sorted(info, key=lambda r: r[5]) if row[5] and not row[3])
 
 
 def audit_tables(conn: sqlite3.Connection, schema: str = "main") -> list[tuple[Table, str]]:
