@@ -73,6 +73,12 @@ class LazyColumns(dict[str, Any]):
             dict.__setitem__(self, key, value)
         return value
 
+    def undecoded(self, key: str) -> bytes | None:
+        """The column's canonical bytes while nobody has read it, else None: decoding
+        them gives a detached copy, with no Python values to copy first."""
+        value = dict.get(self, key)
+        return value.raw if type(value) is Spliced else None
+
     def get(self, key: str, default: Any = None) -> Any:
         # Not self.get: that is this method.
         return self[key] if key in self else default  # noqa: SIM401

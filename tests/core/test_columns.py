@@ -308,3 +308,26 @@ def test_the_reward_column_and_return_match_the_rewards(rewards: list[Any], tmp_
     assert episode.measures["return"] == math.fsum(floats)
     episode.save_json(tmp_path / "episode.json")  # load re-derives the return: must agree
     assert EpisodeEvidence.load(tmp_path / "episode.json").data == episode.data
+
+
+def test_states_of_fresh_evidence_are_detached_copies() -> None:
+    # Captured evidence hands out its states by decoding the recorded bytes, before and
+    # after anything decodes the column for good; changing a copy changes nothing.
+    counter = {"n": 0}
+
+    def observe() -> Any:
+        counter["n"] += 1
+        return {"n": counter["n"], "nested": [[counter["n"], "a,b"], {"x": None}]}
+
+    env = GenericEnv(lambda env, action: (env.observation_space.sample(), 1.0, False, False, {}))
+    captured = capture_generic(env, _walk(4), observe=observe, max_steps=4)
+    parsed = EpisodeEvidence.from_dict(orjson.loads(captured.to_bytes()))
+    expected = parsed.states()
+    assert [state["n"] for state in expected] == [1, 2, 3, 4, 5, 6]
+    first = captured.states()
+    assert first == expected
+    first[1]["nested"][0].append(99)
+    first.clear()
+    assert captured.states() == expected
+    assert [a["state"] for a in captured.attempts()] == expected[1:-1]  # decodes the column
+    assert captured.states() == expected

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from onrecord._splice import LazyColumns
 from onrecord.episode._blobs import decode_blob, is_blob
 
 __all__ = ["actions", "attempts", "failures", "states", "transitions", "unbatch"]
@@ -90,8 +91,14 @@ def actions(data: dict[str, Any], blobs: Mapping[str, bytes]) -> list[Any]:
 def states(data: dict[str, Any]) -> list[Any]:
     """Every observer state in order: after reset, after each attempt, before cleanup.
     A failed read is None (and is listed in ``coverage_issues``)."""
-    ordered = [data["initial"]["state"], *data["steps"]["state"], data["final_state"]]
-    copied: list[Any] = _copy(ordered)
+    steps, first, last = data["steps"], data["initial"]["state"], data["final_state"]
+    column = steps.undecoded("state") if isinstance(steps, LazyColumns) else None
+    if column is not None and column != b"[]":  # captured, not read yet: decoding copies
+        dumps = orjson.dumps
+        joined = b"".join((b"[", dumps(first), b",", column[1:-1], b",", dumps(last), b"]"))
+        decoded: list[Any] = orjson.loads(joined)
+        return decoded
+    copied: list[Any] = _copy([first, *steps["state"], last])
     return copied
 
 
