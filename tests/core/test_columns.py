@@ -324,6 +324,11 @@ def test_states_of_fresh_evidence_are_detached_copies() -> None:
     parsed = EpisodeEvidence.from_dict(orjson.loads(captured.to_bytes()))
     expected = parsed.states()
     assert [state["n"] for state in expected] == [1, 2, 3, 4, 5, 6]
+    transitions = captured.transitions()  # from the recorded bytes, nothing decoded
+    assert transitions == parsed.transitions()
+    transitions[0]["observation"].append(99)
+    transitions[0]["state"]["nested"].clear()
+    assert captured.transitions() == parsed.transitions()
     first = captured.states()
     assert first == expected
     first[1]["nested"][0].append(99)

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from onrecord._splice import LazyColumns
+from onrecord._splice import LazyColumns, dumps_spliced
 from onrecord.episode._blobs import decode_blob, is_blob
 
 __all__ = ["actions", "attempts", "failures", "states", "transitions", "unbatch"]
@@ -31,7 +31,12 @@ def _copy(value: Any) -> Any:
 def _steps(data: dict[str, Any], blobs: Mapping[str, bytes]) -> dict[str, Any]:
     """A detached copy of the step columns, blob columns decoded to nested lists."""
     steps = data["steps"]
-    copied: dict[str, Any] = _copy({k: v for k, v in steps.items() if not is_blob(v)})
+    # Columns captured evidence has not decoded yet are written as their bytes: the one
+    # decode below is the copy.
+    items = dict.items(steps) if isinstance(steps, LazyColumns) else steps.items()
+    copied: dict[str, Any] = orjson.loads(
+        dumps_spliced({key: value for key, value in items if not is_blob(value)})
+    )
     for key in ("action", "observation"):
         if is_blob(steps[key]):
             copied[key] = decode_blob(steps[key], blobs).tolist()
