@@ -15,10 +15,11 @@ from onrecord.case import EvalCase
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.episode._blobs import BLOB_TAG, BLOB_THRESHOLD, blob_ref, is_blob
 from onrecord.episode._coverage import coverage_issues, ending
+from onrecord.episode._history import unbatch
 from onrecord.errors import InputError, PortabilityError
 from onrecord.integrations.gymnasium._columns import encode_steps, no_steps
 from onrecord.integrations.gymnasium._recorder import EpisodeRecorder, error_record
-from onrecord.integrations.gymnasium._spaces import describe_space, encode_batch
+from onrecord.integrations.gymnasium._spaces import batch_layout, describe_space, encode_batch
 
 __all__ = ["capture_episode"]
 
@@ -146,7 +147,7 @@ def _initial_observation(space: Any, observation: Any, recorder: EpisodeRecorder
         meta = encoded[BLOB_TAG]
         del blobs[meta["sha256"]]
         return blob_ref(np.asarray(observation), blobs)
-    return encoded[0]
+    return unbatch(encoded, 0, batch_layout(space))  # a Dict or Tuple batch is nested
 
 
 def _plain_box_sample(observation: Any, box: tuple[Any, Any] | None) -> bool:

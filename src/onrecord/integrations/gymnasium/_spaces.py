@@ -15,7 +15,13 @@ from onrecord._canonical import to_portable
 from onrecord.episode._blobs import BLOB_THRESHOLD, blob_ref
 from onrecord.errors import PortabilityError
 
-__all__ = ["batch_layout", "describe_space", "encode_batch", "fast_contains"]
+__all__ = [
+    "batch_layout",
+    "decode_sample",
+    "describe_space",
+    "encode_batch",
+    "fast_contains",
+]
 
 
 def batch_layout(space: spaces.Space[Any]) -> Any:
@@ -26,6 +32,22 @@ def batch_layout(space: spaces.Space[Any]) -> Any:
     if isinstance(space, spaces.Tuple):
         return {"tuple": [batch_layout(sub) for sub in space.spaces]}
     return "list"
+
+
+def decode_sample(space: spaces.Space[Any], encoded: Any) -> Any:
+    """One recorded action or observation (``transitions()[i]["observation"]``,
+    ``initial["observation"]``) back as the native sample of ``space``, the declared
+    space it was recorded under: the sample is put back into a batch of one along the
+    space's layout for its ``from_jsonable``."""
+    return space.from_jsonable(_batch_of_one(encoded, batch_layout(space)))[0]
+
+
+def _batch_of_one(encoded: Any, layout: Any) -> Any:
+    if layout == "list":
+        return [encoded]
+    if "dict" in layout:
+        return {key: _batch_of_one(encoded[key], sub) for key, sub in layout["dict"].items()}
+    return [_batch_of_one(part, sub) for part, sub in zip(encoded, layout["tuple"], strict=True)]
 
 
 def describe_space(space: spaces.Space[Any] | None) -> dict[str, Any]:
