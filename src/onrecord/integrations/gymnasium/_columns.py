@@ -20,7 +20,7 @@ from onrecord._splice import Spliced, array_fragment, list_fragment
 from onrecord.episode._blobs import BLOB_THRESHOLD
 from onrecord.episode._verify import STEP_COLUMNS
 from onrecord.errors import PortabilityError
-from onrecord.integrations.gymnasium._recorder import NOT_EXECUTED, Failure
+from onrecord.integrations.gymnasium._recorder import NOT_EXECUTED, Failure, error_record
 from onrecord.integrations.gymnasium._spaces import encode_batch
 
 if TYPE_CHECKING:
@@ -38,8 +38,18 @@ def encode_steps(recorder: EpisodeRecorder) -> tuple[dict[str, Any], float]:
     and the episode's return."""
     env, records = recorder.env, recorder.records
     raw = _split(records) if recorder.failed else _unzip(records)
+    encoded = _rewards(raw["reward"])
+    if encoded is None:  # rare: kept as environment errors, and the columns built again
+        _refuse_invalid_rewards(recorder)
+        raw = _split(records)
+        encoded = _rewards(raw["reward"])
+        if encoded is None:  # every reward finite, yet their sum is not
+            raise PortabilityError(
+                "$.measures.return: the rewards sum to a number JSON cannot hold",
+                "$.measures.return",
+            )
+    rewards, total = encoded
     transitions = raw["transition_index"]
-    rewards, total = _rewards(raw["reward"])
     columns = {
         "status": raw["status"],
         "error": raw["error"],
@@ -177,20 +187,47 @@ def _spread(sparse: dict[int, Any], count: int) -> list[Any]:
     return values
 
 
-def _rewards(raw: Sequence[Any]) -> tuple[Any, float]:
-    """The reward column and the episode's return. A constant reward (CartPole's +1,
-    MountainCar's -1 every step) is written once and repeated: equal to a nonzero
-    float, every reward converts to that float (zero is left out: -0.0 equals it)."""
+def _rewards(raw: Sequence[Any]) -> tuple[Any, float] | None:
+    """The reward column and the episode's return, or None when a reward is not a
+    finite real number. A constant reward (CartPole's +1, MountainCar's -1 every step) is
+    written once and repeated: equal to a nonzero float, every reward converts to that
+    float (zero is left out: -0.0 equals it)."""
     first = raw[0] if raw else None
     if type(first) is float and first and math.isfinite(first) and raw.count(first) == len(raw):
         text = orjson.dumps(first)
         return Spliced(b"[" + (text + b",") * (len(raw) - 1) + text + b"]"), math.fsum(raw)
-    rewards = list(map(float, raw))
-    total = math.fsum(rewards)
-    if not math.isfinite(total) and not all(map(math.isfinite, rewards)):
-        raise PortabilityError(
-            "$.steps.reward holds a non-finite reward; JSON has no NaN or "
-            "Infinity: the environment returned an invalid reward",
-            "$.steps.reward",
+    try:
+        total = math.fsum(raw)  # refuses None and strings, which float() would convert
+    except (TypeError, OverflowError):
+        return None
+    if not math.isfinite(total):
+        return None
+    return list(map(float, raw)), total
+
+
+def _refuse_invalid_rewards(recorder: EpisodeRecorder) -> None:
+    """Record each step whose reward is not a finite real number as an environment
+    error: JSON cannot hold it, and dropping the episode would lose everything else."""
+    records = recorder.records
+    last = max((i for i, item in enumerate(records) if not isinstance(item, Failure)), default=-1)
+    for index, item in enumerate(records):
+        if isinstance(item, Failure) or _finite_number(item[3]):
+            continue
+        sent, elapsed, _, reward, state = item
+        problem = PortabilityError(
+            f"the environment returned the reward {reward!r} at attempt {index}, which is "
+            "not a finite real number (JSON has no NaN or Infinity); the step is kept as an "
+            "environment error",
+            f"$.steps.reward[{index}]",
         )
-    return rewards, total
+        records[index] = Failure("env_error", error_record(problem), elapsed, sent, state)
+        if index == last:  # its end flags went with it
+            recorder.final_flags = (False, False)
+    recorder.failed = True
+
+
+def _finite_number(value: Any) -> bool:
+    try:
+        return math.isfinite(value)  # a TypeError for None, strings and other objects
+    except TypeError:
+        return False

@@ -1,0 +1,164 @@
+"""What capture keeps when the environment, the factory, the observer or interact
+misbehave: the evidence is never lost, the misbehaviour is recorded where it happened,
+and the episode is left incomplete (a coverage issue) rather than wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from onrecord import AcceptancePolicy, CheckRequirement, EvalCase
+from onrecord.episode import EpisodeEvidence, OutcomeCheck, OutcomeVerdict, evaluate_episode
+from onrecord.integrations.gymnasium import capture_episode
+from tests.core.envs import GenericEnv, capture_generic
+
+ALWAYS = OutcomeCheck("always", "v1", lambda e: OutcomeVerdict(True, "ok", {}))
+POLICY = AcceptancePolicy((CheckRequirement("always"),))
+
+
+def _walk(count: int) -> Any:
+    def interact(env: Any, observation: Any, info: Any) -> None:
+        for _ in range(count):
+            env.step(0)
+
+    return interact
+
+
+@pytest.mark.parametrize(
+    "bad", [float("nan"), float("inf"), -float("inf"), np.float64("nan"), None, "1.5", [1.0]]
+)
+def test_a_reward_json_cannot_hold_keeps_the_episode(bad: Any, tmp_path: Path) -> None:
+    rewards = iter([1.0, bad, 2.0])
+    env = GenericEnv(lambda env, action: (env.observation_space.sample(), next(rewards), *_GO))
+    episode = capture_generic(env, _walk(3), max_steps=3)
+    attempts = episode.attempts()
+    assert [a["status"] for a in attempts] == ["ok", "env_error", "ok"]
+    assert attempts[1]["action"] == 0  # it was executed
+    assert repr(bad) in attempts[1]["error"]["message"]
+    assert "not a finite real number" in attempts[1]["error"]["message"]
+    assert [t["reward"] for t in episode.transitions()] == [1.0, 2.0]
+    assert episode.measures["return"] == 3.0
+    assert any("env error" in issue for issue in episode.coverage_issues)
+    decision = POLICY.evaluate(evaluate_episode(episode, [ALWAYS]))
+    assert decision.decision == "indeterminate"
+    episode.save_json(tmp_path / "episode.json")
+    assert EpisodeEvidence.load(tmp_path / "episode.json").data == episode.data
+
+
+_GO = (False, False, {})
+
+
+def test_an_invalid_reward_on_the_last_step_takes_its_end_flags_with_it() -> None:
+    # The step that ended the episode is kept as an error, so no earlier step may
+    # appear to have ended it.
+    outcomes = iter([(1.0, False), (float("nan"), True)])
+
+    def step(env: GenericEnv, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        reward, done = next(outcomes)
+        return env.observation_space.sample(), reward, done, False, {}
+
+    episode = capture_generic(GenericEnv(step), _walk(2), max_steps=5)
+    assert [t["terminated"] for t in episode.transitions()] == [False]
+    assert episode.ended != "terminated"
+    assert episode.coverage_issues
+
+
+def test_a_factory_that_returns_no_environment_is_a_setup_error() -> None:
+    closed: list[bool] = []
+
+    class NotAnEnv:
+        def close(self) -> None:
+            closed.append(True)
+            raise RuntimeError("and closing fails too")  # must not hide the real problem
+
+    episode = capture_episode(
+        NotAnEnv,
+        _walk(1),
+        case=EvalCase("x"),
+        environment_id="e",
+        observer_id="o",
+        observe=dict,
+        seed=0,
+        max_steps=1,
+    )
+    assert closed == [True]
+    assert episode.ended == "setup_error"
+    assert episode.data["events"][0]["message"] == "factory returned NotAnEnv, not a gymnasium.Env"
+    assert episode.attempts() == []
+
+
+def test_a_reset_that_raises_is_recorded_and_interact_never_runs() -> None:
+    class BrokenReset(GenericEnv):
+        def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
+            raise ConnectionError("simulator not reachable")
+
+    called: list[bool] = []
+    env = BrokenReset(lambda env, action: (0, 0.0, False, False, {}))
+    episode = capture_generic(env, lambda *args: called.append(True), observe=lambda: {"up": 0})
+    assert called == []
+    assert episode.ended == "setup_error"
+    assert episode.initial["reset_error"] == {
+        "type": "builtins.ConnectionError",
+        "message": "simulator not reachable",
+    }
+    assert episode.states() == [{"up": 0}, {"up": 0}]  # still observed, before and at cleanup
+    assert episode.data["cleanup"]["ok"] is True
+    assert env.closed
+    assert "reset failed: builtins.ConnectionError: simulator not reachable" in (
+        episode.coverage_issues
+    )
+
+
+def test_an_unportable_return_from_interact_is_noted_not_fatal() -> None:
+    env = GenericEnv(lambda env, action: (env.observation_space.sample(), 0.0, True, False, {}))
+
+    def interact(wrapped: Any, observation: Any, info: Any) -> object:
+        wrapped.step(0)
+        return {"handle": object()}
+
+    episode = capture_generic(env, interact)
+    returned = episode.data["interact"]["returned"]
+    assert returned["unportable"] == "dict"
+    assert "$.interact.returned.handle holds a builtins.object" in returned["reason"]
+    assert episode.ended == "terminated"
+
+
+def test_an_observer_value_orjson_cannot_write_is_an_observer_error_at_that_step() -> None:
+    values = iter([{"ok": 1}, {"ok": 2}, {"tags": {"a", "b"}}, {"ok": 4}, {"ok": 5}])
+    env = GenericEnv(lambda env, action: (env.observation_space.sample(), 0.0, False, False, {}))
+    episode = capture_generic(env, _walk(3), observe=lambda: next(values), max_steps=3)
+    assert episode.states() == [{"ok": 1}, {"ok": 2}, None, {"ok": 4}, {"ok": 5}]
+    errors = episode.data["steps"]["observer_error"]
+    assert errors[0] is None
+    assert errors[2] is None
+    assert "$.state.tags holds a builtins.set" in errors[1]
+    assert any("observer" in issue for issue in episode.coverage_issues)
+
+
+def test_spec_arguments_that_are_not_portable_are_named() -> None:
+    env_id = "onrecord-test/WithCallback-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=_with_callback, max_episode_steps=3)
+    episode = capture_episode(
+        lambda: gym.make(env_id, callback=print, label="kept"),
+        _walk(1),
+        case=EvalCase("x"),
+        environment_id=env_id,
+        observer_id="o",
+        observe=dict,
+        seed=0,
+        max_steps=1,
+    )
+    spec = episode.environment["spec"]
+    assert spec["id"] == env_id
+    assert spec["kwargs"] == {"label": "kept"}
+    assert spec["unportable_kwargs"] == ["callback"]
+    assert spec["max_episode_steps"] == 3
+
+
+def _with_callback(callback: Any = None, label: str = "") -> gym.Env[Any, Any]:
+    return GenericEnv(lambda env, action: (env.observation_space.sample(), 0.0, False, False, {}))
