@@ -34,6 +34,7 @@ __all__ = [
     "InputError",
     "InvalidActionError",
     "LifecycleError",
+    "MalformedStepError",
     "OnrecordError",
     "PolicyError",
     "PortabilityError",
@@ -67,6 +68,12 @@ class PortabilityError(InputError, CaptureError):
 
 class LifecycleError(CaptureError):
     """The environment was used out of order: a second reset, or a step after the end."""
+
+
+class MalformedStepError(CaptureError):
+    """The environment's ``step()`` returned something other than Gymnasium's
+    ``(observation, reward, terminated, truncated, info)``; the attempt is recorded as an
+    environment error."""
 
 
 class StepLimitReached(CaptureError):

@@ -13,6 +13,7 @@ import pytest
 
 from onrecord import AcceptancePolicy, CheckRequirement, EvalCase
 from onrecord.episode import EpisodeEvidence, OutcomeCheck, OutcomeVerdict, evaluate_episode
+from onrecord.errors import MalformedStepError
 from onrecord.integrations.gymnasium import capture_episode
 from tests.core.envs import GenericEnv, capture_generic
 
@@ -162,3 +163,58 @@ def test_spec_arguments_that_are_not_portable_are_named() -> None:
 
 def _with_callback(callback: Any = None, label: str = "") -> gym.Env[Any, Any]:
     return GenericEnv(lambda env, action: (env.observation_space.sample(), 0.0, False, False, {}))
+
+
+@pytest.mark.parametrize(
+    ("result", "problem"),
+    [
+        (lambda obs: (obs, 1.0, False, {}), "a tuple of 4"),  # the old Gym API
+        (lambda obs: None, "None"),
+        (lambda obs: (obs, 1.0, False, False, ["x"]), "an info of type list"),
+        (lambda obs: (obs, 1.0, "no", False, {}), "terminated='no', not a bool"),
+        (lambda obs: (obs, 1.0, False, 2, {}), "truncated=2, not a bool"),
+    ],
+    ids=["four-tuple", "none", "info-list", "terminated-str", "truncated-2"],
+)
+def test_a_malformed_step_result_is_an_environment_error_at_its_step(
+    result: Any, problem: str, tmp_path: Path
+) -> None:
+    raised: list[Exception] = []
+    counter = {"state": 0}
+
+    def step(env: GenericEnv, action: Any) -> Any:
+        counter["state"] += 1  # the step ran: the world changed
+        return result(env.observation_space.sample())
+
+    def interact(wrapped: Any, observation: Any, info: Any) -> None:
+        try:
+            wrapped.step(1)
+        except MalformedStepError as exc:
+            raised.append(exc)
+
+    episode = capture_generic(GenericEnv(step), interact, observe=lambda: dict(counter))
+    assert len(raised) == 1
+    assert str(raised[0]).startswith(f"step() returned {problem};")
+    attempt = episode.attempts()[0]
+    assert attempt["status"] == "env_error"
+    assert attempt["action"] == 1
+    assert attempt["error"]["type"] == "onrecord.errors.MalformedStepError"
+    assert episode.states() == [{"state": 0}, {"state": 1}, {"state": 1}]  # observed after it
+    assert episode.transitions() == []
+    episode.save_json(tmp_path / "episode.json")
+    assert EpisodeEvidence.load(tmp_path / "episode.json").data == episode.data
+
+
+@pytest.mark.parametrize(
+    ("terminated", "info"), [(np.True_, None), (1, {}), (True, None)], ids=["numpy", "int", "bool"]
+)
+def test_lenient_forms_gymnasium_environments_use_are_accepted(terminated: Any, info: Any) -> None:
+    env = GenericEnv(lambda env, action: (env.observation_space.sample(), 1.0, terminated, 0, info))
+    episode = capture_generic(env, lambda wrapped, o, i: wrapped.step(0))
+    assert episode.ended == "terminated"
+    transition = episode.transitions()[0]
+    assert (transition["terminated"], transition["truncated"], transition["info"]) == (
+        True,
+        False,
+        {},
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from time import perf_counter_ns
-from typing import Any, NamedTuple, SupportsFloat
+from typing import Any, NamedTuple, NoReturn, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -27,6 +27,7 @@ from onrecord.errors import (
     CaptureError,
     InvalidActionError,
     LifecycleError,
+    MalformedStepError,
     PortabilityError,
     StepLimitReached,
 )
@@ -59,6 +60,19 @@ def error_record(exc: BaseException) -> dict[str, str]:
     """The portable description of an exception kept in evidence."""
     kind = type(exc)
     return {"type": f"{kind.__module__}.{kind.__qualname__}", "message": str(exc)}
+
+
+def _shape_of(result: Any) -> str:
+    if isinstance(result, tuple):
+        return f"a tuple of {len(result)}"
+    return "None" if result is None else f"a {type(result).__name__}"
+
+
+def _is_flag(value: Any) -> bool:
+    """A bool, a NumPy bool, or an int 0 or 1 (what older environments return)."""
+    if type(value) is bool or isinstance(value, np.bool_):
+        return True
+    return isinstance(value, int | np.integer) and value in (0, 1)
 
 
 def _snapshot(value: Any) -> Any:
@@ -151,7 +165,10 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                 recorder._record_failed(index, "env_error", exc, clock() - start, sent)
                 raise
             elapsed = clock() - start
-            observation, reward, terminated, truncated, info = result
+            try:
+                observation, reward, terminated, truncated, info = result
+            except (TypeError, ValueError):
+                recorder._malformed(index, elapsed, sent, _shape_of(result))
             if info:
                 recorder._keep_info(info, index, elapsed, sent)
             kept = (
@@ -162,7 +179,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                 else recorder._odd_observation(observation)
             )
             if terminated or truncated:
-                recorder._end(bool(terminated), bool(truncated))
+                recorder._end(terminated, truncated, index, elapsed, sent)
                 limit = 0
             try:  # the observer read: one C call in the common case
                 state = observe()
@@ -194,15 +211,29 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         return _snapshot(observation)
 
     def _keep_info(self, info: Any, index: int, elapsed: int, sent: Any) -> None:
+        if not isinstance(info, dict):
+            self._malformed(index, elapsed, sent, f"an info of type {type(info).__name__}")
         try:
             self.infos[index] = canonical_bytes(to_portable(info, f"$.info[{index}]"))
         except PortabilityError as exc:  # recorded whole, never half a transition
             self._record_failed(index, "env_error", exc, elapsed, sent)
             raise
 
-    def _end(self, terminated: bool, truncated: bool) -> None:
+    def _end(self, terminated: Any, truncated: Any, index: int, elapsed: int, sent: Any) -> None:
+        for name, flag in (("terminated", terminated), ("truncated", truncated)):
+            if not _is_flag(flag):
+                self._malformed(index, elapsed, sent, f"{name}={flag!r}, not a bool")
         self.ended = "terminated" if terminated else "truncated"
-        self.final_flags = (terminated, truncated)
+        self.final_flags = (bool(terminated), bool(truncated))
+
+    def _malformed(self, index: int, elapsed: int, sent: Any, problem: str) -> NoReturn:
+        exc = MalformedStepError(
+            f"step() returned {problem}; a Gymnasium environment's step returns "
+            "(observation, reward, terminated: bool, truncated: bool, info: dict). The step "
+            "ran, so it is recorded as an environment error"
+        )
+        self._record_failed(index, "env_error", exc, elapsed, sent)
+        raise exc
 
     def _observer_failed(self, index: int, exc: Exception) -> bytes:
         self.observer_errors[index] = f"{type(exc).__name__}: {exc}"
