@@ -218,3 +218,29 @@ def test_lenient_forms_gymnasium_environments_use_are_accepted(terminated: Any, 
         False,
         {},
     )
+
+
+@pytest.mark.parametrize(
+    ("returned", "shape"),
+    [
+        (np.zeros(2, dtype=np.float32), "ndarray"),  # the old Gym API: the observation alone
+        ((np.zeros(2, dtype=np.float32), {}, "extra"), "a tuple of 3"),
+        ((np.zeros(2, dtype=np.float32), ["info"]), "a tuple of 2"),
+    ],
+    ids=["observation-alone", "three", "info-list"],
+)
+def test_a_malformed_reset_result_is_a_reset_error(returned: Any, shape: str) -> None:
+    class OldReset(GenericEnv):
+        def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
+            return returned
+
+    called: list[bool] = []
+    episode = capture_generic(
+        OldReset(lambda env, action: (0, 0.0, False, False, {})),
+        lambda *args: called.append(True),
+    )
+    assert called == []
+    assert episode.ended == "setup_error"
+    error = episode.initial["reset_error"]
+    assert error["type"] == "onrecord.errors.MalformedStepError"
+    assert error["message"].startswith(f"reset() returned {shape};")

@@ -16,7 +16,7 @@ from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.episode._blobs import BLOB_TAG, BLOB_THRESHOLD, blob_ref, is_blob
 from onrecord.episode._coverage import coverage_issues, ending
 from onrecord.episode._history import unbatch
-from onrecord.errors import InputError, PortabilityError
+from onrecord.errors import InputError, MalformedStepError, PortabilityError
 from onrecord.integrations.gymnasium._columns import encode_steps, no_steps
 from onrecord.integrations.gymnasium._recorder import EpisodeRecorder, error_record
 from onrecord.integrations.gymnasium._spaces import batch_layout, describe_space, encode_batch
@@ -125,7 +125,7 @@ def _reset(
     try:
         env.action_space.seed(seed)
         env.observation_space.seed(seed)
-        observation, info = env.reset(seed=seed, options=settings["options"])
+        observation, info = _reset_result(env.reset(seed=seed, options=settings["options"]))
         recorder.initial_observation = observation
         initial["observation"] = _initial_observation(env.observation_space, observation, recorder)
         initial["info"] = to_portable(info, "$.initial.info")
@@ -134,6 +134,16 @@ def _reset(
     except Exception as exc:
         initial["reset_error"] = error_record(exc)
     initial["state"], initial["observer_error"] = recorder.observe()
+
+
+def _reset_result(result: Any) -> tuple[Any, Any]:
+    if type(result) is tuple and len(result) == 2 and isinstance(result[1], dict | None):
+        return result
+    shape = f"a tuple of {len(result)}" if isinstance(result, tuple) else type(result).__name__
+    raise MalformedStepError(
+        f"reset() returned {shape}; a Gymnasium environment's reset returns "
+        "(observation, info: dict) — an old Gym API environment returns the observation alone"
+    )
 
 
 def _initial_observation(space: Any, observation: Any, recorder: EpisodeRecorder) -> Any:
