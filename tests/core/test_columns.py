@@ -336,3 +336,30 @@ def test_states_of_fresh_evidence_are_detached_copies() -> None:
     assert captured.states() == expected
     assert [a["state"] for a in captured.attempts()] == expected[1:-1]  # decodes the column
     assert captured.states() == expected
+
+
+def test_arrays_inside_tuple_actions_and_observations_are_detached() -> None:
+    # The agent changes its action array after the step, the environment its
+    # observation buffer: the record keeps what was sent and returned at the time.
+    box = spaces.Box(-9, 9, (2,), np.float32)
+    buffer = np.zeros(2, dtype=np.float32)
+
+    def step(env: GenericEnv, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        buffer[:] = env.steps_taken
+        return (1, buffer), 0.0, False, False, {}
+
+    env = GenericEnv(
+        step,
+        action_space=spaces.Tuple((spaces.Discrete(2), box)),
+        observation_space=spaces.Tuple((spaces.Discrete(2), box)),
+    )
+
+    def interact(wrapped: Any, observation: Any, info: Any) -> None:
+        for value in (1.0, 2.0):
+            action = (0, np.full(2, value, dtype=np.float32))
+            wrapped.step(action)
+            action[1][:] = -1.0
+
+    episode = capture_generic(env, interact)
+    assert [t["action"] for t in episode.transitions()] == [[0, [1.0, 1.0]], [0, [2.0, 2.0]]]
+    assert [t["observation"] for t in episode.transitions()] == [[1, [1.0, 1.0]], [1, [2.0, 2.0]]]

@@ -82,6 +82,8 @@ def _snapshot(value: Any) -> Any:
         return value.copy()
     if isinstance(value, dict):
         return {key: _snapshot(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):  # Tuple spaces' samples, actions given as lists
+        return type(value)(map(_snapshot, value)) if type(value) in (list, tuple) else value
     return value
 
 
