@@ -28,8 +28,8 @@ from onrecord.envkit._sql import INTERNAL_PREFIX
 __all__ = ["CALL_SAVEPOINT", "INTERNAL", "StatementGuard"]
 
 INTERNAL = " -- onrecord"
-"""Appended to onrecord's own transaction and pragma statements on the world's
-connection, so their cached statements are never the ones a tool's text finds."""
+"""Appended to onrecord's own transaction statements on the world's connection, so
+their cached statements are never the ones a tool's text finds."""
 CALL_SAVEPOINT = "onrecord_call"
 
 _SCHEMA_CHANGES = {

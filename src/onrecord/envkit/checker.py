@@ -110,7 +110,7 @@ def _event_problems(
     if error.get("type") == "forbidden_statement":
         problems.append(
             f"Tool {spec.name!r} ran a statement tools may not run "
-            f"({event['error']['message']}); remove it from the tool."
+            f"({error['message']}); remove it from the tool."
         )
         return problems
     if event["status"] != "ok":
