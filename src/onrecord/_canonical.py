@@ -78,6 +78,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        # mkstemp makes the file private (0600); a plain open() would have honoured the
+        # umask, and reports and evidence are meant to be shared like any other file.
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -87,6 +90,21 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def _umask() -> int:
+    """The process umask, read without changing it (``os.umask`` can only be read by
+    setting it, which would race with other threads creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:  # not Linux: read it the racy way, setting it back at once
+        pass
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
 
 
 def load_record_bytes(raw: bytes, what: str) -> dict[str, Any]:

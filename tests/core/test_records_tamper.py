@@ -3,8 +3,10 @@ value makes loading fail, and round trips keep the digest."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +180,18 @@ def test_evidence_pickles_as_its_bytes_and_is_verified_on_arrival(
     pickled[at] = ord("x") if pickled[at] != ord("x") else ord("y")  # same length
     with pytest.raises(OnrecordError):
         pickle.loads(bytes(pickled))
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
+def test_saved_files_honour_the_umask(
+    goal_episode: EpisodeEvidence, tmp_path: Path, umask: int, mode: int
+) -> None:
+    # Written through a private temporary file and renamed; the result is shared like a
+    # file written with open() would be.
+    previous = os.umask(umask)
+    try:
+        path = goal_episode.save_json(tmp_path / "episode.json")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(Path(path).stat().st_mode) == mode
+    assert EpisodeEvidence.load(path) == goal_episode
