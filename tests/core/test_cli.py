@@ -98,6 +98,14 @@ def test_missing_file_is_a_clear_error() -> None:
     assert "no such file: /nonexistent/evidence.json" in result.stderr
 
 
+@pytest.mark.parametrize("command", ["verify", "show"])
+def test_a_directory_instead_of_a_file_is_a_clear_error(command: str, tmp_path: Path) -> None:
+    result = onrecord(command, str(tmp_path))
+    assert result.returncode == 3
+    assert f"{tmp_path} is a directory; give the path of a saved record file" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_every_command_has_help_and_a_docs_entry() -> None:
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]

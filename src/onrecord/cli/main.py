@@ -55,6 +55,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"onrecord {args.command}: error: no such file: {exc.filename}", file=sys.stderr)
         return EXIT_ERROR
+    except IsADirectoryError as exc:
+        print(
+            f"onrecord {args.command}: error: {exc.filename} is a directory; give the path "
+            "of a saved record file",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    except OSError as exc:  # permissions, a full disk: the file, and what went wrong
+        print(
+            f"onrecord {args.command}: error: {exc.filename or 'a file'}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     return code
 
 
