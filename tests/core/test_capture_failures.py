@@ -4,6 +4,7 @@ and the episode is left incomplete (a coverage issue) rather than wrong."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from onrecord import AcceptancePolicy, CheckRequirement, EvalCase
 from onrecord.episode import EpisodeEvidence, OutcomeCheck, OutcomeVerdict, evaluate_episode
-from onrecord.errors import MalformedStepError
+from onrecord.errors import InputError, MalformedStepError
 from onrecord.integrations.gymnasium import capture_episode
 from tests.core.envs import GenericEnv, capture_generic
 
@@ -244,3 +245,44 @@ def test_a_malformed_reset_result_is_a_reset_error(returned: Any, shape: str) ->
     error = episode.initial["reset_error"]
     assert error["type"] == "onrecord.errors.MalformedStepError"
     assert error["message"].startswith(f"reset() returned {shape};")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"observe": None}, "observe must be a function that takes no arguments"),
+        ({"interact": "agent"}, "interact must be your agent loop"),
+        ({"factory": gym.make("CartPole-v1")}, "factory must be a function"),
+        ({"case": "x"}, "case must be an onrecord.EvalCase"),
+        ({"environment_id": " "}, "environment_id must be a non-empty version label"),
+        ({"observer_id": None}, "observer_id must be a non-empty version label"),
+        ({"seed": -1}, "seed must be a non-negative int"),
+        ({"seed": 1.0}, "seed must be a non-negative int"),
+        ({"max_steps": 0}, "max_steps must be a positive int"),
+        ({"options": [("a", 1)]}, "options must be a mapping"),
+        ({"options": {"handle": object()}}, "$.options.handle holds a builtins.object"),
+    ],
+)
+def test_bad_arguments_are_refused_before_anything_runs(
+    change: dict[str, Any], message: str
+) -> None:
+    made: list[bool] = []
+
+    def factory() -> gym.Env[Any, Any]:
+        made.append(True)
+        return gym.make("CartPole-v1")
+
+    arguments: dict[str, Any] = {
+        "factory": factory,
+        "interact": _walk(1),
+        "case": EvalCase("x"),
+        "environment_id": "e",
+        "observer_id": "o",
+        "observe": dict,
+        "seed": 0,
+        "max_steps": 1,
+    }
+    arguments.update(change)
+    with pytest.raises(InputError, match=re.escape(message)):
+        capture_episode(**arguments)
+    assert made == []

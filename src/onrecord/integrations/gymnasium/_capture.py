@@ -45,6 +45,7 @@ def capture_episode(
     ``close`` are kept in the evidence; ``KeyboardInterrupt`` and other cancellations
     propagate after cleanup.
     """
+    _require_callables(factory=factory, interact=interact, observe=observe)
     settings = _settings(case, environment_id, observer_id, seed, max_steps, options)
     try:
         env = factory()
@@ -59,6 +60,19 @@ def capture_episode(
             InputError(f"factory returned {type(env).__name__}, not a gymnasium.Env"),
         )
     return _run(env, interact, observe, case, settings)
+
+
+_ROLES = {
+    "factory": "a function that takes no arguments and returns a fresh gymnasium.Env",
+    "interact": "your agent loop, called as interact(env, observation, info)",
+    "observe": "a function that takes no arguments and returns the state as portable JSON",
+}
+
+
+def _require_callables(**given: Any) -> None:
+    for name, value in given.items():
+        if not callable(value):
+            raise InputError(f"{name} must be {_ROLES[name]}, got {type(value).__name__}")
 
 
 def _settings(
@@ -81,6 +95,11 @@ def _settings(
         raise InputError(f"seed must be a non-negative int, got {seed!r}")
     if type(max_steps) is not int or max_steps < 1:
         raise InputError(f"max_steps must be a positive int, got {max_steps!r}")
+    if options is not None and not isinstance(options, Mapping):
+        raise InputError(
+            f"options must be a mapping passed to reset(options=...), or None; "
+            f"got {type(options).__name__}"
+        )
     return {
         "environment_id": environment_id,
         "observer_id": observer_id,
