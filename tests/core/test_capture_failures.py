@@ -174,8 +174,16 @@ def _with_callback(callback: Any = None, label: str = "") -> gym.Env[Any, Any]:
         (lambda obs: (obs, 1.0, False, False, ["x"]), "an info of type list"),
         (lambda obs: (obs, 1.0, "no", False, {}), "terminated='no', not a bool"),
         (lambda obs: (obs, 1.0, False, 2, {}), "truncated=2, not a bool"),
+        (
+            lambda obs: (obs, 1.0, np.array([False, True]), False, {}),
+            "a result whose parts could not be read (ValueError: The truth value",
+        ),
+        (
+            lambda obs: (obs, 1.0, False, False, np.ones(3)),
+            "a result whose parts could not be read (ValueError: The truth value",
+        ),
     ],
-    ids=["four-tuple", "none", "info-list", "terminated-str", "truncated-2"],
+    ids=["four-tuple", "none", "info-list", "terminated-str", "truncated-2", "flags", "info"],
 )
 def test_a_malformed_step_result_is_an_environment_error_at_its_step(
     result: Any, problem: str, tmp_path: Path
@@ -195,7 +203,7 @@ def test_a_malformed_step_result_is_an_environment_error_at_its_step(
 
     episode = capture_generic(GenericEnv(step), interact, observe=lambda: dict(counter))
     assert len(raised) == 1
-    assert str(raised[0]).startswith(f"step() returned {problem};")
+    assert str(raised[0]).startswith(f"step() returned {problem}")
     attempt = episode.attempts()[0]
     assert attempt["status"] == "env_error"
     assert attempt["action"] == 1

@@ -62,10 +62,15 @@ def error_record(exc: BaseException) -> dict[str, str]:
     return {"type": f"{kind.__module__}.{kind.__qualname__}", "message": str(exc)}
 
 
-def _shape_of(result: Any) -> str:
-    if isinstance(result, tuple):
+def _problem(result: Any, exc: Exception) -> str:
+    """What was wrong with a step's result, for the error recorded in its place."""
+    if result is None:
+        return "None"
+    if not isinstance(result, tuple):
+        return f"a {type(result).__name__}"
+    if len(result) != 5:
         return f"a tuple of {len(result)}"
-    return "None" if result is None else f"a {type(result).__name__}"
+    return f"a result whose parts could not be read ({type(exc).__name__}: {exc})"
 
 
 def _is_flag(value: Any) -> bool:
@@ -167,22 +172,24 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                 recorder._record_failed(index, "env_error", exc, clock() - start, sent)
                 raise
             elapsed = clock() - start
-            try:
+            try:  # gymnasium's (observation, reward, terminated, truncated, info)
                 observation, reward, terminated, truncated, info = result
-            except (TypeError, ValueError):
-                recorder._malformed(index, elapsed, sent, _shape_of(result))
-            if info:
-                recorder._keep_info(info, index, elapsed, sent)
-            kept = (
-                observation.tobytes()
-                if type(observation) is ndarray
-                and observation.dtype is box_dtype
-                and observation.shape == box_shape
-                else recorder._odd_observation(observation)
-            )
-            if terminated or truncated:
-                recorder._end(terminated, truncated, index, elapsed, sent)
-                limit = 0
+                if info:
+                    recorder._keep_info(info, index, elapsed, sent)
+                kept = (
+                    observation.tobytes()
+                    if type(observation) is ndarray
+                    and observation.dtype is box_dtype
+                    and observation.shape == box_shape
+                    else recorder._odd_observation(observation)
+                )
+                if terminated or truncated:
+                    recorder._end(terminated, truncated, index, elapsed, sent)
+                    limit = 0
+            except (TypeError, ValueError) as exc:  # not a 5-tuple, or parts without a truth
+                if isinstance(exc, CaptureError):  # already recorded, and meant for interact
+                    raise
+                recorder._malformed(index, elapsed, sent, _problem(result, exc))
             try:  # the observer read: one C call in the common case
                 state = observe()
                 try:
