@@ -109,11 +109,16 @@ def capture_generic(
     env: GenericEnv, interact: Any, *, observe: Any = dict, max_steps: int = 2
 ) -> Any:
     """``capture_episode`` of one prepared ``GenericEnv`` with neutral labels."""
+    return capture_from(lambda: env, interact, observe=observe, max_steps=max_steps)
+
+
+def capture_from(factory: Any, interact: Any, *, observe: Any = dict, max_steps: int = 2) -> Any:
+    """``capture_episode`` of whatever ``factory`` returns, with neutral labels."""
     from onrecord import EvalCase
     from onrecord.integrations.gymnasium import capture_episode
 
     return capture_episode(
-        lambda: env,
+        factory,
         interact,
         case=EvalCase("x"),
         environment_id="e",

@@ -16,7 +16,7 @@ from onrecord import AcceptancePolicy, CheckRequirement, EvalCase
 from onrecord.episode import EpisodeEvidence, OutcomeCheck, OutcomeVerdict, evaluate_episode
 from onrecord.errors import InputError, MalformedStepError
 from onrecord.integrations.gymnasium import capture_episode
-from tests.core.envs import GenericEnv, capture_generic
+from tests.core.envs import GenericEnv, capture_from, capture_generic
 
 ALWAYS = OutcomeCheck("always", "v1", lambda e: OutcomeVerdict(True, "ok", {}))
 POLICY = AcceptancePolicy((CheckRequirement("always"),))
@@ -77,16 +77,7 @@ def test_a_factory_that_returns_no_environment_is_a_setup_error() -> None:
             closed.append(True)
             raise RuntimeError("and closing fails too")  # must not hide the real problem
 
-    episode = capture_episode(
-        NotAnEnv,
-        _walk(1),
-        case=EvalCase("x"),
-        environment_id="e",
-        observer_id="o",
-        observe=dict,
-        seed=0,
-        max_steps=1,
-    )
+    episode = capture_from(NotAnEnv, _walk(1), max_steps=1)
     assert closed == [True]
     assert episode.ended == "setup_error"
     assert episode.data["events"][0]["message"] == "factory returned NotAnEnv, not a gymnasium.Env"
@@ -145,16 +136,7 @@ def test_spec_arguments_that_are_not_portable_are_named() -> None:
     env_id = "onrecord-test/WithCallback-v0"
     if env_id not in gym.registry:
         gym.register(env_id, entry_point=_with_callback, max_episode_steps=3)
-    episode = capture_episode(
-        lambda: gym.make(env_id, callback=print, label="kept"),
-        _walk(1),
-        case=EvalCase("x"),
-        environment_id=env_id,
-        observer_id="o",
-        observe=dict,
-        seed=0,
-        max_steps=1,
-    )
+    episode = capture_from(lambda: gym.make(env_id, callback=print, label="kept"), _walk(1))
     spec = episode.environment["spec"]
     assert spec["id"] == env_id
     assert spec["kwargs"] == {"label": "kept"}
