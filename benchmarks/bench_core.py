@@ -7,7 +7,9 @@ measured in this same run, or an absolute bound with wide margin (TARGETS.md).
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -126,6 +128,12 @@ def main() -> None:
             "<= 2 ms",
             verify <= 2e-3,
         )
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        path = episode.save_json(Path(folder) / "episode.json")
+        load = best_time(lambda: EpisodeEvidence.load(path), repeat=30)
+    print(
+        row("EpisodeEvidence.load (read + verify), 500 steps", f"{load * 1e3:.2f} ms", "info", True)
     )
     per_step = len(episode.to_bytes()) / STEPS
     print(row("evidence bytes per CartPole step", f"{per_step:.0f} B", "<= 330 B", per_step <= 330))

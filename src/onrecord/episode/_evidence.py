@@ -121,26 +121,45 @@ class EpisodeEvidence:
                 "onrecord episode evidence, or it needs another onrecord version"
             )
         stored = data.get("digest")
-        body_dict = {key: value for key, value in data.items() if key != "digest"}
-        body = canonical_bytes(body_dict)
-        actual = digest_bytes(body)
-        if stored != actual:
-            raise DigestMismatch(
-                f"digest is {stored!r} but the content hashes to {actual!r}: "
-                "the evidence was changed after it was recorded"
-            )
-        detached = orjson.loads(body)  # a private copy the caller cannot mutate
+        head = canonical_bytes({key: data[key] for key in data if key < "digest"})
+        tail = canonical_bytes({key: data[key] for key in data if key > "digest"})
+        if head == b"{}" or tail == b"{}":  # not a record: say what is missing
+            body = canonical_bytes({key: data[key] for key in data if key != "digest"})
+            _check_digest(stored, digest_bytes(body))
+            verify_episode_shape(orjson.loads(body))
+            raise SchemaError("episode evidence is missing the fields around its digest")
+        actual = _digest_of_halves(memoryview(head)[:-1], memoryview(tail)[1:])
+        _check_digest(stored, actual)
+        record = b"".join((head[:-1], b',"digest":"', actual.encode(), b'",', tail[1:]))
+        # A private copy the caller cannot mutate, parsed from the bytes just made.
+        return cls._verified(record, orjson.loads(record), blobs)
+
+    @classmethod
+    def _verified(
+        cls, record: bytes, detached: dict[str, Any], blobs: Mapping[str, bytes] | None
+    ) -> EpisodeEvidence:
+        """Seal canonical ``record`` bytes whose digest is checked, once ``detached`` (its
+        parsed, unshared form) passes the shape and consistency checks."""
         verify_episode_shape(detached)
         _verify_derived(detached)
         kept = verify_blobs(detached, blobs or {})
-        detached["digest"] = actual
-        return cls._seal(canonical_bytes(detached), actual, detached, kept)
+        return cls._seal(record, detached["digest"], detached, kept)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> EpisodeEvidence:
         """Read and verify evidence saved by ``save_json``."""
-        data = load_record_bytes(Path(path).read_bytes(), str(path))
-        return cls.from_dict(data, load_blobs(path, data))
+        raw = Path(path).read_bytes()
+        data = load_record_bytes(raw, str(path))  # parsed, and checked canonical
+        record = raw.rstrip(b"\n")
+        # The digest field sits where the keys before it end: hash around it.
+        start = len(canonical_bytes({key: data[key] for key in data if key < "digest"})) - 1
+        stored = data.get("digest")
+        field = b',"digest":"' + str(stored).encode() + b'",'
+        if stored is None or record[start : start + len(field)] != field:
+            return cls.from_dict(data, load_blobs(path, data))  # explains what is wrong
+        view = memoryview(record)
+        _check_digest(stored, _digest_of_halves(view[:start], view[start + len(field) :]))
+        return cls._verified(record, data, load_blobs(path, data))
 
     def save_json(self, path: str | os.PathLike[str]) -> Path:
         """Write the evidence atomically in its canonical form; large arrays go to
@@ -255,6 +274,23 @@ class EpisodeEvidence:
 
 def _unpickle(raw: bytes, blobs: dict[str, bytes]) -> EpisodeEvidence:
     return EpisodeEvidence.from_dict(load_record_bytes(raw, "pickled episode evidence"), blobs)
+
+
+def _digest_of_halves(before: memoryview, after: memoryview) -> str:
+    """sha256 of ``before + b"," + after`` without joining them: the canonical body of a
+    record whose digest field was cut out between the two."""
+    hasher = hashlib.sha256(before)
+    hasher.update(b",")
+    hasher.update(after)
+    return hasher.hexdigest()
+
+
+def _check_digest(stored: Any, actual: str) -> None:
+    if stored != actual:
+        raise DigestMismatch(
+            f"digest is {stored!r} but the content hashes to {actual!r}: "
+            "the evidence was changed after it was recorded"
+        )
 
 
 def _verify_derived(data: dict[str, Any]) -> None:
