@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -148,18 +148,25 @@ class EpisodeEvidence:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> EpisodeEvidence:
         """Read and verify evidence saved by ``save_json``."""
-        raw = Path(path).read_bytes()
-        data = load_record_bytes(raw, str(path))  # parsed, and checked canonical
+        return cls._from_saved(Path(path).read_bytes(), str(path), lambda d: load_blobs(path, d))
+
+    @classmethod
+    def _from_saved(
+        cls, raw: bytes, what: str, blobs_of: Callable[[dict[str, Any]], Mapping[str, bytes]]
+    ) -> EpisodeEvidence:
+        """Verify saved bytes (a file, a pickle): parsed once and proved canonical, they
+        are hashed as they are around the digest field, never serialized again."""
+        data = load_record_bytes(raw, what)
         record = raw.rstrip(b"\n")
-        # The digest field sits where the keys before it end: hash around it.
+        # The digest field starts where the keys sorted before it end.
         start = len(canonical_bytes({key: data[key] for key in data if key < "digest"})) - 1
         stored = data.get("digest")
         field = b',"digest":"' + str(stored).encode() + b'",'
         if stored is None or record[start : start + len(field)] != field:
-            return cls.from_dict(data, load_blobs(path, data))  # explains what is wrong
+            return cls.from_dict(data, blobs_of(data))  # explains what is wrong
         view = memoryview(record)
         _check_digest(stored, _digest_of_halves(view[:start], view[start + len(field) :]))
-        return cls._verified(record, data, load_blobs(path, data))
+        return cls._verified(record, data, blobs_of(data))
 
     def save_json(self, path: str | os.PathLike[str]) -> Path:
         """Write the evidence atomically in its canonical form; large arrays go to
@@ -273,7 +280,7 @@ class EpisodeEvidence:
 
 
 def _unpickle(raw: bytes, blobs: dict[str, bytes]) -> EpisodeEvidence:
-    return EpisodeEvidence.from_dict(load_record_bytes(raw, "pickled episode evidence"), blobs)
+    return EpisodeEvidence._from_saved(raw, "pickled episode evidence", lambda _: blobs)
 
 
 def _digest_of_halves(before: memoryview, after: memoryview) -> str:
