@@ -10,6 +10,8 @@ import numpy as np
 
 __all__ = ["mcnemar_exact_p", "paired_bootstrap_ci", "pass_hat_k", "wilson_interval"]
 
+_INDICES_PER_BLOCK = 1_000_000
+
 
 def wilson_interval(
     successes: int, trials: int, z: float = 1.959963984540054
@@ -55,7 +57,17 @@ def paired_bootstrap_ci(
     if values.size == 0:
         return (math.nan, math.nan)
     rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, values.size, size=(resamples, values.size))].mean(axis=1)
+    # Resampled in blocks of about a million indices, so memory stays flat however many
+    # cases there are; the generator yields the same stream as one big draw would.
+    block = max(1, _INDICES_PER_BLOCK // values.size)
+    means = np.concatenate(
+        [
+            values[
+                rng.integers(0, values.size, size=(min(block, resamples - done), values.size))
+            ].mean(axis=1)
+            for done in range(0, resamples, block)
+        ]
+    )
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return (float(low), float(high))

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
+import onrecord._stats as stats
 from onrecord import compare_reports
 from onrecord._stats import mcnemar_exact_p, pass_hat_k, wilson_interval
 from onrecord.errors import ComparisonRefused
@@ -125,3 +127,19 @@ def test_the_policy_a_report_was_made_for_is_locked(goal_episode: Any) -> None:
     assert compare_reports(a, evaluate_episode(goal_episode, checks, policy=strict)).pairs == 1
     with pytest.raises(ComparisonRefused, match="lock settings differ: policy"):
         compare_reports(a, evaluate_episode(goal_episode, checks, policy=lenient))
+
+
+@pytest.mark.parametrize(("size", "block"), [(5, 1_000_000), (300, 1_000), (300, 7), (40, 1)])
+def test_the_bootstrap_in_blocks_equals_one_draw(
+    size: int, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Memory stays flat for many cases; the interval is the one a single draw gives.
+    differences = np.random.default_rng(size).normal(0.3, 1.0, size)
+    rng = np.random.default_rng(11)
+    means = differences[rng.integers(0, size, size=(500, size))].mean(axis=1)
+    expected = tuple(np.percentile(means, [2.5, 97.5]))
+    monkeypatch.setattr(stats, "_INDICES_PER_BLOCK", block)
+    got = stats.paired_bootstrap_ci(differences, resamples=500, seed=11)
+    assert got == pytest.approx(expected, rel=1e-12)  # the same draws; sums may round apart
+    assert got[0] <= float(differences.mean()) <= got[1]
+    assert all(map(math.isnan, stats.paired_bootstrap_ci([], resamples=10)))
