@@ -97,13 +97,16 @@ def _verify_steps(steps: dict[str, Any], environment: dict[str, Any]) -> None:
     unknown = set(status) - ATTEMPT_STATUSES
     if unknown:
         raise SchemaError(f"steps.status holds unknown values {sorted(unknown)}")
-    executed = [i for i, value in enumerate(status) if value in ("ok", "env_error")]
+    if status.count("ok") == len(status):  # the common case: every attempt succeeded
+        executed = succeeded = list(range(len(status)))
+    else:
+        executed = [i for i, value in enumerate(status) if value in ("ok", "env_error")]
+        succeeded = [i for i, value in enumerate(status) if value == "ok"]
     if steps["action_index"] != executed:
         raise ConsistencyError(
             "steps.action_index must list exactly the executed attempts "
             f"{executed[:5]}..., found {steps['action_index'][:5]}..."
         )
-    succeeded = [i for i, value in enumerate(status) if value == "ok"]
     if steps["transition_index"] != succeeded:
         raise ConsistencyError("steps.transition_index must list exactly the successful attempts")
     for name in _PER_TRANSITION:
@@ -117,12 +120,37 @@ def _same_length(steps: dict[str, Any], name: str, expected: int, unit: str) -> 
 
 
 def _verify_order(steps: dict[str, Any], max_steps: int) -> None:
-    ended_at = None
+    """Only refusals follow the end, and ``step_limit`` marks exactly the attempts past
+    ``max_steps``. Checked with list operations first (a loop over a long episode is
+    most of verifying it); the loop below runs only to name the offending step."""
+    ended_at = _ended_at(steps)
+    status = steps["status"]
+    last = len(status) if ended_at is None else ended_at + 1
+    before, after = status[:last], status[last:]
+    if (
+        after.count("lifecycle") == len(after)
+        and "step_limit" not in before[:max_steps]
+        and before[max_steps:].count("step_limit") == len(before[max_steps:])
+    ):
+        return
+    _name_the_step_out_of_order(status, ended_at, max_steps)
+
+
+def _ended_at(steps: dict[str, Any]) -> int | None:
+    """The attempt index of the first transition flagged terminated or truncated."""
+    flags = (steps["terminated"], steps["truncated"])
+    # Every flag equal to True or False: the first True is the first truthy one.
+    if all(column.count(True) + column.count(False) == len(column) for column in flags):
+        found = [column.index(True) for column in flags if True in column]
+        return steps["transition_index"][min(found)] if found else None
     for position, index in enumerate(steps["transition_index"]):
-        if steps["terminated"][position] or steps["truncated"][position]:
-            ended_at = index
-            break
-    for index, value in enumerate(steps["status"]):
+        if flags[0][position] or flags[1][position]:
+            return int(index)
+    return None
+
+
+def _name_the_step_out_of_order(status: list[Any], ended_at: int | None, max_steps: int) -> None:
+    for index, value in enumerate(status):
         after_end = ended_at is not None and index > ended_at
         if after_end and value != "lifecycle":
             raise ConsistencyError(
@@ -133,6 +161,7 @@ def _verify_order(steps: dict[str, Any], max_steps: int) -> None:
             raise ConsistencyError(
                 f"step {index} has status {value!r}, which contradicts max_steps={max_steps}"
             )
+    raise ConsistencyError("steps.status is out of order")  # the checks above are the same
 
 
 def _verify_measures(data: dict[str, Any]) -> None:
