@@ -114,6 +114,17 @@ def test_wrong_schema_is_named(goal_episode: EpisodeEvidence) -> None:
         EpisodeEvidence.from_dict(data)
 
 
+@pytest.mark.parametrize("kind", ["report", "policy"])
+def test_another_saved_record_loaded_as_evidence_names_its_schema(
+    kind: str, saved: dict[str, bytes], tmp_path: Path
+) -> None:
+    # Its digest verifies (it is a sound record), but it is not an episode.
+    path = tmp_path / f"{kind}.json"
+    path.write_bytes(saved[kind])
+    with pytest.raises(SchemaError, match=r"expected 'onrecord.episode/v1'"):
+        EpisodeEvidence.load(path)
+
+
 def _resealed(data: dict[str, Any]) -> dict[str, Any]:
     from onrecord._canonical import content_digest
 

@@ -162,7 +162,7 @@ class EpisodeEvidence:
         start = len(canonical_bytes({key: data[key] for key in data if key < "digest"})) - 1
         stored = data.get("digest")
         field = b',"digest":"' + str(stored).encode() + b'",'
-        if stored is None or record[start : start + len(field)] != field:
+        if data.get("schema") != EPISODE_SCHEMA or record[start : start + len(field)] != field:
             return cls.from_dict(data, blobs_of(data))  # explains what is wrong
         view = memoryview(record)
         _check_digest(stored, _digest_of_halves(view[:start], view[start + len(field) :]))
