@@ -248,6 +248,7 @@ def test_a_malformed_reset_result_is_a_reset_error(returned: Any, shape: str) ->
         ({"observer_id": None}, "observer_id must be a non-empty version label"),
         ({"seed": -1}, "seed must be a non-negative int"),
         ({"seed": 1.0}, "seed must be a non-negative int"),
+        ({"seed": 2**64}, "seed must be a non-negative int below 2**64"),
         ({"max_steps": 0}, "max_steps must be a positive int"),
         ({"options": [("a", 1)]}, "options must be a mapping"),
         ({"options": {"handle": object()}}, "$.options.handle holds a builtins.object"),

@@ -91,8 +91,10 @@ def _settings(
                 f"{name} must be a non-empty version label such as "
                 f"'invoice-environment-v1', got {value!r}"
             )
-    if type(seed) is not int or seed < 0:
-        raise InputError(f"seed must be a non-negative int, got {seed!r}")
+    if type(seed) is not int or not 0 <= seed < 2**64:
+        raise InputError(
+            f"seed must be a non-negative int below 2**64 (stored exactly), got {seed!r}"
+        )
     if type(max_steps) is not int or max_steps < 1:
         raise InputError(f"max_steps must be a positive int, got {max_steps!r}")
     if options is not None and not isinstance(options, Mapping):
