@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +15,7 @@ from onrecord import AcceptancePolicy, CheckRequirement
 from onrecord.cli.main import build_parser
 from onrecord.episode import EpisodeEvidence
 from onrecord.report import EvaluationReport
+from tests.core.envs import GenericEnv, capture_generic
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
@@ -113,3 +116,59 @@ def test_every_command_has_help_and_a_docs_entry() -> None:
     for name in commands:
         assert onrecord(name, "--help").returncode == 0
         assert f"## `onrecord {name}" in documented, f"docs/cli.md lacks onrecord {name}"
+
+
+@pytest.fixture(scope="module")
+def long_episode(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """60 attempts; attempt 45 raised in the environment."""
+
+    def step(env: GenericEnv, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if env.steps_taken == 46:
+            raise ConnectionError("simulator dropped the connection")
+        return env.observation_space.sample(), 0.0, False, False, {}
+
+    def interact(wrapped: Any, observation: Any, info: Any) -> None:
+        for _ in range(60):
+            with contextlib.suppress(ConnectionError):
+                wrapped.step(0)
+
+    path = tmp_path_factory.mktemp("long") / "episode.json"
+    capture_generic(GenericEnv(step), interact, max_steps=60).save_json(path)
+    return path
+
+
+def _step_rows(output: str) -> list[str]:
+    """The first cell of every table row that is a step or a gap marker."""
+    return [line.split("│")[1].strip() for line in output.splitlines() if line.startswith("│")]
+
+
+def test_show_prints_the_first_steps_and_every_failed_one(long_episode: Path) -> None:
+    result = onrecord("show", str(long_episode))
+    assert result.returncode == 0, result.stderr
+    rows = _step_rows(result.stdout)
+    assert rows == [*map(str, range(40)), "…", "45", "…"]
+    assert "simulator dropped the connection" in result.stdout
+    assert "--steps 100-160 (or --steps all)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("50-52", ["…", "50", "51", "52", "…"]),
+        ("0", ["0", "…"]),
+        ("all", list(map(str, range(60)))),
+    ],
+)
+def test_show_prints_the_steps_asked_for(
+    long_episode: Path, spec: str, expected: list[str]
+) -> None:
+    result = onrecord("show", str(long_episode), "--steps", spec)
+    assert result.returncode == 0, result.stderr
+    assert _step_rows(result.stdout) == expected
+
+
+@pytest.mark.parametrize("spec", ["x", "5-", "-5", "9-3"])
+def test_show_refuses_a_bad_step_range(long_episode: Path, spec: str) -> None:
+    result = onrecord("show", str(long_episode), f"--steps={spec}")
+    assert result.returncode == 3
+    assert "write 'all', a step like 42 or a range like 100-160" in result.stderr

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Container
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
@@ -38,6 +41,13 @@ _STATUS_STYLE = {
 }
 
 
+FIRST_STEPS = 40
+
+
+def _shown_by_default(attempt: dict[str, Any]) -> bool:
+    return bool(attempt["index"] < FIRST_STEPS or attempt["status"] != "ok")
+
+
 def _styled(text: str) -> str:
     style = _STATUS_STYLE.get(text) or _DECISION_STYLE.get(text)
     return f"[{style}]{text}[/]" if style else text
@@ -47,16 +57,30 @@ def _interval(bounds: tuple[float, float]) -> str:
     return f"[{bounds[0]:.2f}, {bounds[1]:.2f}]"
 
 
-def render_episode(console: Console, episode: EpisodeEvidence, limit: int = 40) -> None:
-    """Header facts, then one row per attempted step (first ``limit``)."""
+def render_episode(
+    console: Console, episode: EpisodeEvidence, steps: Container[int] | None = None
+) -> None:
+    """Header facts, then one row per attempted step: those in ``steps``, or by default
+    the first ``FIRST_STEPS`` and every attempt that did not succeed (the ones a
+    reviewer looks for), with a marker where steps are left out."""
     case, env = episode.case, episode.environment
     console.print(
         f"[bold]episode[/] {case['case_id']}  env={env['environment_id']}  "
         f"observer={env['observer_id']}  seed={env['seed']}  "
         f"ended={_styled(episode.ended)}  sha256:{episode.digest[:16]}"
     )
+    attempts = episode.attempts()
+    shown = [
+        attempt
+        for attempt in attempts
+        if (attempt["index"] in steps if steps is not None else _shown_by_default(attempt))
+    ]
     table = Table("step", "status", "action", "error", "state")
-    for attempt in episode.attempts()[:limit]:
+    previous = -1
+    for attempt in shown:
+        if attempt["index"] != previous + 1:
+            table.add_row("…", f"{attempt['index'] - previous - 1} steps", "", "", "")
+        previous = attempt["index"]
         error = attempt["error"]["message"] if attempt["error"] else ""
         table.add_row(
             str(attempt["index"]),
@@ -65,9 +89,11 @@ def render_episode(console: Console, episode: EpisodeEvidence, limit: int = 40) 
             error[:60],
             str(attempt["state"])[:60],
         )
+    if previous + 1 < len(attempts):
+        table.add_row("…", f"{len(attempts) - previous - 1} steps", "", "", "")
     console.print(table)
-    if len(episode) > limit:
-        console.print(f"… {len(episode) - limit} more steps")
+    if steps is None and len(shown) < len(attempts):
+        console.print("more: onrecord show FILE --steps 100-160 (or --steps all)")
     for issue in episode.coverage_issues:
         console.print(f"[yellow]coverage:[/] {issue}")
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Container
 from typing import Any
 
 from onrecord.cli._records import load_any
 from onrecord.cli._render import make_console, render_episode, render_policy, render_report
 from onrecord.episode import EpisodeEvidence
+from onrecord.errors import InputError
 from onrecord.report import EvaluationReport
 
 __all__ = ["register"]
@@ -21,6 +24,12 @@ def register(subparsers: Any) -> None:
         description="Verify a saved record and print it as tables.",
     )
     parser.add_argument("file", metavar="FILE")
+    parser.add_argument(
+        "--steps",
+        metavar="SPEC",
+        help="an episode's steps to print: 'all', one step '42' or a range '100-160' "
+        "(default: the first 40 and every attempt that did not succeed)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -29,9 +38,25 @@ def run(args: argparse.Namespace) -> int:
     record = load_any(args.file)
     console = make_console()
     if isinstance(record, EpisodeEvidence):
-        render_episode(console, record)
+        render_episode(console, record, _steps(args.steps))
     elif isinstance(record, EvaluationReport):
         render_report(console, record)
     else:
         render_policy(console, record)
     return 0
+
+
+def _steps(spec: str | None) -> Container[int] | None:
+    if spec is None:
+        return None
+    if spec == "all":
+        return range(sys.maxsize)
+    first, dash, last = spec.partition("-")
+    try:
+        low = int(first)
+        high = int(last) if dash else low
+    except ValueError:
+        low, high = -1, -1
+    if low < 0 or high < low:
+        raise InputError(f"--steps {spec!r}: write 'all', a step like 42 or a range like 100-160")
+    return range(low, high + 1)
