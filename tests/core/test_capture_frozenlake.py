@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 from onrecord import AcceptancePolicy, CheckRequirement, EvalCase
@@ -203,6 +204,22 @@ def test_a_check_returning_the_wrong_type_is_an_evaluator_error() -> None:
         ],
     )
     assert [r.status for r in report.trials[0].results] == ["evaluator_error"] * 2
+
+
+def test_a_numpy_bool_verdict_counts_as_the_bool_it_holds() -> None:
+    """np.all(...) and array comparisons give NumPy booleans: they are unambiguous."""
+    episode = run_gym_task(TASK, FROZENLAKE_AGENTS["walks_to_goal"](), seed=7)
+    tiles = np.array([s["tile"] for s in episode.states() if s])
+    report = evaluate_episode(
+        episode,
+        [
+            OutcomeCheck("on_map", "v1", lambda e: OutcomeVerdict(np.all(tiles < 16), "")),
+            OutcomeCheck("never_left", "v1", lambda e: OutcomeVerdict(np.all(tiles == 0), None)),  # type: ignore[arg-type]
+        ],
+    )
+    on_map, never_left = report.trials[0].results
+    assert (on_map.status, never_left.status) == ("pass", "fail")
+    assert never_left.reason == ""  # not the text "None"
 
 
 def test_factory_failure_is_recorded_as_setup_error() -> None:

@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from onrecord.errors import InputError
 
 __all__ = ["NOT_MEASURED", "OutcomeCheck", "OutcomeVerdict", "outcome_check"]
@@ -22,8 +24,8 @@ NOT_MEASURED = None
 class OutcomeVerdict:
     """What one check concluded about one episode."""
 
-    passed: bool | None
-    """True: measured pass; False: measured failure; None: not measured."""
+    passed: bool | np.bool_ | None
+    """True (or a NumPy True): measured pass; False: measured failure; None: not measured."""
     reason: str
     """One sentence a reviewer can read."""
     evidence: Mapping[str, Any] = field(default_factory=dict)

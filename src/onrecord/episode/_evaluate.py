@@ -6,6 +6,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from onrecord.episode._checks import OutcomeCheck, OutcomeVerdict
 from onrecord.episode._evidence import EpisodeEvidence
 from onrecord.errors import InputError
@@ -24,15 +26,17 @@ def run_check(check: OutcomeCheck, subject: Any) -> CheckResult:
         return _evaluator_error(check, f"raised {type(exc).__name__}: {exc}")
     if not isinstance(verdict, OutcomeVerdict):
         return _evaluator_error(check, f"returned {type(verdict).__name__}, not an OutcomeVerdict")
-    if verdict.passed is not None and type(verdict.passed) is not bool:
+    passed = verdict.passed
+    if type(passed) is np.bool_:  # what np.all(...) and comparisons of arrays give
+        passed = bool(passed)
+    elif passed is not None and type(passed) is not bool:
         return _evaluator_error(
-            check, f"returned passed={verdict.passed!r}; use True, False or None (not measured)"
+            check, f"returned passed={passed!r}; use True, False or None (not measured)"
         )
-    status: Status = (
-        "not_measured" if verdict.passed is None else "pass" if verdict.passed else "fail"
-    )
+    status: Status = "not_measured" if passed is None else "pass" if passed else "fail"
+    reason = "" if verdict.reason is None else str(verdict.reason)
     try:
-        return CheckResult(check.name, check.version, status, str(verdict.reason), verdict.evidence)
+        return CheckResult(check.name, check.version, status, reason, verdict.evidence)
     except InputError as exc:
         return _evaluator_error(check, f"returned evidence that is not portable: {exc}")
 
