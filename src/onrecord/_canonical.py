@@ -18,6 +18,7 @@ import math
 import os
 import tempfile
 from collections.abc import Mapping
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = [
     "digest_bytes",
     "from_portable",
     "load_record_bytes",
+    "no_string_values",
     "record_bytes",
     "state_bytes",
     "to_portable",
@@ -127,7 +129,11 @@ def load_record_bytes(raw: bytes, what: str) -> dict[str, Any]:
     return data
 
 
-_STATE_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_SORT_KEYS
+# orjson writes datetimes and dataclasses natively; these hand them to ``default``
+# instead, which refuses them: they have no JSON form, and writing one as text would
+# be the silent stringification portable values rule out.
+_PASSTHROUGH = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+_STATE_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_SORT_KEYS | _PASSTHROUGH
 
 
 def state_bytes(value: Any, path: str = "$") -> bytes:
@@ -141,7 +147,7 @@ def state_bytes(value: Any, path: str = "$") -> bytes:
         raw = orjson.dumps(value, option=_STATE_OPTIONS, default=_numpy_fallback)
     except TypeError:
         raw = b""
-    if not raw or b"null" in raw:
+    if not raw or b"null" in raw or not _same_strings(raw, value):
         _walk(value, path)  # raises with the path when something is not portable
         if not raw:
             raise PortabilityError(
@@ -150,6 +156,24 @@ def state_bytes(value: Any, path: str = "$") -> bytes:
                 path,
             )
     return raw
+
+
+def no_string_values(raw: bytes) -> bool:
+    """Whether canonical JSON bytes hold no string value (only keys are quoted): each key
+    is written as two quotes and a colon, and without a backslash every quote in the
+    bytes is a delimiter. Two counts and a search, cheap enough for every step."""
+    return raw.count(b'"') == 2 * raw.count(b'":') and raw.find(b"\\") < 0
+
+
+def _same_strings(raw: bytes, value: Any) -> bool:
+    """False when orjson may have written a non-string object as a string (a UUID, a
+    NumPy datetime64): such a string value reads back unequal to the original."""
+    if no_string_values(raw):
+        return True
+    try:
+        return bool(orjson.loads(raw) == value)
+    except ValueError:  # arrays compared with lists have no single truth value
+        return False
 
 
 def _numpy_fallback(value: Any) -> Any:
@@ -172,15 +196,17 @@ def to_portable(value: Any, path: str = "$") -> Any:
     of unknown type. Never stringifies silently.
     """
     if type(value) is dict or type(value) is list:
-        # One C round trip copies plain JSON containers; numpy values, odd keys or
-        # types make orjson refuse, and a null may be a NaN in disguise: those take
-        # the walks below, which decide and explain.
+        # One C round trip copies plain JSON containers, kept only when it equals the
+        # original: numpy values, odd keys and unknown types make orjson refuse, and
+        # what it would change (a NaN written as null, a UUID or an enum written as
+        # its value, a tuple as a list) compares unequal. Those take the walks below,
+        # which decide and explain.
         try:
-            raw = orjson.dumps(value)
+            copy = orjson.loads(orjson.dumps(value, option=_PASSTHROUGH))
         except TypeError:
-            raw = b"null"
-        if b"null" not in raw:
-            return orjson.loads(raw)
+            copy = None
+        if type(copy) is type(value) and copy == value:
+            return copy
     try:
         return _fast(value)
     except _NotFast:
@@ -201,7 +227,7 @@ def _fast(value: Any) -> Any:
         if value - value == 0.0:  # false for NaN and +-inf
             return float(value)
         raise _NotFast
-    if kind is str or kind is bool or value is None:
+    if kind is bool or value is None or (kind is str and value.isascii()):
         return value
     if kind is int:
         if _INT_MIN <= value <= _INT_MAX:
@@ -210,7 +236,7 @@ def _fast(value: Any) -> Any:
     if kind is dict:
         out = {}
         for key, item in value.items():
-            if type(key) is not str:
+            if type(key) is not str or not key.isascii():
                 raise _NotFast
             out[key] = _fast(item)
         return out
@@ -221,8 +247,10 @@ def _fast(value: Any) -> Any:
 
 def _walk(value: Any, path: str) -> Any:
     kind = type(value)
-    if kind is str or kind is bool or value is None:
+    if kind is bool or value is None:
         return value
+    if kind is str:
+        return _checked_str(value, path)
     if kind is float:
         if math.isfinite(value):
             return value
@@ -247,8 +275,10 @@ def _to_portable_slow(value: Any, path: str) -> Any:
         return _array_to_portable(value, path)
     if isinstance(value, np.generic):
         return _walk(value.item(), path) if value.dtype.kind in "biuf" else _refuse(value, path)
-    if isinstance(value, bool | str):
-        return bool(value) if isinstance(value, bool) else str(value)
+    if isinstance(value, Enum):  # as orjson writes it: an Enum member is its value
+        return _walk(value.value, path)
+    if isinstance(value, str):  # str.__str__: a mixin Enum's str() is its name
+        return _checked_str(str.__str__(value), path)
     if isinstance(value, float):
         return _walk(float(value), path)
     if isinstance(value, int):
@@ -269,6 +299,21 @@ def _refuse(value: Any, path: str) -> Any:
     )
 
 
+def _checked_str(value: str, path: str) -> str:
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PortabilityError(
+            f"{path} holds a string with a lone surrogate ({value[exc.start]!r} at "
+            f"{exc.start}), which UTF-8 JSON cannot hold; decode the text it came from "
+            "with errors='replace', or keep it as a list of code points",
+            path,
+        ) from exc
+    return value
+
+
 def _checked_int(value: int, path: str) -> int:
     if _INT_MIN <= value <= _INT_MAX:
         return value
@@ -281,7 +326,7 @@ def _checked_int(value: int, path: str) -> int:
 
 def _checked_key(key: Any, path: str) -> str:
     if type(key) is str:
-        return key
+        return _checked_str(key, path)
     raise PortabilityError(
         f"{path} has the key {key!r} of type {type(key).__name__}; "
         "JSON object keys must be strings: convert the key with str()",

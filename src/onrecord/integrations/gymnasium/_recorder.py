@@ -196,14 +196,21 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                     raw = dumps(state, option=options, default=fallback)
                 except TypeError:
                     raw = b""
-                # A null may be a NaN in disguise: state_bytes decides and explains.
-                # (find, not "in": bytes.__contains__ first tries the needle as an int.)
-                # The comma is added by copying: the copy is a small pymalloc block,
-                # while orjson's own result sits in an oversized malloc block, and
-                # holding 500 of those costs more than serializing them did.
-                raw = (
-                    raw if raw and raw.find(b"null") < 0 else state_bytes(state, "$.state")
-                ) + b","
+                # A null may be a NaN in disguise, and a string value a UUID or a
+                # datetime64 orjson wrote as text: state_bytes decides and explains.
+                # (find, not "in": bytes.__contains__ first tries the needle as an int;
+                # the string test is no_string_values, inlined.) The comma is added by
+                # copying: the copy is a small pymalloc block, while orjson's own result
+                # sits in an oversized malloc block, and holding 500 of those costs
+                # more than serializing them did.
+                if (
+                    not raw
+                    or raw.find(b"null") >= 0
+                    or raw.count(b'"') != 2 * raw.count(b'":')
+                    or raw.find(b"\\") >= 0
+                ):
+                    raw = state_bytes(state, "$.state")
+                raw += b","
             except Exception as exc:
                 raw = recorder._observer_failed(index, exc)
             record((sent, elapsed, kept, reward, raw))
