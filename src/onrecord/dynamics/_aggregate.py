@@ -121,6 +121,15 @@ def _signature(forecast: ForecastEvidence) -> tuple[Any, ...]:
     return (data["contract"], data["coordinates"], data["horizons"], data["model_id"])
 
 
+def _observed_everywhere(forecast: ForecastEvidence) -> bool:
+    # Not censored *and* no unobserved state at a declared horizon: otherwise the
+    # "same cohort" would still have a different denominator at that horizon.
+    layout = forecast._layout
+    if layout.measured < len(forecast.horizons):
+        return False
+    return not layout.gaps or not np.isnan(forecast._truth[layout.rows]).any()
+
+
 def _stack(
     forecasts: Sequence[ForecastEvidence], index: NDArray[np.int64]
 ) -> tuple[FloatArray, FloatArray, FloatArray | None]:
@@ -163,6 +172,9 @@ def aggregate_metrics(
     forecasts = list(forecasts)
     if not forecasts or not all(isinstance(f, ForecastEvidence) for f in forecasts):
         raise InputError("aggregate_metrics needs a non-empty list of ForecastEvidence")
+    if not isinstance(same_cohort, bool):
+        # A truthy string such as "no" would otherwise silently switch the cohort on.
+        raise InputError(f"same_cohort must be True or False, got {same_cohort!r}")
     first = forecasts[0]
     signature = _signature(first)
     for forecast in forecasts:
@@ -178,7 +190,7 @@ def aggregate_metrics(
     observed = np.array([len(f._data["reference"]["states"]) for f in ok], dtype=np.int64)
     censored_counts = (observed[:, None] < horizons).sum(axis=0)
     if same_cohort:
-        ok = [f for f, steps in zip(ok, observed, strict=True) if steps >= horizons[-1]]
+        ok = [f for f in ok if _observed_everywhere(f)]
     statuses = [f._data["status"] for f in forecasts]
     shape = (len(horizons), len(first.coordinates))
     base: dict[str, Any] = {
@@ -205,7 +217,10 @@ def aggregate_metrics(
             skill=nan,
         )
     error, persistence, std = _stack(ok, horizons - 1)
-    return _summarize(base, error, persistence, std)
+    # Counted, not inferred from whether uncertainty statistics exist: in a mixed cohort
+    # they are withheld (their denominator would differ), but the count stays honest.
+    with_std = sum(f._std is not None for f in ok)
+    return _summarize(base, error, persistence, std, with_std)
 
 
 class _Mask:
@@ -227,7 +242,11 @@ class _Mask:
 
 
 def _summarize(
-    base: dict[str, Any], error: FloatArray, persistence: FloatArray, std: FloatArray | None
+    base: dict[str, Any],
+    error: FloatArray,
+    persistence: FloatArray,
+    std: FloatArray | None,
+    with_std: int,
 ) -> AggregateMetrics:
     mask = _Mask(~np.isnan(error))
     counts = mask.measured.sum(axis=0)
@@ -242,7 +261,7 @@ def _summarize(
         skill = np.where(persistence_rmse > 0, 1 - rmse / persistence_rmse, np.nan)
     stats: dict[str, Any] = {
         "measured": counts,
-        "with_std": 0 if std is None else len(error),
+        "with_std": with_std,
         "bias": bias,
         "mae": mae,
         "rmse": rmse,
@@ -259,15 +278,20 @@ def _uncertainty(
 ) -> dict[str, Any]:
     from scipy.special import ndtr
 
-    z = error / std
-    abs_z = np.abs(z)
+    with np.errstate(over="ignore", under="ignore"):  # tiny deviations: |z| may be inf
+        z = error / std
+        abs_z = np.abs(z)
+        nll = mask.keep(_HALF_LOG_2PI + np.log(std) + 0.5 * z * z)
+        pdf = np.exp(-0.5 * z * z) * (1 / math.sqrt(2 * math.pi))
     inside = mask.both(abs_z[None] <= Z_SCORES[:, None, None, None], extra_axes=1)
     coverage = inside.sum(axis=1) / denominator
     width = 2 * Z_SCORES[:, None, None] * (mask.keep(std).sum(axis=0) / denominator)
-    nll = mask.keep(_HALF_LOG_2PI + np.log(std) + 0.5 * z * z)
     cdf = ndtr(abs_z)
-    pdf = np.exp(-0.5 * z * z) * (1 / math.sqrt(2 * math.pi))
-    crps = mask.keep(std * (abs_z * (2 * cdf - 1) + 2 * pdf - _INV_SQRT_PI))
+    with np.errstate(invalid="ignore"):
+        crps = std * (abs_z * (2 * cdf - 1) + 2 * pdf - _INV_SQRT_PI)
+    # When error / std overflows, std * inf would say inf; the limit is |error| (the
+    # point forecast's CRPS). Finite cells keep the usual form, so saved runs replay.
+    crps = mask.keep(np.where(np.isfinite(abs_z), crps, np.abs(error)))
     # PIT of the actual value under the forecast: Phi((actual - mean) / std) = Phi(-z).
     pit = np.where(z <= 0, cdf, 1 - cdf)
     bins = np.minimum((pit * PIT_BINS).astype(np.int64), PIT_BINS - 1)

@@ -23,6 +23,7 @@ from onrecord.dynamics._capture import (
     check_array,
     plan_scope,
     prepared,
+    read_answer,
     simulator_problem,
 )
 from onrecord.dynamics._envs import Coordinate
@@ -140,6 +141,12 @@ def _answer(
         answer = call(initial.copy(), actions.copy())
     except Exception as exc:
         raise ModelError(f"the model raised {type(exc).__name__}: {exc}") from None
+    return read_answer(_read, answer, count, steps, dim)
+
+
+def _read(
+    answer: Any, count: int, steps: int, dim: int
+) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
     if isinstance(answer, Prediction):
         answer = {"mean": answer.mean, "standard_deviation": answer.std}
     if not isinstance(answer, Mapping):
@@ -186,6 +193,8 @@ def _from_samples(
         raise ModelError(
             f"samples has shape {list(samples.shape)}, expected [{count}, S, {steps}, {dim}]"
         )
+    if samples.shape[1] == 0:
+        raise ModelError("samples holds no particles; give at least one per reference")
     if samples.shape[1] < 2:
         return samples.mean(axis=1), None
     return samples.mean(axis=1), samples.std(axis=1, ddof=1)

@@ -9,8 +9,8 @@ and the model is never called.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import orjson
@@ -25,6 +25,7 @@ __all__ = ["ForecastSpec", "capture_forecast", "reference_states"]
 Predict = Callable[[dict[str, Any]], Any]
 _RESPONSE_KEYS = frozenset({"states", "standard_deviation", "metadata"})
 _SIMULATOR_PHASES = ("factory", "reset", "step", "cleanup")
+_T = TypeVar("_T")
 
 
 class ModelError(OnrecordError):
@@ -83,6 +84,7 @@ def _coordinates(coordinates: Any, angular: Any) -> list[dict[str, Any]]:
             f"{{'x': 'm', 'angle': 'rad'}}, got {coordinates!r:.80}"
         )
     names = [c.name for c in items]
+    angular = _angular_names(angular)
     if not items or any(
         not isinstance(c.name, str)
         or not c.name
@@ -95,6 +97,11 @@ def _coordinates(coordinates: Any, angular: Any) -> list[dict[str, Any]]:
             "coordinates need at least one entry; names and units must be "
             "non-empty strings and names may not contain '/'"
         )
+    if len(set(names)) != len(names):
+        # Names key every metric and check; a repeated name would silently merge two
+        # state components into one.
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        raise InputError(f"coordinates repeat the names {repeated}; give each one a unique name")
     extra = sorted(set(angular) - set(names))
     if extra:
         raise InputError(
@@ -105,14 +112,28 @@ def _coordinates(coordinates: Any, angular: Any) -> list[dict[str, Any]]:
     ]
 
 
+def _angular_names(angular: Any) -> set[str]:
+    # A bare string would otherwise be read character by character: "xy" would make
+    # both "x" and "y" angular without a word.
+    if isinstance(angular, str) or not isinstance(angular, Iterable):
+        raise InputError(
+            f"angular must be a list of coordinate names such as ('theta',), got {angular!r}"
+        )
+    names = list(angular)
+    if not all(isinstance(name, str) for name in names):
+        raise InputError(f"angular must hold coordinate names (strings), got {names!r}")
+    return set(names)
+
+
 def _horizons(horizons: Any) -> list[int]:
     try:
-        values = [int(h) for h in horizons if type(h) is int or isinstance(h, np.integer)]
+        given = list(horizons)  # once: a generator can be read a single time
     except TypeError:
         raise InputError(f"horizons must be a list of positive ints, got {horizons!r}") from None
+    values = [int(h) for h in given if type(h) is int or isinstance(h, np.integer)]
     if (
         not values
-        or len(values) != len(list(horizons))
+        or len(values) != len(given)
         or min(values) < 1
         or len(set(values)) != len(values)
     ):
@@ -242,6 +263,8 @@ def check_array(value: Any, steps: int, dim: int, name: str) -> np.ndarray:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ModelError(f"{name} is not numeric: {exc}") from None
+    if steps == 0 and array.size == 0:
+        array = array.reshape(0, dim)  # "[]" is the one vector per action of no actions
     if array.shape != (steps, dim):
         raise ModelError(
             f"{name} has shape {list(array.shape)}; expected one vector of {dim} "
@@ -309,7 +332,20 @@ def _call(predict: Predict, request: dict[str, Any], steps: int, dim: int) -> di
         raise ModelError(f"the model raised {type(exc).__name__}: {exc}") from None
     if orjson.dumps(detached) != original:
         raise ModelError("the model mutated its request; copy it before changing it")
-    return check_response(answer, steps, dim)
+    return read_answer(check_response, answer, steps, dim)
+
+
+def read_answer(check: Callable[..., _T], answer: Any, *args: Any) -> _T:
+    """``check(answer, *args)``; any failure while reading the model's answer (a huge
+    int, an ``__array__`` or ``__getitem__`` that raises) is the model's, not the caller's."""
+    try:
+        return check(answer, *args)
+    except ModelError:
+        raise
+    except Exception as exc:
+        raise ModelError(
+            f"the model's answer could not be read: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _sealed(

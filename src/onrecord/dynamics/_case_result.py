@@ -11,8 +11,11 @@ reference — never a score.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import numpy as np
 
 from onrecord.dynamics._evidence import ForecastEvidence
 from onrecord.dynamics._metrics import forecast_metrics
@@ -25,9 +28,10 @@ Tolerances = Mapping[str, float | Mapping[int | str, float]]
 
 
 def _tolerance(value: Any, where: str) -> float:
+    # numbers.Real admits numpy scalars (np.float32(0.1), np.int64(1)) as well as floats.
     if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
+        isinstance(value, bool | np.bool_)
+        or not isinstance(value, numbers.Real)
         or not math.isfinite(value)
         or value < 0
     ):
@@ -69,12 +73,23 @@ def _horizon_key(key: Any) -> Any:
     # JSON and TOML keys are strings: accept "4" and "h4" as horizon 4.
     if isinstance(key, str) and key != "*":
         digits = key[1:] if key.startswith("h") else key
-        return int(digits) if digits.isdigit() else key
-    return key
+        return int(digits) if digits.isascii() and digits.isdigit() else key
+    if isinstance(key, bool | np.bool_):
+        return repr(key)  # True == 1 would otherwise silently mean horizon 1
+    return int(key) if isinstance(key, numbers.Integral) else key
 
 
 def _per_horizon(name: str, raw: Mapping[Any, Any], horizons: tuple[int, ...]) -> dict[int, float]:
-    value = {_horizon_key(key): item for key, item in raw.items()}
+    value: dict[Any, Any] = {}
+    for key, item in raw.items():
+        horizon = _horizon_key(key)
+        if horizon in value:
+            # 4 and "h4" both given: keeping either silently would hide a typo.
+            raise InputError(
+                f"tolerances[{name!r}] gives horizon {horizon} more than once "
+                f"(as {key!r} and another key); keep one"
+            )
+        value[horizon] = item
     unknown = [h for h in value if h != "*" and h not in horizons]
     if unknown:
         raise InputError(
@@ -196,6 +211,10 @@ def forecast_report(forecasts: Iterable[ForecastEvidence], tolerances: Tolerance
     seen: dict[tuple[str, str], int] = {}
     trials = []
     for forecast in forecasts:
+        if not isinstance(forecast, ForecastEvidence):
+            raise InputError(
+                f"forecast_report takes ForecastEvidence, got {type(forecast).__name__}"
+            )
         case = forecast.episode["case"]
         key = (case["case_id"], case["content_digest"])
         trials.append(forecast_case_result(forecast, tolerances, repeat=seen.get(key, 0)))

@@ -22,8 +22,9 @@ from onrecord._canonical import (
     digest_bytes,
     load_record_bytes,
 )
+from onrecord.dynamics._evidence_schema import verify_shape
 from onrecord.dynamics._protocol import FloatArray
-from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
+from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
 
 __all__ = [
     "FORECAST_SCHEMA",
@@ -35,22 +36,6 @@ __all__ = [
 
 FORECAST_SCHEMA = "onrecord.forecast/v1"
 ForecastStatus = Literal["ok", "model_error", "simulator_error"]
-_STATUSES = ("ok", "model_error", "simulator_error")
-_KEYS = {
-    "schema",
-    "episode",
-    "model_id",
-    "contract",
-    "coordinates",
-    "horizons",
-    "action_scope",
-    "request",
-    "reference",
-    "response",
-    "status",
-    "error",
-    "digest",
-}
 
 
 class ForecastEvidence:
@@ -134,7 +119,7 @@ class ForecastEvidence:
                 f"hashes to {actual!r}: it was changed after capture"
             )
         detached: dict[str, Any] = orjson.loads(body)
-        _verify_shape(detached)
+        verify_shape(detached)
         detached["digest"] = actual
         return cls._seal(detached, body)
 
@@ -151,18 +136,30 @@ class ForecastEvidence:
         """Write the forecast atomically in canonical form."""
         return atomic_write_bytes(path, self.to_bytes())
 
-    def verify_reference(self, episode: Any) -> None:
+    def verify_reference(self, episode: Any, *, state_key: str = "state") -> None:
         """Raise ``ConsistencyError`` unless ``episode`` is the reference this forecast was
-        scored against (same digest, same observed states)."""
-        from onrecord.dynamics._capture import reference_states
+        scored against (same digest, same observed states). ``state_key`` is the one the
+        forecast was captured with."""
+        from onrecord.dynamics._capture import prepared
+        from onrecord.episode import EpisodeEvidence
 
+        if not isinstance(episode, EpisodeEvidence):
+            raise InputError(
+                f"verify_reference takes the reference EpisodeEvidence, got "
+                f"{type(episode).__name__}"
+            )
         if episode.digest != self.episode_digest:
             raise ConsistencyError(
                 f"forecast {self._digest[:12]} references episode "
                 f"{self.episode_digest[:12]}, not {episode.digest[:12]}"
             )
-        if reference_states(episode)[1] != self._data["reference"]["states"]:
-            raise ConsistencyError("the forecast's reference states differ from the episode's")
+        # The same extraction capture used: vectors of the wrong length were kept out.
+        truth = prepared(episode, state_key, [], len(self._angular))[1]
+        if truth != self._data["reference"]["states"]:
+            raise ConsistencyError(
+                "the forecast's reference states differ from the episode's observed "
+                f"{state_key!r} vectors; pass the state_key the forecast was captured with"
+            )
 
     # --- views ------------------------------------------------------------------------
 
@@ -330,69 +327,6 @@ def _frozen(rows: Any, dim: int) -> FloatArray:
     array = np.asarray(rows, dtype=np.float64).reshape(-1, dim)
     array.flags.writeable = False
     return array
-
-
-def _fail(message: str) -> SchemaError:
-    return SchemaError(f"forecast record: {message}")
-
-
-def _verify_shape(data: dict[str, Any]) -> None:
-    if set(data) | {"digest"} != _KEYS:
-        raise _fail(f"fields are {sorted(set(data))}, expected {sorted(_KEYS - {'digest'})}")
-    status, coordinates = data["status"], data["coordinates"]
-    if status not in _STATUSES:
-        raise _fail(f"status is {status!r}, expected one of {_STATUSES}")
-    if (
-        not isinstance(coordinates, list)
-        or not coordinates
-        or not all(
-            isinstance(c, dict) and set(c) == {"name", "unit", "angular"} for c in coordinates
-        )
-    ):
-        raise _fail("coordinates must be a non-empty list of {name, unit, angular}")
-    dim = len(coordinates)
-    if (data["error"] is None) != (status == "ok"):
-        raise ConsistencyError(
-            f"forecast status {status!r} does not match its error {data['error']!r}"
-        )
-    _verify_vectors(data["reference"].get("states"), dim, "reference.states", allow_none=True)
-    if status == "ok":
-        _verify_ok(data, dim)
-
-
-def _verify_ok(data: dict[str, Any], dim: int) -> None:
-    request, response = data["request"], data["response"]
-    if not isinstance(request, dict) or not isinstance(response, dict):
-        raise _fail("an ok forecast needs a request and a response")
-    steps = len(request["actions"])
-    _verify_vectors([request["initial_state"]], dim, "request.initial_state")
-    _verify_vectors(response["states"], dim, "response.states", length=steps)
-    std = response.get("standard_deviation")
-    if std is not None:
-        _verify_vectors(std, dim, "response.standard_deviation", length=steps)
-        if min(min(row) for row in std) <= 0:
-            raise ConsistencyError("forecast standard deviations must be positive")
-    horizons = data["horizons"]
-    if not horizons or min(horizons) < 1 or horizons != sorted(set(horizons)):
-        raise ConsistencyError(f"horizons {horizons} must be distinct, sorted and positive")
-    if len(data["reference"]["states"]) > steps:
-        raise ConsistencyError("the reference has more observed steps than requested actions")
-
-
-def _verify_vectors(
-    rows: Any, dim: int, field: str, *, length: int | None = None, allow_none: bool = False
-) -> None:
-    if not isinstance(rows, list) or (length is not None and len(rows) != length):
-        raise _fail(f"{field} must be a list of {length or 'some'} vectors")
-    for row in rows:
-        if row is None and allow_none:
-            continue
-        if (
-            not isinstance(row, list)
-            or len(row) != dim
-            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in row)
-        ):
-            raise _fail(f"{field} holds {row!r:.60}, not a vector of {dim} numbers")
 
 
 def save_forecasts(path: str | os.PathLike[str], forecasts: Iterable[ForecastEvidence]) -> Path:

@@ -31,9 +31,13 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def wrap_angles(errors: FloatArray, mask: NDArray[np.bool_]) -> FloatArray:
-    """Wrap the ``mask`` columns of ``errors`` into [-pi, pi) in place and return them."""
+    """Wrap the ``mask`` columns of ``errors`` into (-pi, pi] in place and return them."""
     if mask.any():
-        errors[..., mask] = (errors[..., mask] + np.pi) % (2 * np.pi) - np.pi
+        wrapped = (errors[..., mask] + np.pi) % (2 * np.pi) - np.pi
+        # That lands in [-pi, pi); the documented range is (-pi, pi], so a half-turn
+        # error keeps its sign. Only the boundary moves: saved runs still replay exactly.
+        wrapped[wrapped == -np.pi] = np.pi
+        errors[..., mask] = wrapped
     return errors
 
 
@@ -200,17 +204,11 @@ def forecast_metrics(forecast: ForecastEvidence) -> ForecastMetrics:
     if sd is None:
         return ForecastMetrics._make(forecast, measured, error, abs_error)
     half = Z_SCORES[:, None, None] * sd
-    z = error / sd
+    with np.errstate(over="ignore"):  # a tiny deviation: the density's log is truly -inf
+        z = error / sd
+        nll = _HALF_LOG_2PI + np.log(sd) + 0.5 * z * z
     return ForecastMetrics._make(
-        forecast,
-        measured,
-        error,
-        abs_error,
-        sd,
-        mean - half,
-        mean + half,
-        abs_error <= half,
-        _HALF_LOG_2PI + np.log(sd) + 0.5 * z * z,
+        forecast, measured, error, abs_error, sd, mean - half, mean + half, abs_error <= half, nll
     )
 
 

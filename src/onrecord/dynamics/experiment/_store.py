@@ -70,7 +70,18 @@ def verify_manifest(root: Path) -> dict[str, str]:
     path = root / MANIFEST
     if not path.exists():
         raise SchemaError(f"{path} is missing: this is not a worldmodel run directory")
-    files: dict[str, str] = read_json(path)["files"]
+    manifest = read_json(path)
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("schema") != "onrecord.manifest/v1"
+        or not isinstance(files, dict)
+        or not all(isinstance(digest, str) for digest in files.values())
+    ):
+        raise SchemaError(
+            f"{path} is not an onrecord.manifest/v1 with a files -> sha256 map; "
+            "restore the manifest the run wrote, or re-run"
+        )
     present = {
         p.relative_to(root).as_posix()
         for p in root.rglob("*")

@@ -1,0 +1,176 @@
+"""The shape a saved forecast record must have before it is trusted.
+
+A matching digest only proves the content is self-consistent, not that it came from
+``capture_forecast``: a hand-made record can carry a correct digest. Every field the
+scoring code reads is therefore checked here, so a malformed record fails as a
+``SchemaError`` or ``ConsistencyError`` at load time instead of a ``KeyError`` deep in
+the metrics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from onrecord.errors import ConsistencyError, SchemaError
+
+__all__ = ["verify_shape"]
+
+_STATUSES = ("ok", "model_error", "simulator_error")
+_SCOPES = ("planned", "observed_prefix")
+_KEYS = {
+    "schema",
+    "episode",
+    "model_id",
+    "contract",
+    "coordinates",
+    "horizons",
+    "action_scope",
+    "request",
+    "reference",
+    "response",
+    "status",
+    "error",
+    "digest",
+}
+_EPISODE_KEYS = {"digest", "case", "environment_id", "observer_id", "seed"}
+
+
+def _fail(message: str) -> SchemaError:
+    return SchemaError(f"forecast record: {message}")
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def verify_shape(data: dict[str, Any]) -> None:
+    """Raise unless ``data`` (without its digest) is a well-formed forecast record."""
+    if set(data) | {"digest"} != _KEYS:
+        raise _fail(f"fields are {sorted(set(data))}, expected {sorted(_KEYS - {'digest'})}")
+    status = data["status"]
+    if status not in _STATUSES:
+        raise _fail(f"status is {status!r}, expected one of {_STATUSES}")
+    for name in ("model_id", "contract"):
+        if not _is_text(data[name]):
+            raise _fail(f"{name} must be a non-empty string, got {data[name]!r:.60}")
+    if data["action_scope"] not in _SCOPES:
+        raise _fail(f"action_scope is {data['action_scope']!r:.60}, expected one of {_SCOPES}")
+    _verify_episode(data["episode"])
+    dim = _verify_coordinates(data["coordinates"])
+    _verify_horizons(data["horizons"])
+    _verify_error(status, data["error"])
+    reference = data["reference"]
+    if not isinstance(reference, dict) or set(reference) != {"states", "ended"}:
+        raise _fail("reference must be {states, ended}")
+    _verify_vectors(reference["states"], dim, "reference.states", allow_none=True)
+    request = data["request"]
+    if request is not None:
+        _verify_request(request, dim)
+    if status == "ok":
+        _verify_ok(data, dim)
+    elif data["response"] is not None:
+        raise ConsistencyError(f"a forecast with status {status!r} cannot carry a response")
+
+
+def _verify_episode(episode: Any) -> None:
+    if (
+        not isinstance(episode, dict)
+        or set(episode) != _EPISODE_KEYS
+        or not _is_text(episode["digest"])
+        or not isinstance(episode["case"], dict)
+    ):
+        raise _fail(f"episode must be {{{', '.join(sorted(_EPISODE_KEYS))}}} naming its digest")
+
+
+def _verify_coordinates(coordinates: Any) -> int:
+    if (
+        not isinstance(coordinates, list)
+        or not coordinates
+        or not all(
+            isinstance(c, dict)
+            and set(c) == {"name", "unit", "angular"}
+            and _is_text(c["name"])
+            and "/" not in c["name"]
+            and _is_text(c["unit"])
+            and isinstance(c["angular"], bool)
+            for c in coordinates
+        )
+    ):
+        raise _fail("coordinates must be a non-empty list of {name, unit, angular: bool}")
+    names = [c["name"] for c in coordinates]
+    if len(set(names)) != len(names):
+        raise _fail(f"coordinates repeat a name: {names}")
+    return len(coordinates)
+
+
+def _verify_horizons(horizons: Any) -> None:
+    if (
+        not isinstance(horizons, list)
+        or not horizons
+        or not all(_is_int(h) for h in horizons)
+        or min(horizons) < 1
+        or horizons != sorted(set(horizons))
+    ):
+        raise ConsistencyError(f"horizons {horizons!r:.60} must be distinct, sorted positive ints")
+
+
+def _verify_error(status: str, error: Any) -> None:
+    if (error is None) != (status == "ok"):
+        raise ConsistencyError(f"forecast status {status!r} does not match its error {error!r}")
+    if error is not None and (
+        not isinstance(error, dict)
+        or set(error) != {"type", "message"}
+        or not all(isinstance(v, str) for v in error.values())
+    ):
+        raise _fail(f"error must be {{type, message}} strings, got {error!r:.60}")
+
+
+def _verify_request(request: Any, dim: int) -> None:
+    if not isinstance(request, dict) or set(request) != {"initial_state", "actions"}:
+        raise _fail("request must be {initial_state, actions}")
+    if not isinstance(request["actions"], list):
+        raise _fail("request.actions must be a list")
+    _verify_vectors([request["initial_state"]], dim, "request.initial_state")
+
+
+def _verify_ok(data: dict[str, Any], dim: int) -> None:
+    request, response = data["request"], data["response"]
+    if not isinstance(request, dict) or not isinstance(response, dict):
+        raise _fail("an ok forecast needs a request and a response")
+    if set(response) != {"states", "standard_deviation", "metadata"}:
+        raise _fail("response must be {states, standard_deviation, metadata}")
+    if not isinstance(response["metadata"], dict):
+        raise _fail("response.metadata must be an object")
+    steps = len(request["actions"])
+    _verify_vectors(response["states"], dim, "response.states", length=steps)
+    std = response["standard_deviation"]
+    if std is not None:
+        _verify_vectors(std, dim, "response.standard_deviation", length=steps)
+        if any(value <= 0 for row in std for value in row):
+            raise ConsistencyError("forecast standard deviations must be positive")
+    if len(data["reference"]["states"]) > steps:
+        raise ConsistencyError("the reference has more observed steps than requested actions")
+    if data["action_scope"] == "planned" and max(data["horizons"]) > steps:
+        raise ConsistencyError(
+            f"horizon {max(data['horizons'])} exceeds the {steps} planned actions"
+        )
+
+
+def _verify_vectors(
+    rows: Any, dim: int, field: str, *, length: int | None = None, allow_none: bool = False
+) -> None:
+    if not isinstance(rows, list) or (length is not None and len(rows) != length):
+        raise _fail(f"{field} must be a list of {length or 'some'} vectors")
+    for row in rows:
+        if row is None and allow_none:
+            continue
+        if (
+            not isinstance(row, list)
+            or len(row) != dim
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in row)
+        ):
+            raise _fail(f"{field} holds {row!r:.60}, not a vector of {dim} numbers")
