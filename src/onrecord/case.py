@@ -41,6 +41,11 @@ class EvalCase:
                 raise InputError(
                     f"EvalCase.{name} must be a non-empty string or None, got {value!r}"
                 )
+        if self.metadata is not None and not isinstance(self.metadata, Mapping):
+            raise InputError(
+                "EvalCase.metadata must be a mapping of portable facts such as "
+                f"{{'difficulty': 'hard'}}, or None; got {type(self.metadata).__name__}"
+            )
         if self.completion not in COMPLETIONS:
             raise InputError(
                 f"EvalCase.completion must be one of {COMPLETIONS}, got {self.completion!r}"

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from onrecord import EvalCase
 from onrecord._canonical import canonical_bytes, state_bytes, to_portable
-from onrecord.errors import PortabilityError
+from onrecord.errors import InputError, PortabilityError
 from onrecord.integrations.gymnasium import capture_episode
 
 
@@ -158,3 +158,14 @@ def _plant(value: Any, foreign: Any, path: str, data: st.DataObject) -> tuple[An
             inner, where = _plant(value[index], foreign, f"{path}[{index}]", data)
         return [*value[:index], inner, *value[index + 1 :]], where
     return [value, foreign], f"{path}[1]"  # a leaf: it becomes a list holding both
+
+
+@pytest.mark.parametrize("metadata", [[("tier", "gold")], "gold", 5], ids=["pairs", "str", "int"])
+def test_case_metadata_that_is_not_a_mapping_is_named(metadata: Any) -> None:
+    with pytest.raises(InputError, match=r"EvalCase\.metadata must be a mapping"):
+        EvalCase("post the remittance", metadata=metadata)
+
+
+def test_case_metadata_with_a_foreign_object_is_refused_at_its_path() -> None:
+    with pytest.raises(PortabilityError, match=r"\$\.metadata\.received holds a datetime"):
+        EvalCase("post the remittance", metadata={"received": datetime.date(2026, 11, 29)})
