@@ -24,7 +24,11 @@ def wilson_interval(
     denominator = 1 + z * z / trials
     centre = (rate + z * z / (2 * trials)) / denominator
     half = z * math.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / denominator
-    return (float(max(0.0, centre - half)), float(min(1.0, centre + half)))
+    # At 0 and n successes the bound is exactly 0 or 1; rounding in centre ± half would
+    # give 5.6e-17 or 0.9999999999999999 instead.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == trials else min(1.0, centre + half)
+    return (float(low), float(high))
 
 
 def mcnemar_exact_p(only_a: int, only_b: int) -> float:

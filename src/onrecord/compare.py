@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 from onrecord._stats import mcnemar_exact_p, paired_bootstrap_ci
@@ -101,7 +102,10 @@ def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str
     checks_a, checks_b = lock_a.get("checks", {}), lock_b.get("checks", {})
     for name in sorted(set(checks_a) | set(checks_b)):
         version_a, version_b = checks_a.get(name), checks_b.get(name)
-        if version_a != version_b:
+        if version_a is None or version_b is None:
+            side = "A" if version_b is None else "B"
+            reasons.append(f"check {name!r} is only in {side} (version {version_a or version_b!r})")
+        elif version_a != version_b:
             reasons.append(f"check {name!r}: version {version_a!r} in A, {version_b!r} in B")
     if lock_a.get("environments") != lock_b.get("environments"):
         reasons.append(
@@ -147,6 +151,7 @@ def compare_reports(
             "compare_reports takes two EvaluationReport objects; load saved "
             "reports with EvaluationReport.load(path)"
         )
+    _check_bootstrap_settings(resamples, seed)
     reasons = lock_differences(a.lock, b.lock)
     if reasons:
         raise ComparisonRefused(reasons)
@@ -163,6 +168,17 @@ def compare_reports(
     )
     measures = tuple(_compare_measure(name, pairs, resamples, seed) for name in names)
     return Comparison(len(pairs), checks, measures, a.digest, b.digest)
+
+
+def _check_bootstrap_settings(resamples: Any, seed: Any) -> None:
+    # Checked before any work: NumPy would fail later with a message naming neither.
+    if isinstance(resamples, bool) or not isinstance(resamples, Integral) or resamples < 1:
+        raise InputError(
+            f"compare_reports(resamples=...) must be a positive integer such as 2000, "
+            f"got {resamples!r}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:
+        raise InputError(f"compare_reports(seed=...) must be a non-negative integer, got {seed!r}")
 
 
 def _compare_check(name: str, pairs: list[tuple[Trial, Trial]]) -> CheckComparison:

@@ -8,6 +8,8 @@
 
 ``CheckRequirement.check`` may be a glob (``dynamics/pole_angle/*``): every check in the
 report that matches is required in every trial, so a missing horizon is missing coverage.
+A check whose name equals the pattern always matches, so a check literally named
+``score[0]`` can be required by its name.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ __all__ = [
 
 POLICY_SCHEMA = "onrecord.policy/v1"
 Decision = Literal["accept", "reject", "indeterminate"]
+# A misspelt key (``critcal = false``) must not silently leave a requirement at its
+# default, so from_dict accepts these keys and no others.
+_POLICY_KEYS = ("schema", "name", "requirements", "digest")
+_REQUIREMENT_KEYS = ("check", "critical", "min_pass_rate")
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,13 @@ class CheckRequirement:
                 f"CheckRequirement.critical must be True or False, got {self.critical!r}"
             )
         rate = self.min_pass_rate
-        if not isinstance(rate, int | float) or not math.isfinite(rate) or not 0 < rate <= 1:
+        # bool is an int: ``min_pass_rate = true`` in TOML is a mistake, not 1.0.
+        if (
+            isinstance(rate, bool)
+            or not isinstance(rate, int | float)
+            or not math.isfinite(rate)
+            or not 0 < rate <= 1
+        ):
             raise PolicyError(f"CheckRequirement.min_pass_rate must be in (0, 1], got {rate!r}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -183,6 +195,11 @@ class AcceptancePolicy:
                 "AcceptancePolicy needs a non-empty tuple of CheckRequirement, "
                 "e.g. AcceptancePolicy((CheckRequirement('posted_once'),))"
             )
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise PolicyError(
+                f"AcceptancePolicy.name must be a non-empty string such as 'release', "
+                f"got {self.name!r}"
+            )
         object.__setattr__(self, "requirements", requirements)
 
     def evaluate(self, report: EvaluationReport) -> PolicyDecision:
@@ -223,39 +240,38 @@ class AcceptancePolicy:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, verify_digest: bool = True) -> AcceptancePolicy:
-        """Rebuild a policy; a saved policy's digest must match."""
+        """Rebuild a policy; a saved policy's digest must match. Unknown keys are refused."""
+        if not isinstance(data, Mapping):
+            raise PolicyError(
+                f"a policy must be an object with a 'requirements' list, got {type(data).__name__}"
+            )
         if data.get("schema", POLICY_SCHEMA) != POLICY_SCHEMA:
             raise SchemaError(f"schema is {data.get('schema')!r}, expected {POLICY_SCHEMA!r}")
+        _refuse_unknown_keys(data, _POLICY_KEYS, "the policy")
         items = data.get("requirements")
         if not isinstance(items, list):
             raise PolicyError(
                 "a policy needs a 'requirements' list of {check, critical, min_pass_rate} objects"
             )
-        try:
-            policy = cls(
-                tuple(
-                    CheckRequirement(
-                        item["check"],
-                        critical=item.get("critical", True),
-                        min_pass_rate=item.get("min_pass_rate", 1.0),
-                    )
-                    for item in items
-                ),
-                name=data.get("name", "policy"),
-            )
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise PolicyError(f"a requirement is malformed ({exc}); each needs 'check'") from exc
+        policy = cls(
+            tuple(_requirement_from_dict(index, item) for index, item in enumerate(items)),
+            name=data.get("name", "policy"),
+        )
         if verify_digest and "digest" not in data:
             raise SchemaError(
                 "a saved policy needs its 'digest' field; to load a hand-written "
                 "policy use a .toml file or from_dict(..., verify_digest=False)"
             )
-        if verify_digest and (
-            data["digest"] != content_digest(data) or policy.to_dict() != dict(data)
-        ):
+        if verify_digest and data["digest"] != content_digest(data):
             raise DigestMismatch(
                 f"policy digest is {data['digest']!r} but its content hashes "
                 f"to {content_digest(data)!r}: it was changed after saving"
+            )
+        if verify_digest and policy.to_dict() != dict(data):
+            raise DigestMismatch(
+                "the policy's digest matches but its fields are not those save_json writes "
+                "(a missing schema or default, an integer rate): it was rewritten by hand; "
+                "load it as TOML or re-save it with save_json"
             )
         return policy
 
@@ -264,19 +280,47 @@ class AcceptancePolicy:
         """Read a policy: canonical JSON saved by ``save_json`` (verified) or a hand-written
         TOML file with ``[[requirements]]`` tables."""
         raw = Path(path).read_bytes()
-        if str(path).endswith(".toml"):
+        if Path(path).suffix.lower() == ".toml":
             import tomllib
 
             try:
                 return cls.from_dict(tomllib.loads(raw.decode()), verify_digest=False)
-            except tomllib.TOMLDecodeError as exc:
-                raise PolicyError(f"{path} is not valid TOML: {exc}") from exc
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise PolicyError(
+                    f"{path} is not valid UTF-8 TOML ({exc}); fix the file or save the "
+                    "policy with AcceptancePolicy.save_json"
+                ) from exc
         return cls.from_dict(load_record_bytes(raw, str(path)))
 
 
+def _refuse_unknown_keys(data: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
+    unknown = sorted(str(key) for key in data if key not in allowed)
+    if unknown:
+        raise PolicyError(
+            f"{where} has unknown field(s) {unknown}; the fields are {list(allowed)}: "
+            "fix the spelling or remove them"
+        )
+
+
+def _requirement_from_dict(index: int, item: Any) -> CheckRequirement:
+    where = f"requirement #{index + 1}"
+    if not isinstance(item, Mapping) or "check" not in item:
+        raise PolicyError(
+            f"{where} is malformed ({item!r:.60}); each needs a 'check' name, e.g. "
+            "{'check': 'posted_once'}"
+        )
+    _refuse_unknown_keys(item, _REQUIREMENT_KEYS, f"{where} ({item['check']!r})")
+    return CheckRequirement(
+        item["check"],
+        critical=item.get("critical", True),
+        min_pass_rate=item.get("min_pass_rate", 1.0),
+    )
+
+
 def _judge(requirement: CheckRequirement, report: EvaluationReport) -> RequirementOutcome:
+    pattern = requirement.check
     matched = tuple(
-        name for name in report.check_names if fnmatch.fnmatchcase(name, requirement.check)
+        name for name in report.check_names if name == pattern or fnmatch.fnmatchcase(name, pattern)
     )
     if not matched:
         return RequirementOutcome(

@@ -85,8 +85,20 @@ class EvaluationReport:
 
     @classmethod
     def merge(cls, reports: Iterable[EvaluationReport]) -> EvaluationReport:
-        """One report holding the trials of several (same checks expected)."""
-        return cls.from_trials(trial for report in reports for trial in report.trials)
+        """One report holding the trials of several (same checks expected). Lock settings
+        beyond checks, environments and cases (the policy, the run's environment config)
+        are kept where every report agrees on them, so a merge of reports made for one
+        policy still records that policy."""
+        reports = tuple(reports)
+        extras = [_extra(report._lock) for report in reports]
+        shared = {
+            key: value
+            for key, value in (extras[0] if extras else {}).items()
+            if all(extra.get(key) == value for extra in extras)
+        }
+        return cls.from_trials(
+            (trial for report in reports for trial in report.trials), lock_extra=shared
+        )
 
     @property
     def trials(self) -> tuple[Trial, ...]:
@@ -143,8 +155,17 @@ class EvaluationReport:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvaluationReport:
         """Rebuild and verify a report's dict form."""
+        if not isinstance(data, Mapping):
+            raise SchemaError(f"a report must be a JSON object, got {type(data).__name__}")
         if data.get("schema") != REPORT_SCHEMA:
             raise SchemaError(f"schema is {data.get('schema')!r}, expected {REPORT_SCHEMA!r}")
+        unknown = sorted(set(data) - {"schema", "lock", "trials", "digest"})
+        if unknown:
+            # The digest covers only what the report rebuilds: an added field would be
+            # dropped silently, so a file carrying one was edited.
+            raise SchemaError(
+                f"the report has unknown field(s) {unknown}: it was edited; restore the saved file"
+            )
         if not isinstance(data.get("trials"), list) or not isinstance(data.get("lock"), dict):
             raise SchemaError("a report needs a 'lock' object and a 'trials' list")
         report = cls((Trial.from_dict(item) for item in data["trials"]), data["lock"])

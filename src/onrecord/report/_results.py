@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -13,6 +14,22 @@ __all__ = ["STATUSES", "CheckResult", "Status", "Trial"]
 
 Status = Literal["pass", "fail", "not_measured", "evaluator_error", "model_error"]
 STATUSES: tuple[Status, ...] = ("pass", "fail", "not_measured", "evaluator_error", "model_error")
+_RESULT_KEYS = frozenset({"name", "version", "status", "reason", "evidence"})
+_TRIAL_KEYS = frozenset(
+    {"case", "repeat", "source", "results", "coverage_issues", "measures", "settings"}
+)
+
+
+def _refuse_unknown_keys(data: Mapping[str, Any], allowed: Collection[str], what: str) -> None:
+    """A saved record with a field onrecord never writes was edited: refuse it rather than
+    drop the field silently (it may be a hand-added "override" a reader would trust)."""
+    if not isinstance(data, Mapping):
+        raise SchemaError(f"{what} must be an object, got {type(data).__name__}")
+    unknown = sorted(str(key) for key in data if key not in allowed)
+    if unknown:
+        raise SchemaError(
+            f"{what} has unknown field(s) {unknown}: it was edited; restore the saved file"
+        )
 
 
 @dataclass(frozen=True)
@@ -31,6 +48,11 @@ class CheckResult:
     """Portable facts behind the result."""
 
     def __post_init__(self) -> None:
+        for label in ("name", "version"):
+            if not isinstance(getattr(self, label), str) or not getattr(self, label):
+                raise InputError(
+                    f"CheckResult.{label} must be a non-empty string, got {getattr(self, label)!r}"
+                )
         if self.status not in STATUSES:
             raise InputError(f"CheckResult.status must be one of {STATUSES}, got {self.status!r}")
         if not isinstance(self.evidence, Mapping):
@@ -64,6 +86,7 @@ class CheckResult:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
         """Inverse of ``to_dict``."""
+        _refuse_unknown_keys(data, _RESULT_KEYS, "a check result")
         try:
             return cls(
                 data["name"], data["version"], data["status"], data["reason"], data["evidence"]
@@ -92,9 +115,11 @@ class Trial:
     """Environment / observer ids and settings; they enter the lock."""
 
     def __post_init__(self) -> None:
-        if not {"case_id", "content_digest"} <= set(self.case):
+        if not isinstance(self.case, Mapping) or not all(
+            isinstance(self.case.get(key), str) for key in ("case_id", "content_digest")
+        ):
             raise InputError(
-                "Trial.case must hold case_id and content_digest (use EvalCase.identity)"
+                "Trial.case must hold case_id and content_digest strings (use EvalCase.identity)"
             )
         names = [result.name for result in self.results]
         if len(names) != len(set(names)):
@@ -102,10 +127,19 @@ class Trial:
                 f"Trial of case {self.case['case_id']!r} has a check twice: "
                 f"{sorted(name for name in names if names.count(name) > 1)}"
             )
+        object.__setattr__(self, "repeat", _repeat_number(self.repeat))
+        object.__setattr__(self, "coverage_issues", _issues(self.coverage_issues))
         for label in ("case", "source", "measures", "settings"):
             object.__setattr__(
                 self, label, to_portable(dict(getattr(self, label)), f"$.trial.{label}")
             )
+        for name, value in self.measures.items():
+            # compare_reports averages measures; a string or null would crash it later.
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InputError(
+                    f"measure {name!r} of case {self.case['case_id']!r} must be a finite "
+                    f"number, got {value!r}; leave a measure out when it was not measured"
+                )
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -141,15 +175,36 @@ class Trial:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Trial:
         """Inverse of ``to_dict``."""
+        _refuse_unknown_keys(data, _TRIAL_KEYS, "a trial record")
         try:
             return cls(
                 data["case"],
                 data["repeat"],
                 data["source"],
                 tuple(CheckResult.from_dict(item) for item in data["results"]),
-                tuple(data["coverage_issues"]),
+                data["coverage_issues"],
                 data["measures"],
                 data["settings"],
             )
         except (KeyError, TypeError) as exc:
             raise SchemaError(f"trial record is malformed: missing or wrong {exc}") from exc
+
+
+def _repeat_number(repeat: Any) -> int:
+    # Repeats are sorted and paired across reports: a "0" or 0.5 would break both.
+    try:
+        number = operator.index(repeat) if not isinstance(repeat, bool) else -1
+    except TypeError:
+        number = -1
+    if number < 0:
+        raise InputError(f"Trial.repeat must be a non-negative integer (0, 1, …), got {repeat!r}")
+    return number
+
+
+def _issues(issues: Any) -> tuple[str, ...]:
+    if not isinstance(issues, tuple | list) or not all(isinstance(item, str) for item in issues):
+        raise InputError(
+            "Trial.coverage_issues must be a tuple of sentences, e.g. "
+            f"('observer failed at step 3',), got {issues!r:.80}"
+        )
+    return tuple(issues)
