@@ -136,6 +136,19 @@ def test_summary_counts_a_trial_missing_a_check_as_incomplete() -> None:
     assert AcceptancePolicy((CheckRequirement("*"),)).evaluate(merged).decision == ("indeterminate")
 
 
+def test_the_html_task_table_agrees_with_the_summary_on_a_missing_check() -> None:
+    from onrecord.html._data import _tasks
+
+    merged = EvaluationReport.merge(
+        [report(trial("x", a="pass")), report(trial("y", a="pass", b="pass"))]
+    )
+    first, second = merged.trials
+    assert (first.outcome, first.outcome_among(merged.check_names)) == ("pass", "incomplete")
+    assert second.outcome_among(merged.check_names) == "pass"
+    rows = {row["case_id"]: row for row in _tasks(merged)}
+    assert (rows["x"]["pass"], rows["x"]["incomplete"], rows["y"]["pass"]) == (0, 1, 1)
+
+
 def test_pass_hat_k_with_unequal_repeats_per_case() -> None:
     rep = report(
         trial("x", 0, a="pass"),

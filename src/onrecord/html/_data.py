@@ -162,7 +162,7 @@ def _tasks(report: EvaluationReport) -> list[dict[str, Any]]:
             },
         )
         row["episodes"] += 1
-        row[trial.outcome] += 1
+        row[trial.outcome_among(report.check_names)] += 1
         for result in trial.results:
             if result.status == "fail" and result.name not in row["failing_checks"]:
                 row["failing_checks"].append(result.name)
@@ -215,10 +215,11 @@ def _episodes(
     store: RunStore, report: EvaluationReport, mode: str
 ) -> tuple[list[dict[str, Any]], str]:
     trials = {(str(t.case["case_id"]), t.repeat): t for t in report.trials}
-    chosen, note = _choose(list(trials.values()), mode)
-    wanted = {(str(t.case["case_id"]), t.repeat) for t in chosen}
+    outcomes = {key: t.outcome_among(report.check_names) for key, t in trials.items()}
+    chosen, note = _choose(list(trials), mode, outcomes)
+    wanted = set(chosen)
     views = [
-        _episode_view(store, record.data, trials[record.key], record)
+        _episode_view(store, record.data, trials[record.key], record, outcomes[record.key])
         for record in store.records()
         if record.key in wanted
     ]
@@ -227,8 +228,10 @@ def _episodes(
     return views, note
 
 
-def _choose(trials: list[Trial], mode: str) -> tuple[list[Trial], str]:
-    bad = [t for t in trials if t.outcome != "pass"]
+def _choose(
+    trials: list[tuple[str, int]], mode: str, outcomes: Mapping[tuple[str, int], str]
+) -> tuple[list[tuple[str, int]], str]:
+    bad = [key for key in trials if outcomes[key] != "pass"]
     if mode == "all" or (mode == "auto" and len(trials) <= _DETAIL_LIMIT):
         return trials, ""
     if mode in ("auto", "failing"):
@@ -240,7 +243,7 @@ def _choose(trials: list[Trial], mode: str) -> tuple[list[Trial], str]:
             raise InputError(
                 f"--episodes must be auto, all, failing or a number, got {mode!r}"
             ) from exc
-        chosen = (bad + [t for t in trials if t.outcome == "pass"])[: max(limit, 0)]
+        chosen = (bad + [key for key in trials if outcomes[key] == "pass"])[: max(limit, 0)]
     return chosen, (
         f"details of {len(chosen)} of {len(trials)} episodes (failing and "
         "incomplete first); `onrecord report --episodes all` includes every one"
@@ -248,7 +251,7 @@ def _choose(trials: list[Trial], mode: str) -> tuple[list[Trial], str]:
 
 
 def _episode_view(
-    store: RunStore, record: Mapping[str, Any], trial: Trial, stored: Any
+    store: RunStore, record: Mapping[str, Any], trial: Trial, stored: Any, outcome: str
 ) -> dict[str, Any]:
     saved = store.saved_episode(stored)
     evidence = saved.evidence
@@ -256,7 +259,7 @@ def _episode_view(
         "case_id": record["case_id"],
         "repeat": record["repeat"],
         "seed": record["seed"],
-        "outcome": trial.outcome,
+        "outcome": outcome,
         "fingerprint": record["fingerprint"],
         "digest": evidence.get("digest"),
         "measures": dict(trial.measures),

@@ -156,6 +156,15 @@ class Trial:
             return "pass"
         return "incomplete"
 
+    def outcome_among(self, check_names: Collection[str]) -> Literal["pass", "fail", "incomplete"]:
+        """The outcome within a report of ``check_names``: a trial without a result for
+        one of them (e.g. in a merge of reports with different checks) lacks coverage, as
+        the acceptance policy sees it, so it cannot pass."""
+        outcome = self.outcome
+        if outcome == "pass" and not set(check_names) <= {r.name for r in self.results}:
+            return "incomplete"
+        return outcome
+
     def result(self, name: str) -> CheckResult | None:
         """This trial's result for one check, if it has one."""
         return next((result for result in self.results if result.name == name), None)

@@ -83,7 +83,7 @@ def summarize(trials: Sequence[Trial], check_names: Sequence[str]) -> ReportSumm
     outcomes = {"pass": 0, "fail": 0, "incomplete": 0}
     per_case: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for trial in trials:
-        outcome = _outcome(trial, check_names)
+        outcome = trial.outcome_among(check_names)
         outcomes[outcome] += 1
         tally = per_case[(trial.case["case_id"], trial.case["content_digest"])]
         tally[0] += outcome == "pass"
@@ -100,18 +100,6 @@ def summarize(trials: Sequence[Trial], check_names: Sequence[str]) -> ReportSumm
         checks=tuple(_check_summary(trials, name) for name in check_names),
         pass_hat_k={k: value for k, value in hat.items() if value is not None},
     )
-
-
-def _outcome(trial: Trial, check_names: Sequence[str]) -> str:
-    """The trial's outcome within the report: a trial without a result for one of the
-    report's checks (e.g. in a merge of reports with different checks) lacks coverage, as
-    the acceptance policy sees it, so it cannot pass."""
-    outcome = trial.outcome
-    if outcome == "pass" and len(trial.results) < len(check_names):
-        present = {result.name for result in trial.results}
-        if any(name not in present for name in check_names):
-            return "incomplete"
-    return outcome
 
 
 def _check_summary(trials: Sequence[Trial], name: str) -> CheckSummary:
