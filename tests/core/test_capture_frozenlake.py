@@ -10,8 +10,14 @@ import numpy as np
 import pytest
 
 from onrecord import AcceptancePolicy, CheckRequirement, EvalCase
-from onrecord.episode import EpisodeEvidence, OutcomeCheck, OutcomeVerdict, evaluate_episode
-from onrecord.errors import LifecycleError, StepLimitReached
+from onrecord.episode import (
+    EpisodeEvidence,
+    OutcomeCheck,
+    OutcomeVerdict,
+    evaluate_episode,
+    evaluate_episodes,
+)
+from onrecord.errors import InputError, LifecycleError, StepLimitReached
 from onrecord.examples import FROZENLAKE_AGENTS, frozenlake_task, run_gym_task
 from onrecord.integrations.gymnasium import capture_episode
 
@@ -281,3 +287,12 @@ def test_unportable_or_malformed_evidence_is_an_evaluator_error() -> None:
     assert nan.status == listy.status == "evaluator_error"
     assert "$.results.nan.evidence.v is nan" in nan.reason
     assert "must be a dict of portable values, got list" in listy.reason
+
+
+def test_the_same_episode_given_twice_is_not_two_repeats() -> None:
+    episode = run_gym_task(TASK, FROZENLAKE_AGENTS["walks_to_goal"](), seed=7)
+    again = run_gym_task(TASK, FROZENLAKE_AGENTS["walks_to_goal"](), seed=7)
+    check = OutcomeCheck("reached", "v1", lambda e: OutcomeVerdict(e.ended == "terminated", ""))
+    assert len(evaluate_episodes([episode, again], [check]).trials) == 2  # two executions
+    with pytest.raises(InputError, match="is given twice; each repeat must be its own"):
+        evaluate_episodes([episode, again, episode], [check])

@@ -119,8 +119,24 @@ def evaluate_episodes(
     checks = _validated(checks)
     seen: Counter[str] = Counter()
     trials = []
+    digests: set[str] = set()
     for episode in episodes:
         case_id = episode.case["case_id"] if isinstance(episode, EpisodeEvidence) else None
-        trials.append(episode_trial(episode, checks, seen[str(case_id)]))
+        trial = episode_trial(episode, checks, seen[str(case_id)])
+        _refuse_twice(trial, digests)
+        trials.append(trial)
         seen[str(case_id)] += 1
     return EvaluationReport.from_trials(trials, lock_extra=_policy_lock(policy))
+
+
+def _refuse_twice(trial: Trial, digests: set[str]) -> None:
+    """The same evidence given twice would count one execution as two repeats: a pass
+    rate and pass^k over pseudo-repeats claim more than was observed. (Two executions
+    never share a digest: per-step wall times are part of it.)"""
+    digest = trial.source["digest"]
+    if digest in digests:
+        raise InputError(
+            f"the episode sha256:{digest[:12]} of case {trial.case['case_id']!r} is given "
+            "twice; each repeat must be its own execution (capture it again)"
+        )
+    digests.add(digest)
