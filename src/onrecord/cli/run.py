@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from onrecord.case import EvalCase
 from onrecord.cli._progress import BarProgress
 from onrecord.cli._render import make_console, render_decision, render_report
 from onrecord.errors import InputError
@@ -17,6 +19,7 @@ from onrecord.runner import (
     RunConfig,
     RunProtocol,
     RunResult,
+    RunStore,
     load_config,
     make_executor,
     parse_seeds,
@@ -24,6 +27,7 @@ from onrecord.runner import (
     resume_run,
     start_run,
 )
+from onrecord.runner._protocol import tasks_from
 
 __all__ = ["config_from_args", "register"]
 
@@ -128,8 +132,10 @@ def _protocol(config: RunConfig) -> RunProtocol:
         config.agent,
         tasks=cases if cases is not None else config.tasks,
         checks=config.checks or ("default",),
-        repeats=config.repeats or 1,
-        seeds=config.seeds or (0,),
+        # ``is None``, not ``or``: --repeats 0 or seeds = [] are mistakes the protocol
+        # reports, not requests for the default.
+        repeats=1 if config.repeats is None else config.repeats,
+        seeds=(0,) if config.seeds is None else config.seeds,
         max_steps=config.max_steps,
         options=config.options,
         policy=config.acceptance_policy(),
@@ -169,13 +175,75 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _resume_target(config: RunConfig) -> tuple[str, RunProtocol | None]:
-    if config.environment and Path(config.environment, "run.json").is_file() and not config.out:
-        return config.environment, None
-    if not config.out:
+    given = config.environment
+    if given and Path(given, "run.json").is_file() and config.out in (None, given):
+        out, config = given, replace(config, environment=None)
+    elif config.out:
+        out = config.out
+    else:
         raise InputError(
             "--resume needs the run directory: `onrecord run --resume RUN` or `--out RUN`"
         )
-    return config.out, _protocol(config) if config.environment else None
+    return out, _expected(config, RunStore.open(out).protocol)
+
+
+def _expected(config: RunConfig, stored: RunProtocol) -> RunProtocol | None:
+    """The run's protocol with every setting the command line (or --config) names put
+    in its place; None when it names none. Settings left out keep the run's values, so
+    only what was named can differ (and is refused by ``resume_run``)."""
+    if all(getattr(config, name) is None for name in _SETTINGS):
+        return None
+    cases = config.cases()
+    policy = config.acceptance_policy()
+    if all(getattr(config, name) is None for name in _RESOLVED):
+        return replace(
+            stored,
+            agent=_given(config.agent, stored.agent),
+            tasks=stored.tasks if cases is None else tasks_from(cases),
+            repeats=_given(config.repeats, stored.repeats),
+            seeds=tuple(_given(config.seeds, stored.seeds)),
+            max_steps=_given(config.max_steps, stored.max_steps),
+            options=_given(config.options, stored.options),
+            policy=stored.policy if policy is None else policy.to_dict(),
+        )
+    # Names of environments, tasks and checks must be resolved (check versions loaded).
+    environment = stored.environment
+    same_environment = config.environment in (None, environment.name)
+    return plan_run(
+        _given(config.environment, environment.name),
+        _given(config.agent, stored.agent),
+        tasks=cases or config.tasks or [EvalCase.from_dict(task) for task in stored.tasks],
+        checks=_given(config.checks, stored.checks),
+        repeats=_given(config.repeats, stored.repeats),
+        seeds=_given(config.seeds, stored.seeds),
+        max_steps=_given(config.max_steps, stored.max_steps),
+        options=_given(config.options, stored.options),
+        policy=stored.acceptance_policy if policy is None else policy,
+        environment_config=_given(
+            config.environment_config, environment.config if same_environment else None
+        ),
+    )
+
+
+# Settings that define the protocol (executor, workers, address and out do not).
+_SETTINGS = (
+    "environment",
+    "agent",
+    "tasks",
+    "tasks_file",
+    "repeats",
+    "seeds",
+    "max_steps",
+    "checks",
+    "policy",
+    "options",
+    "environment_config",
+)
+_RESOLVED = ("environment", "environment_config", "tasks", "checks")
+
+
+def _given(value: Any, stored: Any) -> Any:
+    return stored if value is None else value
 
 
 def _summary(

@@ -11,6 +11,8 @@ import concurrent.futures as cf
 import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Any
 
 from onrecord.errors import InputError
@@ -97,7 +99,14 @@ class InProcessExecutor(Executor):
 
 
 class ProcessPoolExecutor(Executor):
-    """A pool of ``workers`` local processes (started with ``spawn``: no inherited state)."""
+    """A pool of ``workers`` local processes (started with ``spawn``: no inherited state).
+
+    A worker that dies (``os._exit``, a signal, out of memory) breaks the pool and every
+    chunk in flight with it. Those jobs run again in a fresh pool, one at a time, so the
+    one that kills its worker again is known: it comes back as an error (a resume
+    retries it) and the others are recorded. An interrupted run (Ctrl-C) stops the
+    workers instead of waiting for their chunks, which may never end.
+    """
 
     name = "process"
 
@@ -106,29 +115,113 @@ class ProcessPoolExecutor(Executor):
             raise InputError(f"workers must be a positive integer, got {workers!r}")
         self.workers = workers
         self.chunk_size = chunk_size
-        self._pool = cf.ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn")
+        self._pool = self._new_pool()
+        self._stopped = False
+
+    def _new_pool(self) -> cf.ProcessPoolExecutor:
+        return cf.ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=multiprocessing.get_context("spawn")
         )
 
     def run(self, jobs: Sequence[EpisodeJob]) -> Iterator[JobResult]:
+        if self._stopped:  # an earlier run was interrupted: its pool is gone
+            self._restart()
         chunks = iter(_chunks(jobs, self.workers, self.chunk_size))
-        pending: set[cf.Future[list[JobResult]]] = set()
+        retries: list[EpisodeJob] = []  # jobs a dead worker took down, run alone
+        pending: dict[cf.Future[list[JobResult]], _Chunk] = {}
         try:
             while True:
-                # A bounded number of chunks in flight keeps memory flat on huge runs.
-                while len(pending) < self.workers * 4 and (chunk := next(chunks, None)):
-                    pending.add(self._pool.submit(run_chunk, chunk))
-                if not pending:
+                broken = not self._fill(pending, chunks, retries)
+                if not pending and not broken:
                     return
-                finished, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                # A pool found broken at submit: collect every chunk in flight first.
+                until = cf.ALL_COMPLETED if broken else cf.FIRST_COMPLETED
+                finished, _ = cf.wait(pending, return_when=until)
                 for future in finished:
-                    yield from future.result()
+                    chunk = pending.pop(future)
+                    try:
+                        results = future.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        yield from chunk.lost(retries)
+                        continue
+                    yield from results
+                if broken:  # every chunk still in flight died with the pool
+                    for chunk in pending.values():
+                        yield from chunk.lost(retries)
+                    pending.clear()
+                    self._restart()
         finally:
-            for future in pending:
-                future.cancel()
+            if pending:  # interrupted (Ctrl-C, an error while appending)
+                self._stop_workers()
+
+    def _restart(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=not self._stopped)
+        self._pool, self._stopped = self._new_pool(), False
+
+    def _fill(
+        self,
+        pending: dict[cf.Future[list[JobResult]], _Chunk],
+        chunks: Iterator[list[EpisodeJob]],
+        retries: list[EpisodeJob],
+    ) -> bool:
+        """Submit work; False when the pool turned out broken (nothing is lost: an
+        unsubmitted chunk's jobs go to ``retries``)."""
+        if retries:
+            if not pending:
+                job = retries.pop()
+                return self._submit(pending, _Chunk([job], alone=True), retries)
+            return True
+        # A bounded number of chunks in flight keeps memory flat on huge runs.
+        while len(pending) < self.workers * 4 and (chunk := next(chunks, None)):
+            if not self._submit(pending, _Chunk(chunk, alone=False), retries):
+                return False
+        return True
+
+    def _submit(
+        self,
+        pending: dict[cf.Future[list[JobResult]], _Chunk],
+        chunk: _Chunk,
+        retries: list[EpisodeJob],
+    ) -> bool:
+        try:
+            pending[self._pool.submit(run_chunk, chunk.jobs)] = chunk
+        except BrokenProcessPool:  # a worker died since the last wait
+            retries.extend(chunk.jobs)
+            return False
+        return True
+
+    def _stop_workers(self) -> None:
+        # Waiting for running chunks could take minutes (or forever: a hung agent);
+        # their episodes are not recorded, so a resume runs them again. Futures are not
+        # cancelled first: Python 3.11's pool then fails setting their exception.
+        self._stopped = True
+        for process in list((getattr(self._pool, "_processes", None) or {}).values()):
+            process.terminate()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool.shutdown(wait=True, cancel_futures=not self._stopped)
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    jobs: list[EpisodeJob]
+    alone: bool
+    """Run by itself after a worker died: if its worker dies too, this job killed it."""
+
+    def lost(self, retries: list[EpisodeJob]) -> Iterator[JobResult]:
+        """The worker running this chunk died: the job that killed it is an error, any
+        other is queued to run again, alone."""
+        if not self.alone:
+            retries.extend(self.jobs)
+            return
+        for job in self.jobs:
+            yield JobResult(
+                job.key[0],
+                job.repeat,
+                error="the worker process running this episode died (os._exit, a "
+                "signal or out of memory); a resume retries it",
+            )
 
 
 class RayExecutor(Executor):
@@ -189,12 +282,15 @@ def make_executor(
 ) -> Executor:
     """An executor by name: ``inprocess``, ``process`` (``workers`` processes, default the
     CPU count) or ``ray`` (``address`` of a cluster, default a local one)."""
+    # ``is None`` rather than ``or``: --workers 0 is a mistake to report, not a default.
+    if workers is not None and (type(workers) is not int or workers < 1):
+        raise InputError(f"workers must be a positive integer, got {workers!r}")
     if name == "inprocess":
         if workers not in (None, 1):
-            return ProcessPoolExecutor(int(workers or 1))
+            return ProcessPoolExecutor(workers)
         return InProcessExecutor()
     if name == "process":
-        return ProcessPoolExecutor(workers or os.cpu_count() or 1)
+        return ProcessPoolExecutor(workers if workers is not None else os.cpu_count() or 1)
     if name == "ray":
         return RayExecutor(address, workers=workers)
     raise InputError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")

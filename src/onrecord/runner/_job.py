@@ -145,7 +145,9 @@ def run_job(job: EpisodeJob) -> JobResult:
         output = provider.run_episode(spec, agent)
         trial = provider.trial(output.subject, checks, repeat)
         return _result(job, output, trial.to_dict(), trial.outcome)
-    except Exception as exc:
+    # SystemExit too: an agent calling sys.exit() must not end the whole run (with the
+    # agent's exit code, possibly 0 = "accept"); only Ctrl-C stops the run.
+    except (Exception, SystemExit) as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1:]
         place = f" (at {where[0].filename}:{where[0].lineno})" if where else ""
         return JobResult(case_id, repeat, error=f"{type(exc).__name__}: {exc}{place}")

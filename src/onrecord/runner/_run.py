@@ -179,6 +179,7 @@ def resume_run(
             f"{store.path} was started by onrecord {store.library_version}; "
             f"this is {__version__}: resume it with that version (or regrade it)"
         )
+    _verify_check_versions(store)
     if expect is not None and (differences := store.protocol.differences(expect)):
         raise InputError(
             f"the settings differ from the run in {store.path}:\n  "
@@ -187,6 +188,30 @@ def resume_run(
             "run in another --out directory"
         )
     return _execute(store, executor, progress)
+
+
+def _verify_check_versions(store: RunStore) -> None:
+    """Refuse before running anything when a check's version changed since the run
+    started: every worker would refuse its episodes, one error per episode."""
+    provider = build_provider(store.protocol.environment)
+    try:
+        loaded = load_checks(provider, store.protocol.checks)
+    finally:
+        provider.close()
+    now = {check.name: check.version for check in loaded}
+    was = dict(store.protocol.check_versions)
+    changed = [
+        f"{name}: the run has {was.get(name, 'no such check')}, the code now has "
+        f"{now.get(name, 'no such check')}"
+        for name in sorted(set(now) | set(was))
+        if now.get(name) != was.get(name)
+    ]
+    if changed:
+        raise InputError(
+            f"the checks changed since the run in {store.path} started:\n  "
+            + "\n  ".join(changed)
+            + "\nfinish it with the original checks, then `onrecord regrade` it"
+        )
 
 
 def _execute(store: RunStore, executor: Executor | None, progress: Progress | None) -> RunResult:

@@ -66,17 +66,36 @@ class RunStore:
         self.path = path
         self.manifest = manifest
         self.protocol = RunProtocol.from_dict(manifest["protocol"])
+        self._lock: BinaryIO | None = None  # held from create() until a RunWriter takes it
 
     # -- opening -------------------------------------------------------------------
     @classmethod
     def create(cls, path: str | os.PathLike[str], run_id: str, protocol: RunProtocol) -> RunStore:
-        """Start a new run directory; refuses one that already holds anything."""
+        """Start a new run directory; refuses one that already holds anything. The
+        directory stays locked for the ``RunWriter`` that runs it: two runs started at
+        once into one directory must not both write ``run.json``."""
         target = Path(path)
-        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        if target.exists() and not target.is_dir():
             raise InputError(
-                f"{target} already exists and is not empty; pass --resume to "
-                "continue the run in it, or choose another --out directory"
+                f"{target} exists and is not a directory; choose another --out directory"
             )
+        target.mkdir(parents=True, exist_ok=True)
+        lock = _lock_directory(target)
+        try:
+            if any(entry.name != _LOCK for entry in target.iterdir()):
+                raise InputError(
+                    f"{target} already exists and is not empty; pass --resume to "
+                    "continue the run in it, or choose another --out directory"
+                )
+            store = cls._write_manifest(target, run_id, protocol)
+        except BaseException:
+            _unlock(lock)
+            raise
+        store._lock = lock
+        return store
+
+    @classmethod
+    def _write_manifest(cls, target: Path, run_id: str, protocol: RunProtocol) -> RunStore:
         manifest: dict[str, Any] = {
             "schema": RUN_SCHEMA,
             "run_id": run_id,
@@ -232,15 +251,18 @@ def _verify_block(log: BinaryIO | None, path: Path, offset: int, record: dict[st
         )
 
 
-def _cut_torn_line(store: RunStore) -> list[str]:
-    """Cut off a partial last record line: the episode it began was never committed."""
-    path = store.file("episodes.jsonl")
+def _cut_torn_line(store: RunStore, name: str) -> list[str]:
+    """Cut off a partial last line: the episode it began was never committed (in
+    ``errors.jsonl``, the next error line would be glued to it)."""
+    path = store.file(name)
     if not path.exists():
         return []
     end, size = _last_newline_end(path), path.stat().st_size
     if end == size:
         return []
     os.truncate(path, end)
+    if name == "errors.jsonl":
+        return [f"removed a partial line ({size - end} bytes) at the end of {name}"]
     return [
         f"removed a partial episode record ({size - end} bytes) left by an interrupted "
         "run; that episode runs again"
@@ -276,18 +298,10 @@ class RunWriter:
 
     def __init__(self, store: RunStore) -> None:
         self.store = store
-        store.path.mkdir(parents=True, exist_ok=True)
-        self._lock = open(store.file(".lock"), "a+b")  # noqa: SIM115
+        self._lock, store._lock = store._lock or _lock_directory(store.path), None
         try:
-            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            self._lock.close()
-            raise InputError(
-                f"another onrecord process is writing to {store.path}; wait for "
-                "it to finish (or stop it) before resuming"
-            ) from exc
-        try:
-            self.notices = _cut_torn_line(store)
+            self.notices = _cut_torn_line(store, "episodes.jsonl")
+            self.notices += _cut_torn_line(store, "errors.jsonl")
             self.done: set[tuple[str, int]] = set()
             committed = 0
             for record in store.records():
@@ -353,15 +367,36 @@ class RunWriter:
             for fd in (self._actions, self._episodes, self._errors):
                 os.close(fd)
             del self._episodes
-        if not self._lock.closed:
-            fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
-            self._lock.close()
+        _unlock(self._lock)
 
     def __enter__(self) -> RunWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_LOCK = ".lock"
+
+
+def _lock_directory(path: Path) -> BinaryIO:
+    """An exclusive lock on a run directory (released when the process dies)."""
+    lock = open(path / _LOCK, "a+b")  # noqa: SIM115
+    try:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        lock.close()
+        raise InputError(
+            f"another onrecord process is writing to {path}; wait for it to "
+            "finish (or stop it) before resuming"
+        ) from exc
+    return lock
+
+
+def _unlock(lock: BinaryIO) -> None:
+    if not lock.closed:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+        lock.close()
 
 
 def _write_all(fd: int, data: bytes) -> None:
