@@ -169,3 +169,37 @@ def test_case_metadata_that_is_not_a_mapping_is_named(metadata: Any) -> None:
 def test_case_metadata_with_a_foreign_object_is_refused_at_its_path() -> None:
     with pytest.raises(PortabilityError, match=r"\$\.metadata\.received holds a datetime"):
         EvalCase("post the remittance", metadata={"received": datetime.date(2026, 11, 29)})
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        lambda v: {"state": v},
+        lambda v: {"state": [0.5, v]},
+        lambda v: [v],
+        lambda v: v,
+        lambda v: {"a": 1, "b": {"c": [v]}},
+    ],
+    ids=["lone-key", "in-list", "top-list", "bare", "nested"],
+)
+@pytest.mark.parametrize("name", ["uuid", "datetime64"])
+def test_capture_refuses_text_written_objects_in_any_state_shape(name: str, shape: Any) -> None:
+    """The per-step observer path decides string values from the bytes' quotes; every
+    shape a text-written object can sit in must reach the exact check."""
+    state = shape(FOREIGN[name])
+
+    def interact(env: Any, observation: Any, info: Any) -> None:
+        env.step(1)
+
+    episode = capture_episode(
+        lambda: gym.make("FrozenLake-v1"),
+        interact,
+        case=EvalCase("portable"),
+        environment_id="frozenlake/v1",
+        observer_id="foreign/v1",
+        observe=lambda: state,
+        seed=0,
+        max_steps=3,
+    )
+    assert episode.states()[1] is None
+    assert "holds a " in episode.data["steps"]["observer_error"][0]

@@ -198,18 +198,21 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                     raw = b""
                 # A null may be a NaN in disguise, and a string value a UUID or a
                 # datetime64 orjson wrote as text: state_bytes decides and explains.
-                # (find, not "in": bytes.__contains__ first tries the needle as an int;
-                # the string test is no_string_values, inlined.) The comma is added by
-                # copying: the copy is a small pymalloc block, while orjson's own result
-                # sits in an oversized malloc block, and holding 500 of those costs
-                # more than serializing them did.
-                if (
-                    not raw
-                    or raw.find(b"null") >= 0
-                    or raw.count(b'"') != 2 * raw.count(b'":')
-                    or raw.find(b"\\") >= 0
-                ):
+                # (find, not "in": bytes.__contains__ first tries the needle as an int.)
+                # No quote at all, or the two of a lone key of an object ({"state":
+                # [...]}, the usual numeric state), means no string value: one count
+                # decides the common cases, no_string_values (inlined) the rest.
+                quotes = raw.count(b'"')
+                strings = (
+                    quotes
+                    and (quotes != 2 or raw[0] != 123)  # 123: "{"
+                    and (quotes != 2 * raw.count(b'":') or raw.find(b"\\") >= 0)
+                )
+                if not raw or raw.find(b"null") >= 0 or strings:
                     raw = state_bytes(state, "$.state")
+                # The comma is added by copying: the copy is a small pymalloc block,
+                # while orjson's own result sits in an oversized malloc block, and
+                # holding 500 of those costs more than serializing them did.
                 raw += b","
             except Exception as exc:
                 raw = recorder._observer_failed(index, exc)
