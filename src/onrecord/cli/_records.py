@@ -1,30 +1,231 @@
-"""Open any saved onrecord record by its schema."""
+"""Open and verify any record onrecord writes, by its schema (files) or layout (dirs).
+
+A file holds one record (episode evidence, a report, a policy, a forecast, a run's
+``run.json`` / ``decision.json``, a regrade's ``changes.json``, a manifest) or JSON Lines
+of them (forecasts, episodes). A directory is a run, a regrade, a saved tool-world
+episode or an experiment output directory with a sha256 manifest.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from onrecord._canonical import load_record_bytes
+from onrecord._canonical import content_digest, load_record_bytes
+from onrecord.dynamics import ForecastEvidence
+from onrecord.dynamics._evidence import FORECAST_SCHEMA
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
-from onrecord.errors import SchemaError
+from onrecord.errors import (
+    ConsistencyError,
+    DigestMismatch,
+    EvidenceError,
+    InputError,
+    OnrecordError,
+    SchemaError,
+)
 from onrecord.policy import POLICY_SCHEMA, AcceptancePolicy
 from onrecord.report import REPORT_SCHEMA, EvaluationReport
 
-__all__ = ["load_any"]
+__all__ = ["Bundle", "load_any"]
+
+_RUN, _DECISION, _REGRADE = "onrecord.run/v1", "onrecord.run.decision/v1", "onrecord.run.regrade/v1"
+_TOOL_EPISODE, _MANIFEST = "onrecord.envkit.episode/v1", "onrecord.manifest/v1"
+_SINGLE: dict[str, Callable[[dict[str, Any]], Any]] = {
+    EPISODE_SCHEMA: EpisodeEvidence.from_dict,
+    REPORT_SCHEMA: EvaluationReport.from_dict,
+    POLICY_SCHEMA: AcceptancePolicy.from_dict,
+    FORECAST_SCHEMA: ForecastEvidence.from_dict,
+}
+_LINES = (EPISODE_SCHEMA, FORECAST_SCHEMA)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A verified record that is not one object: a directory or a JSON Lines file."""
+
+    kind: str
+    """What it is, e.g. ``run directory``."""
+    digest: str
+    """The digest that pins it (its manifest's or first record's)."""
+    summary: str
+    """One line: what was verified."""
+    items: tuple[Any, ...] = ()
+    """Verified contents to show (forecasts, episodes, a report and decision, ...)."""
+    changes: tuple[dict[str, Any], ...] = field(default=())
+    """A regrade's changed verdicts."""
 
 
 def load_any(path: str | Path) -> Any:
-    """Load and verify an episode, report or policy file, whichever it is."""
-    data = load_record_bytes(Path(path).read_bytes(), str(path))
+    """Load and verify any onrecord record; errors name the file (and line) at fault."""
+    target = Path(path)
+    if target.is_dir():
+        return _directory(target)
+    if target.suffix == ".jsonl" and (target.parent / "run.json").is_file():
+        return _directory(target.parent)  # a run's log: only verifiable as the whole run
+    raw = target.read_bytes()
+    if b"\n" in raw.rstrip(b"\n"):  # canonical JSON is one line: several are JSON Lines
+        return _lines(target, raw)
+    return _file(target, load_record_bytes(raw, str(target)))
+
+
+def _file(path: Path, data: dict[str, Any]) -> Any:
     schema = data.get("schema")
-    if schema == EPISODE_SCHEMA:
-        return EpisodeEvidence.from_dict(data)
-    if schema == REPORT_SCHEMA:
-        return EvaluationReport.from_dict(data)
-    if schema == POLICY_SCHEMA:
-        return AcceptancePolicy.from_dict(data)
+    if schema in _SINGLE:
+        return _named(path, lambda: _SINGLE[str(schema)](data))
+    if schema in (_RUN, _REGRADE, _TOOL_EPISODE, _MANIFEST) and path.parent.is_dir():
+        return _directory(path.parent)  # a directory's index file: verify the whole
+    if schema == _DECISION:
+        return _named(path, lambda: _decision_file(path, data))
     raise SchemaError(
-        f"{path}: unknown schema {schema!r}; onrecord reads "
-        f"{EPISODE_SCHEMA}, {REPORT_SCHEMA} and {POLICY_SCHEMA}"
+        f"{path}: unknown schema {schema!r}; onrecord reads {', '.join(_SINGLE)}, run "
+        "and regrade directories, tool-world episodes and experiment output directories"
     )
+
+
+def _decision_file(path: Path, data: dict[str, Any]) -> Bundle:
+    _digested(path, data)
+    summary = f"{data['decision']['decision']}, {data['recorded']} of {data['expected']} episodes"
+    return Bundle("run decision", data["digest"], summary, (data,))
+
+
+def _lines(path: Path, raw: bytes) -> Bundle:
+    items = []
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        if not line:
+            continue
+        where = f"{path}: line {number}"
+        data = load_record_bytes(line + b"\n", where)
+        if data.get("schema") not in _LINES:
+            hint = " (verify the run directory instead)" if path.name == "episodes.jsonl" else ""
+            raise SchemaError(
+                f"{where}: schema {data.get('schema')!r} is not one onrecord writes as "
+                f"JSON Lines ({', '.join(_LINES)}){hint}"
+            )
+        items.append(_named(Path(where), partial(_SINGLE[str(data["schema"])], data)))
+    kinds = sorted({type(item).__name__ for item in items})
+    return Bundle(
+        f"{'/'.join(kinds)} lines", items[0].digest, f"{len(items)} records", tuple(items)
+    )
+
+
+_T = TypeVar("_T")
+
+
+def _named(path: Path, load: Callable[[], _T]) -> _T:
+    """Run a loader; its error names the file, and a malformed field is a schema error
+    (a record can be digest-consistent and still hold garbage)."""
+    try:
+        return load()
+    except OnrecordError as exc:
+        if str(path) in str(exc):
+            raise
+        raise _same_kind(exc, f"{path}: {exc}") from exc
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise SchemaError(f"{path}: malformed record ({type(exc).__name__}: {exc})") from exc
+
+
+def _same_kind(exc: OnrecordError, message: str) -> OnrecordError:
+    kind = type(exc)
+    for candidate in (SchemaError, DigestMismatch, ConsistencyError, EvidenceError, InputError):
+        if issubclass(kind, candidate):
+            return candidate(message)
+    return OnrecordError(message)
+
+
+def _digested(path: Path, data: dict[str, Any]) -> None:
+    if data.get("digest") != content_digest(data):
+        raise DigestMismatch(f"{path} does not match its digest: it was changed after saving")
+
+
+def _directory(path: Path) -> Bundle:
+    if (path / "run.json").is_file():
+        return _named(path, lambda: _run_directory(path))
+    if (path / "changes.json").is_file():
+        return _named(path, lambda: _regrade_directory(path))
+    if (path / "manifest.json").is_file():
+        return _named(path, lambda: _manifest_directory(path))
+    raise InputError(
+        f"{path} is a directory; give the path of a saved record file, or of a run, "
+        "regrade, tool-world episode or experiment output directory (this one has no "
+        "run.json, changes.json or manifest.json)"
+    )
+
+
+def _run_directory(path: Path) -> Bundle:
+    from onrecord.runner import RunStore
+
+    store = RunStore.open(path)
+    count = 0
+    for record in store.records():  # canonical bytes, digests, run id, action-log blocks
+        store.saved_episode(record)  # and the side files, by sha256
+        count += 1
+    items: list[Any] = []
+    report = _optional(path / "report.json", EvaluationReport.load)
+    if report is not None:
+        items += [report, *_decision(path / "decision.json", report)]
+    regrades = sorted(p for p in (path / "regrades").glob("*") if p.is_dir())
+    for regrade in regrades:
+        _regrade_directory(regrade)
+    expected = store.protocol.episodes
+    return Bundle(
+        "run directory",
+        store.manifest["digest"],
+        f"{count} of {expected} episodes, {len(regrades)} regrades",
+        tuple(items),
+    )
+
+
+def _regrade_directory(path: Path) -> Bundle:
+    changes = load_record_bytes((path / "changes.json").read_bytes(), str(path / "changes.json"))
+    if changes.get("schema") != _REGRADE:
+        raise SchemaError(f"{path / 'changes.json'}: schema is {changes.get('schema')!r}")
+    _digested(path / "changes.json", changes)
+    report = EvaluationReport.load(path / "report.json")
+    items = [report, *_decision(path / "decision.json", report)]
+    return Bundle(
+        "regrade directory",
+        changes["digest"],
+        f"{len(changes['changes'])} changed verdicts",
+        tuple(items),
+        tuple(changes["changes"]),
+    )
+
+
+def _decision(path: Path, report: EvaluationReport) -> Iterator[Any]:
+    data = load_record_bytes(path.read_bytes(), str(path))
+    if data.get("schema") != _DECISION:
+        raise SchemaError(f"{path}: schema is {data.get('schema')!r}, expected {_DECISION!r}")
+    _digested(path, data)
+    if data.get("report_digest") != report.digest:
+        raise ConsistencyError(f"{path} decides a report other than the report.json beside it")
+    yield data
+
+
+def _optional(path: Path, load: Callable[[Path], Any]) -> Any:
+    return load(path) if path.is_file() else None
+
+
+def _manifest_directory(path: Path) -> Bundle:
+    manifest = load_record_bytes((path / "manifest.json").read_bytes(), str(path / "manifest.json"))
+    schema = manifest.get("schema")
+    if schema == _TOOL_EPISODE:
+        from onrecord.envkit import ToolEpisode
+
+        episode = ToolEpisode.load(path)
+        return Bundle("tool-world episode", episode.digest, f"{episode.manifest['steps']} steps")
+    if schema == _MANIFEST and "files" in manifest:  # a world-model experiment
+        from onrecord.dynamics.experiment._store import verify_manifest
+
+        files = verify_manifest(path)
+        return Bundle("world-model output", content_digest(manifest), f"{len(files)} files")
+    if schema == _MANIFEST and "sha256" in manifest:  # a ledger experiment
+        from onrecord.domains.ledger import analyze_ledger_dir
+
+        analysis = analyze_ledger_dir(path)
+        if analysis.problems:
+            raise DigestMismatch(f"{path}: " + "; ".join(analysis.problems[:5]))
+        return Bundle("ledger output", manifest["digest"], f"{len(manifest['sha256'])} files")
+    raise SchemaError(f"{path / 'manifest.json'}: unknown schema {schema!r}")

@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from onrecord.cli._records import Bundle
 from onrecord.compare import Comparison
+from onrecord.dynamics import ForecastEvidence
 from onrecord.episode import EpisodeEvidence
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport
 
 __all__ = [
+    "literal",
     "make_console",
+    "render_bundle",
     "render_comparison",
     "render_decision",
     "render_episode",
+    "render_forecasts",
     "render_policy",
     "render_report",
 ]
@@ -26,8 +32,16 @@ __all__ = [
 def make_console() -> Console:
     """A console that keeps tables readable when output goes to a file or CI log
     (rich would otherwise assume 80 columns)."""
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
+    # Record text (case ids, reasons, actions) is the agent's or the user's: emoji codes
+    # such as ":warning:" must print as written; markup is escaped with ``_lit``.
+    console = Console(emoji=False)
+    return console if console.is_terminal else Console(width=160, emoji=False)
+
+
+def literal(value: object) -> str:
+    """``value`` as literal text: "[bold]" or "[/]" in a record is printed, never
+    interpreted as rich markup (which would restyle the output or crash it)."""
+    return escape(str(value))
 
 
 _DECISION_STYLE = {"accept": "bold green", "reject": "bold red", "indeterminate": "bold yellow"}
@@ -50,7 +64,7 @@ def _shown_by_default(attempt: dict[str, Any]) -> bool:
 
 def _styled(text: str) -> str:
     style = _STATUS_STYLE.get(text) or _DECISION_STYLE.get(text)
-    return f"[{style}]{text}[/]" if style else text
+    return f"[{style}]{text}[/]" if style else literal(text)
 
 
 def _interval(bounds: tuple[float, float]) -> str:
@@ -65,8 +79,8 @@ def render_episode(
     reviewer looks for), with a marker where steps are left out."""
     case, env = episode.case, episode.environment
     console.print(
-        f"[bold]episode[/] {case['case_id']}  env={env['environment_id']}  "
-        f"observer={env['observer_id']}  seed={env['seed']}  "
+        f"[bold]episode[/] {literal(case['case_id'])}  env={literal(env['environment_id'])}  "
+        f"observer={literal(env['observer_id'])}  seed={literal(env['seed'])}  "
         f"ended={_styled(episode.ended)}  sha256:{episode.digest[:16]}"
     )
     attempts = episode.attempts()
@@ -85,9 +99,9 @@ def render_episode(
         table.add_row(
             str(attempt["index"]),
             _styled(attempt["status"]),
-            str(attempt["action"]),
-            error[:60],
-            str(attempt["state"])[:60],
+            literal(attempt["action"]),
+            literal(error[:60]),
+            literal(str(attempt["state"])[:60]),
         )
     if previous + 1 < len(attempts):
         table.add_row("…", f"{len(attempts) - previous - 1} steps", "", "", "")
@@ -95,7 +109,7 @@ def render_episode(
     if steps is None and len(shown) < len(attempts):
         console.print("more: onrecord show FILE --steps 100-160 (or --steps all)")
     for issue in episode.coverage_issues:
-        console.print(f"[yellow]coverage:[/] {issue}")
+        console.print(f"[yellow]coverage:[/] {literal(issue)}")
 
 
 def render_report(console: Console, report: EvaluationReport) -> None:
@@ -104,7 +118,7 @@ def render_report(console: Console, report: EvaluationReport) -> None:
     rate = "n/a" if summary.pass_rate is None else f"{summary.pass_rate:.1%}"
     console.print(
         f"[bold]report[/] {summary.trials} trials  pass rate {rate} "
-        f"{_interval(summary.interval)}  outcomes {summary.outcomes}  "
+        f"{literal(_interval(summary.interval))}  outcomes {literal(summary.outcomes)}  "
         f"sha256:{report.digest[:16]}"
     )
     table = Table(
@@ -120,13 +134,13 @@ def render_report(console: Console, report: EvaluationReport) -> None:
     versions = report.lock["checks"]
     for check in summary.checks:
         table.add_row(
-            check.name,
-            versions[check.name],
+            literal(check.name),
+            literal(versions[check.name]),
             str(check.passed),
             str(check.failed),
             str(check.unmeasured),
             "n/a" if check.pass_rate is None else f"{check.pass_rate:.1%}",
-            _interval(check.interval),
+            literal(_interval(check.interval)),
             f"{check.coverage:.0%}",
         )
     console.print(table)
@@ -134,7 +148,7 @@ def render_report(console: Console, report: EvaluationReport) -> None:
         shown = _milestones(sorted(summary.pass_hat_k))
         console.print("pass^k: " + "  ".join(f"k={k}: {summary.pass_hat_k[k]:.3f}" for k in shown))
     for issue in report.coverage_issues[:20]:
-        console.print(f"[yellow]coverage:[/] {issue}")
+        console.print(f"[yellow]coverage:[/] {literal(issue)}")
 
 
 def _milestones(ks: list[int]) -> list[int]:
@@ -145,10 +159,10 @@ def _milestones(ks: list[int]) -> list[int]:
 
 def render_policy(console: Console, policy: AcceptancePolicy) -> None:
     """One row per requirement."""
-    table = Table("check", "critical", "min pass rate", title=f"policy {policy.name}")
+    table = Table("check", "critical", "min pass rate", title=f"policy {literal(policy.name)}")
     for requirement in policy.requirements:
         table.add_row(
-            requirement.check, str(requirement.critical), f"{requirement.min_pass_rate:g}"
+            literal(requirement.check), str(requirement.critical), f"{requirement.min_pass_rate:g}"
         )
     console.print(table)
 
@@ -159,15 +173,15 @@ def render_decision(console: Console, decision: PolicyDecision) -> None:
     table = Table("requirement", "status", "passed", "failed", "unmeasured")
     for outcome in decision.outcomes:
         table.add_row(
-            outcome.requirement.check,
-            outcome.status,
+            literal(outcome.requirement.check),
+            literal(outcome.status),
             str(outcome.passed),
             str(outcome.failed),
             str(outcome.unmeasured),
         )
     console.print(table)
     for reason in decision.reasons[:20]:
-        console.print(f"  - {reason}")
+        console.print(f"  - {literal(reason)}")
 
 
 def render_comparison(console: Console, comparison: Comparison) -> None:
@@ -179,7 +193,7 @@ def render_comparison(console: Console, comparison: Comparison) -> None:
     table = Table("check", "both pass", "A only", "B only", "both fail", "unmeasured", "McNemar p")
     for check in comparison.checks:
         table.add_row(
-            check.name,
+            literal(check.name),
             str(check.both_pass),
             str(check.only_a),
             str(check.only_b),
@@ -190,18 +204,73 @@ def render_comparison(console: Console, comparison: Comparison) -> None:
     console.print(table)
     for check in comparison.checks:
         for pair in check.discordant[:10]:
-            console.print(f"  {check.name}: {pair}")
+            console.print(f"  {literal(check.name)}: {literal(pair)}")
         if len(check.discordant) > 10:
-            console.print(f"  {check.name}: … {len(check.discordant) - 10} more discordant pairs")
+            console.print(
+                f"  {literal(check.name)}: … {len(check.discordant) - 10} more discordant pairs"
+            )
     if comparison.measures:
         measures = Table("measure", "pairs", "mean A", "mean B", "B − A", "95% interval")
         for m in comparison.measures:
             measures.add_row(
-                m.name,
+                literal(m.name),
                 str(m.pairs),
                 f"{m.mean_a:.4g}",
                 f"{m.mean_b:.4g}",
                 f"{m.mean_difference:+.4g}",
-                _interval(m.interval),
+                literal(_interval(m.interval)),
             )
         console.print(measures)
+
+
+def render_forecasts(console: Console, forecasts: Sequence[Any]) -> None:
+    """One row per forecast: model, episode, status, horizons."""
+    table = Table("model", "case", "status", "horizons", "observed steps", "sha256")
+    for forecast in forecasts:
+        table.add_row(
+            literal(forecast.model_id),
+            literal(forecast.episode["case"].get("case_id", "")),
+            _styled(forecast.status),
+            literal(",".join(str(h) for h in forecast.horizons)),
+            str(forecast.observed_steps),
+            forecast.digest[:16],
+        )
+    console.print(table)
+
+
+def render_bundle(console: Console, bundle: Bundle) -> None:
+    """A directory or JSON Lines file: what was verified, then its contents."""
+    console.print(f"[bold]{bundle.kind}[/] {literal(bundle.summary)}  sha256:{bundle.digest[:16]}")
+    forecasts = [item for item in bundle.items if isinstance(item, ForecastEvidence)]
+    if forecasts:
+        render_forecasts(console, forecasts)
+    episodes = [item for item in bundle.items if isinstance(item, EpisodeEvidence)]
+    if episodes:
+        table = Table("case", "seed", "ended", "steps", "sha256")
+        for episode in episodes:
+            table.add_row(
+                literal(episode.case["case_id"]),
+                literal(episode.environment["seed"]),
+                _styled(episode.ended),
+                str(len(episode.attempts())),
+                episode.digest[:16],
+            )
+        console.print(table)
+    for change in bundle.changes[:50]:
+        console.print(
+            f"  {literal(change['case_id'])}#{change['repeat']} {literal(change['check'])}: "
+            f"{literal(change['before'] or 'absent')} → {literal(change['after'] or 'absent')}"
+        )
+    if len(bundle.changes) > 50:
+        console.print(f"  … {len(bundle.changes) - 50} more changed verdicts")
+    for item in bundle.items:
+        if isinstance(item, EvaluationReport):
+            render_report(console, item)
+        elif isinstance(item, dict) and "decision" in item:
+            decision = item["decision"]
+            console.print(
+                f"decision: {_styled(decision['decision'])}  ({item['recorded']} of "
+                f"{item['expected']} episodes)"
+            )
+            for reason in decision["reasons"][:20]:
+                console.print(f"  - {literal(reason)}")

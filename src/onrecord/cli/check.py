@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 from typing import Any
 
-from onrecord.envkit import ToolEpisode, run_checks, weighted_score
+from onrecord.envkit import ToolEpisode, get_check, run_checks, weighted_score
 from onrecord.errors import InputError
+from onrecord.runner._regrade import contained
 
 __all__ = ["register"]
 
@@ -56,9 +58,14 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(
                 f"--import {module}: {exc}; pass an importable module name (is it on PYTHONPATH?)"
             ) from exc
+        except Exception as exc:  # the module itself is broken: bad input, not a crash
+            raise InputError(
+                f"--import {module}: importing it raised {type(exc).__name__}: {exc}"
+            ) from exc
     weights = dict(_weight(item) for item in args.weight)
     episode = ToolEpisode.load(args.episode)
-    results = run_checks(episode, args.names)
+    # A check calling sys.exit() is an evaluator error, never the command's exit code.
+    results = run_checks(episode, [contained(get_check(name)) for name in args.names])
     score = weighted_score(results, weights)
     if args.json:
         print(
@@ -88,8 +95,12 @@ def run(args: argparse.Namespace) -> int:
 def _weight(item: str) -> tuple[str, float]:
     name, _, value = item.partition("=")
     try:
-        return name, float(value)
+        weight = float(value)
     except ValueError:
+        weight = math.nan
+    if not math.isfinite(weight):  # nan or inf would make the score nan
         raise InputError(
-            f"--weight {item!r} must look like NAME=NUMBER, e.g. envkit/diff_satisfies_rules=2"
-        ) from None
+            f"--weight {item!r} must look like NAME=NUMBER with a finite number, "
+            "e.g. envkit/diff_satisfies_rules=2"
+        )
+    return name, weight

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from onrecord.cli._render import make_console, render_decision, render_report
+from onrecord.cli._render import literal, make_console, render_decision, render_report
 from onrecord.policy import AcceptancePolicy
 from onrecord.runner import regrade_run
 
@@ -20,7 +20,8 @@ def register(subparsers: Any) -> None:
         description="Grade every saved episode of RUN again from its evidence, without "
         "calling the agent or the environment. Saves RUN/regrades/NAME/ "
         "{report,decision,changes}.json; the run's records are only read. "
-        "Exit code: the new decision (0 accept, 1 reject, 2 indeterminate).",
+        "Exit code: the new decision (0 accept, 1 reject, 2 indeterminate; a partial "
+        "run is never accepted), 3 on bad input or a tampered run.",
     )
     parser.add_argument("run_dir", metavar="RUN")
     parser.add_argument(
@@ -43,21 +44,35 @@ def run(args: argparse.Namespace) -> int:
     regrade = regrade_run(args.run_dir, checks or None, policy=policy, name=args.name)
     console = make_console()
     for name, (old, new) in regrade.versions.items():
-        console.print(f"check {name}: version {old or 'absent'} → {new or 'absent'}")
+        console.print(
+            f"check {literal(name)}: version {literal(old or 'absent')} → "
+            f"{literal(new or 'absent')}"
+        )
+    for name in regrade.unversioned:
+        console.print(
+            f"[yellow]warning:[/] check {literal(name)} changed verdicts but kept its "
+            "version: the two reports' locks claim the same check; bump its version"
+        )
     console.print(
         f"[bold]{len(regrade.changes)} verdicts changed[/] "
         f"(of {len(regrade.report.trials)} episodes × "
         f"{len(regrade.report.check_names)} checks)"
     )
     for change in regrade.changes[: args.limit]:
-        console.print(f"  {change}")
+        console.print(f"  {literal(change)}")
     if len(regrade.changes) > args.limit:
         console.print(
-            f"  … {len(regrade.changes) - args.limit} more in {regrade.path / 'changes.json'}"
+            f"  … {len(regrade.changes) - args.limit} more in "
+            f"{literal(regrade.path / 'changes.json')}"
         )
     render_report(console, regrade.report)
     previous = regrade.previous
     console.print(f"previous grading: report sha256:{previous.digest[:16]}")
     render_decision(console, regrade.decision)
-    console.print(f"saved to {regrade.path}")
-    return regrade.decision.exit_code
+    if not regrade.complete:
+        console.print(
+            f"[yellow]incomplete run:[/] {len(regrade.report.trials)} of "
+            f"{regrade.expected} episodes recorded; never accepted (resume the run first)"
+        )
+    console.print(f"saved to {literal(regrade.path)}")
+    return regrade.exit_code

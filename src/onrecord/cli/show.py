@@ -7,10 +7,20 @@ import sys
 from collections.abc import Container
 from typing import Any
 
-from onrecord.cli._records import load_any
-from onrecord.cli._render import make_console, render_episode, render_policy, render_report
+from rich.console import Console
+
+from onrecord.cli._records import Bundle, load_any
+from onrecord.cli._render import (
+    make_console,
+    render_bundle,
+    render_episode,
+    render_forecasts,
+    render_policy,
+    render_report,
+)
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import InputError
+from onrecord.policy import AcceptancePolicy
 from onrecord.report import EvaluationReport
 
 __all__ = ["register"]
@@ -21,7 +31,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "show",
         help="print a saved record as tables",
-        description="Verify a saved record and print it as tables.",
+        description="Verify a saved record (any kind `onrecord verify` reads) and print "
+        "it as tables.",
     )
     parser.add_argument("file", metavar="FILE")
     parser.add_argument(
@@ -35,15 +46,25 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Render whichever record the file holds."""
+    steps = _steps(args.steps)
     record = load_any(args.file)
     console = make_console()
+    if isinstance(record, Bundle):
+        render_bundle(console, record)
+    else:
+        _render(console, record, steps)
+    return 0
+
+
+def _render(console: Console, record: Any, steps: Container[int] | None) -> None:
     if isinstance(record, EpisodeEvidence):
-        render_episode(console, record, _steps(args.steps))
+        render_episode(console, record, steps)
     elif isinstance(record, EvaluationReport):
         render_report(console, record)
-    else:
+    elif isinstance(record, AcceptancePolicy):
         render_policy(console, record)
-    return 0
+    else:
+        render_forecasts(console, [record])
 
 
 def _steps(spec: str | None) -> Container[int] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from onrecord.cli._records import load_any
+from onrecord.cli._records import Bundle, load_any
 
 __all__ = ["register"]
 
@@ -14,9 +14,11 @@ def register(subparsers: Any) -> None:
     """Add the ``verify`` subcommand."""
     parser = subparsers.add_parser(
         "verify",
-        help="verify saved evidence, reports or policies",
-        description="Verify the schema, digest and internal consistency of saved records. "
-        "Exit 0 when every file verifies, 3 otherwise.",
+        help="verify saved records: evidence, reports, policies, forecasts, run directories",
+        description="Verify the schema, digest and internal consistency of saved records: "
+        "episode evidence, reports, policies, forecasts (JSON or JSON Lines), run and "
+        "regrade directories, tool-world episodes and experiment output directories. "
+        "Exit 0 when every one verifies, 3 otherwise.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE")
     parser.set_defaults(func=run)
@@ -26,5 +28,8 @@ def run(args: argparse.Namespace) -> int:
     """Verify each file; stop at the first that fails (its error names the problem)."""
     for path in args.files:
         record = load_any(path)
-        print(f"ok  {path}  {type(record).__name__}  sha256:{record.digest}")
+        if isinstance(record, Bundle):
+            print(f"ok  {path}  {record.kind} ({record.summary})  sha256:{record.digest}")
+        else:
+            print(f"ok  {path}  {type(record).__name__}  sha256:{record.digest}")
     return 0

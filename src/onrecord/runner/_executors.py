@@ -8,6 +8,7 @@ or workers except the read-only provider template each worker builds for itself.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
@@ -225,7 +226,13 @@ class _Chunk:
 
 
 class RayExecutor(Executor):
-    """Ray tasks on a local or remote cluster (``pip install 'onrecord[ray]'``)."""
+    """Ray tasks on a local or remote cluster (``pip install 'onrecord[ray]'``).
+
+    As with the process pool, a task whose worker dies (``os._exit``, a signal, out of
+    memory, a lost node) costs only the episode that killed it: the chunk's jobs run
+    again one per task, and the one whose worker dies again comes back as an error. Ray
+    does not retry tasks itself (a retried chunk would only kill its worker again).
+    """
 
     name = "ray"
 
@@ -241,6 +248,8 @@ class RayExecutor(Executor):
             import ray
         except ImportError as exc:
             raise InputError("the Ray executor needs Ray: pip install 'onrecord[ray]'") from exc
+        if workers is not None and (type(workers) is not int or workers < 1):
+            raise InputError(f"workers must be a positive integer, got {workers!r}")
         self._ray = ray
         self._started = not ray.is_initialized()
         if self._started:
@@ -253,28 +262,48 @@ class RayExecutor(Executor):
         cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
         self.workers = workers or max(1, int(cpus))
         self.chunk_size = chunk_size
-        self._remote = ray.remote(num_cpus=1)(run_chunk)
+        self._remote = ray.remote(num_cpus=1, max_retries=0)(run_chunk)
 
     def run(self, jobs: Sequence[EpisodeJob]) -> Iterator[JobResult]:
         ray = self._ray
         chunks = iter(_chunks(jobs, self.workers, self.chunk_size))
-        pending: list[Any] = []
+        retries: list[EpisodeJob] = []  # jobs of a chunk whose worker died, run alone
+        pending: dict[Any, _Chunk] = {}
         try:
             while True:
-                while len(pending) < self.workers * 4 and (chunk := next(chunks, None)):
-                    pending.append(self._remote.remote(chunk))
+                # A bounded number of tasks in flight keeps memory flat on huge runs.
+                while len(pending) < self.workers * 4 and (chunk := _next(chunks, retries)):
+                    pending[self._remote.remote(chunk.jobs)] = chunk
                 if not pending:
                     return
-                finished, pending = ray.wait(pending, num_returns=1)
+                finished, _ = ray.wait(list(pending), num_returns=1)
                 for ref in finished:
-                    yield from ray.get(ref)
+                    chunk = pending.pop(ref)
+                    try:
+                        results = ray.get(ref)
+                    except ray.exceptions.RayError:  # the worker (or its node) died
+                        yield from chunk.lost(retries)
+                        continue
+                    yield from results
         finally:
+            # Interrupted (Ctrl-C, an error while appending): stop the tasks in flight
+            # rather than let them run on (a hung agent would hold its CPU for good).
             for ref in pending:
-                ray.cancel(ref)
+                # It may have finished meanwhile, or the cluster be gone already.
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
 
     def close(self) -> None:
         if self._started and self._ray.is_initialized():
             self._ray.shutdown()
+
+
+def _next(chunks: Iterator[list[EpisodeJob]], retries: list[EpisodeJob]) -> _Chunk | None:
+    """The next task's chunk: a job to retry alone first, else the next planned chunk."""
+    if retries:
+        return _Chunk([retries.pop()], alone=True)
+    jobs = next(chunks, None)
+    return None if jobs is None else _Chunk(jobs, alone=False)
 
 
 def make_executor(

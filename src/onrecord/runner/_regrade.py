@@ -10,14 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes
-from onrecord.errors import InputError
+from onrecord.episode import OutcomeCheck
+from onrecord.errors import ConsistencyError, InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
+from onrecord.runner._provider import EnvironmentProvider
 from onrecord.runner._registry import build_provider, load_checks
 from onrecord.runner._run import save_grading, trials_by_key
 from onrecord.runner._store import RunStore
 
-__all__ = ["REGRADE_SCHEMA", "Regrade", "VerdictChange", "regrade_run"]
+__all__ = ["REGRADE_SCHEMA", "Regrade", "VerdictChange", "contained", "regrade_run"]
 
 REGRADE_SCHEMA = "onrecord.run.regrade/v1"
 
@@ -53,13 +55,30 @@ class Regrade:
     decision: PolicyDecision
     """The policy's decision on it."""
     previous: EvaluationReport
-    """The report it replaces (the run's original grading)."""
+    """The run's own grading of the same episodes (the trials its records hold)."""
     changes: tuple[VerdictChange, ...]
     """Every verdict that changed."""
     versions: dict[str, tuple[str | None, str | None]]
     """Checks whose version changed: name → (old, new)."""
     path: Path
     """Where it was saved: ``RUN/regrades/NAME``."""
+    expected: int = 0
+    """Episodes the run's protocol asks for."""
+    unversioned: tuple[str, ...] = ()
+    """Checks whose verdicts changed although their version did not: their logic changed
+    without a version bump, so the two reports' locks claim the same check."""
+
+    @property
+    def complete(self) -> bool:
+        """Every planned episode of the run is recorded (and so re-graded)."""
+        return len(self.report.trials) == self.expected
+
+    @property
+    def exit_code(self) -> int:
+        """0 accept, 1 reject, 2 indeterminate; a partial run is never accepted."""
+        if not self.complete and self.decision.decision == "accept":
+            return 2
+        return self.decision.exit_code
 
 
 def regrade_run(
@@ -72,39 +91,114 @@ def regrade_run(
     """Grade every saved episode of a run with ``checks`` (default: the run's own check
     specs, re-imported, so improved checks are picked up). Writes ``report.json``,
     ``decision.json`` and ``changes.json`` under ``RUN/regrades/NAME``; the run's own
-    records are only read."""
+    records are only read. An interrupted run is re-graded too (its recorded episodes;
+    never accepted)."""
     store = RunStore.open(path)
     protocol = store.protocol
-    target = store.path / "regrades" / (name or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
-    if target.exists():
-        raise InputError(f"{target} already exists; choose another --name")
-    previous = EvaluationReport.load(store.file("report.json"))
+    target = _target(store.path / "regrades", name)
+    specs = list(checks or protocol.checks)
+    records = list(store.records())
+    order = {job.key: index for index, job in enumerate(protocol.jobs(store.run_id))}
+    records.sort(key=lambda record: order.get(record.key, len(order)))
+    # The run's own grading is the trials its verified records hold (report.json may be
+    # missing or stale after an interrupted run).
+    previous = EvaluationReport.from_trials(
+        (Trial.from_dict(record.data["trial"]) for record in records),
+        lock_extra=protocol.lock_extra(),
+    )
     provider = build_provider(protocol.environment)
     try:
-        loaded = load_checks(provider, list(checks or protocol.checks))
-        trials = [
-            provider.trial(
-                provider.load_subject(store.saved_episode(record)), loaded, record.key[1]
-            )
-            for record in store.records()
-        ]
+        loaded = [contained(check) for check in _load(provider, specs)]
+        trials = [_regraded(store, provider, loaded, record) for record in records]
     finally:
         provider.close()
-    report = EvaluationReport.from_trials(
-        _in_order(trials, previous), lock_extra=protocol.lock_extra()
-    )
+    report = EvaluationReport.from_trials(trials, lock_extra=protocol.lock_extra())
     decision = (policy or protocol.acceptance_policy).evaluate(report)
     changes = _changes(previous, report)
     versions = _version_changes(previous.lock["checks"], report.lock["checks"])
-    target.mkdir(parents=True)
+    unversioned = sorted(
+        {c.check for c in changes if c.before and c.after and c.check not in versions}
+    )
+    _make(target)
     save_grading(target, report, decision, expected=protocol.episodes)
-    _save_changes(target, changes, versions, list(checks or protocol.checks), previous.digest)
-    return Regrade(report, decision, previous, tuple(changes), versions, target)
+    _save_changes(target, changes, versions, specs, previous.digest, unversioned)
+    return Regrade(
+        report,
+        decision,
+        previous,
+        tuple(changes),
+        versions,
+        target,
+        protocol.episodes,
+        tuple(unversioned),
+    )
 
 
-def _in_order(trials: list[Trial], previous: EvaluationReport) -> list[Trial]:
-    order = {key: index for index, key in enumerate(trials_by_key(previous.trials))}
-    return sorted(trials, key=lambda t: order.get((str(t.case["case_id"]), t.repeat), 1 << 62))
+def _target(root: Path, name: str | None) -> Path:
+    if name is None:  # a timestamp; two regrades in one second must not collide
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        target, number = root / stamp, 2
+        while target.exists():
+            target, number = root / f"{stamp}-{number}", number + 1
+        return target
+    # A bare name keeps the regrade inside RUN/regrades (never "../x" or "/abs").
+    if not name or name in (".", "..") or any(sep in name for sep in ("/", "\\", os.sep)):
+        raise InputError(
+            f"--name {name!r} must be a plain directory name (no '/', not '.' or '..'), "
+            "e.g. --name checks-v2"
+        )
+    target = root / name
+    if target.exists():
+        raise InputError(f"{target} already exists; choose another --name")
+    return target
+
+
+def _make(target: Path) -> None:
+    try:
+        target.mkdir(parents=True)
+    except FileExistsError:  # another regrade took the name meanwhile
+        raise InputError(f"{target} already exists; choose another --name") from None
+
+
+def _load(provider: EnvironmentProvider, specs: list[str]) -> list[OutcomeCheck]:
+    try:
+        return load_checks(provider, specs)
+    except OnrecordError:
+        raise
+    except Exception as exc:  # a user module or check factory failing to load is bad input
+        raise InputError(
+            f"loading the checks {specs} raised {type(exc).__name__}: {exc}; fix the "
+            "check module or pass other --checks"
+        ) from exc
+
+
+def _regraded(
+    store: RunStore, provider: EnvironmentProvider, checks: list[OutcomeCheck], record: Any
+) -> Trial:
+    key = f"{record.key[0]}#{record.key[1]}"
+    try:
+        subject = provider.load_subject(store.saved_episode(record))
+    except OnrecordError:
+        raise
+    except Exception as exc:  # e.g. a forged diff naming a column the snapshot lacks
+        raise ConsistencyError(
+            f"{store.file('episodes.jsonl')}: the evidence of {key} cannot be loaded "
+            f"({type(exc).__name__}: {exc}); the run directory was edited"
+        ) from exc
+    return provider.trial(subject, checks, record.key[1])
+
+
+def contained(check: OutcomeCheck) -> OutcomeCheck:
+    """``check`` with ``sys.exit()`` inside it turned into an error, which grading records
+    as an evaluator error: a check must never end the command (exit 0 reads as accept)."""
+
+    def evaluate(evidence: Any) -> Any:
+        try:
+            return check.evaluate(evidence)
+        except SystemExit as exc:
+            raise RuntimeError(f"the check called sys.exit({exc.code!r})") from None
+
+    return OutcomeCheck(check.name, check.version, evaluate)
 
 
 def _changes(before: EvaluationReport, after: EvaluationReport) -> list[VerdictChange]:
@@ -141,6 +235,7 @@ def _save_changes(
     versions: dict[str, tuple[str | None, str | None]],
     checks: list[str],
     previous_digest: str,
+    unversioned: list[str],
 ) -> None:
     body: dict[str, Any] = {
         "schema": REGRADE_SCHEMA,
@@ -148,6 +243,7 @@ def _save_changes(
         "previous_report": previous_digest,
         "versions": {name: list(pair) for name, pair in versions.items()},
         "changes": [vars(change) for change in changes],
+        "unversioned": unversioned,
     }
     body["digest"] = content_digest(body)
     atomic_write_bytes(target / "changes.json", record_bytes(body))

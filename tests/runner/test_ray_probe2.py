@@ -1,0 +1,143 @@
+"""The Ray executor on a real local cluster when agents misbehave: a worker killed by its
+agent costs only that episode, and Ctrl-C stops a hung Ray run promptly."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onrecord.runner import RayExecutor, RunStore, plan_run, start_run
+from tests.runner.conftest import ROOT
+from tests.runner.test_workers_probe import DIE, _walk
+
+ray = pytest.importorskip("ray", reason="pip install 'onrecord[ray]'")
+pytestmark = pytest.mark.ray
+
+
+def hangs_on_seed_3(env: Any, observation: Any, info: dict[str, Any]) -> str:
+    """Never returns on seed 3 (no environment variable needed in the workers)."""
+    if env.np_random_seed == 3:
+        time.sleep(3600)
+    return _walk(env)
+
+
+def hangs_through_interrupts(env: Any, observation: Any, info: dict[str, Any]) -> str:
+    """Never returns on seed 3, even when interrupted (a hang in native code)."""
+    if env.np_random_seed == 3:
+        deadline = time.monotonic() + 3600
+        while time.monotonic() < deadline:
+            with contextlib.suppress(KeyboardInterrupt):
+                time.sleep(0.5)
+    return _walk(env)
+
+
+def _free_cpus(expected: float, within: float) -> float:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and ray.available_resources().get("CPU", 0) < expected:
+        time.sleep(0.2)
+    return float(ray.available_resources().get("CPU", 0))
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """One local cluster for the module; yields its address for other drivers."""
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path), DIE: "2"}},
+    )
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+def _fingerprints(path: Path) -> dict[tuple[str, int], str]:
+    return {r.key: r.data["fingerprint"] for r in RunStore.open(path).records()}
+
+
+def test_an_agent_killing_its_ray_worker_costs_only_its_episode(
+    cluster: str, tmp_path: Path
+) -> None:
+    protocol = plan_run("frozenlake", "tests.runner.test_workers_probe:dies", seeds=range(6))
+    start_run(tmp_path / "local", protocol)  # DIE is unset here: nothing dies
+    with RayExecutor(chunk_size=3) as executor:
+        # Before: Ray retried the chunk three times, then the run raised
+        # WorkerCrashedError and lost every episode of the run.
+        result = start_run(tmp_path / "ray", protocol, executor=executor)
+    assert not result.complete
+    assert result.exit_code == 2
+    assert len(result.errors) == 1
+    assert result.errors[0].startswith("frozenlake/goal#2: the worker process running")
+    local, remote = _fingerprints(tmp_path / "local"), _fingerprints(tmp_path / "ray")
+    assert sorted(remote) == [("frozenlake/goal", r) for r in (0, 1, 3, 4, 5)]
+    assert remote == {key: value for key, value in local.items() if key[1] != 2}
+
+
+def test_ctrl_c_stops_a_hung_ray_run_and_frees_the_cluster(cluster: str, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    agent = "tests.runner.test_ray_probe2:hangs_on_seed_3"
+    process = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "onrecord"),
+            "run",
+            "frozenlake",
+            "--agent",
+            agent,
+            "--seeds",
+            "0-5",
+            "--executor",
+            "ray",
+            "--address",
+            cluster,
+            "--out",
+            str(run_dir),
+            "--no-progress",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        start_new_session=True,
+    )
+    episodes = run_dir / "episodes.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (
+        not episodes.exists() or episodes.read_bytes().count(b"\n") < 5
+    ):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    try:
+        _, stderr = process.communicate(timeout=20)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert len(_fingerprints(run_dir)) == 5
+    assert _free_cpus(2, within=15) == 2  # the hung task does not hold a CPU
+
+
+def test_an_interrupted_ray_run_stops_its_hung_tasks_on_a_shared_cluster(cluster: str) -> None:
+    protocol = plan_run(
+        "frozenlake", "tests.runner.test_ray_probe2:hangs_through_interrupts", seeds=range(6)
+    )
+    executor = RayExecutor(chunk_size=1)  # the cluster is the module's: left running
+    results = executor.run(protocol.jobs("run-interrupted"))
+    finished = [next(results) for _ in range(5)]
+    assert sorted(r.repeat for r in finished) == [0, 1, 2, 4, 5]
+    results.close()  # what Ctrl-C (or an error while appending) does to the generator
+    # Before: the task was cancelled politely, ignored it, and held its CPU for good.
+    assert _free_cpus(2, within=10) == 2
+    executor.close()
+    assert ray.is_initialized()
