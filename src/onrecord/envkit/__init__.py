@@ -47,7 +47,7 @@ from onrecord.envkit.rules import (
 from onrecord.envkit.snapshot import Populate, Snapshot, SnapshotError
 from onrecord.envkit.state import state_digest
 from onrecord.envkit.tools import Tool, tool
-from onrecord.envkit.world import ENDINGS, InjectedFailure, ToolWorld
+from onrecord.envkit.world import ENDINGS, InjectedFailure, ReentrantCall, ToolWorld
 
 __all__ = [
     "ANY",
@@ -61,6 +61,7 @@ __all__ = [
     "InjectedFailure",
     "Populate",
     "ReadOnlyObserver",
+    "ReentrantCall",
     "ReplayResult",
     "Rule",
     "Score",

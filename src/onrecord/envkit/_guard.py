@@ -116,7 +116,9 @@ def refusal(action: int, arg1: str | None, arg2: str | None, source: str | None)
             "tool returns; a tool may not begin, commit or roll back transactions (use a "
             "SAVEPOINT of its own for a nested unit)"
         )
-    if action == sqlite3.SQLITE_SAVEPOINT and arg2 == CALL_SAVEPOINT:
+    # SQLite matches savepoint names without regard to ASCII case: RELEASE ONRECORD_CALL
+    # would commit the call's writes out from under its rollback.
+    if action == sqlite3.SQLITE_SAVEPOINT and (arg2 or "").lower() == CALL_SAVEPOINT:
         return f"SAVEPOINT {arg2} ({arg1}): that savepoint is onrecord's own"
     if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
         verb = "ATTACH" if action == sqlite3.SQLITE_ATTACH else "DETACH"

@@ -5,15 +5,33 @@ path string for every field it visits; on a tool call that is most of the kit's 
 cost. A compiled check runs the same checks in the same order and returns the same
 sentences (``tests/envkit/test_validate.py`` compares the two), but looks no schema
 key up at call time and skips the checks a schema does not ask for.
+
+Compiling also checks the schema itself: a misspelt or mistyped constraint would
+otherwise be ignored (or fail at an agent's first call), so it is refused here, when
+the tool is declared, with an :class:`~onrecord.errors.InputError` naming it.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["JSON_TYPES", "Check", "compile_schema", "is_type", "names", "show"]
+from onrecord.errors import InputError
+
+__all__ = [
+    "INT_RANGE",
+    "JSON_TYPES",
+    "Check",
+    "compile_pattern",
+    "compile_schema",
+    "is_type",
+    "names",
+    "show",
+    "type_problem",
+]
 
 JSON_TYPES = {
     "integer": "an integer",
@@ -24,15 +42,40 @@ JSON_TYPES = {
     "array": "a list",
     "object": "an object",
 }
+INT_RANGE = (-(2**63), 2**63 - 1)
+"""Integers SQLite stores: a larger one would fail inside the tool (OverflowError), so
+it is refused with the arguments, as the agent's mistake."""
+_LOW, _HIGH = INT_RANGE
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems")
+_KEYWORDS = frozenset(
+    {
+        *_BOUNDS,
+        *_COUNTS,
+        "type",
+        "enum",
+        "anyOf",
+        "pattern",
+        "items",
+        "properties",
+        "required",
+        "additionalProperties",
+        "default",
+        "description",
+        "title",
+    }
+)
 
 Check = Callable[[Any, str], str | None]
 """``check(value, path)``: the first violation as a sentence, or ``None``."""
 
 
-def compile_schema(schema: Mapping[str, Any]) -> Check:
-    """The check ``validate(schema, value, path)`` performs, prepared once."""
+def compile_schema(schema: Mapping[str, Any], where: str = "parameters") -> Check:
+    """The check ``validate(schema, value, path)`` performs, prepared once; refuses a
+    schema it cannot enforce with an ``InputError`` naming the keyword at ``where``."""
+    _check_keywords(schema, where)
     if "anyOf" in schema:
-        return _any_of(schema)
+        return _any_of(schema, where)
     parts = [
         part
         for part in (
@@ -40,8 +83,8 @@ def compile_schema(schema: Mapping[str, Any]) -> Check:
             _type(schema),
             _number(schema),
             _string(schema),
-            _array(schema),
-            _object(schema),
+            _array(schema, where),
+            _object(schema, where),
         )
         if part is not None
     ]
@@ -55,16 +98,54 @@ def compile_schema(schema: Mapping[str, Any]) -> Check:
     return parts[0] if len(parts) == 1 else check
 
 
+@functools.lru_cache(maxsize=256)
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    """A JSON-schema ``pattern`` (ECMA-262) as a Python regex: ``$`` matches only at the
+    very end (Python's also matches before a final newline, so ``"45\\n"`` would pass
+    ``^[0-9]+$``) and ``\\d``, ``\\w``, ``\\b`` are ASCII (Python's take any script's
+    digits and letters)."""
+    out, in_class, index = [], False, 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            out.append(pattern[index : index + 2])
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "$":
+            char = r"\Z"
+        out.append(char)
+        index += 1
+    return re.compile("".join(out), re.ASCII)
+
+
 def is_type(value: Any, kind: str) -> bool:
-    """Whether ``value`` has the JSON type ``kind`` (booleans are not numbers)."""
+    """Whether ``value`` has the JSON type ``kind`` (booleans are not numbers; integers
+    beyond SQLite's 64-bit range are not integers or numbers)."""
     if kind == "integer":
-        return type(value) is int
+        return type(value) is int and _LOW <= value <= _HIGH
     if kind == "number":
-        return type(value) in (int, float)
+        return type(value) is float or (type(value) is int and _LOW <= value <= _HIGH)
     return isinstance(
         value,
         {"string": str, "boolean": bool, "null": type(None), "array": list, "object": dict}[kind],
     )
+
+
+def type_problem(value: Any, kind: str, path: str) -> str | None:
+    """Why ``value`` is not of JSON type ``kind``, or ``None``."""
+    if is_type(value, kind):
+        return None
+    if kind in ("integer", "number") and type(value) is int:
+        return _range_problem(value, path)
+    return f"{path} must be {JSON_TYPES[kind]}, got {show(value)}"
+
+
+def _range_problem(value: int, path: str) -> str:
+    return f"{path} is {value}, outside the 64-bit integer range SQLite stores ({_LOW} to {_HIGH})"
 
 
 def names(fields: list[str]) -> str:
@@ -78,8 +159,67 @@ def show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _any_of(schema: Mapping[str, Any]) -> Check:
-    options = [compile_schema(option) for option in schema["anyOf"]]
+def _check_keywords(schema: Any, where: str) -> None:
+    """Refuse what the checks below would ignore or trip over at call time."""
+    if not isinstance(schema, Mapping):
+        raise InputError(f"{where} must be a JSON schema object (a dict), got {show(schema)}")
+    unknown = sorted(map(str, set(schema) - _KEYWORDS))
+    if unknown:
+        raise InputError(
+            f"{where} has the unknown schema keyword {unknown[0]!r}, which would be ignored; "
+            f"use one of {', '.join(sorted(_KEYWORDS))}"
+        )
+    if "type" in schema and schema["type"] not in JSON_TYPES:
+        raise InputError(f"{where}.type must be one of {', '.join(JSON_TYPES)}")
+    for key in _BOUNDS:
+        bound: Any = schema.get(key)
+        if key in schema and (type(bound) not in (int, float) or not math.isfinite(bound)):
+            raise InputError(f"{where}.{key} must be a finite number, got {show(bound)}")
+    for key in _COUNTS:
+        count = schema.get(key)
+        if key in schema and (type(count) is not int or count < 0):
+            raise InputError(f"{where}.{key} must be a whole number >= 0, got {show(count)}")
+    if "pattern" in schema:
+        try:
+            compile_pattern(schema["pattern"])
+        except (TypeError, re.error) as exc:
+            raise InputError(
+                f"{where}.pattern {show(schema['pattern'])} is not a valid regular "
+                f"expression ({exc}); fix it or remove it"
+            ) from exc
+    _check_containers(schema, where)
+
+
+def _check_containers(schema: Mapping[str, Any], where: str) -> None:
+    shapes = {
+        "enum": (list, tuple),
+        "anyOf": (list, tuple),
+        "required": (list, tuple),
+        "items": (Mapping,),
+        "properties": (Mapping,),
+        "additionalProperties": (bool, Mapping),
+    }
+    for key, kinds in shapes.items():
+        if key in schema and not isinstance(schema[key], kinds):
+            raise InputError(
+                f"{where}.{key} must be a {' or '.join(k.__name__ for k in kinds)}, "
+                f"got {show(schema[key])}"
+            )
+    if not all(isinstance(name, str) for name in schema.get("required", ())):
+        raise InputError(f"{where}.required must list field names (strings)")
+    for name, sub in schema.get("properties", {}).items():
+        if not isinstance(sub, bool | Mapping):
+            raise InputError(
+                f"{where}.properties.{name} must be a schema (a dict) or true/false, "
+                f"got {show(sub)}"
+            )
+
+
+def _any_of(schema: Mapping[str, Any], where: str) -> Check:
+    options = [
+        compile_schema(option, f"{where}.anyOf[{index}]")
+        for index, option in enumerate(schema["anyOf"])
+    ]
 
     def check(value: Any, path: str) -> str | None:
         if any(option(value, path) is None for option in options):
@@ -106,19 +246,30 @@ def _type(schema: Mapping[str, Any]) -> Check | None:
     kind = schema.get("type")
     if kind is None:
         return None
-    exact = {"integer": (int,), "number": (int, float)}.get(kind)
+    wrong = JSON_TYPES[kind]
 
-    def check(value: Any, path: str) -> str | None:
-        ok = type(value) in exact if exact is not None else is_type(value, kind)
-        return None if ok else f"{path} must be {JSON_TYPES[kind]}, got {show(value)}"
+    def integer(value: Any, path: str) -> str | None:
+        if type(value) is int:
+            return None if _LOW <= value <= _HIGH else _range_problem(value, path)
+        return f"{path} must be {wrong}, got {show(value)}"
 
-    return check
+    def number(value: Any, path: str) -> str | None:
+        if type(value) is float:
+            return None
+        return integer(value, path)
+
+    def other(value: Any, path: str) -> str | None:
+        return None if is_type(value, kind) else f"{path} must be {wrong}, got {show(value)}"
+
+    if kind == "integer":
+        return integer
+    return number if kind == "number" else other
 
 
 def _number(schema: Mapping[str, Any]) -> Check | None:
     low, high = schema.get("minimum"), schema.get("maximum")
-    above = schema.get("exclusiveMinimum")
-    if low is None and high is None and above is None:
+    above, below = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    if low is None and high is None and above is None and below is None:
         return None
 
     def check(value: Any, path: str) -> str | None:
@@ -130,6 +281,8 @@ def _number(schema: Mapping[str, Any]) -> Check | None:
             return f"{path} must be at most {high}, got {value!r}"
         if above is not None and value <= above:
             return f"{path} must be greater than {above}, got {value!r}"
+        if below is not None and value >= below:
+            return f"{path} must be less than {below}, got {value!r}"
         return None
 
     return check
@@ -137,7 +290,7 @@ def _number(schema: Mapping[str, Any]) -> Check | None:
 
 def _string(schema: Mapping[str, Any]) -> Check | None:
     shortest, longest = schema.get("minLength", 0), schema.get("maxLength")
-    pattern = re.compile(schema["pattern"]) if "pattern" in schema else None
+    pattern = compile_pattern(schema["pattern"]) if "pattern" in schema else None
     if "minLength" not in schema and longest is None and pattern is None:
         return None
 
@@ -149,15 +302,19 @@ def _string(schema: Mapping[str, Any]) -> Check | None:
         if longest is not None and len(value) > longest:
             return f"{path} must have at most {longest} characters"
         if pattern is not None and pattern.search(value) is None:
-            return f"{path} must match the pattern {pattern.pattern!r}, got {show(value)}"
+            return f"{path} must match the pattern {schema['pattern']!r}, got {show(value)}"
         return None
 
     return check
 
 
-def _array(schema: Mapping[str, Any]) -> Check | None:
+def _array(schema: Mapping[str, Any], where: str) -> Check | None:
     fewest, most = schema.get("minItems", 0), schema.get("maxItems")
-    items = compile_schema(schema["items"]) if schema.get("items") is not None else None
+    items = (
+        compile_schema(schema["items"], f"{where}.items")
+        if schema.get("items") is not None
+        else None
+    )
     if "minItems" not in schema and most is None and items is None:
         return None
 
@@ -177,17 +334,21 @@ def _array(schema: Mapping[str, Any]) -> Check | None:
     return check
 
 
-def _object(schema: Mapping[str, Any]) -> Check | None:
+def _object(schema: Mapping[str, Any], where: str) -> Check | None:
     if not {"properties", "required", "additionalProperties"} & set(schema):
         return None  # every field of any dict passes
     properties = {
-        name: compile_schema(sub) if isinstance(sub, Mapping) else sub
+        name: compile_schema(sub, f"{where}.properties.{name}") if isinstance(sub, Mapping) else sub
         for name, sub in schema.get("properties", {}).items()
     }
     allowed = ", ".join(sorted(properties)) or "none"
     required = list(schema.get("required", ()))
     extra = schema.get("additionalProperties", True)
-    other = compile_schema(extra) if isinstance(extra, Mapping) else extra
+    other = (
+        compile_schema(extra, f"{where}.additionalProperties")
+        if isinstance(extra, Mapping)
+        else extra
+    )
 
     def check(value: Any, path: str) -> str | None:
         if not isinstance(value, dict):

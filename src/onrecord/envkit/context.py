@@ -7,8 +7,9 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from onrecord.envkit._sql import Table, quote, row_dict
-from onrecord.errors import OnrecordError
+from onrecord.envkit._portable import portable
+from onrecord.envkit._sql import Table, portable_value, quote, row_dict
+from onrecord.errors import OnrecordError, PortabilityError
 
 __all__ = ["ToolContext", "ToolRejected", "Tracer"]
 
@@ -82,10 +83,21 @@ class ToolContext:
         row = self.execute(
             f"SELECT {layout.select_list()} FROM {quote(table)} WHERE {where}", values
         ).fetchone()
-        self.reads.append({"table": table, "key": key})
+        self.reads.append({"table": table, "key": _logged_key(values)})
         return None if row is None else row_dict(layout, row)
 
     @staticmethod
     def reject(message: str) -> NoReturn:
         """Refuse the call (domain rule violation); nothing it wrote is kept."""
         raise ToolRejected(message)
+
+
+def _logged_key(values: list[Any]) -> Any:
+    """A revealed key as the audit writes keys (a scalar for one column, BLOBs as
+    ``{"$blob": hex}``), so it is JSON in memory as in the saved log and matches the
+    audit's keys in ``read_steps``; a value JSON cannot hold is logged as its repr."""
+    key = [portable_value(value) for value in values]
+    try:
+        return portable(key[0] if len(key) == 1 else key, "key")
+    except PortabilityError:
+        return {"$unportable": repr(values)[:500]}

@@ -110,11 +110,29 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
         )
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object names a key twice (``json`` would keep the last one silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Which value the agent meant is unknowable, and the log would show only one.
+    built = dict(pairs)
+    if len(built) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(f"the key {key!r} appears twice in one object")
+            seen.add(key)
+    return built
+
+
 def _parse(action: Any) -> tuple[str, Any, str | None]:
     """(tool, arguments, problem) from JSON text or a dict."""
     if isinstance(action, str):
         try:
-            action = json.loads(action)
+            action = json.loads(action, object_pairs_hook=_unique_keys)
+        except _DuplicateKey as exc:
+            return "", action, f"the action is ambiguous: {exc}; send each field once"
         except ValueError as exc:
             return (
                 "",

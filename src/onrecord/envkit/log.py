@@ -51,8 +51,12 @@ class ActionLog:
             self._file = open(self.path, "wb", buffering=_BUFFER)  # noqa: SIM115
 
     def append(self, event: Event) -> None:
-        """Record one event (written through the buffer when the log has a file)."""
+        """Record one event (written through the buffer when the log has a file; a log
+        closed at episode end is reopened to append, so the file never misses an event
+        the memory holds)."""
         self.events.append(event)
+        if self._file is None and self.path is not None:
+            self._file = open(self.path, "ab", buffering=_BUFFER)  # noqa: SIM115
         if self._file is not None:
             self._file.write(canonical_bytes(event) + b"\n")
 

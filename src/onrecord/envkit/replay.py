@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from onrecord._canonical import canonical_bytes
 from onrecord.envkit.audit import AuditEvent
@@ -71,11 +72,13 @@ def replay(world: ToolWorld, episode: ToolEpisode) -> ReplayResult:
     statuses: dict[int, tuple[str, str]] = {}
     calls = 0
     for event in episode.actions:
+        if _outcome(event) == "rejected/episode_ended" and not world.ended:
+            world.end_episode()  # the calls made after the end are refused again
         if event["tool"] not in writes:
             continue
         world.step = event["step"] - 1
         again = world.call(event["tool"], event["arguments"])
-        statuses[event["step"]] = (event["status"], again["status"])
+        statuses[event["step"]] = (_outcome(event), _outcome(again))
         calls += 1
     digest = world.state_digest()
     divergence = _first_divergence(episode, world.audit_history(), statuses)
@@ -88,6 +91,14 @@ def replay(world: ToolWorld, episode: ToolEpisode) -> ReplayResult:
     return ReplayResult(
         divergence is None, episode.manifest["end_state_digest"], digest, calls, divergence
     )
+
+
+def _outcome(event: Mapping[str, Any]) -> str:
+    """``status`` or ``status/error type``: a call rejected for another reason than when
+    it was recorded is a divergence too."""
+    error = event.get("error")
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    return event["status"] if kind is None else f"{event['status']}/{kind}"
 
 
 def _by_step(events: Iterable[AuditEvent]) -> dict[int, list[AuditEvent]]:

@@ -10,7 +10,6 @@ call with bad data.
 from __future__ import annotations
 
 import inspect
-import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -19,8 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from onrecord._canonical import to_portable
-from onrecord.envkit._validate import JSON_TYPES, Check, compile_schema
-from onrecord.envkit._validate import is_type as _is_type
+from onrecord.envkit._validate import Check, compile_pattern, compile_schema, type_problem
 from onrecord.envkit._validate import names as _names
 from onrecord.envkit._validate import show as _show
 from onrecord.errors import InputError
@@ -48,6 +46,14 @@ class Tool:
     example: Mapping[str, Any] | None = None
     """Valid example arguments, used by ``check_environment`` to exercise the tool."""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise InputError(f"a tool's name must be a non-empty string, got {self.name!r}")
+        try:
+            self._check  # noqa: B018 - compile now: a bad schema is the author's to fix
+        except InputError as exc:
+            raise InputError(f"tool {self.name!r}: {exc}") from None
+
     def schema(self) -> dict[str, Any]:
         """The export for agents: ``{"name", "description", "parameters"}``."""
         return {
@@ -63,7 +69,7 @@ class Tool:
     @cached_property
     def _check(self) -> Check:
         # Compiled on first use: ``validate`` re-reads the schema on every call.
-        return compile_schema(self.parameters)
+        return compile_schema(self.parameters, "parameters")
 
 
 def tool(
@@ -75,6 +81,9 @@ def tool(
     example: Mapping[str, Any] | None = None,
 ) -> Any:
     """Declare a tool. Use as ``@tool(writes=True)`` or bare ``@tool`` (read-only)."""
+
+    if example is not None and not isinstance(example, Mapping):
+        raise InputError(f"tool example= must be a dict of arguments, got {example!r}")
 
     def declare(fn: ToolFunction) -> Tool:
         doc = inspect.getdoc(fn) or ""
@@ -108,17 +117,35 @@ def _parameters(fn: ToolFunction) -> dict[str, Any]:
                 f"tool {fn.__name__!r}: parameter {param.name!r} must be a plain "
                 "named parameter (no *args or **kwargs)"
             )
-        properties[param.name] = json_schema_for(_hint(fn, param))
+        try:
+            properties[param.name] = json_schema_for(_hint(fn, param))
+        except InputError as exc:
+            if str(exc).startswith("tool "):
+                raise
+            raise InputError(f"tool {fn.__name__!r}: parameter {param.name!r}: {exc}") from None
         if param.default is param.empty:
             required.append(param.name)
         else:
-            properties[param.name]["default"] = to_portable(param.default)
+            properties[param.name]["default"] = _default(fn, param, properties[param.name])
     return {
         "type": "object",
         "properties": properties,
         "required": required,
         "additionalProperties": False,
     }
+
+
+def _default(fn: ToolFunction, param: inspect.Parameter, schema: dict[str, Any]) -> Any:
+    """The default as exported to agents; it must be JSON and fit its own type hint (the
+    schema would otherwise promise agents a value the tool cannot be called with)."""
+    where = f"tool {fn.__name__!r}: the default of parameter {param.name!r}"
+    default = to_portable(param.default, where)
+    if (problem := validate(schema, default, where)) is not None:
+        raise InputError(
+            f"{problem}; make the default fit the hint (e.g. write `int | None = None` "
+            "for an optional integer)"
+        )
+    return default
 
 
 def _hint(fn: ToolFunction, param: inspect.Parameter) -> Any:
@@ -160,10 +187,19 @@ def json_schema_for(hint: Any) -> dict[str, Any]:
         extra = [arg for arg in args[1:] if isinstance(arg, Mapping)]
         return {**json_schema_for(args[0]), **{k: v for e in extra for k, v in e.items()}}
     if origin is typing.Literal:
+        if not all(type(arg) in (str, int, float, bool, type(None)) for arg in args):
+            raise InputError(f"{hint!r}: Literal values must be str, int, float, bool or None")
         return {"enum": list(args)}
+    if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+        raise InputError(
+            f"type hint {hint!r}: agents send JSON lists, which have no per-position types; "
+            "use list[T] (or tuple[T, ...])"
+        )
     if origin in (list, Sequence, tuple) and args:
         return {"type": "array", "items": json_schema_for(args[0])}
     if origin in (dict, Mapping) and args:
+        if args[0] is not str:
+            raise InputError(f"type hint {hint!r}: JSON object keys are strings; use dict[str, T]")
         return {"type": "object", "additionalProperties": json_schema_for(args[1])}
     if origin in (typing.Union, types.UnionType):
         return {"anyOf": [json_schema_for(arg) for arg in args]}
@@ -186,8 +222,8 @@ def validate(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
     ):
         return f"{path} must be one of {schema['enum']}, got {_show(value)}"
     kind = schema.get("type")
-    if kind is not None and not _is_type(value, kind):
-        return f"{path} must be {JSON_TYPES[kind]}, got {_show(value)}"
+    if kind is not None and (problem := type_problem(value, kind, path)) is not None:
+        return problem
     for check in (_check_number, _check_string, _check_array, _check_object):
         if (problem := check(schema, value, path)) is not None:
             return problem
@@ -203,6 +239,8 @@ def _check_number(schema: Mapping[str, Any], value: Any, path: str) -> str | Non
         return f"{path} must be at most {schema['maximum']}, got {value!r}"
     if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
         return f"{path} must be greater than {schema['exclusiveMinimum']}, got {value!r}"
+    if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
+        return f"{path} must be less than {schema['exclusiveMaximum']}, got {value!r}"
     return None
 
 
@@ -213,7 +251,7 @@ def _check_string(schema: Mapping[str, Any], value: Any, path: str) -> str | Non
         return f"{path} must have at least {schema['minLength']} characters"
     if "maxLength" in schema and len(value) > schema["maxLength"]:
         return f"{path} must have at most {schema['maxLength']} characters"
-    if "pattern" in schema and re.search(schema["pattern"], value) is None:
+    if "pattern" in schema and compile_pattern(schema["pattern"]).search(value) is None:
         return f"{path} must match the pattern {schema['pattern']!r}, got {_show(value)}"
     return None
 

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from onrecord.case import EvalCase
+from onrecord.envkit import _outcome
 from onrecord.envkit._guard import CALL_SAVEPOINT, INTERNAL, StatementGuard
 from onrecord.envkit._portable import portable
-from onrecord.envkit._sql import Table, quote
+from onrecord.envkit._setup import declared_tools, hidden_layouts, open_world
+from onrecord.envkit._sql import quote
 from onrecord.envkit._undo import RowUndo
 from onrecord.envkit.audit import CTX, AuditEvent, audit_tables, events_from_raw, read_audit
 from onrecord.envkit.context import ToolContext, ToolRejected, Tracer
@@ -31,9 +33,9 @@ from onrecord.envkit.observer import ReadOnlyObserver
 from onrecord.envkit.snapshot import Snapshot, readonly_uri
 from onrecord.envkit.state import state_digest
 from onrecord.envkit.tools import Tool
-from onrecord.errors import InputError, OnrecordError, PortabilityError
+from onrecord.errors import InputError, OnrecordError
 
-__all__ = ["ENDINGS", "ForbiddenStatement", "InjectedFailure", "ToolWorld"]
+__all__ = ["ENDINGS", "ForbiddenStatement", "InjectedFailure", "ReentrantCall", "ToolWorld"]
 
 ENDINGS = ("finished", "agent_error", "step_limit", "stopped")
 """How an episode can end: the agent finished; the agent raised; it ran out of steps;
@@ -46,11 +48,20 @@ class InjectedFailure(OnrecordError):
     """The test-only failure set with :meth:`ToolWorld.inject_failure`."""
 
 
+class ReentrantCall(OnrecordError):
+    """World code (``call``, ``reset``, ``end_episode``) was run by a tool while its own
+    call was in progress."""
+
+
 class ForbiddenStatement(OnrecordError):
     """A tool prepared a statement that would escape the audit or the call's savepoint
     (see ``onrecord.envkit._guard``); the call is rolled back."""
 
 
+_ENDED = (
+    "the episode has ended (end_episode or save_episode was called); the call was not "
+    "run: reset the world to start a new episode"
+)
 _SAVEPOINT = f"SAVEPOINT {CALL_SAVEPOINT}{INTERNAL}"
 _ROLLBACK_CALL = f"ROLLBACK TO {CALL_SAVEPOINT}{INTERNAL}"
 _RELEASE_CALL = f"RELEASE {CALL_SAVEPOINT}{INTERNAL}"
@@ -69,8 +80,8 @@ class ToolWorld:
         tracer: Tracer | None = None,
     ) -> None:
         self.snapshot = snapshot
-        self.tools = _declared_tools(tools)
-        self.hidden = _hidden_layouts(snapshot, hidden)
+        self.tools = declared_tools(tools)
+        self.hidden = hidden_layouts(snapshot, hidden)
         self.tracer = tracer
         """Optional ``tracer(sql, params)`` that sees every statement tools run."""
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
@@ -78,7 +89,7 @@ class ToolWorld:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="onrecord-world-")
             path = Path(self._tmpdir.name) / "world.db"
         self.path = Path(path)
-        self.conn = _open(self.path)
+        self.conn = open_world(self.path)
         self._guard = StatementGuard()
         self.conn.set_authorizer(self._guard)
         self.run_id: str | None = None
@@ -90,6 +101,10 @@ class ToolWorld:
         self.ending_error: str | None = None
         self.log = ActionLog()
         self._inject: str | None = None
+        self._running: str | None = None
+        """The tool whose call is in progress (world methods refuse to nest in it)."""
+        self._ended = False
+        self._interrupt: BaseException | None = None
         self._task: tuple[EvalCase | None, str | None] = (None, None)
         self._undo: RowUndo | None = None
         self.reset()
@@ -111,6 +126,7 @@ class ToolWorld:
 
         Usually by undoing the rows the audit history lists (no schema change, so no
         connection re-parses the schema); in full when that cannot be proven exact."""
+        self._refuse_nesting("reset")
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK" + INTERNAL)
         if self._undo is None or not self._undo.undo(self.conn):
@@ -123,6 +139,12 @@ class ToolWorld:
         self.step = self.state_version = 0
         self.ending = self.ending_error = None
         self._inject = None
+        self._ended = False
+
+    @property
+    def ended(self) -> bool:
+        """Whether the episode has ended (``end_episode``); calls are refused until reset."""
+        return self._ended
 
     @property
     def task_id(self) -> str | None:
@@ -136,11 +158,14 @@ class ToolWorld:
     def end_episode(self, ending: str | None = None, error: str | None = None) -> None:
         """Flush and fsync the action log, and optionally declare how the episode ended
         (one of ``ENDINGS``; a saved episode whose ending is not ``finished`` gets a
-        coverage issue in its report trial)."""
+        coverage issue in its report trial). Until the next reset, further calls are
+        rejected (``episode_ended``) and logged, changing nothing."""
+        self._refuse_nesting("end_episode")
         if ending is not None:
             if ending not in ENDINGS:
                 raise InputError(f"ending must be one of {ENDINGS}, got {ending!r}")
             self.ending, self.ending_error = ending, error
+        self._ended = True
         self.log.close()
 
     def close(self) -> None:
@@ -159,15 +184,19 @@ class ToolWorld:
     # -- tool calls --------------------------------------------------------------------
     def call(self, tool: Any, arguments: Any = None) -> Event:
         """Run one tool call and log it; returns the event (never raises for bad input)."""
+        if self._running is not None:
+            self._refuse_nesting("call")
         self.step += 1
         started, ts = time.perf_counter_ns(), time.time()
-        args, logged_args, problem = _arguments(arguments)
+        args, logged_args, problem = _outcome.arguments(arguments)
         spec = self.tools.get(tool) if isinstance(tool, str) else None
         ctx: ToolContext | None = None
-        if spec is None:
-            outcome = _rejected("unknown_tool", self._unknown_tool(tool))
+        if self._ended:
+            outcome = _outcome.rejected("episode_ended", _ENDED)
+        elif spec is None:
+            outcome = _outcome.rejected("unknown_tool", self._unknown_tool(tool))
         elif problem is not None or (problem := spec.check_arguments(args)) is not None:
-            outcome = _rejected("invalid_arguments", f"{tool}: {problem}")
+            outcome = _outcome.rejected("invalid_arguments", f"{tool}: {problem}")
         else:
             ctx = ToolContext(
                 self.conn, step=self.step, seed=self.seed, hidden=self.hidden, tracer=self.tracer
@@ -177,7 +206,7 @@ class ToolWorld:
             "run_id": self.run_id,
             "task_id": self.task_id,
             "step": self.step,
-            "tool": tool if isinstance(tool, str) else repr(tool),
+            "tool": tool if type(tool) is str and tool.isascii() else _outcome.tool_label(tool),
             "arguments": logged_args,
             "state_version": self.state_version,
             "reads": [] if ctx is None else ctx.reads,
@@ -186,7 +215,19 @@ class ToolWorld:
             **outcome,
         }
         self.log.append(event)
+        if self._interrupt is not None:  # logged first: the record survives the interrupt
+            interrupt, self._interrupt = self._interrupt, None
+            raise interrupt
         return event
+
+    def _refuse_nesting(self, method: str) -> None:
+        if self._running is not None:
+            raise ReentrantCall(
+                f"world.{method}() was called while the tool {self._running!r} is running; "
+                "a tool may not call tools (or reset or end the episode) through the world, "
+                "since each call is one logged, atomic step: call the other tool's "
+                "function directly with the same ctx"
+            )
 
     def _unknown_tool(self, tool: Any) -> str:
         names = ", ".join(sorted(self.tools)) or "none"
@@ -195,6 +236,7 @@ class ToolWorld:
     def _run(self, spec: Tool, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         self._guard.refused = None
         self.conn.execute(_SAVEPOINT)
+        self._running = spec.name
         try:
             if spec.writes:
                 self.conn.execute(f"UPDATE {CTX} SET step = ?, version = version + 1", (self.step,))
@@ -209,21 +251,43 @@ class ToolWorld:
                 )
             result = portable(result, "$.result")
         except BaseException as exc:
-            self.conn.execute(_ROLLBACK_CALL)
-            self.conn.execute(_RELEASE_CALL)
-            return _failure(spec, self._forbidden_or(exc))
+            self._undo_call()
+            return self._failure(spec, self._forbidden_or(exc))
+        finally:
+            self._running = None
         self.conn.execute(_RELEASE_CALL)
         if not spec.writes:
             return {"status": "ok", "result": result, "error": None}
         self.state_version += 1
         if self._inject == spec.name:
             self._inject = None
-            return _failure(
-                spec,
-                InjectedFailure(f"injected failure after {spec.name!r} committed its changes"),
+            return _outcome.failure(
+                spec.name,
+                "injected_failure",
+                f"InjectedFailure: injected failure after {spec.name!r} committed its changes",
                 result,
             )
         return {"status": "ok", "result": result, "error": None}
+
+    def _undo_call(self) -> None:
+        """Roll the call back, even if the tool managed to end onrecord's savepoint
+        (then whatever is still open is rolled back: no SQLite error escapes a call)."""
+        try:
+            self.conn.execute(_ROLLBACK_CALL)
+            self.conn.execute(_RELEASE_CALL)
+        except sqlite3.OperationalError:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK" + INTERNAL)
+
+    def _failure(self, spec: Tool, exc: BaseException) -> dict[str, Any]:
+        if isinstance(exc, ToolRejected):
+            return _outcome.rejected("rule_violation", _outcome.message(exc))
+        if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: logged, re-raised
+            self._interrupt = exc
+            return _outcome.failure(spec.name, "interrupted", _outcome.describe(exc))
+        if isinstance(exc, ForbiddenStatement):
+            return _outcome.failure(spec.name, "forbidden_statement", _outcome.message(exc))
+        return _outcome.failure(spec.name, "tool_error", _outcome.describe(exc))
 
     def _forbidden_or(self, exc: BaseException) -> BaseException:
         """A refused statement is why the call failed, whatever the tool raised after
@@ -299,13 +363,13 @@ class ToolWorld:
             "run_id": self.run_id,
             "task_id": self.task_id,
             "step": self.step,
-            "tool": tool,
-            "arguments": _arguments(arguments)[1],
+            "tool": _outcome.tool_label(tool),
+            "arguments": _outcome.arguments(arguments)[1],
             "state_version": self.state_version,
             "reads": [],
             "ts": time.time(),
             "duration_ns": 0,
-            **_rejected(kind, message),
+            **_outcome.rejected(kind, message),
         }
         self.log.append(event)
         return event
@@ -322,77 +386,3 @@ class ToolWorld:
             f"SELECT {layout.select_list()} FROM {quote(table)} ORDER BY {order}"
         )
         return [dict(zip(layout.columns, row, strict=True)) for row in cursor]
-
-
-def _declared_tools(tools: Iterable[Tool]) -> dict[str, Tool]:
-    declared: dict[str, Tool] = {}
-    for item in tools:
-        if not isinstance(item, Tool):
-            raise InputError(f"ToolWorld tools must be declared with @tool, got {item!r}")
-        if item.name in declared:
-            raise InputError(f"two tools are named {item.name!r}; tool names must be unique")
-        declared[item.name] = item
-    return declared
-
-
-def _hidden_layouts(snapshot: Snapshot, hidden: Sequence[str]) -> dict[str, Table]:
-    layouts = {table.name: table for table in snapshot.tables}
-    unknown = [name for name in hidden if name not in layouts]
-    if unknown:
-        raise InputError(
-            f"hidden lists tables {unknown} that the snapshot {snapshot.name!r} does not "
-            f"have; it has {sorted(layouts)}"
-        )
-    return {name: layouts[name] for name in hidden}
-
-
-def _open(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    # WAL: readers never block the writer and never see a half-restored state.
-    conn.execute("PRAGMA journal_mode = WAL")
-    # The file is rebuilt from the snapshot at every reset, so fsyncs buy nothing.
-    conn.execute("PRAGMA synchronous = OFF")
-    # REPLACE conflicts must fire DELETE triggers, or the audit would miss rows.
-    conn.execute("PRAGMA recursive_triggers = ON")
-    return conn
-
-
-def _arguments(arguments: Any) -> tuple[dict[str, Any], Any, str | None]:
-    """(arguments to call with, arguments to log, problem or None)."""
-    if arguments is None:
-        arguments = {}
-    try:
-        plain = portable(arguments, "arguments")
-    except PortabilityError as exc:
-        return {}, {"$unportable": repr(arguments)[:500]}, f"arguments are not JSON: {exc}"
-    if not isinstance(plain, dict):
-        return (
-            {},
-            plain,
-            (f"arguments must be a JSON object of named arguments, got {type(arguments).__name__}"),
-        )
-    return plain, plain, None
-
-
-def _rejected(kind: str, message: str) -> dict[str, Any]:
-    return {"status": "rejected", "result": None, "error": {"type": kind, "message": message}}
-
-
-def _failure(spec: Tool, exc: BaseException, result: Any = None) -> dict[str, Any]:
-    if isinstance(exc, ToolRejected):
-        return _rejected("rule_violation", str(exc))
-    if isinstance(exc, KeyboardInterrupt | SystemExit):
-        raise exc
-    if isinstance(exc, ForbiddenStatement):
-        return {
-            "status": "error",
-            "result": result,
-            "error": {"type": "forbidden_statement", "message": f"{spec.name}: {exc}"},
-        }
-    kind = "injected_failure" if isinstance(exc, InjectedFailure) else "tool_error"
-    return {
-        "status": "error",
-        "result": result,
-        "error": {"type": kind, "message": f"{spec.name}: {type(exc).__name__}: {exc}"},
-    }

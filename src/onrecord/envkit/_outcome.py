@@ -1,0 +1,78 @@
+"""The parts of an action-log event that describe what became of a call.
+
+Everything here ends up in canonical JSON, so every string is made UTF-8 safe: a tool
+name with a lone surrogate, or an exception whose text holds one (or whose ``str``
+raises), must still be logged rather than make the log write fail after the call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from onrecord.envkit._portable import portable
+from onrecord.errors import PortabilityError
+
+__all__ = ["arguments", "describe", "failure", "message", "rejected", "safe_text", "tool_label"]
+
+
+def safe_text(text: str) -> str:
+    """``text``, with what UTF-8 cannot hold (lone surrogates) written as escapes."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def tool_label(tool: Any) -> str:
+    """How the log names the tool asked for: the name itself, or its ``repr`` when it is
+    not a string UTF-8 can hold (quoted, so it never reads as a declared tool's name)."""
+    if type(tool) is str and (tool.isascii() or safe_text(tool) == tool):
+        return tool
+    return safe_text(repr(tool))
+
+
+def message(exc: BaseException) -> str:
+    """The message of an exception, never raising."""
+    try:
+        return safe_text(str(exc))
+    except Exception:  # a hostile __str__ must not lose the record
+        return f"<{type(exc).__name__} whose message cannot be shown>"
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of an exception, never raising."""
+    return f"{type(exc).__name__}: {message(exc)}"
+
+
+def arguments(value: Any) -> tuple[dict[str, Any], Any, str | None]:
+    """(arguments to call with, arguments to log, problem or None)."""
+    if value is None:
+        value = {}
+    try:
+        plain = portable(value, "arguments")
+    except PortabilityError as exc:
+        return {}, {"$unportable": safe_text(repr(value)[:500])}, f"arguments are not JSON: {exc}"
+    if not isinstance(plain, dict):
+        return (
+            {},
+            plain,
+            f"arguments must be a JSON object of named arguments, got {type(value).__name__}",
+        )
+    return plain, plain, None
+
+
+def rejected(kind: str, message: str) -> dict[str, Any]:
+    """The outcome of a call refused before or by its tool (state unchanged)."""
+    return {
+        "status": "rejected",
+        "result": None,
+        "error": {"type": kind, "message": safe_text(message)},
+    }
+
+
+def failure(name: str, kind: str, message: str, result: Any = None) -> dict[str, Any]:
+    """The outcome of a call that failed (``status: "error"``)."""
+    return {
+        "status": "error",
+        "result": result,
+        "error": {"type": kind, "message": safe_text(f"{name}: {message}")},
+    }

@@ -1,0 +1,48 @@
+"""What a ``ToolWorld`` is built from, checked: its tools, its hidden tables, its file."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from onrecord.envkit._sql import Table
+from onrecord.envkit.snapshot import Snapshot
+from onrecord.envkit.tools import Tool
+from onrecord.errors import InputError
+
+__all__ = ["declared_tools", "hidden_layouts", "open_world"]
+
+
+def declared_tools(tools: Iterable[Tool]) -> dict[str, Tool]:
+    declared: dict[str, Tool] = {}
+    for item in tools:
+        if not isinstance(item, Tool):
+            raise InputError(f"ToolWorld tools must be declared with @tool, got {item!r}")
+        if item.name in declared:
+            raise InputError(f"two tools are named {item.name!r}; tool names must be unique")
+        declared[item.name] = item
+    return declared
+
+
+def hidden_layouts(snapshot: Snapshot, hidden: Sequence[str]) -> dict[str, Table]:
+    layouts = {table.name: table for table in snapshot.tables}
+    unknown = [name for name in hidden if name not in layouts]
+    if unknown:
+        raise InputError(
+            f"hidden lists tables {unknown} that the snapshot {snapshot.name!r} does not "
+            f"have; it has {sorted(layouts)}"
+        )
+    return {name: layouts[name] for name in hidden}
+
+
+def open_world(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    # WAL: readers never block the writer and never see a half-restored state.
+    conn.execute("PRAGMA journal_mode = WAL")
+    # The file is rebuilt from the snapshot at every reset, so fsyncs buy nothing.
+    conn.execute("PRAGMA synchronous = OFF")
+    # REPLACE conflicts must fire DELETE triggers, or the audit would miss rows.
+    conn.execute("PRAGMA recursive_triggers = ON")
+    return conn
