@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import orjson
@@ -16,7 +17,7 @@ from onrecord.runner import (
     plan_run,
     start_run,
 )
-from tests.runner.conftest import onrecord
+from tests.runner.conftest import ROOT, onrecord
 
 
 def _verdicts(path: Path) -> dict[tuple[str, int], tuple[str, dict[str, str]]]:
@@ -175,3 +176,35 @@ def test_ledger_runs_on_a_fresh_database_per_episode(
     result = start_run(tmp_path / "run", protocol)
     assert result.decision.decision == decision
     assert len(result.report.trials) == 4
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("raise RuntimeError('no licence for the grader')\n", "RuntimeError: no licence"),
+        (
+            "def CHECKS():\n    raise KeyError('threshold')\n",
+            "the check factory 'broken_checks:CHECKS' raised KeyError",
+        ),
+    ],
+    ids=["module-raises", "factory-raises"],
+)
+def test_checks_that_fail_to_load_are_bad_input_not_a_reject(
+    tmp_path: Path, source: str, expected: str
+) -> None:
+    """Exit 1 reads as reject in CI: a grader that cannot load is exit 3, never 1."""
+    (tmp_path / "broken_checks.py").write_text(source)
+    done = onrecord(
+        "run",
+        "frozenlake",
+        "--agent",
+        "walks_to_goal",
+        "--checks",
+        "broken_checks:CHECKS",
+        "--out",
+        str(tmp_path / "out"),
+        env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"},
+    )
+    assert done.returncode == 3, done.stderr
+    assert expected in done.stderr
+    assert "Traceback" not in done.stderr

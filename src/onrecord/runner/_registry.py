@@ -82,8 +82,10 @@ def import_object(path: str) -> Any:
         raise InputError(f"{path!r} is not an import path; write it as 'package.module:name'")
     try:
         target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise InputError(f"cannot import {module_name!r} for {path!r}: {exc}") from exc
+    except Exception as exc:  # the module's own code may raise anything while loading
+        raise InputError(
+            f"cannot import {module_name!r} for {path!r}: {type(exc).__name__}: {exc}"
+        ) from exc
     for part in attribute.split("."):
         if not hasattr(target, part):
             raise InputError(f"{module_name!r} has no attribute {attribute!r} (from {path!r})")
@@ -253,7 +255,12 @@ def load_checks(provider: EnvironmentProvider, names: Sequence[str]) -> list[Out
 def _imported_checks(path: str) -> list[OutcomeCheck]:
     found = import_object(path)
     if callable(found) and not isinstance(found, OutcomeCheck):
-        found = found()
+        try:
+            found = found()
+        except Exception as exc:
+            raise InputError(
+                f"the check factory {path!r} raised {type(exc).__name__}: {exc}"
+            ) from exc
     items = [found] if isinstance(found, OutcomeCheck) else found
     if not isinstance(items, Sequence) or not all(isinstance(i, OutcomeCheck) for i in items):
         raise InputError(
