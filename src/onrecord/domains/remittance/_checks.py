@@ -17,7 +17,7 @@ from onrecord.episode import OutcomeCheck, OutcomeVerdict
 
 __all__ = ["ANSWER_CHECK", "END_STATE_CHECKS", "HISTORY_CHECKS", "REMITTANCE_CHECKS"]
 
-VERSION = "remittance-v1"
+VERSION = "remittance-v2"
 Row = dict[str, Any]
 
 
@@ -41,12 +41,34 @@ def _money_rows(episode: ToolEpisode, table: str, rline_id: str) -> list[Row]:
 
 
 # -- expected_changes ----------------------------------------------------------------------
+_MONEY_ACTIONS = ("post", "post_and_case")
+_CASE_ACTIONS = ("case", "post_and_case")
+
+
+def _adjustment_problems(line: Mapping[str, Any], adjustments: list[Row]) -> list[str]:
+    """The line's adjustments must be exactly the 835's (none for a recoupment), each on
+    a claim line the remittance line pays: a write-down or patient share on another line
+    moves money on the wrong account even when the codes and amounts are right."""
+    rline, problems = line["rline_id"], []
+    got = Counter((a["group_code"], a["reason_code"], a["amount_cents"]) for a in adjustments)
+    want = Counter(tuple(x) for x in line["adjustments"])
+    if got != want:
+        problems.append(
+            f"{rline}: adjustments {sorted(got.elements())} differ from the "
+            f"835's {sorted(want.elements())}"
+        )
+    stray = sorted({a["line_id"] for a in adjustments if a["line_id"] not in line["targets"]})
+    if stray:
+        problems.append(f"{rline}: adjusted {stray}, expected only {line['targets']}")
+    return problems
+
+
 def _line_problems(episode: ToolEpisode, line: Mapping[str, Any]) -> list[str]:
     rline, action = line["rline_id"], line["action"]
     allocations = _money_rows(episode, "allocations", rline)
     adjustments = _money_rows(episode, "adjustments", rline)
     problems: list[str] = []
-    if action in ("post", "post_and_case"):
+    if action in _MONEY_ACTIONS:
         total = sum(a["amount_cents"] for a in allocations)
         if total != line["paid_cents"]:
             problems.append(
@@ -58,13 +80,7 @@ def _line_problems(episode: ToolEpisode, line: Mapping[str, Any]) -> list[str]:
                 f"{rline}: allocated to {sorted({a['line_id'] for a in stray})}, "
                 f"expected only {line['targets']}"
             )
-        got = Counter((a["group_code"], a["reason_code"], a["amount_cents"]) for a in adjustments)
-        want = Counter(tuple(x) for x in line["adjustments"])
-        if got != want:
-            problems.append(
-                f"{rline}: adjustments {sorted(got.elements())} differ from the "
-                f"835's {sorted(want.elements())}"
-            )
+        problems += _adjustment_problems(line, adjustments)
     elif action == "reverse":
         reversals = [a["reverses"] for a in allocations]
         if reversals != [line["reverse"]]:
@@ -72,13 +88,14 @@ def _line_problems(episode: ToolEpisode, line: Mapping[str, Any]) -> list[str]:
                 f"{rline}: expected one reversal of allocation {line['reverse']}, "
                 f"found allocations {allocations}"
             )
+        problems += _adjustment_problems(line, adjustments)
     elif allocations or adjustments:
         problems.append(
             f"{rline}: must not be posted ({action}), but "
             f"{len(allocations)} allocation(s) and {len(adjustments)} "
             "adjustment(s) were created"
         )
-    if action in ("case", "post_and_case"):
+    if action in _CASE_ACTIONS:
         kinds = [c["kind"] for c in _created(episode, "cases") if c["claim_id"] == line["claim_id"]]
         if line["case_kind"] not in kinds:
             problems.append(f"{rline}: no {line['case_kind']} case opened on {line['claim_id']}")
@@ -93,6 +110,30 @@ def _line_problems(episode: ToolEpisode, line: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def _case_problems(episode: ToolEpisode, lines: list[Mapping[str, Any]]) -> list[str]:
+    """Cases beyond the task's (another kind or claim, or more than one per line that
+    needs one) and required cases left without a note saying why they were opened."""
+    required = Counter(
+        (x["claim_id"], x["case_kind"]) for x in lines if x["action"] in _CASE_ACTIONS
+    )
+    cases = _created(episode, "cases")
+    opened = Counter((c["claim_id"], c["kind"]) for c in cases)
+    extra = [c for c in cases if (c["claim_id"], c["kind"]) not in required]
+    problems = [f"cases: unexpected case(s) {extra}"] if extra else []
+    problems += [
+        f"cases: {opened[key]} {key[1]} cases opened on {key[0]}, expected at most {most}"
+        for key, most in required.items()
+        if opened[key] > most
+    ]
+    noted = {note["case_id"] for note in _created(episode, "case_notes")}
+    problems += [
+        f"cases: {c['kind']} case {c['case_id']} on {c['claim_id']} has no note"
+        for c in cases
+        if (c["claim_id"], c["kind"]) in required and c["case_id"] not in noted
+    ]
+    return problems
+
+
 def _expected_changes(episode: ToolEpisode) -> OutcomeVerdict:
     expect = _expect(episode)
     problems = [p for line in expect["lines"] for p in _line_problems(episode, line)]
@@ -104,15 +145,10 @@ def _expected_changes(episode: ToolEpisode) -> OutcomeVerdict:
                 f"{table}: {len(outside)} row(s) for remittance lines outside "
                 f"{expect['remittance_id']}"
             )
-    expected_cases = {(x["claim_id"], x.get("case_kind")) for x in expect["lines"]}
-    extra = [
-        c for c in _created(episode, "cases") if (c["claim_id"], c["kind"]) not in expected_cases
-    ]
-    if extra:
-        problems.append(f"cases: unexpected case(s) {extra}")
+    problems += _case_problems(episode, expect["lines"])
     diff = {
         t: episode.diff[t]
-        for t in ("allocations", "adjustments", "approvals", "cases")
+        for t in ("allocations", "adjustments", "approvals", "cases", "case_notes")
         if t in episode.diff
     }
     if problems:

@@ -6,12 +6,14 @@ digest is bound into every episode of the task. Per remittance line it says what
 right action is:
 
 - ``post``: allocations to ``targets`` that sum to ``paid_cents``, plus exactly the
-  835's ``adjustments``; with ``split`` any division within line balances is right;
-- ``post_and_case``: the same, plus a case of ``case_kind`` and a follow-up due on or
-  before ``deadline``;
-- ``case``: no money moves; a case and a follow-up before ``deadline``;
+  835's ``adjustments``, also on ``targets``; with ``split`` any division within line
+  balances is right;
+- ``post_and_case``: the same, plus one case of ``case_kind`` with a note and a
+  follow-up due on or before ``deadline``;
+- ``case``: no money moves; one case with a note and a follow-up before ``deadline``;
 - ``approve``: no money moves; an approval request for ``paid_cents``;
-- ``reverse``: allocation ``reverse`` is reversed once, nothing else;
+- ``reverse``: allocation ``reverse`` is reversed once, nothing else (no adjustment:
+  a recoupment neither writes the amount off nor bills it to the patient);
 - ``hold`` / ``duplicate``: nothing at all is written for the line.
 """
 

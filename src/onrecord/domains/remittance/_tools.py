@@ -25,7 +25,9 @@ T = TypeVar("T")
 # JSON-schema constraints the kit merges into each argument's schema.
 Cents = Annotated[int, {"minimum": 1, "maximum": _ops.MAX_CENTS}]
 Id = Annotated[str, {"minLength": 1, "maxLength": 64}]
-Text = Annotated[str, {"minLength": 1, "maxLength": 2000}]
+Text = Annotated[str, {"minLength": 1, "maxLength": 2000, "pattern": r"\S"}]
+"""Free text a person reads later (a case's reason, a note, a follow-up's action): blank
+or whitespace-only text is refused, so a case can never be opened with nothing said."""
 Day = Annotated[str, {"pattern": r"^\d{4}-\d{2}-\d{2}$"}]
 Limit = Annotated[int, {"minimum": 1, "maximum": 200}]
 Key = Annotated[int, {"minimum": 1, "maximum": 2**62}]
