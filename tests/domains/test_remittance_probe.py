@@ -175,11 +175,15 @@ def case_opened_twice(step: Call, context: dict[str, Any]) -> Generator[Call, Re
     return reply
 
 
-def blank_text(step: Call, context: dict[str, Any]) -> Generator[Call, Reply, Reply]:
-    args = {
-        k: " " if k in ("reason", "text", "action") else v for k, v in step["arguments"].items()
-    }
-    return (yield call(step["tool"], **args))
+def blank_text_of(blank: str) -> Hook:
+    def blank_text(step: Call, context: dict[str, Any]) -> Generator[Call, Reply, Reply]:
+        args = {
+            k: blank if k in ("reason", "text", "action") else v
+            for k, v in step["arguments"].items()
+        }
+        return (yield call(step["tool"], **args))
+
+    return blank_text
 
 
 @pytest.mark.parametrize(
@@ -204,11 +208,12 @@ def test_misposted_or_incomplete_work_is_rejected(
     assert any(why in problem for problem in problems), problems
 
 
+@pytest.mark.parametrize("blank", [" ", "\u00a0\u2003"], ids=["space", "unicode-spaces"])
 @pytest.mark.parametrize("task_id", ["denial-01", "threshold-01", "recoup-01"])
 def test_blank_free_text_is_refused_so_the_work_is_missing(
-    provider: RemittanceProvider, task_id: str
+    provider: RemittanceProvider, task_id: str, blank: str
 ) -> None:
-    played = play(provider, task_id, careful_but(blank_text))
+    played = play(provider, task_id, careful_but(blank_text_of(blank)))
     refused = [a for a in played.actions if a["status"] != "ok"]
     assert refused
     assert all("must match the pattern" in a["error"]["message"] for a in refused)

@@ -139,6 +139,13 @@ def test_exclusive_maximum_is_enforced(snap: Snapshot) -> None:
         (r"^[$]+$", "$$", True),
         (r"^a\$$", "a$", True),
         (r"^a$|^b$", "b", True),
+        (r"\S", "\u00a0\u2003", False),  # ECMA-262's \s is Unicode white space
+        (r"^\s+$", "\u00a0\ufeff", True),
+        (r"^[\d-]+$", "12-3", True),
+        (r"^[\d]+$", "\u0661", False),  # ASCII digits inside a class too
+        (r"\bcat\b", "\u00e9cat", True),  # é is not an ECMA word character
+        (r"\bcat\b", "xcat", False),
+        (r"^\W+$", "\u00e9", True),
     ],
 )
 def test_patterns_read_as_json_schema_reads_them(pattern: str, value: str, fits: bool) -> None:

@@ -98,17 +98,36 @@ def compile_schema(schema: Mapping[str, Any], where: str = "parameters") -> Chec
     return parts[0] if len(parts) == 1 else check
 
 
+# ECMA-262 (what JSON Schema's ``pattern`` is written in) reads \d, \w and \b as ASCII
+# but \s as Unicode white space; Python's re.ASCII would narrow all four, so the ASCII
+# ones are spelled out instead. Inside a character class only the positive forms can be.
+_ASCII_WORD = "A-Za-z0-9_"
+_OUTSIDE_CLASS = {
+    "d": "[0-9]",
+    "D": "[^0-9]",
+    "w": f"[{_ASCII_WORD}]",
+    "W": f"[^{_ASCII_WORD}]",
+    "b": f"(?:(?<=[{_ASCII_WORD}])(?![{_ASCII_WORD}])|(?<![{_ASCII_WORD}])(?=[{_ASCII_WORD}]))",
+    "B": f"(?:(?<=[{_ASCII_WORD}])(?=[{_ASCII_WORD}])|(?<![{_ASCII_WORD}])(?![{_ASCII_WORD}]))",
+    "s": "[\\s\ufeff]",  # ECMA-262 counts the byte-order mark as white space
+    "S": "[^\\s\ufeff]",
+}
+_INSIDE_CLASS = {"d": "0-9", "w": _ASCII_WORD, "s": "\\s\ufeff"}
+
+
 @functools.lru_cache(maxsize=256)
 def compile_pattern(pattern: str) -> re.Pattern[str]:
     """A JSON-schema ``pattern`` (ECMA-262) as a Python regex: ``$`` matches only at the
     very end (Python's also matches before a final newline, so ``"45\\n"`` would pass
-    ``^[0-9]+$``) and ``\\d``, ``\\w``, ``\\b`` are ASCII (Python's take any script's
-    digits and letters)."""
+    ``^[0-9]+$``), ``\\d``, ``\\w``, ``\\b`` are ASCII (Python's take any script's
+    digits and letters) and ``\\s`` stays Unicode white space, as in ECMA-262."""
     out, in_class, index = [], False, 0
     while index < len(pattern):
         char = pattern[index]
         if char == "\\":
-            out.append(pattern[index : index + 2])
+            escape = pattern[index + 1 : index + 2]
+            table = _INSIDE_CLASS if in_class else _OUTSIDE_CLASS
+            out.append(table.get(escape, pattern[index : index + 2]))
             index += 2
             continue
         if in_class:
@@ -119,7 +138,7 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
             char = r"\Z"
         out.append(char)
         index += 1
-    return re.compile("".join(out), re.ASCII)
+    return re.compile("".join(out))
 
 
 def is_type(value: Any, kind: str) -> bool:
