@@ -4,12 +4,19 @@ An observation or action column whose samples are at least ``BLOB_THRESHOLD`` by
 (images, point clouds) is stored as raw bytes keyed by their sha256; the JSON record
 holds ``{"$blob": {"sha256", "dtype", "shape"}}``. The reference is part of the digested
 record, so a changed blob is caught like any other change. ``save_json`` writes the
-blobs to ``<file>.blobs/<sha256>``; ``load`` reads and verifies them.
+blobs to ``<file>.blobs/<sha256>``; ``load`` reads and verifies them. The folder belongs
+to its evidence file: it holds exactly the blobs the record references, so ``save_json``
+removes the ones an earlier save to the same path left, and ``load`` refuses any other
+entry.
+
+Only a Box column (batch layout ``"list"``) can be a blob: a Dict observation with a
+``"$blob"`` key is a Dict batch, never mistaken for a reference.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -27,17 +34,22 @@ __all__ = [
     "blob_dir",
     "blob_ref",
     "decode_blob",
+    "find_blob_dir",
     "is_blob",
     "load_blobs",
+    "prune_blobs",
     "referenced_blobs",
     "save_blobs",
     "verify_blobs",
 ]
 
 _HEX64 = re.compile("[0-9a-f]{64}")
+# What atomic_write_bytes leaves behind if the process dies mid-write.
+_PARTIAL = re.compile(r"\.[0-9a-f]{64}\..*\.tmp")
 BLOB_TAG = "$blob"
 BLOB_THRESHOLD = 1024
 """Bytes per sample from which a column is stored as a blob."""
+_NUMERIC = "biuf"  # the dtype kinds a Box column can have
 
 
 def blob_ref(array: np.ndarray, sink: dict[str, bytes]) -> dict[str, Any]:
@@ -48,9 +60,9 @@ def blob_ref(array: np.ndarray, sink: dict[str, bytes]) -> dict[str, Any]:
     return {BLOB_TAG: {"sha256": digest, "dtype": array.dtype.str, "shape": list(array.shape)}}
 
 
-def is_blob(value: Any) -> bool:
-    """Whether ``value`` is a blob reference."""
-    return type(value) is dict and len(value) == 1 and BLOB_TAG in value
+def is_blob(value: Any, layout: Any = "list") -> bool:
+    """Whether ``value``, a column or sample laid out as ``layout``, is a blob reference."""
+    return layout == "list" and type(value) is dict and len(value) == 1 and BLOB_TAG in value
 
 
 def decode_blob(ref: Mapping[str, Any], blobs: Mapping[str, bytes]) -> np.ndarray:
@@ -62,37 +74,71 @@ def decode_blob(ref: Mapping[str, Any], blobs: Mapping[str, bytes]) -> np.ndarra
 
 def referenced_blobs(data: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     """Every blob reference of an episode record (where blobs may appear)."""
-    for value in (
-        data["initial"]["observation"],
-        data["steps"]["observation"],
-        data["steps"]["action"],
+    environment = data["environment"]
+    observations = environment["observation_space"]["layout"]
+    for value, layout in (
+        (data["initial"]["observation"], observations),
+        (data["steps"]["observation"], observations),
+        (data["steps"]["action"], environment["action_space"]["layout"]),
     ):
-        if is_blob(value):
+        if is_blob(value, layout):
             yield value[BLOB_TAG]
 
 
-def verify_blobs(data: Mapping[str, Any], blobs: Mapping[str, bytes]) -> dict[str, bytes]:
-    """The blobs the record references, each checked against its hash and size."""
+def verify_blobs(
+    data: Mapping[str, Any], blobs: Mapping[str, bytes], where: str | None = None
+) -> dict[str, bytes]:
+    """The blobs the record references, each checked against its hash and size.
+    ``where`` is the folder they were read from, named in every complaint."""
     kept = {}
     for meta in referenced_blobs(data):
+        expected = _expected_size(meta)
         digest = meta["sha256"]
-        blob = blobs.get(digest)
-        if blob is None:
+        name = f"{where}/{digest}" if where else f"blob {digest[:16]}…"
+        given = blobs.get(digest)
+        if given is None:
             raise SchemaError(
-                f"the evidence references blob {digest[:16]}…, which was not "
-                "given; keep the '.blobs' folder next to the evidence file"
+                f"the evidence references {name}, which was not "
+                + ("found" if where else "given")
+                + "; keep the '.blobs' folder next to the evidence file"
+            )
+        # A private copy, checked: a bytearray the caller changes later is not the record.
+        blob = bytes(given)
+        if len(blob) != expected:
+            raise ConsistencyError(
+                f"{name} holds {len(blob)} bytes, its dtype and shape say {expected}: "
+                "it was changed after recording"
             )
         if hashlib.sha256(blob).hexdigest() != digest:
             raise ConsistencyError(
-                f"blob {digest[:16]}… does not match its sha256: it was changed after recording"
-            )
-        expected = int(np.prod(meta["shape"])) * np.dtype(meta["dtype"]).itemsize
-        if len(blob) != expected:
-            raise ConsistencyError(
-                f"blob {digest[:16]}… holds {len(blob)} bytes, its dtype and shape say {expected}"
+                f"{name} does not match its sha256: it was changed after recording"
             )
         kept[digest] = blob
     return kept
+
+
+def _expected_size(meta: Any) -> int:
+    """The byte size a well-formed reference announces; SchemaError for any other."""
+    if (
+        type(meta) is dict
+        and meta.keys() == {"sha256", "dtype", "shape"}
+        and isinstance(meta["sha256"], str)
+        and _HEX64.fullmatch(meta["sha256"])
+        and isinstance(meta["dtype"], str)
+        and type(meta["shape"]) is list
+        and meta["shape"]
+        and all(type(size) is int and size >= 0 for size in meta["shape"])
+    ):
+        try:
+            dtype = np.dtype(meta["dtype"])
+        except (TypeError, ValueError):
+            dtype = np.dtype(object)
+        if dtype.kind in _NUMERIC and dtype.str == meta["dtype"]:
+            return math.prod(meta["shape"]) * dtype.itemsize
+    raise SchemaError(
+        f"malformed blob reference {meta!r}: expected "
+        '{"sha256": 64 hex digits, "dtype": a numeric dtype, "shape": a list of sizes}'
+    )
 
 
 def blob_dir(path: str | os.PathLike[str]) -> Path:
@@ -101,28 +147,77 @@ def blob_dir(path: str | os.PathLike[str]) -> Path:
 
 
 def save_blobs(path: str | os.PathLike[str], blobs: Mapping[str, bytes]) -> None:
-    """Write each blob atomically under ``<path>.blobs/``."""
+    """Write each blob atomically under ``<path>.blobs/``. A file already there is kept
+    only if it holds exactly the blob's bytes (a damaged one is written again)."""
     folder = blob_dir(path)
     for digest, blob in blobs.items():
         target = folder / digest
-        if not target.exists():
+        if not _holds(target, blob):
             atomic_write_bytes(target, blob)
 
 
-def load_blobs(path: str | os.PathLike[str], data: Mapping[str, Any]) -> dict[str, bytes]:
-    """Read the blobs ``data`` references from ``<path>.blobs/``. Nothing is trusted yet:
-    a malformed record yields no blobs and fails verification with its own message."""
+def prune_blobs(path: str | os.PathLike[str], blobs: Mapping[str, bytes]) -> None:
+    """Remove what an earlier save to ``path`` left in its folder (blobs the record no
+    longer references, interrupted writes); the folder too once it is empty."""
     folder = blob_dir(path)
+    if not folder.is_dir():
+        return
+    for entry in folder.iterdir():
+        name = entry.name
+        stale = (_HEX64.fullmatch(name) and name not in blobs) or _PARTIAL.fullmatch(name)
+        if stale and entry.is_file() and not entry.is_symlink():
+            entry.unlink()
+    if not blobs and not any(folder.iterdir()):
+        folder.rmdir()
+
+
+def _holds(target: Path, blob: bytes) -> bool:
+    try:
+        return target.stat().st_size == len(blob) and target.read_bytes() == blob
+    except OSError:
+        return False
+
+
+def find_blob_dir(path: str | os.PathLike[str]) -> Path:
+    """The blobs folder of ``path``: beside it, or beside the file a symlink points to."""
+    folder = blob_dir(path)
+    if not folder.exists() and Path(path).is_symlink():
+        beside_target = blob_dir(Path(path).resolve())
+        if beside_target.exists():
+            return beside_target
+    return folder
+
+
+def load_blobs(folder: Path, data: Mapping[str, Any]) -> dict[str, bytes]:
+    """Read the blobs ``data`` references from ``folder``, refusing any other entry.
+    Nothing is trusted yet: a malformed record yields no blobs and fails verification
+    with its own message."""
     found: dict[str, bytes] = {}
     try:
         metas = list(referenced_blobs(data))
     except (KeyError, TypeError):
         return found
-    for meta in metas:
-        digest = meta.get("sha256") if isinstance(meta, Mapping) else None
-        if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
-            continue  # not a file name we would ever have written
+    wanted = {
+        meta["sha256"]
+        for meta in metas
+        if isinstance(meta, Mapping)
+        and isinstance(meta.get("sha256"), str)
+        and _HEX64.fullmatch(meta["sha256"])
+    }
+    if not folder.is_dir():
+        return found  # verification names what is missing
+    for entry in sorted(folder.iterdir()):
+        if entry.name not in wanted and not _PARTIAL.fullmatch(entry.name):
+            raise ConsistencyError(
+                f"{entry} is not a blob this evidence references: the folder holds "
+                "exactly the evidence's blobs; it was added after saving — remove it"
+            )
+    for digest in sorted(wanted):
         target = folder / digest
-        if target.exists():
+        try:
             found[digest] = target.read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise SchemaError(f"{target} cannot be read as a blob: {exc}") from exc
     return found

@@ -20,14 +20,16 @@ from onrecord._splice import LazyColumns, dumps_spliced
 from onrecord.episode import _history
 from onrecord.episode._blobs import (
     decode_blob,
+    find_blob_dir,
     is_blob,
     load_blobs,
+    prune_blobs,
     save_blobs,
     verify_blobs,
 )
 from onrecord.episode._coverage import coverage_issues, ending
 from onrecord.episode._verify import verify_episode_shape
-from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
+from onrecord.errors import ConsistencyError, DigestMismatch, EvidenceError, SchemaError
 
 __all__ = ["EPISODE_SCHEMA", "EpisodeEvidence"]
 
@@ -112,6 +114,13 @@ class EpisodeEvidence:
     ) -> EpisodeEvidence:
         """Rebuild evidence from its dict form, verifying schema, digest and consistency.
         ``blobs`` holds the large arrays the record references (``episode.blobs``)."""
+        return cls._from_dict(data, blobs, None)
+
+    @classmethod
+    def _from_dict(
+        cls, data: Mapping[str, Any], blobs: Mapping[str, bytes] | None, where: str | None
+    ) -> EpisodeEvidence:
+        """``from_dict``; ``where`` names the folder the blobs were read from."""
         if not isinstance(data, Mapping):
             raise SchemaError(f"episode evidence must be a mapping, got {type(data).__name__}")
         schema = data.get("schema")
@@ -132,30 +141,48 @@ class EpisodeEvidence:
         _check_digest(stored, actual)
         record = b"".join((head[:-1], b',"digest":"', actual.encode(), b'",', tail[1:]))
         # A private copy the caller cannot mutate, parsed from the bytes just made.
-        return cls._verified(record, orjson.loads(record), blobs)
+        return cls._verified(record, orjson.loads(record), blobs, where)
 
     @classmethod
     def _verified(
-        cls, record: bytes, detached: dict[str, Any], blobs: Mapping[str, bytes] | None
+        cls,
+        record: bytes,
+        detached: dict[str, Any],
+        blobs: Mapping[str, bytes] | None,
+        where: str | None,
     ) -> EpisodeEvidence:
         """Seal canonical ``record`` bytes whose digest is checked, once ``detached`` (its
         parsed, unshared form) passes the shape and consistency checks."""
         verify_episode_shape(detached)
         _verify_derived(detached)
-        kept = verify_blobs(detached, blobs or {})
+        kept = verify_blobs(detached, blobs or {}, where)
         return cls._seal(record, detached["digest"], detached, kept)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> EpisodeEvidence:
-        """Read and verify evidence saved by ``save_json``."""
-        return cls._from_saved(Path(path).read_bytes(), str(path), lambda d: load_blobs(path, d))
+        """Read and verify evidence saved by ``save_json``, and its blobs from
+        ``<path>.blobs/`` (or from beside the file a symlinked ``path`` points to). Every
+        ``EvidenceError`` names the file at fault."""
+        raw = Path(path).read_bytes()
+        folder = find_blob_dir(path)
+        try:
+            return cls._from_saved(raw, str(path), lambda d: load_blobs(folder, d), str(folder))
+        except EvidenceError as exc:
+            if os.fspath(path) in str(exc) or str(folder) in str(exc):
+                raise
+            raise type(exc)(f"{os.fspath(path)}: {exc}") from exc
 
     @classmethod
     def _from_saved(
-        cls, raw: bytes, what: str, blobs_of: Callable[[dict[str, Any]], Mapping[str, bytes]]
+        cls,
+        raw: bytes,
+        what: str,
+        blobs_of: Callable[[dict[str, Any]], Mapping[str, bytes]],
+        where: str | None = None,
     ) -> EpisodeEvidence:
         """Verify saved bytes (a file, a pickle): parsed once and proved canonical, they
-        are hashed as they are around the digest field, never serialized again."""
+        are hashed as they are around the digest field, never serialized again. ``where``
+        names the folder the blobs come from."""
         data = load_record_bytes(raw, what)
         record = raw.rstrip(b"\n")
         # The digest field starts where the keys sorted before it end.
@@ -163,16 +190,19 @@ class EpisodeEvidence:
         stored = data.get("digest")
         field = b',"digest":"' + str(stored).encode() + b'",'
         if data.get("schema") != EPISODE_SCHEMA or record[start : start + len(field)] != field:
-            return cls.from_dict(data, blobs_of(data))  # explains what is wrong
+            return cls._from_dict(data, blobs_of(data), where)  # explains what is wrong
         view = memoryview(record)
         _check_digest(stored, _digest_of_halves(view[:start], view[start + len(field) :]))
-        return cls._verified(record, data, blobs_of(data))
+        return cls._verified(record, data, blobs_of(data), where)
 
     def save_json(self, path: str | os.PathLike[str]) -> Path:
         """Write the evidence atomically in its canonical form; large arrays go to
-        ``<path>.blobs/`` first, so the record never points at a missing blob."""
+        ``<path>.blobs/`` first, so the record never points at a missing blob, and blobs
+        an earlier save to ``path`` left there are removed after it."""
         save_blobs(path, self._blobs)
-        return atomic_write_bytes(path, self.to_bytes())
+        written = atomic_write_bytes(path, self.to_bytes())
+        prune_blobs(path, self._blobs)
+        return written
 
     @property
     def blobs(self) -> dict[str, bytes]:
@@ -212,7 +242,8 @@ class EpisodeEvidence:
     def initial(self) -> dict[str, Any]:
         """The first observation, reset info, observer state and any reset error."""
         initial = dict(self._part("initial"))
-        if is_blob(initial["observation"]):
+        layout = self._data["environment"]["observation_space"]["layout"]
+        if is_blob(initial["observation"], layout):
             initial["observation"] = decode_blob(initial["observation"], self._blobs).tolist()
         return initial
 

@@ -30,16 +30,21 @@ def _copy(value: Any) -> Any:
 
 def _steps(data: dict[str, Any], blobs: Mapping[str, bytes]) -> dict[str, Any]:
     """A detached copy of the step columns, blob columns decoded to nested lists."""
-    steps = data["steps"]
+    steps, environment = data["steps"], data["environment"]
+    # Only a Box column (layout "list") can be a blob; a Dict batch never is one.
+    stored = {
+        key: steps[key]
+        for key in ("action", "observation")
+        if is_blob(steps[key], environment[f"{key}_space"]["layout"])
+    }
     # Columns captured evidence has not decoded yet are written as their bytes: the one
     # decode below is the copy.
     items = dict.items(steps) if isinstance(steps, LazyColumns) else steps.items()
     copied: dict[str, Any] = orjson.loads(
-        dumps_spliced({key: value for key, value in items if not is_blob(value)})
+        dumps_spliced({key: value for key, value in items if key not in stored})
     )
-    for key in ("action", "observation"):
-        if is_blob(steps[key]):
-            copied[key] = decode_blob(steps[key], blobs).tolist()
+    for key, ref in stored.items():
+        copied[key] = decode_blob(ref, blobs).tolist()
     return copied
 
 

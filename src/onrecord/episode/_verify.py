@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from onrecord.case import EvalCase
+from onrecord.episode._blobs import BLOB_TAG, is_blob
 from onrecord.errors import ConsistencyError, InputError, SchemaError
 
 __all__ = ["ATTEMPT_STATUSES", "STEP_COLUMNS", "verify_episode_shape"]
@@ -111,7 +112,45 @@ def _verify_steps(steps: dict[str, Any], environment: dict[str, Any]) -> None:
         raise ConsistencyError("steps.transition_index must list exactly the successful attempts")
     for name in _PER_TRANSITION:
         _same_length(steps, name, len(succeeded), "successful steps")
+    for name, count, unit in (
+        ("action", len(executed), "executed attempt"),
+        ("observation", len(succeeded), "successful step"),
+    ):
+        space = environment[f"{name}_space"]
+        layout = space.get("layout") if isinstance(space, dict) else None
+        if not _batch_holds(steps[name], layout, count):
+            raise ConsistencyError(
+                f"steps.{name} must hold one sample per {unit} ({count}), laid out as "
+                f"environment.{name}_space.layout says ({layout!r})"
+            )
     _verify_order(steps, environment["max_steps"])
+
+
+def _batch_holds(batch: Any, layout: Any, count: int) -> bool:
+    """Whether ``batch`` holds ``count`` samples in the batch ``layout`` (``"list"``, or
+    nested ``{"dict": {...}}`` / ``{"tuple": [...]}``); a blob counts its first axis."""
+    if layout == "list":
+        if is_blob(batch):
+            meta = batch[BLOB_TAG]
+            shape = meta.get("shape") if type(meta) is dict else None
+            return type(shape) is list and bool(shape) and shape[0] == count
+        return type(batch) is list and len(batch) == count
+    if type(layout) is not dict or len(layout) != 1:
+        return False
+    parts = layout.get("dict")
+    if type(parts) is dict:
+        return (
+            type(batch) is dict
+            and batch.keys() == parts.keys()
+            and all(_batch_holds(batch[key], parts[key], count) for key in parts)
+        )
+    parts = layout.get("tuple")
+    return (
+        type(parts) is list
+        and type(batch) is list
+        and len(batch) == len(parts)
+        and all(_batch_holds(part, sub, count) for part, sub in zip(batch, parts, strict=True))
+    )
 
 
 def _same_length(steps: dict[str, Any], name: str, expected: int, unit: str) -> None:

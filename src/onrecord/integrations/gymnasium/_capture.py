@@ -174,11 +174,12 @@ def _initial_observation(space: Any, observation: Any, recorder: EpisodeRecorder
         return observation.tolist()  # what the step column holds for the same sample
     blobs = recorder.blobs
     encoded = encode_batch(space, [observation], "initial.observation", blobs)
-    if is_blob(encoded):
+    layout = batch_layout(space)
+    if is_blob(encoded, layout):  # a Dict observation with a "$blob" key is no blob
         meta = encoded[BLOB_TAG]
         del blobs[meta["sha256"]]
         return blob_ref(np.asarray(observation), blobs)
-    return unbatch(encoded, 0, batch_layout(space))  # a Dict or Tuple batch is nested
+    return unbatch(encoded, 0, layout)  # a Dict or Tuple batch is nested
 
 
 def _plain_box_sample(observation: Any, box: tuple[Any, Any] | None) -> bool:

@@ -86,16 +86,25 @@ def encode_batch(
     through their own ``to_jsonable``. Non-finite numbers are refused with the path.
     Box samples of ``BLOB_THRESHOLD`` bytes or more go to ``blobs`` as one array."""
     if isinstance(space, spaces.Box) and values:
-        stacked = np.array(values)  # far cheaper than np.stack for many small arrays
+        try:
+            stacked = np.array(values)  # far cheaper than np.stack for many small arrays
+        except ValueError:  # samples of different shapes: an environment off its space
+            return _as_returned(values, field)
+        if stacked.dtype.kind not in "biuf":
+            return _as_returned(values, field)
         if stacked.dtype.kind == "f" and not np.isfinite(stacked).all():
             to_portable(stacked, f"$.{field}")  # raises, naming the first bad element
         if blobs is not None and stacked[0].nbytes >= BLOB_THRESHOLD:
             return blob_ref(stacked, blobs)
         return stacked.tolist()
     if isinstance(space, spaces.Discrete):
-        return [int(value) for value in values]
+        if all(isinstance(value, int | np.integer) for value in values):
+            return [int(value) for value in values]
+        return _as_returned(values, field)  # a float is not truncated to an int
     if space is None or (not values and batch_layout(space) == "list"):
         return to_portable(list(values), f"$.{field}")
+    if not _fits(space, values):
+        return _off_space(space, values, field)
     try:
         encoded = space.to_jsonable(values)
     except NotImplementedError as exc:
@@ -104,7 +113,57 @@ def encode_batch(
             "give the environment a space gymnasium can encode",
             f"$.{field}",
         ) from exc
+    except Exception:  # a sample off the space: a list where it holds arrays, a short tuple
+        return _off_space(space, values, field)
     return to_portable(encoded, f"$.{field}")
+
+
+def _off_space(space: spaces.Space[Any], values: list[Any], field: str) -> Any:
+    """Samples the space's ``to_jsonable`` could not encode, in its layout all the same:
+    a Dict or Tuple part by part (never as blobs: only a Box column is one), any other
+    sample kept as the environment returned it (as a sample off its Box is). A sample
+    whose keys or length the Dict or Tuple layout cannot hold is refused, naming it:
+    ``to_jsonable`` would drop an extra key or element without a word."""
+    parts: dict[Any, spaces.Space[Any]]
+    if isinstance(space, spaces.Dict):
+        parts, paths = dict(space.spaces), [f".{key}" for key in space.spaces]
+    elif isinstance(space, spaces.Tuple):
+        parts = dict(enumerate(space.spaces))
+        paths = [f"[{key}]" for key in parts]
+    else:
+        return _as_returned(values, field)
+    for index, value in enumerate(values):
+        if not _fits(space, [value]):
+            raise PortabilityError(
+                f"$.{field}[{index}] is {type(value).__name__} {value!r:.80}, which is not "
+                f"a sample of {space}: the record lays samples out by that space's keys "
+                "and length; return samples of the declared space",
+                f"$.{field}[{index}]",
+            )
+    batches = [
+        encode_batch(sub, [value[key] for value in values], f"{field}{path}")
+        for (key, sub), path in zip(parts.items(), paths, strict=True)
+    ]
+    return dict(zip(parts, batches, strict=True)) if isinstance(space, spaces.Dict) else batches
+
+
+def _fits(space: spaces.Space[Any], values: list[Any]) -> bool:
+    """Whether every sample of a Dict or Tuple space has exactly its keys or length."""
+    if isinstance(space, spaces.Dict):
+        keys = space.spaces.keys()
+        return all(isinstance(value, dict) and value.keys() == keys for value in values)
+    if isinstance(space, spaces.Tuple):
+        size = len(space.spaces)
+        return all(isinstance(value, tuple | list) and len(value) == size for value in values)
+    return True
+
+
+def _as_returned(values: list[Any], field: str) -> list[Any]:
+    """Each sample as the environment returned it (arrays as nested lists)."""
+    return [
+        to_portable(value.tolist() if isinstance(value, np.ndarray) else value, f"$.{field}[{i}]")
+        for i, value in enumerate(values)
+    ]
 
 
 def fast_contains(space: spaces.Space[Any] | None, action: Any) -> bool:
