@@ -277,3 +277,36 @@ def test_bad_arguments_are_refused_before_anything_runs(
     with pytest.raises(InputError, match=re.escape(message)):
         capture_episode(**arguments)
     assert made == []
+
+
+@pytest.mark.parametrize("without", ["action_space", "observation_space", "both"])
+def test_an_environment_without_its_spaces_is_a_recorded_setup_error(without: str) -> None:
+    class Spaceless(gym.Env[int, int]):
+        def __init__(self) -> None:
+            if without != "action_space" and without != "both":
+                self.action_space = gym.spaces.Discrete(2)
+            if without != "observation_space" and without != "both":
+                self.observation_space = gym.spaces.Discrete(2)
+
+        def reset(
+            self, *, seed: int | None = None, options: Any = None
+        ) -> tuple[int, dict[str, Any]]:
+            super().reset(seed=seed)
+            return 0, {}
+
+        def step(self, action: int) -> tuple[int, float, bool, bool, dict[str, Any]]:
+            return 0, 0.0, True, False, {}
+
+    episode = capture_episode(
+        Spaceless,
+        lambda env, observation, info: env.step(0),
+        case=EvalCase("spaces"),
+        environment_id="spaceless/v1",
+        observer_id="none/v1",
+        observe=dict,
+        seed=0,
+        max_steps=3,
+    )
+    assert episode.ended == "setup_error"
+    names = ["action_space", "observation_space"] if without == "both" else [without]
+    assert all(f"no {name}" in episode.coverage_issues[0] for name in names)

@@ -59,6 +59,23 @@ def capture_episode(
             "factory",
             InputError(f"factory returned {type(env).__name__}, not a gymnasium.Env"),
         )
+    missing = [
+        name
+        for name in ("action_space", "observation_space")
+        if not isinstance(getattr(env, name, None), gym.spaces.Space)
+    ]
+    if missing:  # the recorder checks actions against one and encodes with both
+        _close_quietly(env)
+        return _setup_failure(
+            case,
+            settings,
+            "factory",
+            InputError(
+                f"the environment has no {' and no '.join(missing)}; a gymnasium.Env sets "
+                "self.action_space and self.observation_space (gymnasium.spaces.Space "
+                "instances) in __init__"
+            ),
+        )
     return _run(env, interact, observe, case, settings)
 
 
