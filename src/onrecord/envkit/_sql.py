@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote as url_quote
 
+from onrecord.errors import InputError
+
 INTERNAL_PREFIX = "_onrecord_"
+ROWID_ALIASES = ("rowid", "_rowid_", "oid")
 BLOB_TAG = "$blob"
 
 Row = dict[str, Any]
@@ -42,7 +45,8 @@ class Table:
     columns: tuple[str, ...]
     """Stored columns in declaration order; ``rowid`` first when it is the key."""
     key: tuple[str, ...]
-    """Primary-key columns, or ``("rowid",)`` for a table without a declared key."""
+    """Primary-key columns, or ``("rowid",)`` for a table without a declared key (or
+    ``_rowid_``/``oid`` when a column is named ``rowid``)."""
     sql: str
     """The ``CREATE TABLE`` statement, part of the state digest."""
     untyped: frozenset[str] = field(default=frozenset(), compare=False)
@@ -94,7 +98,46 @@ def _table(conn: sqlite3.Connection, schema: str, name: str) -> Table:
     untyped = frozenset(row[1] for row in info if _has_no_affinity(row[2]))
     if declared:
         return Table(name, columns, declared, sql, untyped)
-    return Table(name, ("rowid", *columns), ("rowid",), sql, untyped)
+    # A column named "rowid" hides the rowid under that name: key by another alias.
+    alias = rowid_alias(columns)
+    if alias is None:
+        raise InputError(
+            f"table {name!r} has no declared primary key and columns named rowid, _rowid_ "
+            "and oid, which hide its rowid; declare a primary key so its rows can be told apart"
+        )
+    return Table(name, (alias, *columns), (alias,), sql, untyped)
+
+
+def rowid_alias(columns: Iterable[str]) -> str | None:
+    """The first of ``rowid``, ``_rowid_``, ``oid`` that no column is named (SQL names
+    ignore ASCII case), i.e. that still means the rowid; ``None`` when all are taken."""
+    taken = {column.lower() for column in columns}
+    return next((alias for alias in ROWID_ALIASES if alias not in taken), None)
+
+
+def key_collations(conn: sqlite3.Connection, schema: str, table: Table) -> tuple[str | None, ...]:
+    """The collation the primary key tells each key column's values apart with (``None``
+    for a rowid or an ``INTEGER PRIMARY KEY``, which has no index of its own)."""
+    for row in conn.execute(f"PRAGMA {quote(schema)}.index_list({quote(table.name)})"):
+        if row[3] == "pk":
+            info = conn.execute(f"PRAGMA {quote(schema)}.index_xinfo({quote(row[1])})")
+            by_name = {item[2]: item[4] for item in info if item[5]}
+            return tuple(by_name.get(column) for column in table.key)
+    return (None,) * len(table.key)
+
+
+def key_equals(column: str, left: str, right: str, collation: str | None) -> str:
+    """SQL for "``left``'s key column equals ``right``" as the diffs mean it: by value,
+    text compared byte for byte. A key declared ``COLLATE NOCASE`` (or ``RTRIM``) would
+    otherwise match ``'a'`` with ``'A'``, where the audit, keyed in Python, sees two keys;
+    the key's own collation is kept in front so its index still serves the lookup."""
+    name = left + quote(column)
+    if collation is None:
+        return f"{name} = {right}"
+    exact = f"{name} = {right} COLLATE BINARY"
+    if collation.upper() == "BINARY":
+        return exact
+    return f"{name} = {right} COLLATE {quote(collation)} AND {exact}"
 
 
 def _has_no_affinity(declared_type: str) -> bool:

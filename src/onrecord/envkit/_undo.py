@@ -10,7 +10,9 @@ row) without touching the schema.
 
 "Provably" means, checked at every reset: the schema cookie is the one the last full
 restore left (no table, index or trigger was created, dropped or altered) and so are
-``user_version`` and ``application_id``, the history is gapless (its event numbers are
+``user_version`` and ``application_id``, no other connection committed a write (one
+without ``recursive_triggers`` deletes the rows an ``INSERT OR REPLACE`` displaces
+without firing the audit's delete trigger), the history is gapless (its event numbers are
 exactly ``1..seq``, so no audit row was deleted), foreign-key enforcement is off (a
 cascade would change rows the history does not list).
 Checked once per world: every table is audited, the only triggers are the audit's, no
@@ -27,7 +29,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from onrecord.envkit._guard import INTERNAL
-from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote
+from onrecord.envkit._sql import (
+    INTERNAL_PREFIX,
+    Table,
+    key_collations,
+    key_equals,
+    quote,
+    rowid_alias,
+)
 from onrecord.envkit.audit import CTX, audit_tables, read_audit
 
 __all__ = ["UNDO_LIMIT", "RowUndo"]
@@ -35,9 +44,14 @@ __all__ = ["UNDO_LIMIT", "RowUndo"]
 UNDO_LIMIT = 512
 """Most audit events an undo handles; past it a page copy is as fast (measured)."""
 
-_ROWID_ALIASES = ("rowid", "_rowid_", "oid")
-# The schema cookie, and the header fields a page copy restores but an undo would not.
-_HEADER = "SELECT * FROM pragma_schema_version, pragma_user_version, pragma_application_id"
+# The schema cookie, the header fields a page copy restores but an undo would not, and
+# the count of commits by other connections (``data_version``): one that does not set
+# ``recursive_triggers`` deletes the rows an INSERT OR REPLACE displaces unaudited.
+_SEQUENCE = "SELECT rowid, name, seq FROM sqlite_sequence ORDER BY rowid"
+_HEADER = (
+    "SELECT * FROM pragma_schema_version, pragma_user_version, pragma_application_id, "
+    "pragma_data_version"
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +73,12 @@ class RowUndo:
         self._snapshot = snapshot
         rowless = {row[1] for row in conn.execute("PRAGMA main.table_list") if row[4]}
         self._tables = [
-            _prepare(table, shadow, table.name not in rowless)
+            _prepare(
+                table,
+                shadow,
+                table.name not in rowless and _declared_key(conn, table),
+                key_collations(conn, "main", table),
+            )
             for table, shadow in audit_tables(conn)
         ]
         self._ctx = snapshot.execute(f"SELECT step, seq, version FROM {CTX}").fetchone()
@@ -67,7 +86,7 @@ class RowUndo:
         self.usable = all(item is not None for item in self._tables) and _undoable(
             snapshot, self._ctx
         )
-        self._cookie: tuple[int, int, int] | None = None
+        self._cookie: tuple[int, int, int, int] | None = None
 
     def restored(self, conn: sqlite3.Connection) -> None:
         """Remember the schema cookie (and header fields) a full restore left."""
@@ -102,7 +121,9 @@ class RowUndo:
             self._put_back(conn, item, keys)
         for item, _ in touched:  # the undo's own writes were audited too
             conn.execute(f"DELETE FROM {quote(item.shadow)}")
-        if touched and self._sequence is not None:
+        # Compared even when no row was touched: a tool may write sqlite_sequence itself
+        # (unaudited), and the next episode's AUTOINCREMENT ids would start elsewhere.
+        if self._sequence is not None and conn.execute(_SEQUENCE).fetchall() != self._sequence:
             conn.execute("DELETE FROM sqlite_sequence")
             conn.executemany(
                 "INSERT INTO sqlite_sequence (rowid, name, seq) VALUES (?, ?, ?)", self._sequence
@@ -138,13 +159,26 @@ class RowUndo:
         conn.executemany(item.insert, rows)
 
 
-def _prepare(table: Table, shadow: str, has_rowid: bool) -> _TableUndo | None:
-    """The statements for ``table``, or ``None`` when its rowids cannot be restored."""
-    where = " AND ".join(f"{quote(column)} = ?" for column in table.key)
+def _declared_key(conn: sqlite3.Connection, table: Table) -> bool:
+    """Whether the key is declared columns (not the rowid under one of its names)."""
+    stored = {row[1].lower() for row in conn.execute(f"PRAGMA table_info({quote(table.name)})")}
+    return any(column.lower() in stored for column in table.key)
+
+
+def _prepare(
+    table: Table, shadow: str, keeps_rowid: bool, collations: Sequence[str | None]
+) -> _TableUndo | None:
+    """The statements for ``table``, or ``None`` when its rowids cannot be restored.
+    ``keeps_rowid``: the table has a rowid apart from its declared key."""
+    # Keys match byte for byte, as the history (keyed in Python) tells them apart.
+    where = " AND ".join(
+        key_equals(column, "", f"?{index}", collation)
+        for index, (column, collation) in enumerate(zip(table.key, collations, strict=True), 1)
+    )
     columns: Sequence[str] = table.columns
-    if table.key != ("rowid",) and has_rowid:
+    if keeps_rowid:
         # Restored rows keep their rowids, so scans in rowid order stay identical.
-        alias = next((a for a in _ROWID_ALIASES if a not in map(str.lower, columns)), None)
+        alias = rowid_alias(columns)
         if alias is None:
             return None
         columns = (alias, *columns)
@@ -185,6 +219,4 @@ def _sequence_rows(snapshot: sqlite3.Connection) -> list[tuple[Any, ...]] | None
     ).fetchone()
     if exists is None:
         return None
-    return snapshot.execute(
-        "SELECT rowid, name, seq FROM sqlite_sequence ORDER BY rowid"
-    ).fetchall()
+    return snapshot.execute(_SEQUENCE).fetchall()

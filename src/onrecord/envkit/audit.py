@@ -42,6 +42,8 @@ AuditEvent = dict[str, Any]
 """``{"seq", "step", "table", "op": "insert"|"update"|"delete", "key", "old", "new"}``"""
 
 _OPS = {"I": "insert", "U": "update", "D": "delete"}
+PROBE_TERMS = 250
+"""Shadow tables probed per statement (SQLite's compound SELECT limit is 500)."""
 
 
 def install_audit(conn: sqlite3.Connection) -> None:
@@ -176,11 +178,18 @@ def read_audit(
     if not layout:
         return []
     # One statement finds the shadow tables with rows; most episodes touch few tables.
-    probe = " UNION ALL ".join(
+    # (One per PROBE_TERMS tables: SQLite refuses a compound SELECT of more than 500.)
+    terms = [
         f"SELECT {index} WHERE EXISTS (SELECT 1 FROM {quote(schema)}.{quote(shadow)})"
         for index, (_, shadow) in enumerate(layout)
-    )
-    found = [index for (index,) in conn.execute(probe).fetchall()]
+    ]
+    found = [
+        index
+        for start in range(0, len(terms), PROBE_TERMS)
+        for (index,) in conn.execute(
+            " UNION ALL ".join(terms[start : start + PROBE_TERMS])
+        ).fetchall()
+    ]
     return [(layout[i][0], raw_audit(conn, layout[i][1], schema)) for i in sorted(found)]
 
 

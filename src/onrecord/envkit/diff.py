@@ -26,6 +26,8 @@ from typing import Any
 from onrecord.envkit._sql import (
     Table,
     has_blobs,
+    key_collations,
+    key_equals,
     native_value,
     quote,
     readonly_uri,
@@ -205,7 +207,11 @@ def _scan_table(
         return (rows, [], []) if before is None else ([], [], rows)
     source = f"{quote(after)}.{quote(table.name)} AS a"
     target = f"{quote(before)}.{quote(table.name)} AS b"
-    join = " AND ".join(f"a.{quote(k)} = b.{quote(k)}" for k in table.key)
+    collations = key_collations(conn, before, table)
+    join = " AND ".join(
+        key_equals(key, "a.", f"b.{quote(key)}", collation)
+        for key, collation in zip(table.key, collations, strict=True)
+    )
     missing = f"b.{quote(table.key[0])} IS NULL"
     differs = " OR ".join(_differs(column, column in table.untyped) for column in table.columns)
     created: list[Values] = []
@@ -229,10 +235,12 @@ def _scan_table(
 def _differs(column: str, untyped: bool) -> str:
     name = quote(column)
     # Affinity makes equal values share a storage class, except in untyped columns, where
-    # 1 and 1.0 compare equal but differ: only there is typeof() worth its cost.
+    # 1 and 1.0 compare equal but differ: only there is typeof() worth its cost. Text is
+    # compared byte for byte, as the audit does: a column declared COLLATE NOCASE would
+    # otherwise hide a change from 'a' to 'A'.
     if untyped:
-        return f"a.{name} IS NOT b.{name} OR typeof(a.{name}) <> typeof(b.{name})"
-    return f"a.{name} IS NOT b.{name}"
+        return f"a.{name} IS NOT b.{name} COLLATE BINARY OR typeof(a.{name}) <> typeof(b.{name})"
+    return f"a.{name} IS NOT b.{name} COLLATE BINARY"
 
 
 def diff_databases(before_path: str | Path, after_path: str | Path) -> StateDiff:

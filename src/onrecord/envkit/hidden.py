@@ -20,7 +20,19 @@ ANY: Any = object()
 
 
 def _key_matches(wanted: Any, key: Any) -> bool:
-    return wanted is ANY or canonical_bytes(wanted) == canonical_bytes(key)
+    return wanted is ANY or canonical_bytes(_same_number(wanted)) == canonical_bytes(
+        _same_number(key)
+    )
+
+
+def _same_number(key: Any) -> Any:
+    """A key with whole REALs as integers: SQLite tells keys apart by value, so the row a
+    tool revealed as ``1`` is the row the audit keys ``1.0`` in a REAL key column."""
+    if type(key) is float and key.is_integer() and -(2**63) <= key < 2**63:
+        return int(key)
+    if isinstance(key, list | tuple):
+        return [_same_number(item) for item in key]
+    return key
 
 
 def read_steps(episode: ToolEpisode, table: str, key: Any = ANY) -> list[int]:

@@ -2,7 +2,8 @@
 
 The digest is the sha256 of the canonical JSON of ``[[table, create_sql, rows], ...]``
 over the user tables in name order, each table's rows as lists of values in key order
-(BLOBs as ``{"$blob": hex}``). It is computed in chunks that concatenate to exactly
+(BLOBs as ``{"$blob": hex}``, infinite REALs as ``{"$real": "Infinity"}`` or
+``"-Infinity"``). It is computed in chunks that concatenate to exactly
 those bytes, so a 100k-row table never needs to be held as one JSON document.
 Internal ``_onrecord_`` tables (audit history, episode counters) are not state.
 """
@@ -10,7 +11,9 @@ Internal ``_onrecord_`` tables (audit history, episode counters) are not state.
 from __future__ import annotations
 
 import hashlib
+import math
 import sqlite3
+from itertools import chain
 from typing import Any
 
 from onrecord._canonical import canonical_bytes
@@ -20,6 +23,7 @@ from onrecord.errors import PortabilityError
 __all__ = ["state_digest", "table_rows"]
 
 _CHUNK = 4096
+_INFINITIES = frozenset((math.inf, -math.inf))
 
 
 def state_digest(conn: sqlite3.Connection, schema: str = "main") -> str:
@@ -45,9 +49,22 @@ def _hash_rows(hasher: Any, conn: sqlite3.Connection, schema: str, table: Table)
 
 def _chunk_bytes(chunk: list[Any]) -> bytes:
     try:
-        return canonical_bytes(chunk)
+        data = canonical_bytes(chunk)
     except PortabilityError:  # a BLOB somewhere: encode it (rare, so only then)
-        return canonical_bytes([[portable_value(value) for value in row] for row in chunk])
+        return canonical_bytes([[_digest_value(value) for value in row] for row in chunk])
+    # JSON has no infinity: orjson writes it as null, which would make a REAL column
+    # holding 1e999 the same state as one holding NULL. Look only when a null was written.
+    if b"null" in data and not _INFINITIES.isdisjoint(chain.from_iterable(chunk)):
+        return canonical_bytes([[_digest_value(value) for value in row] for row in chunk])
+    return data
+
+
+def _digest_value(value: Any) -> Any:
+    """A value as the digest encodes it: BLOBs as ``{"$blob": hex}``, infinite REALs as
+    ``{"$real": "Infinity"}`` / ``{"$real": "-Infinity"}``."""
+    if type(value) is float and math.isinf(value):
+        return {"$real": "Infinity" if value > 0 else "-Infinity"}
+    return portable_value(value)
 
 
 def _ordered_select(schema: str, table: Table) -> str:
