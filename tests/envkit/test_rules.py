@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from onrecord.envkit import (
@@ -138,3 +140,26 @@ def test_compare_diff_explains_changed_columns() -> None:
         'claims key 17: status became "paid", expected "closed"',
         'claims key 4: expected a change to {"id":4}, but the row was not changed',
     ]
+
+
+def test_rules_name_values_as_python_does_and_match_what_sqlite_stored(world: Any) -> None:
+    """SQLite stores True as 1 and a BLOB as bytes; a rule may say True and b"..."."""
+    assert world.call("log_event", {"kind": "ping"})["status"] == "ok"
+    assert world.call("allocate", {"claim_id": 1, "amount": 5.0, "memo": "x"})["status"] == "ok"
+    payload = next(row for row in world.diff()["events"]["created"])["payload"]
+    blob = bytes.fromhex(payload["$blob"])
+    rules = [
+        created("events", where={"kind": "ping", "payload": blob}),
+        created("allocations", where={"claim_id": 1, "amount": 5}),
+    ]
+    assert check_rules(world.diff(), rules) == []
+    flagged = {"allocations": {"created": [{"id": 1, "settled": 1}], "changed": [], "deleted": []}}
+    assert check_rules(flagged, [created("allocations", where={"settled": True})]) == []
+    assert (
+        check_rules(
+            flagged,
+            [{"rule": "created", "table": "allocations", "where": {"settled": True}, "count": 1}],
+        )
+        == []
+    )
+    assert check_rules(flagged, [created("allocations", where={"settled": False})]) != []

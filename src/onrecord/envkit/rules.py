@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from onrecord._canonical import canonical_bytes, to_portable
+from onrecord.envkit._sql import BLOB_TAG
 from onrecord.envkit.diff import StateDiff
 from onrecord.errors import InputError
 
@@ -51,7 +52,7 @@ def changed(
 ) -> Rule:
     """``count`` rows of ``table`` whose *before* row matches ``where`` changed, and
     their *after* row matches ``to``."""
-    return {**_row_rule("changed", table, where, count), "to": to_portable(dict(to or {}))}
+    return {**_row_rule("changed", table, where, count), "to": _column_values(to)}
 
 
 def unchanged(table: str) -> Rule:
@@ -73,9 +74,26 @@ def _row_rule(kind: str, table: str, where: Mapping[str, Any] | None, count: Cou
     return {
         "rule": kind,
         "table": table,
-        "where": to_portable(dict(where or {})),
+        "where": _column_values(where),
         "count": to_portable(count),
     }
+
+
+def _column_values(values: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Column values as the diff holds them: SQLite stores a bool as 0 or 1 and a BLOB
+    arrives as ``{"$blob": hex}`` (``bytes`` are turned into that here)."""
+    given = dict(values or {})
+    return to_portable(
+        {
+            column: {BLOB_TAG: bytes(value).hex()}
+            if isinstance(value, bytes | bytearray | memoryview)
+            else int(value)
+            if type(value) is bool
+            else value
+            for column, value in given.items()
+        },
+        "$.where",
+    )
 
 
 def check_rules(diff: StateDiff, rules: Sequence[Rule]) -> list[str]:
@@ -152,6 +170,8 @@ def _uncovered(diff: StateDiff, covered: set[tuple[str, str, bytes]]) -> list[st
 
 
 def _matches(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
+    # A hand-written rule dict may still say True: SQLite holds it as 1.
+    where = {key: int(value) if type(value) is bool else value for key, value in where.items()}
     return all(
         (column in row and row[column] == value and type(row[column]) is type(value))
         or (column in row and _numbers_equal(row[column], value))
