@@ -83,7 +83,7 @@ def _column_values(values: Mapping[str, Any] | None) -> dict[str, Any]:
     """Column values as the diff holds them: SQLite stores a bool as 0 or 1 and a BLOB
     arrives as ``{"$blob": hex}`` (``bytes`` are turned into that here)."""
     given = dict(values or {})
-    return to_portable(
+    portable: dict[str, Any] = to_portable(
         {
             column: {BLOB_TAG: bytes(value).hex()}
             if isinstance(value, bytes | bytearray | memoryview)
@@ -94,6 +94,7 @@ def _column_values(values: Mapping[str, Any] | None) -> dict[str, Any]:
         },
         "$.where",
     )
+    return portable
 
 
 def check_rules(diff: StateDiff, rules: Sequence[Rule]) -> list[str]:
