@@ -45,13 +45,21 @@ def _run(args: argparse.Namespace) -> int:
     from onrecord.dynamics.experiment import run_experiment
 
     console = Console(stderr=True)
-    with Progress(console=console, transient=True) as progress:
-        bar = progress.add_task("world-model experiment", total=_STEPS_FULL)
+    try:
+        with Progress(console=console, transient=True) as progress:
+            bar = progress.add_task("world-model experiment", total=_STEPS_FULL)
 
-        def step(label: str) -> None:
-            progress.update(bar, advance=1, description=label)
+            def step(label: str) -> None:
+                progress.update(bar, advance=1, description=label)
 
-        tables = run_experiment(args.output_dir, smoke=args.smoke, step=step)
+            tables = run_experiment(args.output_dir, smoke=args.smoke, step=step)
+    except KeyboardInterrupt:
+        console.print(
+            f"interrupted: {args.output_dir} is incomplete (no manifest.json) and cannot "
+            "be replayed; delete it and run again into a new or empty directory",
+            markup=False,
+        )
+        return 130
     _print(tables)
     print(
         f"run written to {args.output_dir}/ (replay: onrecord worldmodel analyze "
@@ -92,11 +100,15 @@ def _print(tables: dict[str, Any]) -> None:
         title="closed loop (same planner, paired seeds)",
     )
     for row in tables["closed_loop"]:
+        interval = row["return_ci"]
+        failed = row.get("failed_runs", 0)
         loop.add_row(
             row["model_id"],
             _fmt(row["mean_steps"]),
             f"{row['reached_cap']}/{row['seeds']}",
-            f"{_fmt(row['return_ci'][0])}–{_fmt(row['return_ci'][1])}",
+            f"{failed} failed runs"
+            if failed
+            else ("—" if interval is None else f"{_fmt(interval[0])}–{_fmt(interval[1])}"),
             _fmt(row["normalized_score"]),
             _fmt(row["prediction_gap"]),
         )

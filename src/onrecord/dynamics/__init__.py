@@ -35,6 +35,7 @@ from onrecord.dynamics._oracle import OracleModel
 from onrecord.dynamics._planners import (
     CrossEntropyPlanner,
     ExhaustivePlanner,
+    NonFinitePrediction,
     PlanChoice,
     Planner,
     RandomShootingPlanner,
@@ -54,6 +55,7 @@ __all__ = [
     "EffectTable",
     "ExhaustivePlanner",
     "ForecastEvidence",
+    "NonFinitePrediction",
     "OracleModel",
     "PairedReference",
     "PersistenceModel",

@@ -40,7 +40,8 @@ class ClosedLoopRun:
     """One model, planner and seed: the decisions record and its episode."""
 
     record: dict[str, Any]
-    """Portable: schema, model_id, budget, seed, episode digest, predicted returns."""
+    """Portable: schema, model_id, budget, seed, episode digest, predicted returns and
+    ``model_error`` (``{"step", "type", "message"}`` when planning raised, else None)."""
     episode: Any
     """The EpisodeEvidence of the run (may be None after loading only the records)."""
 
@@ -48,6 +49,14 @@ class ClosedLoopRun:
     def digest(self) -> str:
         """Digest of the decision record."""
         return str(self.record["digest"])
+
+    @property
+    def failed(self) -> bool:
+        """True when the run did not end on its own terms: the model or planner raised,
+        or the episode's setup or interaction failed. Its return is not a score."""
+        if self.record.get("model_error") is not None:
+            return True
+        return self.episode is not None and self.episode.ended in ("setup_error", "interact_error")
 
 
 def run_closed_loop(
@@ -58,7 +67,10 @@ def run_closed_loop(
     seeds: Sequence[int],
     max_steps: int,
 ) -> list[ClosedLoopRun]:
-    """Run ``model`` with ``planner`` once per seed, each in a fresh environment."""
+    """Run ``model`` with ``planner`` once per seed, each in a fresh environment.
+
+    A model that raises (or predicts only non-finite states) ends that run; the error is
+    kept in the record's ``model_error`` and the remaining seeds still run."""
     return [_run_once(simulator, model, planner, seed, max_steps) for seed in seeds]
 
 
@@ -66,12 +78,20 @@ def _run_once(
     simulator: Simulator, model: WorldModel, planner: Planner, seed: int, max_steps: int
 ) -> ClosedLoopRun:
     predicted: list[float] = []
+    failure: dict[str, Any] = {}
     rng = np.random.default_rng(seed)
 
     def interact(env: Any, observation: Any, info: Any) -> str:
-        for _ in range(max_steps):
+        for step in range(max_steps):
             state = np.asarray(simulator.get_state(env))
-            choice = planner.plan(model, simulator, state, rng)
+            try:
+                choice = planner.plan(model, simulator, state, rng)
+            except Exception as exc:  # the model's (or planner's) failure, not the env's
+                kind = type(exc)
+                failure.update(
+                    step=step, type=f"{kind.__module__}.{kind.__qualname__}", message=str(exc)
+                )
+                return "model error"
             predicted.append(choice.predicted_return)
             _, _, terminated, truncated, _ = env.step(choice.action)
             if terminated or truncated:
@@ -94,6 +114,7 @@ def _run_once(
         "max_steps": max_steps,
         "episode": episode.digest,
         "predicted_returns": predicted,
+        "model_error": failure or None,
     }
     record["digest"] = content_digest(record)
     return ClosedLoopRun(record, episode)

@@ -41,7 +41,13 @@ def closed_loop_summary(
     seed: int = 0,
 ) -> list[dict[str, Any]]:
     """One row per model: steps, return (mean and 95% paired bootstrap interval), share
-    reaching the step cap, normalized score with its interval, and prediction gap."""
+    reaching the step cap, normalized score with its interval, and prediction gap.
+
+    A run that failed (the model raised, see ``ClosedLoopRun.failed``) is counted in
+    ``failed_runs`` and its model gets no return or score: a crash is not a measurement.
+    Normalization needs the random and oracle models free of failures and a nonzero span
+    between them; intervals need at least two seeds. Otherwise the value is None.
+    """
     by_model: dict[str, dict[int, ClosedLoopRun]] = {}
     for run in runs:
         by_model.setdefault(run.record["model_id"], {})[run.record["seed"]] = run
@@ -56,47 +62,67 @@ def closed_loop_summary(
             f"seeds; found budgets {sorted(budgets)}"
         )
     returns = {m: np.array([_rewards(r[s]).sum() for s in seeds]) for m, r in by_model.items()}
+    failed = {m: sum(r[s].failed for s in seeds) for m, r in by_model.items()}
     rng = np.random.default_rng(seed)
     index = rng.integers(0, len(seeds), (draws, len(seeds)))
-    floor, top = returns[random_model], returns[oracle_model]
+    scale = None
+    if not failed[random_model] and not failed[oracle_model]:
+        scale = (returns[random_model], returns[oracle_model])
     rows = []
     for model_id, per_seed in sorted(by_model.items()):
-        rows.append(_row(model_id, per_seed, seeds, returns[model_id], floor, top, index))
+        row = _row(per_seed, seeds, returns[model_id], index, scale, failed[model_id])
+        rows.append({"model_id": model_id, **row})
     return rows
 
 
 def _row(
-    model_id: str,
     per_seed: dict[int, ClosedLoopRun],
     seeds: list[int],
     returns: np.ndarray,
-    floor: np.ndarray,
-    top: np.ndarray,
     index: np.ndarray,
+    scale: tuple[np.ndarray, np.ndarray] | None,
+    failed: int,
 ) -> dict[str, Any]:
     steps = np.array([len(per_seed[s].episode.transitions()) for s in seeds])
     cap = int(per_seed[seeds[0]].record["max_steps"])
-    resampled = returns[index].mean(axis=1)
-    span = top[index].mean(axis=1) - floor[index].mean(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        normalized = (resampled - floor[index].mean(axis=1)) / span
-    finite = normalized[np.isfinite(normalized)]
-    gaps = [g for g in (prediction_gap(per_seed[s]) for s in seeds) if g is not None]
-    point_span = top.mean() - floor.mean()
-    return {
-        "model_id": model_id,
+    ok = [s for s in seeds if not per_seed[s].failed]
+    gaps = [g for g in (prediction_gap(per_seed[s]) for s in ok) if g is not None]
+    row: dict[str, Any] = {
         "seeds": len(seeds),
         "budget": per_seed[seeds[0]].record["budget"],
         "steps": steps.tolist(),
         "mean_steps": float(steps.mean()),
         "reached_cap": int((steps >= cap).sum()),
-        "mean_return": float(returns.mean()),
-        "return_ci": [float(v) for v in np.quantile(resampled, [0.025, 0.975])],
-        "normalized_score": float((returns.mean() - floor.mean()) / point_span)
-        if point_span
-        else None,
-        "normalized_ci": [float(v) for v in np.quantile(finite, [0.025, 0.975])]
-        if len(finite)
-        else None,
+        "failed_runs": failed,
+        "mean_return": None,
+        "return_ci": None,
+        "normalized_score": None,
+        "normalized_ci": None,
         "prediction_gap": float(np.mean(gaps)) if gaps else None,
     }
+    if failed:
+        return row
+    row["mean_return"] = float(returns.mean())
+    resampled = returns[index].mean(axis=1)
+    # One seed resamples to itself: a zero-width "interval" would claim certainty.
+    intervals = len(seeds) > 1
+    if intervals:
+        row["return_ci"] = _interval(resampled)
+    if scale is None:
+        return row
+    floor, top = scale
+    point_span = float(top.mean() - floor.mean())
+    if point_span == 0.0:
+        return row
+    row["normalized_score"] = float((returns.mean() - floor.mean()) / point_span)
+    span = top[index].mean(axis=1) - floor[index].mean(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        normalized = (resampled - floor[index].mean(axis=1)) / span
+    finite = normalized[np.isfinite(normalized)]
+    if intervals and len(finite):
+        row["normalized_ci"] = _interval(finite)
+    return row
+
+
+def _interval(values: np.ndarray) -> list[float]:
+    return [float(v) for v in np.quantile(values, [0.025, 0.975])]

@@ -5,6 +5,7 @@ walk that serves as the floor when closed-loop scores are normalized.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,16 @@ def _check_inputs(
             f"actions must be [N, H] or [N, H, a] with N={states.shape[0]}, got {acts.shape}"
         )
     return states, acts
+
+
+def _request_rng(seed: int, states: FloatArray, actions: NDArray[Any]) -> np.random.Generator:
+    """A generator seeded by ``seed`` and the exact bytes of one request."""
+    digest = hashlib.sha256()
+    for array in (states, np.asarray(actions, dtype=np.float64)):
+        digest.update(repr(array.shape).encode())
+        digest.update(np.ascontiguousarray(array, dtype="<f8").tobytes())
+    words = np.frombuffer(digest.digest(), dtype="<u4")
+    return np.random.default_rng([seed, *(int(w) for w in words)])
 
 
 class PersistenceModel:
@@ -274,7 +285,12 @@ class BootstrapEnsembleModel:
 
 
 class RandomModel:
-    """A random walk with the training deltas' spread: the floor of normalized scores."""
+    """A random walk with the training deltas' spread: the floor of normalized scores.
+
+    Its noise is a function of ``seed`` and the request alone (never of earlier calls),
+    so one request always gets the same answer: a closed-loop run of one seed does not
+    depend on which seeds ran before it, and a forecast not on what was forecast first.
+    """
 
     def __init__(
         self, simulator: Simulator, *, seed: int = 0, model_id: str = "random-walk/v1"
@@ -283,7 +299,6 @@ class RandomModel:
         self.model_id = model_id
         self.seed = seed
         self._scale: FloatArray | None = None
-        self._rng = np.random.default_rng(seed)
 
     def fit(self, transitions: Transitions) -> None:
         """Record the spread of one-step state changes."""
@@ -295,7 +310,9 @@ class RandomModel:
         """Independent random walks; the actions are ignored."""
         states, acts = _check_inputs(self.simulator, initial_states, actions)
         scale = self._scale if self._scale is not None else np.ones(states.shape[1])
-        steps = self._rng.standard_normal((states.shape[0], acts.shape[1], states.shape[1]))
+        steps = _request_rng(self.seed, states, acts).standard_normal(
+            (states.shape[0], acts.shape[1], states.shape[1])
+        )
         return Prediction(states[:, None, :] + np.cumsum(steps * scale, axis=1))
 
     def describe(self) -> dict[str, Any]:

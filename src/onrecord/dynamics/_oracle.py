@@ -40,7 +40,9 @@ class OracleModel:
         """Exact trajectories; states after a terminal step are the simulator's own
         continuation of the equations (never a reset)."""
         states, acts = _check_inputs(self.simulator, initial_states, actions)
-        if self.simulator.env_id == "CartPole-v1" and len(states) > 1:
+        # The vector env knows nothing of ``make_kwargs``: only the default CartPole.
+        vector = self.simulator.env_id == "CartPole-v1" and not self.simulator.make_kwargs
+        if vector and len(states) > 1:
             return Prediction(self._cartpole_vector(states, acts))
         return Prediction(
             np.stack([self._rollout(s, a) for s, a in zip(states, acts, strict=True)])
@@ -48,7 +50,11 @@ class OracleModel:
 
     def _rollout(self, state: FloatArray, actions: NDArray[Any]) -> FloatArray:
         if self._single is None:
-            self._single = gym.make(self.simulator.env_id).unwrapped
+            # The same construction as the references (``Simulator.make``), so settings
+            # such as Pendulum's ``g`` are the simulator's, not Gymnasium's defaults.
+            self._single = gym.make(
+                self.simulator.env_id, **dict(self.simulator.make_kwargs)
+            ).unwrapped
             self._single.reset(seed=0)
         env = self._single
         self.simulator.set_state(env, state)

@@ -18,11 +18,12 @@ from numpy.typing import NDArray
 
 from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._protocol import FloatArray, WorldModel
-from onrecord.errors import InputError
+from onrecord.errors import CaptureError, InputError
 
 __all__ = [
     "CrossEntropyPlanner",
     "ExhaustivePlanner",
+    "NonFinitePrediction",
     "PlanChoice",
     "Planner",
     "RandomShootingPlanner",
@@ -30,6 +31,11 @@ __all__ = [
 ]
 
 _SHAPING_WEIGHT = 1e-3
+
+
+class NonFinitePrediction(CaptureError):
+    """The model predicted NaN or infinite states for every candidate plan, so no plan
+    can be chosen (the closed loop records this as the model's error)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,8 @@ def score_plans(
     """Predicted return and planner score of ``[P, L]`` plans of action indices.
 
     Rewards stop after the first predicted termination, as they do in the environment.
+    A plan whose predicted states are not all finite scores ``-inf`` (never chosen while
+    any plan is finite) and predicts a NaN return.
     """
     actions = np.asarray([simulator.actions[i] for i in range(len(simulator.actions))])
     predicted = model.predict(
@@ -82,7 +90,14 @@ def score_plans(
     )
     returns: FloatArray = (reward * alive).sum(axis=1)
     shaping = (simulator.shaping_of(predicted) * alive).sum(axis=1)
-    return returns, returns + _SHAPING_WEIGHT * shaping
+    scores: FloatArray = returns + _SHAPING_WEIGHT * shaping
+    # NaN compares false with everything: a single NaN plan would otherwise leave no
+    # "best" plan at all, and a NaN return cannot be saved as evidence.
+    broken = ~np.isfinite(predicted).all(axis=(1, 2)) | ~np.isfinite(scores)
+    if broken.any():
+        returns = np.where(broken, np.nan, returns)
+        scores = np.where(broken, -np.inf, scores)
+    return returns, scores
 
 
 def _choose(
@@ -94,6 +109,10 @@ def _choose(
 ) -> PlanChoice:
     # Ties are broken at random: a model that cannot tell plans apart must not get a
     # systematic preference for action 0 from the search order.
+    if not np.isfinite(scores).any():
+        raise NonFinitePrediction(
+            f"the model predicted non-finite states for all {len(plans)} candidate plans"
+        )
     best = np.flatnonzero(scores >= scores.max() - 1e-12)
     pick = int(best[rng.integers(len(best))]) if len(best) > 1 else int(best[0])
     plan = tuple(int(i) for i in plans[pick])
@@ -103,6 +122,11 @@ def _choose(
 def _check_length(length: int) -> None:
     if not 1 <= length <= 16:
         raise InputError(f"planning horizon must be between 1 and 16 steps, got {length}")
+
+
+def _check_count(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise InputError(f"{name} must be a whole number >= 1, got {value!r}")
 
 
 class ExhaustivePlanner:
@@ -137,6 +161,7 @@ class RandomShootingPlanner:
 
     def __init__(self, length: int = 6, samples: int = 256) -> None:
         _check_length(length)
+        _check_count("samples", samples)
         self.length = length
         self.samples = samples
 
@@ -166,8 +191,12 @@ class CrossEntropyPlanner:
         smoothing: float = 0.1,
     ) -> None:
         _check_length(length)
+        _check_count("population", population)
+        _check_count("iterations", iterations)
         if not 0 < elites <= population:
             raise InputError(f"elites must be in 1..population ({population}), got {elites}")
+        if not 0.0 <= smoothing <= 1.0:
+            raise InputError(f"smoothing must be between 0 and 1, got {smoothing}")
         self.length, self.population, self.elites = length, population, elites
         self.iterations, self.smoothing = iterations, smoothing
 

@@ -121,10 +121,16 @@ def _reliability(plt: Any, tables: dict[str, Any]) -> Any:
 def _closed_loop(plt: Any, tables: dict[str, Any]) -> Any:
     figure, axis = plt.subplots(figsize=(8, 4))
     rows = tables["closed_loop"]
-    names = [r["model_id"] for r in rows]
-    means = [r["mean_return"] for r in rows]
-    low = [r["mean_return"] - r["return_ci"][0] for r in rows]
-    high = [r["return_ci"][1] - r["mean_return"] for r in rows]
+    # A model whose runs failed has no return (drawn as an empty slot); one seed has none
+    # of the intervals (no error bar).
+    names = [r["model_id"] + (" (failed runs)" if r.get("failed_runs") else "") for r in rows]
+    means = [r["mean_return"] if r["mean_return"] is not None else 0.0 for r in rows]
+    low = [
+        m - r["return_ci"][0] if r["return_ci"] else 0.0 for m, r in zip(means, rows, strict=True)
+    ]
+    high = [
+        r["return_ci"][1] - m if r["return_ci"] else 0.0 for m, r in zip(means, rows, strict=True)
+    ]
     axis.bar(range(len(rows)), means, yerr=[low, high], capsize=4)
     axis.set_xticks(range(len(rows)), names, rotation=25, ha="right", fontsize=7)
     axis.set(ylabel="return (95% bootstrap interval)", title="closed loop, same planner")

@@ -94,11 +94,7 @@ def _pair_forecasts(
 def run_experiment(output_dir: Path, *, smoke: bool, step: Step | None = None) -> dict[str, Any]:
     """Run the whole protocol into ``output_dir`` (which must be empty or absent)."""
     root = Path(output_dir)
-    if root.exists() and any(root.iterdir()):
-        raise InputError(
-            f"--output-dir {root} is not empty; a run directory is written once "
-            "and never overwritten: choose a new directory"
-        )
+    _check_new(root)
     tick = step or (lambda _label: None)
     protocol = build_protocol(smoke=smoke)
     write_json(root / "protocol.json", protocol)
@@ -121,6 +117,23 @@ def run_experiment(output_dir: Path, *, smoke: bool, step: Step | None = None) -
     tick("plots")
     write_manifest(root)
     return tables
+
+
+def _check_new(root: Path) -> None:
+    if root.exists() and not root.is_dir():
+        raise InputError(f"--output-dir {root} is a file, not a directory: choose a new directory")
+    if not root.exists() or not any(root.iterdir()):
+        return
+    if (root / "protocol.json").is_file() and not (root / "manifest.json").exists():
+        raise InputError(
+            f"--output-dir {root} holds an interrupted run (protocol.json but no "
+            "manifest.json); it cannot be replayed or continued: delete it or choose a "
+            "new directory"
+        )
+    raise InputError(
+        f"--output-dir {root} is not empty; a run directory is written once "
+        "and never overwritten: choose a new directory"
+    )
 
 
 def _data_and_models(

@@ -69,6 +69,11 @@ def verify_manifest(root: Path) -> dict[str, str]:
     """Check every listed hash and that no file was added or removed."""
     path = root / MANIFEST
     if not path.exists():
+        if (root / "protocol.json").is_file():
+            raise SchemaError(
+                f"{path} is missing: {root} is an interrupted worldmodel run (the "
+                "manifest is written last); re-run into a new directory"
+            )
         raise SchemaError(f"{path} is missing: this is not a worldmodel run directory")
     manifest = read_json(path)
     files = manifest.get("files") if isinstance(manifest, dict) else None
