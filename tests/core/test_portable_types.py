@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from onrecord import EvalCase
 from onrecord._canonical import canonical_bytes, state_bytes, to_portable
+from onrecord.episode import EpisodeEvidence
 from onrecord.errors import InputError, PortabilityError
 from onrecord.integrations.gymnasium import capture_episode
 
@@ -94,21 +95,7 @@ def test_a_lone_surrogate_is_refused_with_its_path(where: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(FOREIGN))
 def test_capture_keeps_a_foreign_observer_value_as_an_observer_error(name: str) -> None:
-    foreign = FOREIGN[name]
-
-    def interact(env: Any, observation: Any, info: Any) -> None:
-        env.step(1)
-
-    episode = capture_episode(
-        lambda: gym.make("FrozenLake-v1"),
-        interact,
-        case=EvalCase("portable"),
-        environment_id="frozenlake/v1",
-        observer_id="foreign/v1",
-        observe=lambda: {"tile": 0, "at": foreign},
-        seed=0,
-        max_steps=3,
-    )
+    episode = _one_step_observing({"tile": 0, "at": FOREIGN[name]})
     assert episode.states() == [None, None, None]
     assert "$.state.at holds a " in episode.data["steps"]["observer_error"][0]
     assert episode.coverage_issues  # nothing was observed: never a silent pass
@@ -186,12 +173,18 @@ def test_case_metadata_with_a_foreign_object_is_refused_at_its_path() -> None:
 def test_capture_refuses_text_written_objects_in_any_state_shape(name: str, shape: Any) -> None:
     """The per-step observer path decides string values from the bytes' quotes; every
     shape a text-written object can sit in must reach the exact check."""
-    state = shape(FOREIGN[name])
+    episode = _one_step_observing(shape(FOREIGN[name]))
+    assert episode.states()[1] is None
+    assert "holds a " in episode.data["steps"]["observer_error"][0]
+
+
+def _one_step_observing(state: Any) -> EpisodeEvidence:
+    """One FrozenLake step, with an observer that returns ``state`` every time."""
 
     def interact(env: Any, observation: Any, info: Any) -> None:
         env.step(1)
 
-    episode = capture_episode(
+    return capture_episode(
         lambda: gym.make("FrozenLake-v1"),
         interact,
         case=EvalCase("portable"),
@@ -201,5 +194,3 @@ def test_capture_refuses_text_written_objects_in_any_state_shape(name: str, shap
         seed=0,
         max_steps=3,
     )
-    assert episode.states()[1] is None
-    assert "holds a " in episode.data["steps"]["observer_error"][0]
