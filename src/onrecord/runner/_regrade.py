@@ -16,7 +16,7 @@ from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
 from onrecord.runner._provider import EnvironmentProvider
 from onrecord.runner._registry import build_provider, load_checks
-from onrecord.runner._run import save_grading, trials_by_key
+from onrecord.runner._run import Graded, save_grading, trials_by_key
 from onrecord.runner._store import RunStore
 
 __all__ = ["REGRADE_SCHEMA", "Regrade", "VerdictChange", "contained", "regrade_run"]
@@ -47,7 +47,7 @@ class VerdictChange:
 
 
 @dataclass(frozen=True)
-class Regrade:
+class Regrade(Graded):
     """The outcome of ``regrade_run``."""
 
     report: EvaluationReport
@@ -67,18 +67,6 @@ class Regrade:
     unversioned: tuple[str, ...] = ()
     """Checks whose verdicts changed although their version did not: their logic changed
     without a version bump, so the two reports' locks claim the same check."""
-
-    @property
-    def complete(self) -> bool:
-        """Every planned episode of the run is recorded (and so re-graded)."""
-        return len(self.report.trials) == self.expected
-
-    @property
-    def exit_code(self) -> int:
-        """0 accept, 1 reject, 2 indeterminate; a partial run is never accepted."""
-        if not self.complete and self.decision.decision == "accept":
-            return 2
-        return self.decision.exit_code
 
 
 def regrade_run(

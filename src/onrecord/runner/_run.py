@@ -51,8 +51,29 @@ class Progress:
         """The run loop ended."""
 
 
+class Graded:
+    """The rule a run and its re-gradings share: a run missing planned episodes is
+    never accepted, whatever the recorded ones say."""
+
+    report: EvaluationReport
+    decision: PolicyDecision
+    expected: int
+
+    @property
+    def complete(self) -> bool:
+        """Every planned episode is recorded (and so graded)."""
+        return len(self.report.trials) == self.expected
+
+    @property
+    def exit_code(self) -> int:
+        """0 accept, 1 reject, 2 indeterminate; an incomplete run is never accepted."""
+        if not self.complete and self.decision.decision == "accept":
+            return 2
+        return self.decision.exit_code
+
+
 @dataclass(frozen=True)
-class RunResult:
+class RunResult(Graded):
     """What a run (or a resumed run) ended with."""
 
     store: RunStore
@@ -69,18 +90,6 @@ class RunResult:
     """Episodes this invocation could not record, with the reason."""
     notices: tuple[str, ...]
     """Repairs made before resuming (a partial record cut off, ...)."""
-
-    @property
-    def complete(self) -> bool:
-        """Every planned episode is recorded."""
-        return len(self.report.trials) == self.expected
-
-    @property
-    def exit_code(self) -> int:
-        """0 accept, 1 reject, 2 indeterminate; an incomplete run is never accepted."""
-        if not self.complete and self.decision.decision == "accept":
-            return 2
-        return self.decision.exit_code
 
 
 def plan_run(
