@@ -10,7 +10,7 @@ from typing import Any
 from onrecord import __version__
 from onrecord.compare import compare_reports
 from onrecord.errors import ComparisonRefused
-from onrecord.html._page import cell, document, esc, table
+from onrecord.html._page import attr, cell, document, esc, table
 from onrecord.report import EvaluationReport
 from onrecord.runner import RunStore
 
@@ -71,7 +71,7 @@ def _checks(comparison: Mapping[str, Any]) -> str:
     rows, details = [], []
     for check in comparison["checks"]:
         rows.append(
-            f'<tr data-check="{esc(check["name"])}">'
+            f'<tr data-check="{attr(check["name"])}">'
             + cell(check["name"])
             + "".join(
                 cell(check[k], css="num", data={"field": k, "value": check[k]})
@@ -114,7 +114,7 @@ def _measures(comparison: Mapping[str, Any]) -> str:
     if not measures:
         return ""
     rows = [
-        f'<tr data-measure="{esc(m["name"])}">'
+        f'<tr data-measure="{attr(m["name"])}">'
         + cell(m["name"])
         + cell(m["pairs"], css="num")
         + cell(f"{m['mean_a']:.4g}", css="num")

@@ -5,26 +5,25 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from onrecord import __version__
 from onrecord._canonical import content_digest, load_record_bytes
-from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.errors import DigestMismatch, InputError
-from onrecord.report import EvaluationReport, Trial
+from onrecord.html._episode import episode_view
+from onrecord.html._timeline import TIMELINE_LIMIT
+from onrecord.report import EvaluationReport
 from onrecord.runner import RunStore
-from onrecord.runner._gym import saved_evidence
-from onrecord.runner._toolworld import TOOL_EPISODE_SCHEMA
 
 __all__ = ["report_data"]
 
 _DETAIL_LIMIT = 300
-_TIMELINE_LIMIT = 500
-_TEXT_LIMIT = 400
+# Timeline events on the whole page: 300 episodes of 500 steps made a 27 MB page. Each
+# detailed episode keeps at most its share of this (between 50 and TIMELINE_LIMIT).
+_PAGE_STEPS = 20_000
+_MIN_STEPS = 50
 _HORIZON = re.compile(r"^dynamics/(?P<coordinate>.+)/h(?P<horizon>\d+)$")
 
 
@@ -37,9 +36,28 @@ def report_data(
 ) -> dict[str, Any]:
     """Everything the report page shows, from a run directory or a report file."""
     path = Path(source)
+    if path.is_dir() and not (path / "run.json").is_file():
+        # A world-model run directory: its reports are files, one per model.
+        reports = sorted(path.glob("*.report.json")) + sorted(path.glob("reports/*.report.json"))
+        if reports:
+            raise InputError(
+                f"{path} is not a run directory but holds report files: give one of them, "
+                f"e.g. `onrecord report {reports[0]}`"
+            )
     store = RunStore.open(path) if path.is_dir() else None
     folder = path if store is None or grading is None else path / "regrades" / grading
     report_file = folder / "report.json" if path.is_dir() else path
+    if grading is not None and (
+        store is None or Path(grading).name != grading or not report_file.is_file()
+    ):
+        # Before: "a run writes it when it finishes", which sent people to --resume.
+        if store is None:
+            raise InputError(f"--grading {grading!r} needs a run directory, not {path}")
+        names = sorted(p.parent.name for p in (path / "regrades").glob("*/report.json"))
+        raise InputError(
+            f"--grading {grading!r}: {path} has no regrade of that name "
+            f"(regrades: {', '.join(names) or 'none; `onrecord regrade` makes one'})"
+        )
     if not report_file.is_file():
         raise InputError(
             f"{report_file} does not exist; a run writes it when it finishes "
@@ -61,10 +79,19 @@ def report_data(
         "episodes": [],
         "detail_note": "",
         "horizons": _horizons(summary),
-        "images": _images(plots, report_file),
+        "images": _images(plots, report_file, run=path if store is not None else None),
     }
     if store is not None:
-        data["episodes"], data["detail_note"] = _episodes(store, report, episodes)
+        data["episodes"], data["detail_note"], recorded = _episodes(store, report, episodes)
+        if recorded > len(report.trials):
+            # A run stopped after recording more episodes than its last grading holds:
+            # the page would otherwise present the older grading as the run's state.
+            data["findings"].insert(
+                0,
+                f"the run holds {recorded} recorded episodes but this grading covers "
+                f"{len(report.trials)}: it is out of date; `onrecord run --resume "
+                f"{store.path}` (or `onrecord regrade`) grades them all",
+            )
     return data
 
 
@@ -112,6 +139,10 @@ def _decision(path: Path, report: EvaluationReport) -> dict[str, Any] | None:
     decision.update(
         complete=record["complete"], expected=record["expected"], recorded=record["recorded"]
     )
+    # What the page shows: like `onrecord run`'s exit code, a partial run is never
+    # accepted, whatever the policy says about the episodes it holds.
+    partial = not record["complete"] and decision["decision"] == "accept"
+    decision["verdict"] = "indeterminate" if partial else decision["decision"]
     return decision
 
 
@@ -123,6 +154,12 @@ def _findings(
         findings.append(
             f"the run is incomplete: {decision['recorded']} of "
             f"{decision['expected']} episodes recorded"
+            + (
+                "; a partial run is never accepted (the policy alone would accept the "
+                "episodes recorded)"
+                if decision["decision"] != decision["verdict"]
+                else ""
+            )
         )
     for check in summary["checks"]:
         if check["failed"]:
@@ -183,19 +220,24 @@ def _horizons(summary: Mapping[str, Any]) -> dict[str, list[list[Any]]]:
     return {name: sorted(points) for name, points in sorted(series.items())}
 
 
-def _images(plots: str | Path | None, report_file: Path) -> list[dict[str, str]]:
-    # Without --plots: a plots/ folder beside the report, or one level up (a world-model
-    # run keeps reports/ and plots/ side by side).
+def _images(
+    plots: str | Path | None, report_file: Path, *, run: Path | None
+) -> list[dict[str, str]]:
+    # Without --plots: a run's own RUN/plots/ (for a regrade too; before, the folder
+    # above the run, i.e. another run's or nobody's plots); for a report file a plots/
+    # folder beside it or one level up (a world-model run keeps reports/ and plots/ side
+    # by side).
     if plots is not None:
         folder = Path(plots)
         if not folder.is_dir():
             raise InputError(f"--plots {plots} is not a directory of .svg or .png files")
     else:
-        found = [
-            p
-            for p in (report_file.parent / "plots", report_file.parent.parent / "plots")
-            if p.is_dir()
-        ]
+        places = (
+            (run / "plots",)
+            if run is not None
+            else (report_file.parent / "plots", report_file.parent.parent / "plots")
+        )
+        found = [p for p in places if p.is_dir()]
         if not found:
             return []
         folder = found[0]
@@ -213,19 +255,23 @@ def _images(plots: str | Path | None, report_file: Path) -> list[dict[str, str]]
 
 def _episodes(
     store: RunStore, report: EvaluationReport, mode: str
-) -> tuple[list[dict[str, Any]], str]:
+) -> tuple[list[dict[str, Any]], str, int]:
+    """The detail views, the note on which were chosen, and how many episodes the run
+    directory holds (more than the report's when its grading is out of date)."""
     trials = {(str(t.case["case_id"]), t.repeat): t for t in report.trials}
     outcomes = {key: t.outcome_among(report.check_names) for key, t in trials.items()}
     chosen, note = _choose(list(trials), mode, outcomes)
     wanted = set(chosen)
-    views = [
-        _episode_view(store, record.data, trials[record.key], record, outcomes[record.key])
-        for record in store.records()
-        if record.key in wanted
-    ]
+    steps = max(_MIN_STEPS, min(TIMELINE_LIMIT, _PAGE_STEPS // max(len(chosen), 1)))
+    views, recorded = [], set()
+    for record in store.records():
+        recorded.add(record.key)
+        if record.key in wanted:
+            trial = trials[record.key]
+            views.append(episode_view(store, record, trial, outcomes[record.key], steps))
     order = {key: index for index, key in enumerate(trials)}
     views.sort(key=lambda view: order[(view["case_id"], view["repeat"])])
-    return views, note
+    return views, note, len(recorded)
 
 
 def _choose(
@@ -237,115 +283,11 @@ def _choose(
     if mode in ("auto", "failing"):
         chosen = bad[:_DETAIL_LIMIT]
     else:
-        try:
-            limit = int(mode)
-        except ValueError as exc:
-            raise InputError(
-                f"--episodes must be auto, all, failing or a number, got {mode!r}"
-            ) from exc
-        chosen = (bad + [key for key in trials if outcomes[key] == "pass"])[: max(limit, 0)]
+        limit = int(mode) if mode.isdigit() else -1
+        if limit < 0:  # before: "-5" silently meant 0
+            raise InputError(f"--episodes must be auto, all, failing or a number, got {mode!r}")
+        chosen = (bad + [key for key in trials if outcomes[key] == "pass"])[:limit]
     return chosen, (
         f"details of {len(chosen)} of {len(trials)} episodes (failing and "
         "incomplete first); `onrecord report --episodes all` includes every one"
     )
-
-
-def _episode_view(
-    store: RunStore, record: Mapping[str, Any], trial: Trial, stored: Any, outcome: str
-) -> dict[str, Any]:
-    saved = store.saved_episode(stored)
-    evidence = saved.evidence
-    view: dict[str, Any] = {
-        "case_id": record["case_id"],
-        "repeat": record["repeat"],
-        "seed": record["seed"],
-        "outcome": outcome,
-        "fingerprint": record["fingerprint"],
-        "digest": evidence.get("digest"),
-        "measures": dict(trial.measures),
-        "coverage_issues": list(trial.coverage_issues),
-        "results": [
-            {"name": r.name, "status": r.status, "reason": r.reason, "evidence": _short(r.evidence)}
-            for r in trial.results
-        ],
-        "timeline": [],
-        "diff": None,
-        "audit": None,
-        "ended": None,
-    }
-    if evidence.get("schema") == EPISODE_SCHEMA:
-        _gym_view(view, saved_evidence(saved))
-    elif evidence.get("schema") == TOOL_EPISODE_SCHEMA:
-        view.update(
-            ended=evidence["ending"],
-            diff=evidence["diff"],
-            audit=_audit_rows(evidence["audit"]["events"]),
-            timeline=_tool_timeline(saved.action_log),
-        )
-        if evidence.get("agent_error"):
-            view["coverage_issues"].append(f"agent error: {evidence['agent_error']}")
-    view["timeline_total"] = len(view["timeline"])
-    view["timeline"] = view["timeline"][:_TIMELINE_LIMIT]
-    return view
-
-
-def _gym_view(view: dict[str, Any], episode: EpisodeEvidence) -> None:
-    rewards = {t["index"]: t["reward"] for t in episode.transitions()}
-    view["ended"] = episode.ended
-    view["timeline"] = [
-        {
-            "step": a["index"],
-            "label": _short(a["action"]),
-            "status": a["status"],
-            "detail": "" if a["index"] not in rewards else f"reward {rewards[a['index']]:g}",
-            "error": (a["error"] or {}).get("message", ""),
-            "state": _short(a["state"]),
-        }
-        for a in episode.attempts()
-    ]
-
-
-def _tool_timeline(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {
-            "step": e.get("step"),
-            "label": str(e.get("tool")),
-            "arguments": _short(e.get("arguments")),
-            "status": e.get("status"),
-            "detail": _short(e.get("result")),
-            "error": (e.get("error") or {}).get("message", ""),
-            "state": e.get("state_version"),
-        }
-        for e in events
-    ]
-
-
-def _audit_rows(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    rows = []
-    for event in events:
-        old, new = event.get("old") or {}, event.get("new") or {}
-        changed = {
-            column: [old.get(column), new.get(column)]
-            for column in {*old, *new}
-            if old.get(column) != new.get(column)
-        }
-        rows.append(
-            {
-                "seq": event.get("seq"),
-                "step": event.get("step"),
-                "table": event.get("table"),
-                "op": event.get("op"),
-                "key": _short(event.get("key")),
-                "changes": {k: changed[k] for k in sorted(changed)},
-            }
-        )
-    return rows
-
-
-def _short(value: Any) -> str:
-    text = (
-        value
-        if isinstance(value, str)
-        else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-    )
-    return text if len(text) <= _TEXT_LIMIT else text[: _TEXT_LIMIT - 1] + "…"

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["cell", "document", "embed_json", "esc", "percent", "table"]
+__all__ = ["attr", "cell", "document", "embed_json", "esc", "fixed", "percent", "table"]
 
 CSS = """
 :root{--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--muted:#57606a;--line:#d0d7de;
@@ -27,29 +27,61 @@ color:#fff;text-transform:uppercase;letter-spacing:.05em}
 .evaluator_error,.model_error,.error,.rejected{color:#8250df}
 .decision{border:2px solid var(--line);border-radius:.6rem;padding:1rem;background:var(--bg)}
 code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
-td.mono{overflow-wrap:anywhere}
+td,li,p,summary,h1,h2{overflow-wrap:anywhere}td.num{overflow-wrap:normal;white-space:nowrap}
 pre{white-space:pre-wrap;word-break:break-all;margin:0}
 tr.created td{background:#dafbe1}tr.deleted td{background:#ffebe9}
 tr.selected td{background:#fff8c5}.episodes tr{cursor:pointer}
+.episodes tr:focus-visible{outline:2px solid #0969da;outline-offset:-2px}
 del{color:var(--bad)}ins{color:var(--ok);text-decoration:none}
 input[type=search]{padding:.3rem;width:20rem}.svg-chart{max-width:100%}
 """
 
 
+# Bidirectional embeddings, overrides and isolates: one in a task or check name would
+# reverse the text after it up to the end of the line ("Trojan Source" spoofing), so
+# the page shows them as escapes, as the policy's reasons already do.
+_BIDI = {code: f"\\u{code:04x}" for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
 def esc(value: Any) -> str:
-    """HTML-escaped text of any value."""
+    """HTML-escaped text of any value, with bidirectional controls shown as escapes."""
+    return escape("" if value is None else str(value), quote=True).translate(_BIDI)
+
+
+def attr(value: Any) -> str:
+    """An attribute value (``data-*``: the raw value, for scripts and tests)."""
     return escape("" if value is None else str(value), quote=True)
 
 
+def fixed(value: float | None, digits: int, *, scale: float = 1.0, suffix: str = "") -> str:
+    """``value * scale`` with ``digits`` decimals, and more when rounding would show a
+    value strictly between 0 and 1 as exactly 0 or 1 (2999 of 3000 is not 100.0%)."""
+    if value is None:
+        return "n/a"
+    text = f"{value * scale:.{digits}f}"
+    if not 0 < value < 1:
+        return text + suffix
+    for more in range(digits + 1, digits + 5):
+        if float(text) not in (0.0, scale):
+            return text + suffix
+        text = f"{value * scale:.{more}f}"
+    if float(text) not in (0.0, scale):
+        return text + suffix
+    digits += 4
+    step = 10.0**-digits
+    bound = f"<{step:.{digits}f}" if value < 0.5 else f">{scale - step:.{digits}f}"
+    return bound + suffix
+
+
 def percent(value: float | None) -> str:
-    """``0.857`` → ``85.7%``; None → n/a."""
-    return "n/a" if value is None else f"{value:.1%}"
+    """``0.857`` → ``85.7%``; ``0.9997`` → ``99.97%``, never ``100.0%``; None → n/a."""
+    return fixed(value, 1, scale=100.0, suffix="%")
 
 
 def cell(text: Any, *, css: str = "", data: dict[str, Any] | None = None) -> str:
     """One ``<td>`` with optional class and ``data-*`` attributes (raw values for tests
     and scripts, the text for people)."""
-    attributes = "".join(f' data-{esc(k)}="{esc(v)}"' for k, v in (data or {}).items())
+    attributes = "".join(f' data-{attr(k)}="{attr(v)}"' for k, v in (data or {}).items())
     return f'<td class="{esc(css)}"{attributes}>{esc(text)}</td>'
 
 
@@ -57,8 +89,8 @@ def table(
     headers: Sequence[str], rows: Iterable[str], *, css: str = "", element_id: str = ""
 ) -> str:
     """A table from pre-rendered ``<tr>`` rows."""
-    ident = f' id="{esc(element_id)}"' if element_id else ""
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    ident = f' id="{attr(element_id)}"' if element_id else ""
+    head = "".join(f'<th scope="col">{esc(h)}</th>' for h in headers)
     return (
         f'<table class="{esc(css)}"{ident}><thead><tr>{head}</tr></thead><tbody>'
         + "".join(rows)

@@ -5,11 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from onrecord.html._page import cell, document, esc, percent, table
+import orjson
+
+from onrecord.html._page import attr, cell, document, esc, fixed, percent, table
 from onrecord.html._script import EPISODE_SCRIPT
 from onrecord.html._svg import horizon_chart, interval_chart
 
 __all__ = ["render_report_page"]
+
+_REASONS = 30
+"""Policy reasons listed on the page (one per episode with a coverage issue is common)."""
 
 
 def render_report_page(data: Mapping[str, Any]) -> str:
@@ -34,12 +39,22 @@ def _header(data: Mapping[str, Any]) -> str:
     if run:
         meta = (
             f"run <code>{esc(run['run_id'])}</code> · {esc(run['environment'])} "
-            f"{esc(run['environment_config'] or '')} · agent <b>{esc(run['agent'])}</b> · "
+            f"{esc(_config(run['environment_config']))} · agent <b>{esc(run['agent'])}</b> · "
             f"{run['tasks']} tasks × {len(run['seeds'])} seeds × {run['repeats']} repeats "
             f"· max {run['max_steps']} steps · grading {esc(run['grading'])} · "
             f"started {esc(run['created'])} · " + meta
         )
     return f'<header><h1>{esc(data["title"])}</h1><p class="meta">{meta}</p></header>'
+
+
+def _number(value: float | None) -> str:
+    """A ``data-value``: the JSON number (``""`` for null, as ``cell`` writes it)."""
+    return "" if value is None else repr(value)
+
+
+def _config(config: Mapping[str, Any]) -> str:
+    """``size=30 kinds=["duplicate"]``: the settings as written on the command line."""
+    return " ".join(f"{key}={orjson.dumps(value).decode()}" for key, value in config.items())
 
 
 def _decision(data: Mapping[str, Any]) -> str:
@@ -49,23 +64,32 @@ def _decision(data: Mapping[str, Any]) -> str:
         badge = '<span class="badge indeterminate" id="decision">no policy</span>'
         reasons = "<p>This report file has no decision next to it; run `onrecord gate`.</p>"
     else:
+        verdict = decision["verdict"]
         badge = (
-            f'<span class="badge {esc(decision["decision"])}" id="decision" '
-            f'data-decision="{esc(decision["decision"])}">{esc(decision["decision"])}'
-            "</span>"
+            f'<span class="badge {esc(verdict)}" id="decision" data-decision="{attr(verdict)}" '
+            f'data-policy-decision="{attr(decision["decision"])}">{esc(verdict)}</span>'
         )
+        shown, more = decision["reasons"][:_REASONS], len(decision["reasons"]) - _REASONS
         reasons = (
-            "<ul>" + "".join(f"<li>{esc(r)}</li>" for r in decision["reasons"][:30]) + "</ul>"
-            if decision["reasons"]
+            '<ul id="reasons">'
+            + "".join(f"<li>{esc(r)}</li>" for r in shown)
+            + (f'<li class="meta">… {more} more, in decision.json</li>' if more > 0 else "")
+            + "</ul>"
+            if shown
             else "<p>every requirement met</p>"
         )
     summary = data["summary"]
     line = (
         f'<p><b data-field="trials">{summary["trials"]}</b> episodes · pass rate '
-        f'<b data-field="pass_rate" data-value="{summary["pass_rate"]}">'
+        f'<b data-field="pass_rate" data-value="{attr(_number(summary["pass_rate"]))}">'
         f"{percent(summary['pass_rate'])}</b> (95% interval "
         f"{percent(summary['interval'][0])}–{percent(summary['interval'][1])}) · "
-        f"outcomes {esc(summary['outcomes'])}</p>"
+        "outcomes "
+        + " · ".join(
+            f'<span class="{esc(k)}" data-outcome="{attr(k)}">{v} {esc(k)}</span>'
+            for k, v in summary["outcomes"].items()
+        )
+        + "</p>"
     )
     return (
         f'<section class="decision" id="decision-section"><h2>Decision {badge}</h2>'
@@ -77,7 +101,7 @@ def _decision(data: Mapping[str, Any]) -> str:
 def _checks(data: Mapping[str, Any]) -> str:
     checks = data["summary"]["checks"]
     rows = [
-        f'<tr data-check="{esc(c["name"])}">'
+        f'<tr data-check="{attr(c["name"])}">'
         + cell(c["name"])
         + cell(data["versions"].get(c["name"], ""))
         + cell(c["passed"], css="num", data={"field": "passed", "value": c["passed"]})
@@ -125,7 +149,7 @@ def _pass_hat_k(data: Mapping[str, Any]) -> str:
     if not values:
         return ""
     rows = [
-        f"<tr>{cell(k)}" + cell(f"{v:.3f}", css="num", data={"k": k, "value": v}) + "</tr>"
+        f"<tr>{cell(k)}" + cell(fixed(v, 3), css="num", data={"k": k, "value": v}) + "</tr>"
         for k, v in values.items()
     ]
     return (
@@ -138,7 +162,7 @@ def _pass_hat_k(data: Mapping[str, Any]) -> str:
 
 def _tasks(data: Mapping[str, Any]) -> str:
     rows = [
-        f'<tr data-task="{esc(t["case_id"])}">'
+        f'<tr data-task="{attr(t["case_id"])}">'
         + cell(t["case_id"])
         + cell(t["episodes"], css="num")
         + cell(t["pass"], css="num pass")
@@ -151,7 +175,8 @@ def _tasks(data: Mapping[str, Any]) -> str:
     ]
     return (
         '<section id="tasks-section"><h2>Per task</h2><input type="search" '
-        'id="task-filter" placeholder="filter tasks">'
+        'id="task-filter" placeholder="filter tasks" aria-label="filter tasks" '
+        'aria-controls="tasks">'
         + table(
             ("task", "episodes", "pass", "fail", "incomplete", "pass rate", "failing checks"),
             rows,
@@ -163,10 +188,14 @@ def _tasks(data: Mapping[str, Any]) -> str:
 
 def _episodes(data: Mapping[str, Any]) -> str:
     episodes = data["episodes"]
+    note = f'<p class="meta">{esc(data["detail_note"])}</p>' if data["detail_note"] else ""
     if not episodes:
-        return ""
+        # `--episodes failing` on a run without failures: say so rather than vanish.
+        return f'<section id="episodes-section"><h2>Episodes</h2>{note}</section>' if note else ""
     rows = [
-        f'<tr data-index="{index}" data-key="{esc(e["case_id"])}#{e["repeat"]}">'
+        # Keyboard users reach and open an episode like a button (Enter or Space).
+        f'<tr data-index="{index}" data-key="{attr(e["case_id"])}#{e["repeat"]}" '
+        'tabindex="0" aria-controls="episode-view">'
         + cell(e["case_id"])
         + cell(e["repeat"], css="num")
         + cell(e["seed"], css="num")
@@ -176,10 +205,10 @@ def _episodes(data: Mapping[str, Any]) -> str:
         + "</tr>"
         for index, e in enumerate(episodes)
     ]
-    note = f'<p class="meta">{esc(data["detail_note"])}</p>' if data["detail_note"] else ""
     return (
         '<section id="episodes-section"><h2>Episodes</h2><p class="meta">click an episode '
-        "for its timeline, row diff, audit history and failing checks</p>"
+        "(or focus it and press Enter) for its timeline, row diff, audit history and "
+        "failing checks</p>"
         + note
         + table(
             ("task", "repeat", "seed", "outcome", "ended", "checks not passed"),

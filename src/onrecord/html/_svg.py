@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from onrecord.html._page import esc
+from onrecord.html._page import esc, percent
 
 __all__ = ["horizon_chart", "interval_chart"]
 
@@ -30,13 +30,13 @@ def interval_chart(rows: Sequence[tuple[str, float | None, float, float]], *, ti
     for index, (label, rate, low, high) in enumerate(rows):
         y = 6 + index * height
         parts.append(
-            f'<text x="{left - 6}" y="{y + 13}" text-anchor="end">{esc(label[:42])}</text>'
+            f'<text x="{left - 6}" y="{y + 13}" text-anchor="end">{esc(_clip(label))}</text>'
         )
         if rate is not None:
             parts.append(
                 f'<rect x="{left}" y="{y + 3}" width="{width * rate:.1f}" '
                 f'height="{height - 8}" fill="#54aeff"><title>{esc(label)}: '
-                f"{rate:.1%} [{low:.1%}, {high:.1%}]</title></rect>"
+                f"{percent(rate)} [{percent(low)}, {percent(high)}]</title></rect>"
             )
         parts.append(
             f'<line x1="{left + width * low:.1f}" y1="{y + 7}" '
@@ -45,6 +45,11 @@ def interval_chart(rows: Sequence[tuple[str, float | None, float, float]], *, ti
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _clip(label: str, size: int = 30) -> str:
+    """A label that fits left of the bars (the full name is in the bar's tooltip)."""
+    return label if len(label) <= size else label[: size - 1] + "…"
 
 
 def horizon_chart(series: Mapping[str, Sequence[Sequence[Any]]], *, title: str) -> str:
@@ -84,7 +89,7 @@ def horizon_chart(series: Mapping[str, Sequence[Sequence[Any]]], *, title: str) 
         )
         parts += [
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}"><title>'
-            f"{esc(name)} h{p[0]}: {p[1]:.1%}</title></circle>"
+            f"{esc(name)} h{p[0]}: {percent(p[1])}</title></circle>"
             for (x, y), p in zip(xy, points, strict=True)
         ]
         parts.append(

@@ -2,20 +2,29 @@
 (function(){
 const data = JSON.parse(document.getElementById('onrecord-data').textContent);
 const view = document.getElementById('episode-view');
-const esc = s => String(s === null || s === undefined ? '' : s).replace(/[&<>"']/g,
-  c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
+// Bidirectional controls are shown as escapes: one in a name would reverse what follows.
+const esc = s => String(s === null || s === undefined ? '' : s).replace(/[&<>"'\u202a-\u202e\u2066-\u2069]/g,
+  c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]
+    || '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')));
 const short = v => { const t = typeof v === 'string' ? v : JSON.stringify(v);
   return t && t.length > 160 ? t.slice(0, 159) + '…' : t; };
 function table(cls, headers, rows){
-  return '<table class="'+cls+'"><thead><tr>' + headers.map(h => '<th>'+esc(h)+'</th>').join('')
+  return '<table class="'+cls+'"><thead><tr>' + headers.map(h => '<th scope="col">'+esc(h)+'</th>').join('')
     + '</tr></thead><tbody>' + rows.join('') + '</tbody></table>'; }
 function timeline(ep){
-  const rows = ep.timeline.map(e => '<tr class="event '+esc(e.status)+'"><td class="num">'
+  // A long episode keeps its first and last steps and every step that did not succeed;
+  // a marker row stands for each run of steps left out.
+  const gaps = new Map((ep.timeline_gaps || []).map(([at, n]) => [at, n]));
+  const gap = at => gaps.has(at) ? '<tr class="gap"><td colspan="5" class="meta">… '
+    + gaps.get(at) + ' steps not shown …</td></tr>' : '';
+  const rows = ep.timeline.map((e, at) => gap(at) + '<tr class="event '+esc(e.status)+'"><td class="num">'
     + esc(e.step) + '</td><td class="mono">' + esc(e.label) + (e.arguments ? ' ' + esc(e.arguments) : '')
     + '</td><td class="'+esc(e.status)+'">' + esc(e.status) + '</td><td class="mono">'
     + esc(e.error || e.detail) + '</td><td class="mono">' + esc(e.state) + '</td></tr>');
+  rows.push(gap(ep.timeline.length));
   const more = ep.timeline_total > ep.timeline.length ?
-    '<p class="meta">first ' + ep.timeline.length + ' of ' + ep.timeline_total + ' steps</p>' : '';
+    '<p class="meta">' + ep.timeline.length + ' of ' + ep.timeline_total + ' steps shown: the first, '
+    + 'the last and those that did not succeed</p>' : '';
   return '<h3>Timeline (' + ep.timeline_total + ' steps, ended: ' + esc(ep.ended) + ')</h3>'
     + table('timeline', ['step', 'action', 'status', 'result / error', 'state'], rows) + more; }
 function diff(ep){
@@ -62,8 +71,14 @@ function show(index){
     + ' · fingerprint <code>' + esc(ep.fingerprint.slice(0, 16)) + '</code> · evidence <code>'
     + esc(String(ep.digest).slice(0, 16)) + '</code> · measures ' + esc(JSON.stringify(ep.measures))
     + '</p>' + checks(ep) + timeline(ep) + diff(ep) + audit(ep); }
-document.querySelectorAll('.episodes tr[data-index]').forEach(row =>
-  row.addEventListener('click', () => show(Number(row.dataset.index))));
+function openRow(row){
+  show(Number(row.dataset.index));
+  // The detail view is below the episode table: bring it into sight.
+  if (view && view.scrollIntoView) view.scrollIntoView({block: 'start'}); }
+document.querySelectorAll('.episodes tr[data-index]').forEach(row => {
+  row.addEventListener('click', () => openRow(row));
+  row.addEventListener('keydown', event => {
+    if (event.key === 'Enter' || event.key === ' ') { event.preventDefault(); openRow(row); } }); });
 const filter = document.getElementById('task-filter');
 if (filter) filter.addEventListener('input', () => {
   const q = filter.value.toLowerCase();

@@ -1,0 +1,123 @@
+"""One episode's detail view: its checks, its timeline (tool calls, or Gymnasium
+attempts), row diff and audit history, from the run's saved evidence."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+
+from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
+from onrecord.html._timeline import select_timeline
+from onrecord.report import Trial
+from onrecord.runner import RunStore
+from onrecord.runner._gym import saved_evidence
+from onrecord.runner._toolworld import TOOL_EPISODE_SCHEMA
+
+__all__ = ["episode_view"]
+
+_TEXT_LIMIT = 400
+
+
+def episode_view(
+    store: RunStore, stored: Any, trial: Trial, outcome: str, steps: int
+) -> dict[str, Any]:
+    """The detail view of one recorded episode, its timeline cut to ``steps`` events."""
+    record: Mapping[str, Any] = stored.data
+    saved = store.saved_episode(stored)
+    evidence = saved.evidence
+    view: dict[str, Any] = {
+        "case_id": record["case_id"],
+        "repeat": record["repeat"],
+        "seed": record["seed"],
+        "outcome": outcome,
+        "fingerprint": record["fingerprint"],
+        "digest": evidence.get("digest"),
+        "measures": dict(trial.measures),
+        "coverage_issues": list(trial.coverage_issues),
+        "results": [
+            {"name": r.name, "status": r.status, "reason": r.reason, "evidence": _short(r.evidence)}
+            for r in trial.results
+        ],
+        "timeline": [],
+        "diff": None,
+        "audit": None,
+        "ended": None,
+    }
+    if evidence.get("schema") == EPISODE_SCHEMA:
+        _gym_view(view, saved_evidence(saved))
+    elif evidence.get("schema") == TOOL_EPISODE_SCHEMA:
+        view.update(
+            ended=evidence["ending"],
+            diff=evidence["diff"],
+            audit=_audit_rows(evidence["audit"]["events"]),
+            timeline=_tool_timeline(saved.action_log),
+        )
+        if evidence.get("agent_error"):
+            view["coverage_issues"].append(f"agent error: {evidence['agent_error']}")
+    view["timeline_total"] = len(view["timeline"])
+    view["timeline"], view["timeline_gaps"] = select_timeline(view["timeline"], steps)
+    return view
+
+
+def _gym_view(view: dict[str, Any], episode: EpisodeEvidence) -> None:
+    rewards = {t["index"]: t["reward"] for t in episode.transitions()}
+    view["ended"] = episode.ended
+    view["timeline"] = [
+        {
+            "step": a["index"],
+            "label": _short(a["action"]),
+            "status": a["status"],
+            "detail": "" if a["index"] not in rewards else f"reward {rewards[a['index']]:g}",
+            "error": (a["error"] or {}).get("message", ""),
+            "state": _short(a["state"]),
+        }
+        for a in episode.attempts()
+    ]
+
+
+def _tool_timeline(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "step": e.get("step"),
+            "label": str(e.get("tool")),
+            "arguments": _short(e.get("arguments")),
+            "status": e.get("status"),
+            "detail": _short(e.get("result")),
+            "error": (e.get("error") or {}).get("message", ""),
+            "state": e.get("state_version"),
+        }
+        for e in events
+    ]
+
+
+def _audit_rows(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for event in events:
+        old, new = event.get("old") or {}, event.get("new") or {}
+        changed = {
+            column: [old.get(column), new.get(column)]
+            for column in {*old, *new}
+            if old.get(column) != new.get(column)
+        }
+        rows.append(
+            {
+                "seq": event.get("seq"),
+                "step": event.get("step"),
+                "table": event.get("table"),
+                "op": event.get("op"),
+                "key": _short(event.get("key")),
+                "changes": {k: changed[k] for k in sorted(changed)},
+            }
+        )
+    return rows
+
+
+def _short(value: Any) -> str:
+    text = (
+        value
+        if isinstance(value, str)
+        else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    )
+    return text if len(text) <= _TEXT_LIMIT else text[: _TEXT_LIMIT - 1] + "…"
