@@ -61,6 +61,8 @@ def test_page_references_nothing_outside_itself(lake_run: Path) -> None:
     assert all(s.startswith(("data:", "#")) for s in sources)
     assert "default-src 'none'" in page
     HTMLParser().feed(page)  # parses
+    # A report is attached to tickets and mailed around: no local path in it.
+    assert str(lake_run.resolve().parent) not in page
 
 
 def test_gymnasium_episodes_show_their_attempts(lake_run: Path) -> None:

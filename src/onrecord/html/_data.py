@@ -108,7 +108,7 @@ def _run_meta(store: RunStore | None, grading: str | None) -> dict[str, Any] | N
     protocol = store.protocol
     return {
         "run_id": store.run_id,
-        "path": str(store.path),
+        "path": store.path.name,  # a full path would leak the machine's layout
         "created": store.manifest["created"],
         "library": store.library_version,
         "environment": protocol.environment.name,
