@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from onrecord.cli._render import make_console
+from onrecord.cli.ledger import INTERRUPTED
 from onrecord.cli.ledger import ablation_table as ledger_ablation_table
 from onrecord.cli.ledger import decision_table as ledger_decision_table
 from onrecord.domains.ledger import run_ledger_experiment, save_ledger_result
@@ -48,6 +50,18 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run both parts; exit 0 when every decision is as required."""
     out = _fresh(args.output_dir)
+    try:
+        return _run(out, args)
+    except KeyboardInterrupt:
+        print(
+            f"onrecord demo: interrupted: {out} is incomplete; the next `onrecord demo` "
+            "replaces it",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
+
+
+def _run(out: Path, args: argparse.Namespace) -> int:
     console = make_console()
     runs = _remittance_runs(out / "remittance", args.repeats, args.workers, console)
     suite = suite_from_reports({agent: result.report for agent, result in runs.items()})

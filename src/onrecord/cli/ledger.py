@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,10 @@ from onrecord.domains.ledger import (
 )
 from onrecord.errors import InputError
 
-__all__ = ["ablation_table", "decision_table", "register"]
+__all__ = ["INTERRUPTED", "ablation_table", "decision_table", "register"]
+
+INTERRUPTED = 130
+"""Exit code after Ctrl-C, as ``onrecord run`` and ``onrecord worldmodel run`` use."""
 
 
 def register(subparsers: Any) -> None:
@@ -54,9 +58,17 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and any(out.iterdir()):
         raise InputError(f"--output-dir {out} is not empty; pass a new or empty directory")
     console = make_console()
-    with console.status("running the ledger experiment") as status:
-        result = run_ledger_experiment(out, progress=lambda text: status.update(text))
-    save_ledger_result(result, out)
+    try:
+        with console.status("running the ledger experiment") as status:
+            result = run_ledger_experiment(out, progress=lambda text: status.update(text))
+        save_ledger_result(result, out)
+    except KeyboardInterrupt:
+        print(
+            f"onrecord ledger: interrupted: {out} is incomplete (no manifest.json) and "
+            "cannot be analyzed; delete it and run again into a new or empty directory",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
     console.print(decision_table(result))
     console.print(ablation_table(result.ablation()))
     console.print(f"saved to {out}/ (verify with: onrecord ledger analyze {out})")

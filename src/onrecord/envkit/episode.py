@@ -36,7 +36,7 @@ from onrecord.envkit.diff import StateDiff
 from onrecord.envkit.log import read_action_log
 from onrecord.envkit.snapshot import readonly_uri
 from onrecord.envkit.state import state_digest
-from onrecord.errors import DigestMismatch, SchemaError
+from onrecord.errors import DigestMismatch, InputError, SchemaError
 
 if TYPE_CHECKING:
     from onrecord.envkit.world import ToolWorld
@@ -49,6 +49,18 @@ DIFF_SCHEMA = "onrecord.envkit.diff/v1"
 TASK_SCHEMA = "onrecord.envkit.task/v1"
 EPISODE_FILES = ("actions.jsonl", "audit.json", "diff.json", "final.sqlite", "task.json")
 _PART_FIELDS = ("digest", "hidden", "snapshot", "steps", "tools")
+_OWN_FILES = frozenset({*EPISODE_FILES, "manifest.json"})
+# Manifest fields the loader and the report adapter read, with the type each must have.
+_MANIFEST_TYPES: dict[str, type | tuple[type, ...]] = {
+    "files": dict,
+    "snapshot": dict,
+    "steps": int,
+    "state_version": int,
+    "tools": list,
+    "hidden": list,
+    "database": bool,
+    "ending": str,
+}
 
 
 def save_episode(
@@ -67,6 +79,12 @@ def save_episode(
     """
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
+    foreign = sorted(set(_entries(target)) - _OWN_FILES)
+    if foreign:  # loading would refuse them: an episode directory holds nothing else
+        raise InputError(
+            f"save_episode: {str(target)!r} already holds {foreign}, which are not "
+            "episode files; save into a new or empty directory"
+        )
     world.end_episode(ending, error)
     layouts = {
         table.name: {"columns": list(table.columns), "key": list(table.key)}
@@ -84,6 +102,8 @@ def save_episode(
     digests = {name: _write(target / name, data) for name, data in files.items()}
     if database:
         digests["final.sqlite"] = _save_database(world.conn, target / "final.sqlite")
+    else:  # an earlier save's end state must not pass for this episode's
+        (target / "final.sqlite").unlink(missing_ok=True)
     manifest = {
         "schema": EPISODE_SCHEMA,
         "files": dict(sorted(digests.items())),
@@ -150,7 +170,7 @@ class ToolEpisode:
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> ToolEpisode:
         """Load and verify a saved episode directory."""
-        path = Path(directory)
+        path = Path(directory).absolute()  # later reads must not depend on the cwd
         manifest_path = path / "manifest.json"
         if not manifest_path.is_file():
             raise SchemaError(
@@ -158,9 +178,26 @@ class ToolEpisode:
                 "(or its save did not finish): save it with save_episode()"
             )
         manifest = _verified_record(manifest_path, EPISODE_SCHEMA)
-        for name in _expected_files(manifest):
-            expected = manifest["files"].get(name)
-            if expected is None or _file_digest(path / name) != expected:
+        _check_manifest(manifest, manifest_path)
+        listed = set(manifest["files"])
+        expected = set(_expected_files(manifest))
+        if listed != expected:
+            raise SchemaError(
+                f"{manifest_path} lists the files {sorted(listed)}, but an episode "
+                f"saved with database={manifest['database']} has {sorted(expected)}"
+            )
+        for name in sorted(set(_entries(path)) - listed - {"manifest.json"}):
+            raise DigestMismatch(
+                f"{path / name} is not part of the saved episode (its manifest does not "
+                "list it): it was added after saving; remove it"
+            )
+        for name in sorted(expected):
+            if not (path / name).is_file():
+                raise DigestMismatch(
+                    f"{path / name} is missing (or not a file): the manifest pins it, "
+                    "so the episode was changed after saving"
+                )
+            if _file_digest(path / name) != manifest["files"][name]:
                 raise DigestMismatch(
                     f"{path / name} does not match the sha256 in its "
                     "manifest: the episode was changed after saving"
@@ -193,7 +230,7 @@ class ToolEpisode:
                 f"ToolEpisode.from_parts: the manifest lacks {missing}; give the "
                 "fields save_episode writes (digest, steps, snapshot, tools, hidden)"
             )
-        file = None if database is None else Path(database)
+        file = None if database is None else Path(database).absolute()
         where = file.parent if file is not None else Path(f"<episode {manifest['digest']}>")
         episode = cls(where, dict(manifest))
         # The lazily read parts are cached properties: fill them instead of the files.
@@ -217,11 +254,12 @@ class ToolEpisode:
     @cached_property
     def actions(self) -> tuple[dict[str, Any], ...]:
         """The action log events, in order."""
+        _pinned_bytes(self, "actions.jsonl")  # the bytes parsed are the bytes verified
         return read_action_log(self.path / "actions.jsonl").events
 
     @cached_property
     def _audit(self) -> dict[str, Any]:
-        return _verified_record(self.path / "audit.json", AUDIT_SCHEMA)
+        return _verified_record(self.path / "audit.json", AUDIT_SCHEMA, self)
 
     @property
     def audit(self) -> list[AuditEvent]:
@@ -239,13 +277,15 @@ class ToolEpisode:
     @cached_property
     def diff(self) -> StateDiff:
         """The end-state diff."""
-        diff: StateDiff = _verified_record(self.path / "diff.json", DIFF_SCHEMA)["diff"]
+        diff: StateDiff = _verified_record(self.path / "diff.json", DIFF_SCHEMA, self)["diff"]
         return diff
 
     @cached_property
     def task(self) -> dict[str, Any] | None:
         """The task (an ``EvalCase`` in dict form), or ``None``."""
-        case: dict[str, Any] | None = _verified_record(self.path / "task.json", TASK_SCHEMA)["case"]
+        case: dict[str, Any] | None = _verified_record(self.path / "task.json", TASK_SCHEMA, self)[
+            "case"
+        ]
         return case
 
     @property
@@ -290,8 +330,43 @@ def _expected_files(manifest: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(name for name in EPISODE_FILES if name != "final.sqlite")
 
 
-def _verified_record(path: Path, schema: str) -> dict[str, Any]:
-    data = path.read_bytes()
+def _entries(directory: Path) -> list[str]:
+    return [entry.name for entry in directory.iterdir()]
+
+
+def _check_manifest(manifest: Mapping[str, Any], path: Path) -> None:
+    """Refuse a manifest whose fields have the wrong shape (a hand-made one whose digest
+    was recomputed) with a message naming the field, instead of failing later."""
+    for name, kind in _MANIFEST_TYPES.items():
+        value = manifest.get(name)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise SchemaError(
+                f"{path}: field {name!r} must be of type {getattr(kind, '__name__', kind)}, "
+                f"got {value!r}; the manifest was not written by save_episode"
+            )
+    files = manifest["files"]
+    if not all(isinstance(v, str) for v in files.values()):
+        raise SchemaError(f"{path}: field 'files' must map file names to sha256 hex strings")
+    snapshot = manifest["snapshot"]
+    if not isinstance(snapshot.get("name"), str) or not isinstance(snapshot.get("digest"), str):
+        raise SchemaError(f"{path}: field 'snapshot' must hold a 'name' and a 'digest'")
+
+
+def _pinned_bytes(episode: ToolEpisode, name: str) -> bytes:
+    """A file of a loaded episode, refused unless it still has its manifest sha256 (it
+    may have been changed since ``load``). Parts built in memory are not re-hashed."""
+    data = (episode.path / name).read_bytes()
+    expected = (episode.manifest.get("files") or {}).get(name)
+    if expected is not None and hashlib.sha256(data).hexdigest() != expected:
+        raise DigestMismatch(
+            f"{episode.path / name} does not match the sha256 in its manifest: "
+            "it was changed after the episode was loaded"
+        )
+    return data
+
+
+def _verified_record(path: Path, schema: str, episode: ToolEpisode | None = None) -> dict[str, Any]:
+    data = path.read_bytes() if episode is None else _pinned_bytes(episode, path.name)
     try:
         record = orjson.loads(data)
     except orjson.JSONDecodeError as exc:

@@ -15,6 +15,7 @@ from onrecord.domains.ledger._checks import (
     LEDGER_CHECKS,
     answer_claims_posted,
     full_policy,
+    history_intact,
     posted_once,
     protected_untouched,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "capture_classic",
     "create_ledger",
     "full_policy",
+    "history_intact",
     "idempotent_post",
     "posted_once",
     "protected_untouched",

@@ -180,7 +180,16 @@ def _verify_manifest(out: Path, analysis: LedgerAnalysis) -> dict[str, Any] | No
     except (OSError, EvidenceError, InputError) as exc:
         analysis.problems.append(f"{MANIFEST}: {exc}")
         return None
-    listed: dict[str, str] = manifest["sha256"]
+    listed = manifest.get("sha256")
+    if manifest.get("schema") != "onrecord.manifest/v1" or not (
+        isinstance(listed, dict) and all(isinstance(v, str) for v in listed.values())
+    ):
+        analysis.problems.append(
+            f"{MANIFEST}: not the manifest of a ledger experiment (it needs schema "
+            "'onrecord.manifest/v1' and 'sha256': {file: hex}); pass the --output-dir "
+            "of `onrecord ledger run`"
+        )
+        return None
     present = {
         str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != MANIFEST
     }
@@ -188,7 +197,9 @@ def _verify_manifest(out: Path, analysis: LedgerAnalysis) -> dict[str, Any] | No
         analysis.problems.append(f"{name}: not in the manifest (added after the run)")
     for name, expected in sorted(listed.items()):
         path = out / name
-        if not path.is_file():
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            analysis.problems.append(f"{name}: names a file outside the directory")
+        elif not path.is_file():
             analysis.problems.append(f"{name}: listed in the manifest but missing")
         elif _sha256(path) != expected:
             analysis.problems.append(f"{name}: sha256 differs from the manifest")
@@ -214,6 +225,10 @@ def analyze_ledger_dir(output_dir: str | Path) -> LedgerAnalysis:
     except (OSError, EvidenceError, InputError) as exc:
         analysis.problems.append(f"cannot read the summary or policy: {exc}")
         return analysis
+    shape = _summary_shape_problem(summary)
+    if shape is not None:
+        analysis.problems.append(f"summary.json: {shape}")
+        return analysis
     episodes = [_reanalyze(out, row, full, analysis) for row in summary["episodes"]]
     analysis.ablation = ablation([e for e in episodes if e is not None])
     if analysis.ablation != summary["ablation"]:
@@ -221,6 +236,35 @@ def analyze_ledger_dir(output_dir: str | Path) -> LedgerAnalysis:
     for row in summary["classic"]:
         _reanalyze_classic(out, row, analysis)
     return analysis
+
+
+_EPISODE_ROW = {
+    "name": str,
+    "variant": str,
+    "seed": int,
+    "attempt": int,
+    "decisions": dict,
+    "expected": str,
+}
+
+
+def _summary_shape_problem(summary: dict[str, Any]) -> str | None:
+    """What makes a (digest-valid, hand-made) summary unusable, or None."""
+    episodes, classic = summary.get("episodes"), summary.get("classic")
+    if not isinstance(episodes, list) or not isinstance(classic, list):
+        return "'episodes' and 'classic' must be lists"
+    for index, row in enumerate(episodes):
+        if not isinstance(row, dict):
+            return f"episodes[{index}] must be an object"
+        for key, kind in _EPISODE_ROW.items():
+            if not isinstance(row.get(key), kind):
+                return f"episodes[{index}].{key} must be of type {kind.__name__}"
+    for index, row in enumerate(classic):
+        if not isinstance(row, dict) or not all(
+            isinstance(row.get(key), str) for key in ("name", "decision")
+        ):
+            return f"classic[{index}] must be an object with string 'name' and 'decision'"
+    return None
 
 
 def _reanalyze(
