@@ -172,3 +172,22 @@ def test_show_refuses_a_bad_step_range(long_episode: Path, spec: str) -> None:
     result = onrecord("show", str(long_episode), f"--steps={spec}")
     assert result.returncode == 3
     assert "write 'all', a step like 42 or a range like 100-160" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("gate", "report.json", "--polcy", "policy.json"),  # a typo in a flag
+        ("gate", "report.json"),  # a required flag left out
+        ("no-such-command",),
+        (),
+        ("compare", "a.json"),
+    ],
+    ids=["typo", "missing-flag", "unknown-command", "no-command", "missing-argument"],
+)
+def test_usage_errors_are_exit_3_not_indeterminate(args: tuple[str, ...]) -> None:
+    """argparse's own exit code for a usage error is 2, which here means indeterminate."""
+    done = onrecord(*args)
+    assert done.returncode == 3, done.stderr
+    assert "error:" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -7,6 +7,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from onrecord import __version__
 from onrecord.errors import OnrecordError
@@ -31,9 +32,18 @@ COMMAND_MODULES: tuple[str, ...] = (
 EXIT_ERROR = 3
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on a usage error, and 2 means *indeterminate* here: a mistyped
+    flag in a CI gate would read as a decision. Subcommand parsers inherit this class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full parser, with every registered subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="onrecord", description="Evaluate agents and world models by what actually happened."
     )
     parser.add_argument("--version", action="version", version=f"onrecord {__version__}")
