@@ -8,6 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.wrappers import TimeLimit
 
 from onrecord import __version__
 from onrecord._canonical import to_portable
@@ -16,9 +17,14 @@ from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.episode._blobs import BLOB_TAG, BLOB_THRESHOLD, blob_ref, is_blob
 from onrecord.episode._coverage import coverage_issues, ending
 from onrecord.episode._history import unbatch
-from onrecord.errors import InputError, MalformedStepError, PortabilityError
+from onrecord.errors import InputError, LifecycleError, MalformedStepError, PortabilityError
 from onrecord.integrations.gymnasium._columns import encode_steps, no_steps
-from onrecord.integrations.gymnasium._recorder import EpisodeRecorder, error_record
+from onrecord.integrations.gymnasium._recorder import (
+    NOT_EXECUTED,
+    EpisodeRecorder,
+    Failure,
+    error_record,
+)
 from onrecord.integrations.gymnasium._spaces import batch_layout, describe_space, encode_batch
 
 __all__ = ["capture_episode"]
@@ -42,8 +48,8 @@ def capture_episode(
     and record everything that happened, then close it.
 
     Ordinary exceptions from the factory, reset, steps, the observer, ``interact`` and
-    ``close`` are kept in the evidence; ``KeyboardInterrupt`` and other cancellations
-    propagate after cleanup.
+    ``close`` are kept in the evidence; ``KeyboardInterrupt``, ``SystemExit`` and every
+    other ``BaseException`` that is not an ``Exception`` propagate after cleanup.
     """
     _require_callables(factory=factory, interact=interact, observe=observe)
     settings = _settings(case, environment_id, observer_id, seed, max_steps, options)
@@ -145,10 +151,43 @@ def _run(
         _reset(env, recorder, settings, record)
         if record["initial"]["reset_error"] is None:
             _interact(interact, recorder, record)
+        recorder.seal()  # a thread or a kept reference of interact's steps no more
         record["final_state"], record["final_observer_error"] = recorder.observe()
     finally:
+        recorder.seal()
         record["cleanup"] = _close(env)
+    if record["initial"]["reset_error"] is None:
+        recorder.events += _unrecorded_steps(env, recorder)
     return _assemble(case, settings, recorder, record)
+
+
+def _unrecorded_steps(env: gym.Env[Any, Any], recorder: EpisodeRecorder) -> list[dict[str, Any]]:
+    """Steps that bypassed capture, as far as Gymnasium's ``TimeLimit`` can tell.
+
+    ``TimeLimit`` counts each step that returned through it: at least every successful
+    attempt, at most every attempt capture sent. More means something stepped the
+    environment around the recorder (``env.env``, a kept reference); fewer means
+    something reset it."""
+    wrapper: Any = env
+    while isinstance(wrapper, gym.Wrapper) and not isinstance(wrapper, TimeLimit):
+        wrapper = wrapper.env
+    counted = getattr(wrapper, "_elapsed_steps", None) if isinstance(wrapper, TimeLimit) else None
+    if type(counted) is not int:
+        return []
+    records = recorder.records
+    failed = [item for item in records if type(item) is Failure] if recorder.failed else []
+    succeeded = len(records) - len(failed)
+    sent = succeeded + sum(1 for item in failed if item.action is not NOT_EXECUTED)
+    if succeeded <= counted <= sent:
+        return []
+    how = "stepped" if counted > sent else "reset"
+    exc = LifecycleError(
+        f"the environment's TimeLimit counted {counted} steps since the reset, but capture "
+        f"sent {sent} ({succeeded} successful): something {how} the environment without "
+        "capture_episode (env.env, env.unwrapped or a kept reference), so the recorded "
+        "history is incomplete"
+    )
+    return [{"phase": "step", "index": len(records), **error_record(exc)}]
 
 
 def _reset(
@@ -213,16 +252,19 @@ def _interact(interact: Interact, recorder: EpisodeRecorder, record: dict[str, A
     info = record["initial"]["info"]
     try:
         returned = interact(recorder, recorder.initial_observation, dict(info or {}))
-        record["interact"] = {"error": None, "returned": _portable_or_note(returned)}
     except Exception as exc:
         record["interact"] = {"error": error_record(exc), "returned": None}
+    else:
+        record["interact"] = {"error": None, "returned": _portable_or_note(returned)}
 
 
 def _portable_or_note(value: Any) -> Any:
+    """What interact returned, or a note saying why it cannot be kept (a cycle or a
+    structure too deep is noted too: interact itself did not fail)."""
     try:
         return to_portable(value, "$.interact.returned")
-    except PortabilityError as exc:
-        return {"unportable": type(value).__qualname__, "reason": str(exc)}
+    except Exception as exc:
+        return {"unportable": type(value).__qualname__, "reason": error_record(exc)["message"]}
 
 
 def _close(env: gym.Env[Any, Any]) -> dict[str, Any]:

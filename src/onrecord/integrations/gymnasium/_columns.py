@@ -35,7 +35,20 @@ _EMPTY_INFO = b"{}"
 
 def encode_steps(recorder: EpisodeRecorder) -> tuple[dict[str, Any], float]:
     """All step columns of a finished episode, from the recorder's per-attempt records,
-    and the episode's return."""
+    and the episode's return. A step whose observation JSON cannot hold (a NaN, an
+    Infinity) is kept as an environment error, as an invalid reward is."""
+    blobs = dict(recorder.blobs)
+    try:
+        return _encode_steps(recorder)
+    except PortabilityError:
+        if not _refuse_unportable_observations(recorder):
+            raise
+        recorder.blobs.clear()  # those of the first pass may include dropped samples
+        recorder.blobs.update(blobs)
+        return _encode_steps(recorder)
+
+
+def _encode_steps(recorder: EpisodeRecorder) -> tuple[dict[str, Any], float]:
     env, records = recorder.env, recorder.records
     raw = _split(records) if recorder.failed else _unzip(records)
     encoded = _rewards(raw["reward"])
@@ -224,6 +237,46 @@ def _refuse_invalid_rewards(recorder: EpisodeRecorder) -> None:
         if index == last:  # its end flags went with it
             recorder.final_flags = (False, False)
     recorder.failed = True
+
+
+def _refuse_unportable_observations(recorder: EpisodeRecorder) -> bool:
+    """Record each step whose observation holds a NaN or an Infinity as an environment
+    error naming the value; False when none does (the error is elsewhere, e.g. a Dict
+    sample off its space's keys, and stays a refusal of the episode)."""
+    records, space = recorder.records, recorder.env.observation_space
+    last = max((i for i, item in enumerate(records) if not isinstance(item, Failure)), default=-1)
+    found = False
+    for index, item in enumerate(records):
+        if isinstance(item, Failure):
+            continue
+        sent, elapsed, observation, _, state = item
+        sample = _observations([observation], recorder)
+        if not _non_finite(sample):
+            continue
+        try:
+            _samples(space, sample, "observation", {})
+        except PortabilityError as exc:
+            problem = PortabilityError(
+                f"the environment returned an observation at attempt {index} that JSON "
+                f"cannot hold ({exc}); the step is kept as an environment error",
+                f"$.steps.observation[{index}]",
+            )
+            records[index] = Failure("env_error", error_record(problem), elapsed, sent, state)
+            if index == last:  # its end flags went with it
+                recorder.final_flags = (False, False)
+            found = recorder.failed = True
+    return found
+
+
+def _non_finite(value: Any) -> bool:
+    """Whether a native sample holds a NaN or an Infinity anywhere."""
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "fc" and not np.isfinite(value).all()
+    if isinstance(value, dict):
+        return any(_non_finite(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_non_finite(item) for item in value)
+    return isinstance(value, float | np.floating) and not math.isfinite(value)
 
 
 def _finite_number(value: Any) -> bool:

@@ -33,7 +33,7 @@ from onrecord.errors import (
 )
 from onrecord.integrations.gymnasium._spaces import fast_contains
 
-__all__ = ["EpisodeRecorder", "error_record"]
+__all__ = ["EpisodeRecorder", "describe", "error_record"]
 
 StepResult = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
 Success = tuple[Any, int, Any, SupportsFloat, bytes]
@@ -54,12 +54,44 @@ class Failure(NamedTuple):
 
 NOT_EXECUTED = object()
 _dumps = orjson.dumps
+# The step limit (see _compile_step) while no attempt may start: one is in flight, or
+# interact has returned.
+BUSY, SEALED = -1, -2
+_BUSY = (
+    "{}() was called while a step or an observer read was in progress (by the observer, "
+    "or from another thread); it was refused before reaching the environment: call "
+    "step() from interact, one call at a time, and keep the observer read-only"
+)
 
 
 def error_record(exc: BaseException) -> dict[str, str]:
     """The portable description of an exception kept in evidence."""
     kind = type(exc)
-    return {"type": f"{kind.__module__}.{kind.__qualname__}", "message": str(exc)}
+    return {"type": _text(f"{kind.__module__}.{kind.__qualname__}"), "message": _message(exc)}
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message``, as observer errors are kept."""
+    return f"{_text(type(exc).__name__)}: {_message(exc)}"
+
+
+def _message(exc: BaseException) -> str:
+    """``str(exc)``, or a note when its ``__str__`` raises or returns a non-string
+    (the exception is evidence; its broken ``__str__`` must not replace it)."""
+    try:
+        message = str(exc)
+    except Exception as failure:
+        return f"<str() of this exception raised {type(failure).__name__}>"
+    return _text(message)
+
+
+def _text(text: str) -> str:
+    """Text JSON can hold: a lone surrogate is written as its escape (``\\ud800``)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode()
+    return text
 
 
 def _problem(result: Any, exc: Exception) -> str:
@@ -70,7 +102,7 @@ def _problem(result: Any, exc: Exception) -> str:
         return f"a {type(result).__name__}"
     if len(result) != 5:
         return f"a tuple of {len(result)}"
-    return f"a result whose parts could not be read ({type(exc).__name__}: {exc})"
+    return f"a result whose parts could not be read ({describe(exc)})"
 
 
 def _is_flag(value: Any) -> bool:
@@ -130,11 +162,12 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         self.step = self._step  # type: ignore[method-assign,assignment]
 
     def observe(self) -> tuple[Any, str | None]:
-        """Read the observer once, decoded; a failure is returned as text, never raised."""
+        """Read the observer once, decoded, while no step may start; a failure is
+        returned as text, never raised."""
         try:
-            return orjson.loads(state_bytes(self._observe_fn(), "$.state")), None
+            return orjson.loads(state_bytes(self._guarded_observe(), "$.state")), None
         except Exception as exc:
-            return None, f"{type(exc).__name__}: {exc}"
+            return None, describe(exc)
 
     def step(self, action: Any) -> StepResult:
         # Replaced per instance by the closure from _compile_step (see __init__); kept
@@ -152,73 +185,101 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         box_dtype, box_shape = self.box or (None, None)
         options, fallback = _STATE_OPTIONS, _numpy_fallback  # cell lookups, not globals
 
-        limit = max_steps  # dropped to 0 when the episode ends: one test for both rules
+        # 0 once the episode ended: one test for both rules. BUSY (-1) while a step is in
+        # flight, so a step by the observer or another thread is refused: swapped in
+        # with no call before it, so atomic under the GIL. SEALED after interact.
+        limit = max_steps
 
         def step(action: Any) -> StepResult:
             nonlocal limit
-            index = len(records)
-            if type(action) is int:  # the common case: a plain int in a Discrete space
-                if index >= limit or not (low <= action < high or fast_contains(space, action)):
-                    recorder._refuse(action, index)
-                sent = action
-            else:
-                if index >= limit or not fast_contains(space, action):
-                    recorder._refuse(action, index)
-                sent = recorder._odd_action(action)
-            start = clock()
+            bound, limit = limit, -1  # BUSY, as a constant
             try:
-                result = env_step(action)
-            except Exception as exc:
-                recorder._record_failed(index, "env_error", exc, clock() - start, sent)
-                raise
-            elapsed = clock() - start
-            try:  # gymnasium's (observation, reward, terminated, truncated, info)
-                observation, reward, terminated, truncated, info = result
-                if info:
-                    recorder._keep_info(info, index, elapsed, sent)
-                kept = (
-                    observation.tobytes()
-                    if type(observation) is ndarray
-                    and observation.dtype is box_dtype
-                    and observation.shape == box_shape
-                    else recorder._odd_observation(observation)
-                )
-                if terminated or truncated:
-                    recorder._end(terminated, truncated, index, elapsed, sent)
-                    limit = 0
-            except (TypeError, ValueError) as exc:  # not a 5-tuple, or parts without a truth
-                if isinstance(exc, CaptureError):  # already recorded, and meant for interact
-                    raise
-                recorder._malformed(index, elapsed, sent, _problem(result, exc))
-            try:  # the observer read: one C call in the common case
-                state = observe()
+                index = len(records)
+                if type(action) is int:  # the common case: a plain int in a Discrete space
+                    if index >= bound or not (low <= action < high or fast_contains(space, action)):
+                        recorder._refuse(action, index, bound)
+                    sent = action
+                else:
+                    if index >= bound or not fast_contains(space, action):
+                        recorder._refuse(action, index, bound)
+                    sent = recorder._odd_action(action)
+                start = clock()
                 try:
-                    raw = dumps(state, option=options, default=fallback)
-                except TypeError:
-                    raw = b""
-                # A null may be a NaN in disguise, and a string value a UUID or a
-                # datetime64 orjson wrote as text: state_bytes decides and explains.
-                # (find, not "in": bytes.__contains__ first tries the needle as an int.)
-                # No quote at all, or the two of a lone key of an object ({"state":
-                # [...]}, the usual numeric state), means no string value: one count
-                # decides the common cases, no_string_values (inlined) the rest.
-                quotes = raw.count(b'"')
-                strings = (
-                    quotes
-                    and (quotes != 2 or raw[0] != 123)  # 123: "{"
-                    and (quotes != 2 * raw.count(b'":') or raw.find(b"\\") >= 0)
-                )
-                if not raw or raw.find(b"null") >= 0 or strings:
-                    raw = state_bytes(state, "$.state")
-                # The comma is added by copying: the copy is a small pymalloc block,
-                # while orjson's own result sits in an oversized malloc block, and
-                # holding 500 of those costs more than serializing them did.
-                raw += b","
-            except Exception as exc:
-                raw = recorder._observer_failed(index, exc)
-            record((sent, elapsed, kept, reward, raw))
-            return result
+                    result = env_step(action)
+                except BaseException as exc:  # an interrupt too: it ran, the agent may go on
+                    recorder._record_failed(index, "env_error", exc, clock() - start, sent)
+                    raise
+                elapsed = clock() - start
+                try:  # gymnasium's (observation, reward, terminated, truncated, info)
+                    observation, reward, terminated, truncated, info = result
+                    if info:
+                        recorder._keep_info(info, index, elapsed, sent)
+                    kept = (
+                        observation.tobytes()
+                        if type(observation) is ndarray
+                        and observation.dtype is box_dtype
+                        and observation.shape == box_shape
+                        else recorder._odd_observation(observation)
+                    )
+                    if terminated or truncated:
+                        recorder._end(terminated, truncated, index, elapsed, sent)
+                        bound = 0
+                except Exception as exc:  # not a 5-tuple, parts without a truth, a cycle
+                    if isinstance(exc, CaptureError):  # already recorded, and meant for interact
+                        raise
+                    recorder._malformed(index, elapsed, sent, _problem(result, exc))
+                try:  # the observer read: one C call in the common case
+                    state = observe()
+                    try:
+                        raw = dumps(state, option=options, default=fallback)
+                    except TypeError:
+                        raw = b""
+                    # A null may be a NaN in disguise, and a string value a UUID or a
+                    # datetime64 orjson wrote as text: state_bytes decides and explains.
+                    # (find, not "in": bytes.__contains__ first tries the needle as an int.)
+                    # No quote at all, or the two of a lone key of an object ({"state":
+                    # [...]}, the usual numeric state), means no string value: one count
+                    # decides the common cases, no_string_values (inlined) the rest.
+                    quotes = raw.count(b'"')
+                    strings = (
+                        quotes
+                        and (quotes != 2 or raw[0] != 123)  # 123: "{"
+                        and (quotes != 2 * raw.count(b'":') or raw.find(b"\\") >= 0)
+                    )
+                    if not raw or raw.find(b"null") >= 0 or strings:
+                        raw = state_bytes(state, "$.state")
+                    # The comma is added by copying: the copy is a small pymalloc block,
+                    # while orjson's own result sits in an oversized malloc block, and
+                    # holding 500 of those costs more than serializing them did.
+                    raw += b","
+                except Exception as exc:
+                    raw = recorder._observer_failed(index, exc)
+                except BaseException as exc:  # interrupted: the step ran, so keep it
+                    record((sent, elapsed, kept, reward, recorder._observer_failed(index, exc)))
+                    raise
+                record((sent, elapsed, kept, reward, raw))
+                return result
+            finally:
+                limit = bound
 
+        def guarded_observe() -> Any:
+            """The observer, read outside a step while no step may start."""
+            nonlocal limit
+            bound, limit = limit, BUSY
+            try:
+                return observe()
+            finally:
+                limit = bound
+
+        def seal() -> None:
+            """No step after capture_episode has returned: its evidence is sealed."""
+            nonlocal limit
+            limit = SEALED
+
+        def now() -> int:
+            return limit
+
+        self._guarded_observe, self.seal, self._limit = guarded_observe, seal, now
         return step
 
     def _odd_action(self, action: Any) -> Any:
@@ -237,6 +298,10 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         except PortabilityError as exc:  # recorded whole, never half a transition
             self._record_failed(index, "env_error", exc, elapsed, sent)
             raise
+        except Exception as exc:  # e.g. a RecursionError: an info that contains itself
+            self._malformed(
+                index, elapsed, sent, f"an info that cannot be stored ({describe(exc)})"
+            )
 
     def _end(self, terminated: Any, truncated: Any, index: int, elapsed: int, sent: Any) -> None:
         for name, flag in (("terminated", terminated), ("truncated", truncated)):
@@ -254,8 +319,8 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         self._record_failed(index, "env_error", exc, elapsed, sent)
         raise exc
 
-    def _observer_failed(self, index: int, exc: Exception) -> bytes:
-        self.observer_errors[index] = f"{type(exc).__name__}: {exc}"
+    def _observer_failed(self, index: int, exc: BaseException) -> bytes:
+        self.observer_errors[index] = describe(exc)
         return b"null,"
 
     def _read_state(self, index: int) -> bytes:
@@ -264,8 +329,16 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         except Exception as exc:
             return self._observer_failed(index, exc)
 
-    def _refuse(self, action: Any, index: int) -> None:
+    def _refuse(self, action: Any, index: int, bound: int) -> None:
         exc: CaptureError
+        if bound == SEALED:  # nothing is recorded: the evidence is already built
+            raise LifecycleError(
+                "step() was called after interact returned (from a kept reference or "
+                "another thread); it was refused before reaching the environment: the "
+                "episode is over and its evidence sealed"
+            )
+        if bound == BUSY:
+            raise self._event("step", index, LifecycleError(_BUSY.format("step")))
         if self.ended is not None:
             status, exc = (
                 "lifecycle",
@@ -297,18 +370,36 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         self, index: int, status: str, exc: BaseException, elapsed: int, sent: Any
     ) -> None:
         self.failed = True
-        state = self._read_state(index)
-        self.records.append(Failure(status, error_record(exc), elapsed, sent, state))
+        error = error_record(exc)
+        try:
+            state = self._read_state(index)
+        except BaseException as interrupt:  # the observer was interrupted: keep the attempt
+            state = self._observer_failed(index, interrupt)
+            self.records.append(Failure(status, error, elapsed, sent, state))
+            raise
+        self.records.append(Failure(status, error, elapsed, sent, state))
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        exc = LifecycleError(
-            "reset() was called inside interact; capture_episode resets "
-            "once before interact, and each repeat needs a fresh episode"
+        now = self._limit()
+        if now == SEALED:  # nothing is recorded: the evidence is already built
+            raise LifecycleError("reset() was called after interact returned; it was refused")
+        if now == BUSY:
+            raise self._event("reset", len(self.records), LifecycleError(_BUSY.format("reset")))
+        raise self._event(
+            "reset",
+            len(self.records),
+            LifecycleError(
+                "reset() was called inside interact; capture_episode resets "
+                "once before interact, and each repeat needs a fresh episode"
+            ),
         )
-        self.events.append({"phase": "reset", "index": len(self.records), **error_record(exc)})
-        raise exc
+
+    def _event(self, phase: str, index: int, exc: CaptureError) -> CaptureError:
+        """Record a refused call that never reached the environment; returned to raise."""
+        self.events.append({"phase": phase, "index": index, **error_record(exc)})
+        return exc
 
     def close(self) -> None:
         """Closing is capture_episode's job, after the final observation."""
