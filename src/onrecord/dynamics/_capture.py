@@ -16,6 +16,7 @@ import numpy as np
 import orjson
 
 from onrecord._canonical import to_portable
+from onrecord._exceptions import exception_text, json_text
 from onrecord.dynamics._envs import Coordinate
 from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence
 from onrecord.errors import InputError, OnrecordError
@@ -276,8 +277,8 @@ def check_array(value: Any, steps: int, dim: int, name: str) -> np.ndarray:
 
 
 def error_record(exc: BaseException) -> dict[str, str]:
-    """``{"type", "message"}`` of an exception."""
-    return {"type": type(exc).__name__, "message": str(exc)[:2000]}
+    """``{"type", "message"}`` of an exception (a model's ``__str__`` may be broken)."""
+    return {"type": json_text(type(exc).__name__), "message": exception_text(exc)[:2000]}
 
 
 def capture_forecast(

@@ -23,6 +23,7 @@ from onrecord._canonical import (
     state_bytes,
     to_portable,
 )
+from onrecord._exceptions import describe, error_record
 from onrecord.errors import (
     CaptureError,
     InvalidActionError,
@@ -33,7 +34,7 @@ from onrecord.errors import (
 )
 from onrecord.integrations.gymnasium._spaces import fast_contains
 
-__all__ = ["EpisodeRecorder", "describe", "error_record"]
+__all__ = ["EpisodeRecorder", "describe", "error_record"]  # the last two re-exported
 
 StepResult = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
 Success = tuple[Any, int, Any, SupportsFloat, bytes]
@@ -62,36 +63,6 @@ _BUSY = (
     "or from another thread); it was refused before reaching the environment: call "
     "step() from interact, one call at a time, and keep the observer read-only"
 )
-
-
-def error_record(exc: BaseException) -> dict[str, str]:
-    """The portable description of an exception kept in evidence."""
-    kind = type(exc)
-    return {"type": _text(f"{kind.__module__}.{kind.__qualname__}"), "message": _message(exc)}
-
-
-def describe(exc: BaseException) -> str:
-    """``Type: message``, as observer errors are kept."""
-    return f"{_text(type(exc).__name__)}: {_message(exc)}"
-
-
-def _message(exc: BaseException) -> str:
-    """``str(exc)``, or a note when its ``__str__`` raises or returns a non-string
-    (the exception is evidence; its broken ``__str__`` must not replace it)."""
-    try:
-        message = str(exc)
-    except Exception as failure:
-        return f"<str() of this exception raised {type(failure).__name__}>"
-    return _text(message)
-
-
-def _text(text: str) -> str:
-    """Text JSON can hold: a lone surrogate is written as its escape (``\\ud800``)."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode()
-    return text
 
 
 def _problem(result: Any, exc: Exception) -> str:

@@ -1,0 +1,39 @@
+"""How an exception is described in evidence. Its ``str()`` may raise, return a
+non-string or hold a lone surrogate; none of that may lose the record it belongs to."""
+
+from __future__ import annotations
+
+__all__ = ["describe", "error_record", "exception_text", "json_text"]
+
+
+def error_record(exc: BaseException) -> dict[str, str]:
+    """The portable description of an exception kept in evidence."""
+    kind = type(exc)
+    return {
+        "type": json_text(f"{kind.__module__}.{kind.__qualname__}"),
+        "message": exception_text(exc),
+    }
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message``, as observer errors are kept."""
+    return f"{json_text(type(exc).__name__)}: {exception_text(exc)}"
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, or a note when its ``__str__`` raises or returns a non-string
+    (the exception is evidence; its broken ``__str__`` must not replace it)."""
+    try:
+        message = str(exc)
+    except Exception as failure:
+        return f"<str() of this exception raised {type(failure).__name__}>"
+    return json_text(message)
+
+
+def json_text(text: str) -> str:
+    """Text JSON can hold: a lone surrogate is written as its escape (``\\ud800``)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode()
+    return text
