@@ -27,6 +27,7 @@ from onrecord.runner import (
     resume_run,
     start_run,
 )
+from onrecord.runner._config import split_names
 from onrecord.runner._protocol import tasks_from
 
 __all__ = ["config_from_args", "register"]
@@ -83,18 +84,18 @@ def register(subparsers: Any) -> None:
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """The config file (if any) with the flags given on the command line on top."""
     base = load_config(args.config) if args.config else RunConfig()
-    checks = [
-        item.strip() for value in args.checks or () for item in value.split(",") if item.strip()
-    ]
+    # ``is not None``: an empty --tasks, --seeds or --checks is a mistake to report, not
+    # a request for the default.
+    checks = None if args.checks is None else split_names(",".join(args.checks), "--checks")
     flags = RunConfig(
         environment=args.environment,
         agent=args.agent,
-        tasks=[t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None,
+        tasks=None if args.tasks is None else split_names(args.tasks, "--tasks"),
         tasks_file=args.tasks_file,
         repeats=args.repeats,
-        seeds=parse_seeds(args.seeds, "--seeds") if args.seeds else None,
+        seeds=None if args.seeds is None else parse_seeds(args.seeds, "--seeds"),
         max_steps=args.max_steps,
-        checks=checks or None,
+        checks=checks,
         policy=args.policy,
         environment_config=_env_config(args.env_config) or None,
         executor=args.executor,
@@ -111,12 +112,15 @@ def _env_config(pairs: list[str]) -> dict[str, Any]:
     config: dict[str, Any] = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise InputError(f"--env-config {pair!r} must look like KEY=VALUE")
+        if key in config:
+            raise InputError(f"--env-config {key} is given twice; give each setting once")
         try:
-            config[key.strip()] = tomllib.loads(f"v = {text}")["v"]
+            config[key] = tomllib.loads(f"v = {text}")["v"]
         except tomllib.TOMLDecodeError:
-            config[key.strip()] = text
+            config[key] = text
     return config
 
 
@@ -126,7 +130,7 @@ def _protocol(config: RunConfig) -> RunProtocol:
             "name the environment and the agent, e.g. `onrecord run cartpole "
             "--agent balances`, or put them in --config FILE"
         )
-    cases = config.cases()
+    cases = _cases(config)
     return plan_run(
         config.environment,
         config.agent,
@@ -141,6 +145,22 @@ def _protocol(config: RunConfig) -> RunProtocol:
         policy=config.acceptance_policy(),
         environment_config=config.environment_config,
     )
+
+
+def _cases(config: RunConfig) -> list[EvalCase] | None:
+    """The tasks of ``tasks_file``, narrowed to ``tasks`` when both are given (a config
+    file's ``tasks_file`` with ``--tasks`` on the command line)."""
+    cases = config.cases()
+    if cases is None or config.tasks is None:
+        return cases
+    by_id = {str(case.identity["case_id"]): case for case in cases}
+    for name in config.tasks:
+        if name not in by_id:
+            raise InputError(
+                f"unknown task {name!r} in {config.tasks_file}; its tasks are: "
+                f"{', '.join(list(by_id)[:8])}{' ...' if len(by_id) > 8 else ''}"
+            )
+    return [by_id[name] for name in config.tasks]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -193,7 +213,7 @@ def _expected(config: RunConfig, stored: RunProtocol) -> RunProtocol | None:
     only what was named can differ (and is refused by ``resume_run``)."""
     if all(getattr(config, name) is None for name in _SETTINGS):
         return None
-    cases = config.cases()
+    cases = _cases(config)
     policy = config.acceptance_policy()
     if all(getattr(config, name) is None for name in _RESOLVED):
         return replace(
@@ -219,9 +239,11 @@ def _expected(config: RunConfig, stored: RunProtocol) -> RunProtocol | None:
         max_steps=_given(config.max_steps, stored.max_steps),
         options=_given(config.options, stored.options),
         policy=stored.acceptance_policy if policy is None else policy,
-        environment_config=_given(
-            config.environment_config, environment.config if same_environment else None
-        ),
+        # Keys left out keep the run's values, like every other setting.
+        environment_config={
+            **(environment.config if same_environment else {}),
+            **(config.environment_config or {}),
+        },
     )
 
 

@@ -6,6 +6,7 @@ errors that name the key, so a typo never silently falls back to a default.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -17,8 +18,9 @@ import orjson
 from onrecord.case import EvalCase
 from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
+from onrecord.runner._protocol import MAX_EPISODES, MAX_SEED
 
-__all__ = ["RunConfig", "load_config", "load_tasks", "parse_seeds"]
+__all__ = ["RunConfig", "load_config", "load_tasks", "parse_seeds", "split_names"]
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "environment": (str,),
@@ -60,12 +62,19 @@ class RunConfig:
     out: str | None = None
 
     def merged(self, overrides: RunConfig) -> RunConfig:
-        """This config with every field ``overrides`` sets replaced."""
+        """This config with every field ``overrides`` sets replaced; the environment
+        config is merged key by key (``--env-config size=10`` keeps the file's other
+        settings)."""
         changes = {
             f.name: getattr(overrides, f.name)
             for f in fields(self)
             if getattr(overrides, f.name) is not None
         }
+        if self.environment_config is not None and overrides.environment_config is not None:
+            changes["environment_config"] = {
+                **self.environment_config,
+                **overrides.environment_config,
+            }
         return replace(self, **changes)
 
     def acceptance_policy(self) -> AcceptancePolicy | None:
@@ -82,35 +91,67 @@ class RunConfig:
 
 
 def parse_seeds(value: Any, where: str = "seeds") -> list[int]:
-    """``[0, 1, 2]``, ``3`` or the text ``"0,1,2"`` / ``"0-9"`` → a list of seeds."""
+    """``[0, 1, 2]``, ``3`` or the text ``"0,1,2"`` / ``"0-9"`` → a list of seeds (each
+    a plain decimal number from 0 to 2**64 - 1; a range is low-high with low <= high)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return [value]
+        return [_seed(value, where)]
     if isinstance(value, list):
-        if not all(type(item) is int and item >= 0 for item in value):
+        if not value:
+            raise InputError(f"{where} is empty; list at least one seed (or leave it out for 0)")
+        if not all(type(item) is int for item in value):
             raise InputError(f"{where} must list non-negative integers, got {value!r}")
-        return list(value)
+        return [_seed(item, where) for item in value]
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{where} is empty; write seeds as 0,1,2 or 0-9 (or leave it out for 0)")
     seeds: list[int] = []
-    for part in str(value).split(","):
-        low, dash, high = part.strip().partition("-")
-        try:
-            seeds += list(range(int(low), int(high) + 1)) if dash else [int(low)]
-        except ValueError as exc:
+    for part in value.split(","):
+        match = _SEED_TEXT.fullmatch(part)
+        if match is None:
             raise InputError(
-                f"{where}: {part.strip()!r} is not a seed or a range like 0-9; "
-                "write seeds as 0,1,2 or 0-9"
-            ) from exc
+                f"{where}: {part.strip()!r} is not a seed or a range like 0-9; write seeds "
+                "as non-negative whole numbers: 0,1,2 or 0-9"
+            )
+        low = _seed_text(match["low"], where)
+        high = low if match["high"] is None else _seed_text(match["high"], where)
+        if high < low:
+            raise InputError(
+                f"{where}: the range {part.strip()!r} runs backwards; write it low-high, "
+                f"e.g. {high}-{low}"
+            )
+        if len(seeds) + high - low + 1 > MAX_EPISODES:
+            raise InputError(
+                f"{where}: {value.strip()!r} holds more than {MAX_EPISODES:,} seeds, more "
+                "than a run may hold; split the seeds over several runs"
+            )
+        seeds += range(low, high + 1)
     return seeds
+
+
+_SEED_TEXT = re.compile(r"\s*(?P<low>[0-9]+)\s*(?:-\s*(?P<high>[0-9]+)\s*)?", re.ASCII)
+
+
+def _seed(value: int, where: str, text: str | None = None) -> int:
+    if not 0 <= value <= MAX_SEED:
+        raise InputError(
+            f"{where}: {text or value} is not a seed; seeds are whole numbers from 0 to 2**64 - 1"
+        )
+    return value
+
+
+def _seed_text(digits: str, where: str) -> int:
+    # int() refuses more than 4300 digits with its own error; no seed has over 20.
+    if len(digits.lstrip("0")) > 20:
+        return _seed(MAX_SEED + 1, where, f"{digits[:24]}...")
+    return _seed(int(digits), where)
 
 
 def load_config(path: str | Path) -> RunConfig:
     """Read a TOML run config; relative file paths in it are relative to the file."""
     source = Path(path)
     try:
-        data = tomllib.loads(source.read_text())
+        data = tomllib.loads(_read_text(source, "config"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{source} is not valid TOML: {exc}") from exc
-    except OSError as exc:
-        raise InputError(f"cannot read the config {source}: {exc.strerror}") from exc
     unknown = sorted(set(data) - set(_TYPES))
     if unknown:
         raise InputError(
@@ -120,24 +161,53 @@ def load_config(path: str | Path) -> RunConfig:
         if not isinstance(value, _TYPES[key]) or isinstance(value, bool):
             expected = " or ".join(_TYPE_NAMES[t] for t in _TYPES[key])
             raise InputError(f"{source}: {key} must be {expected}, got {value!r}")
-    return _normalized(data, source.parent)
+    for key in ("tasks", "checks"):
+        if isinstance(data.get(key), list) and not all(isinstance(i, str) for i in data[key]):
+            raise InputError(f"{source}: {key} must list strings, got {data[key]!r}")
+    return _normalized(data, source)
+
+
+def _read_text(source: Path, what: str) -> str:
+    """The file as UTF-8 text (TOML and JSONL files are UTF-8 whatever the locale)."""
+    try:
+        return source.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read the {what} {source}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{source} is not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); "
+            f"save the {what} as UTF-8"
+        ) from exc
+
+
+def split_names(value: str | list[str], where: str) -> list[str]:
+    """``"a, b"`` or ``["a", "b"]`` → ``["a", "b"]``; refuses a list that names nothing
+    (``--tasks ,`` must not silently mean "every task")."""
+    items = value.split(",") if isinstance(value, str) else value
+    names = [item.strip() for item in items if item.strip()]
+    if not names:
+        raise InputError(
+            f"{where} names nothing, got {value!r}; list names separated by commas, or "
+            "leave it out for the default"
+        )
+    return names
 
 
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table"}
 
 
-def _normalized(data: dict[str, Any], base: Path) -> RunConfig:
-    values = dict(data)
+def _normalized(data: dict[str, Any], source: Path) -> RunConfig:
+    values, base = dict(data), source.parent
     for key in ("tasks", "checks"):
-        if isinstance(values.get(key), str):
-            values[key] = [item.strip() for item in values[key].split(",") if item.strip()]
-    if "seeds" in values:
-        values["seeds"] = parse_seeds(values["seeds"])
-    for key in ("tasks_file", "out"):
         if key in values:
+            values[key] = split_names(values[key], f"{source}: {key}")
+    if "seeds" in values:
+        values["seeds"] = parse_seeds(values["seeds"], f"{source}: seeds")
+    for key in ("tasks_file", "out", "policy"):
+        if isinstance(values.get(key), str):
+            if not values[key].strip():
+                raise InputError(f"{source}: {key} is empty; give a path or leave it out")
             values[key] = str(base / values[key])
-    if isinstance(values.get("policy"), str):
-        values["policy"] = str(base / values["policy"])
     return RunConfig(**values)
 
 
@@ -145,10 +215,7 @@ def load_tasks(path: str | Path) -> list[EvalCase]:
     """Tasks from a TOML file of ``[[tasks]]`` tables or a JSONL file of case objects;
     each needs ``case_id`` and ``input``."""
     source = Path(path)
-    try:
-        text = source.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read the tasks file {source}: {exc.strerror}") from exc
+    text = _read_text(source, "tasks file")
     items = _toml_tasks(source, text) if source.suffix == ".toml" else _jsonl_tasks(source, text)
     cases = []
     for number, item in enumerate(items, start=1):

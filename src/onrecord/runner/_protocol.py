@@ -3,6 +3,7 @@ are graded. It is fixed when the run starts and checked again on every resume.""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +15,13 @@ from onrecord.policy import AcceptancePolicy
 from onrecord.runner._job import EpisodeJob, RunContext
 from onrecord.runner._registry import EnvironmentRef
 
-__all__ = ["RunProtocol"]
+__all__ = ["MAX_EPISODES", "MAX_SEED", "RunProtocol"]
+
+MAX_SEED = 2**64 - 1
+"""Largest seed (seeds are stored as JSON integers, exact up to 64 bits)."""
+MAX_EPISODES = 10_000_000
+"""Most episodes one run may hold: the plan of every episode is held in memory."""
+_MAX_INT = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -45,22 +52,45 @@ class RunProtocol:
     def __post_init__(self) -> None:
         if type(self.repeats) is not int or self.repeats < 1:
             raise InputError(f"repeats must be a positive integer, got {self.repeats!r}")
-        if not self.seeds or not all(type(s) is int and s >= 0 for s in self.seeds):
-            raise InputError(f"seeds must be non-negative integers, got {list(self.seeds)!r}")
+        if self.repeats > MAX_EPISODES:
+            raise InputError(
+                f"repeats must be at most {MAX_EPISODES:,}, got {self.repeats!r}: a run "
+                f"holds at most {MAX_EPISODES:,} episodes; split it over several runs"
+            )
+        if not self.seeds:
+            raise InputError("seeds is empty; a run needs at least one seed (the default is 0)")
+        if not all(type(s) is int and 0 <= s <= MAX_SEED for s in self.seeds):
+            raise InputError(
+                f"seeds must be integers from 0 to 2**64 - 1, got {_short(list(self.seeds))}"
+            )
         if len(set(self.seeds)) != len(self.seeds):
             raise InputError(
-                f"seeds must not repeat, got {list(self.seeds)!r}; use repeats "
+                f"seeds must not repeat, got {_short(list(self.seeds))}; use repeats "
                 "to run a seed several times"
             )
-        if type(self.max_steps) is not int or self.max_steps < 1:
-            raise InputError(f"max_steps must be a positive integer, got {self.max_steps!r}")
+        if type(self.max_steps) is not int or not 1 <= self.max_steps <= _MAX_INT:
+            raise InputError(
+                f"max_steps must be a positive integer below 2**63, got {self.max_steps!r}"
+            )
         if not self.tasks:
             raise InputError("a run needs at least one task")
-        ids = [task["case_id"] for task in self.tasks]
-        if len(ids) != len(set(ids)):
+        if self.options is not None:
+            # Episodes get the options as run.json stores them; a value JSON cannot hold
+            # fails here, before the run directory is made.
+            if not isinstance(self.options, Mapping):
+                raise InputError(f"options must be a table, got {self.options!r}")
+            object.__setattr__(self, "options", to_portable(dict(self.options), "options"))
+        if self.episodes > MAX_EPISODES:
+            raise InputError(
+                f"the run would hold {self.episodes:,} episodes ({len(self.tasks)} tasks × "
+                f"{len(self.seeds)} seeds × {self.repeats} repeats); a run holds at most "
+                f"{MAX_EPISODES:,}: split it over several runs"
+            )
+        counts = Counter(task["case_id"] for task in self.tasks)
+        if len(counts) != len(self.tasks):
             raise InputError(
                 f"task ids must be unique; repeated: "
-                f"{sorted({i for i in ids if ids.count(i) > 1})[:5]}"
+                f"{sorted(i for i, n in counts.items() if n > 1)[:5]}"
             )
 
     @property
@@ -98,8 +128,17 @@ class RunProtocol:
 
     def lock_extra(self) -> dict[str, Any]:
         """What enters every report lock of this run besides checks, settings and cases:
-        the environment and its config (never the agent, which is what runs compare)."""
-        return {"run": {"environment": self.environment.to_dict()}}
+        the environment and its config, the seeds, the step limit and the reset options,
+        all of which change results (never the agent, which is what runs compare). Trials
+        of tool worlds record none of the last three in their own settings."""
+        return {
+            "run": {
+                "environment": self.environment.to_dict(),
+                "seeds": list(self.seeds),
+                "max_steps": self.max_steps,
+                "options": None if self.options is None else dict(self.options),
+            }
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form."""

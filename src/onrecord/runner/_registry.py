@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -48,9 +49,26 @@ def register_environment(
     """Make ``onrecord run NAME`` use ``factory(**config)``, which returns an
     ``EnvironmentProvider`` or a ``gymnasium.Env``. ``factory`` is an import path
     (``"package.module:function"``) or a module-level function; workers import it."""
-    if not isinstance(name, str) or not name.strip() or ":" in name:
-        raise InputError(f"environment name must be a non-empty string without ':', got {name!r}")
-    path = factory if isinstance(factory, str) else _import_path(factory)
+    if not isinstance(name, str) or not name.strip() or ":" in name or name != name.strip():
+        raise InputError(
+            f"environment name must be a non-empty string without ':' or surrounding "
+            f"spaces, got {name!r}"
+        )
+    if isinstance(factory, str):
+        module, _, attribute = factory.partition(":")
+        if not module or not attribute:
+            raise InputError(
+                f"register_environment({name!r}, {factory!r}): the factory must be an "
+                "import path 'package.module:function' or a module-level function"
+            )
+        path = factory
+    elif callable(factory):
+        path = _import_path(factory)
+    else:
+        raise InputError(
+            f"register_environment({name!r}, ...): the factory must be an import path "
+            f"or a module-level function, got {type(factory).__name__}"
+        )
     if name in _REGISTRY and _REGISTRY[name] != path and not replace:
         raise InputError(
             f"the environment name {name!r} is taken by {_REGISTRY[name]}; pick "
@@ -65,8 +83,9 @@ def registered_environments() -> dict[str, str]:
 
 
 def _import_path(function: ProviderFactory) -> str:
-    path = f"{function.__module__}:{function.__qualname__}"
-    if "<" in path or function.__module__ == "__main__":
+    module = getattr(function, "__module__", None)
+    path = f"{module}:{getattr(function, '__qualname__', '<no name>')}"
+    if "<" in path or module in (None, "__main__"):
         raise InputError(
             f"register_environment needs a module-level function workers can "
             f"import; {path} is not one: move it into a module or pass "
@@ -132,10 +151,13 @@ def resolve_environment(name: str, config: Mapping[str, Any] | None = None) -> E
         )
     if name in _REGISTRY:
         ref = EnvironmentRef(name, "provider", _REGISTRY[name], config)
-    elif ":" in name and _importable(name):
+    elif ":" in name and (failure := _import_failure(name)) is None:
         ref = EnvironmentRef(name, "provider", name, config)
     elif name in gym.registry or _gym_spec(name):
         ref = EnvironmentRef(name, "gym", name, config)
+        _try_gym_make(name, config)
+    elif ":" in name and failure:
+        raise InputError(f"environment {name!r}: {failure}")
     else:
         raise InputError(_unknown_environment(name))
     provider = build_provider(ref)
@@ -147,15 +169,35 @@ def resolve_environment(name: str, config: Mapping[str, Any] | None = None) -> E
         provider.close()
 
 
-def _importable(path: str) -> bool:
-    attribute = path.partition(":")[2]
-    if not attribute.replace(".", "").replace("_", "").isalnum():
-        return False  # e.g. "ale_py:ALE/Pong-v5" is a Gymnasium id
+def _import_failure(path: str) -> str | None:
+    """None when ``path`` imports; else why not ("" when it is no import path at all,
+    e.g. the Gymnasium id "ale_py:ALE/Pong-v5")."""
+    module, _, attribute = path.partition(":")
+    if not all(part.isidentifier() for part in [*module.split("."), *attribute.split(".")]):
+        return ""
     try:
         import_object(path)
-    except InputError:
-        return False
-    return True
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+def _try_gym_make(name: str, config: Mapping[str, Any]) -> None:
+    """Make the Gymnasium environment once, so that a missing extra (``box2d``, ...) or a
+    keyword it does not take fails the plan, not every episode."""
+    try:
+        gym.make(name, **config).close()
+    except Exception as exc:  # gymnasium and the environments raise many types
+        hint = (
+            "; pass only keywords the environment takes (--env-config KEY=VALUE)"
+            if isinstance(exc, TypeError)
+            else ""
+        )
+        raise InputError(
+            f"environment {name!r}: gymnasium.make({name!r}"
+            f"{''.join(f', {k}={v!r}' for k, v in config.items())}) failed: "
+            f"{type(exc).__name__}: {exc}{hint}"
+        ) from exc
 
 
 def _gym_spec(name: str) -> bool:
@@ -186,12 +228,29 @@ def build_provider(ref: EnvironmentRef) -> EnvironmentProvider:
     factory = import_object(ref.target)
     if ref.kind == "env":
         return GymnasiumProvider(lambda: factory(**config), environment_id=ref.target)
+    if not callable(factory):
+        raise InputError(
+            f"environment {ref.name!r}: {ref.target} is a {type(factory).__name__}, not a "
+            "function; give 'module:factory' naming a function that returns an "
+            "EnvironmentProvider or a gymnasium.Env"
+        )
     try:
-        built = factory(**config)
+        inspect.signature(factory).bind(**config)
     except TypeError as exc:
         raise InputError(
             f"environment {ref.name!r}: {ref.target} does not accept the config "
-            f"{sorted(config)}: {exc}"
+            f"{sorted(config)}: {exc}; pass only the settings it takes (--env-config)"
+        ) from exc
+    except ValueError:  # no signature to inspect (a builtin): the call will tell
+        pass
+    try:
+        built = factory(**config)
+    except InputError:
+        raise
+    except Exception as exc:  # the factory's own code may raise anything
+        raise InputError(
+            f"environment {ref.name!r}: {ref.target}(**{dict(config)!r}) raised "
+            f"{type(exc).__name__}: {exc}"
         ) from exc
     if isinstance(built, EnvironmentProvider):
         return built

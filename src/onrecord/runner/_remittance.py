@@ -15,8 +15,10 @@ from typing import Any
 from onrecord.case import EvalCase
 from onrecord.domains.remittance import (
     AGENTS,
+    KINDS,
     REMITTANCE_CHECKS,
     RemittanceEnvironment,
+    RemittanceTask,
     ScriptedAgent,
     full_policy,
     load_tasks,
@@ -66,7 +68,7 @@ class RemittanceProvider(EnvironmentProvider):
     ) -> None:
         tasks = load_tasks(tasks_file)
         if kinds is not None:
-            tasks = tuple(task for task in tasks if task.kind in set(kinds))
+            tasks = _of_kinds(tasks, kinds)
         if size is not None:
             if type(size) is not int or size < 1:
                 raise InputError(f"remittance size must be a positive integer, got {size!r}")
@@ -145,6 +147,23 @@ class RemittanceProvider(EnvironmentProvider):
             env.close()
         self._envs.clear()
         self._workdir.cleanup()
+
+
+def _of_kinds(tasks: tuple[RemittanceTask, ...], kinds: Any) -> tuple[RemittanceTask, ...]:
+    # A string is a Sequence too: kinds="late" must not mean the letters l, a, t, e.
+    if not isinstance(kinds, list | tuple) or not all(isinstance(k, str) for k in kinds):
+        raise InputError(
+            f"remittance kinds must be a list of task kinds, got {kinds!r}; write "
+            "--env-config 'kinds=[\"...\"]' with kinds from " + ", ".join(KINDS)
+        )
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown or not kinds:
+        wrong = f"unknown {', '.join(map(repr, unknown))}" if unknown else "none given"
+        raise InputError(f"remittance kinds: {wrong}; the kinds are {', '.join(KINDS)}")
+    chosen = tuple(task for task in tasks if task.kind in set(kinds))
+    if not chosen:
+        raise InputError(f"remittance: no task is of the kinds {kinds!r}")
+    return chosen
 
 
 def remittance(**config: Any) -> RemittanceProvider:
