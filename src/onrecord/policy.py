@@ -2,8 +2,9 @@
 
 * a measured failure of a critical requirement **rejects**, even when other evidence is
   missing;
-* otherwise any requirement that cannot be decided, or any coverage issue, makes the
-  decision **indeterminate**;
+* otherwise any requirement that cannot be decided (results missing beyond its
+  ``min_coverage``, fewer measured cases than its ``min_cases``), or any coverage issue,
+  makes the decision **indeterminate**;
 * otherwise the report is **accepted**.
 
 ``CheckRequirement.check`` may be a glob (``dynamics/pole_angle/*``): every check in the
@@ -45,7 +46,10 @@ Decision = Literal["accept", "reject", "indeterminate"]
 # A misspelt key (``critcal = false``) must not silently leave a requirement at its
 # default, so from_dict accepts these keys and no others.
 _POLICY_KEYS = ("schema", "name", "requirements", "digest")
-_REQUIREMENT_KEYS = ("check", "critical", "min_pass_rate")
+_REQUIREMENT_KEYS = ("check", "critical", "min_pass_rate", "min_cases", "min_coverage")
+# Written only when they differ from these defaults, so a policy saved before they
+# existed keeps its bytes and digest.
+_DEFAULTS: dict[str, Any] = {"min_cases": 1, "min_coverage": 1.0}
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,14 @@ class CheckRequirement:
     """A measured failure of a critical requirement rejects; of a non-critical one, warns."""
     min_pass_rate: float = field(default=1.0, kw_only=True)
     """Share of (trial, check) results that must pass; 1.0 means every one."""
+    min_cases: int = field(default=1, kw_only=True)
+    """Distinct cases that must have a measured result before the requirement can be
+    met; fewer leaves it undecided (a certain failure still fails)."""
+    min_coverage: float = field(default=1.0, kw_only=True)
+    """Share of (trial, check) results that must be measured (pass or fail). Below it the
+    requirement is undecided; at or above it the pass rate is taken over the measured
+    results. 1.0 (the default) means every result must be measured. A result that is not
+    measured never counts as a pass either way."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.check, str) or not self.check.strip():
@@ -77,14 +89,32 @@ class CheckRequirement:
             or not 0 < rate <= 1
         ):
             raise PolicyError(f"CheckRequirement.min_pass_rate must be in (0, 1], got {rate!r}")
+        cases = self.min_cases
+        if isinstance(cases, bool) or not isinstance(cases, int) or cases < 1:
+            raise PolicyError(
+                f"CheckRequirement.min_cases must be a positive integer such as 20, got {cases!r}"
+            )
+        coverage = self.min_coverage
+        if (
+            isinstance(coverage, bool)
+            or not isinstance(coverage, int | float)
+            or not math.isfinite(coverage)
+            or not 0 < coverage <= 1
+        ):
+            raise PolicyError(f"CheckRequirement.min_coverage must be in (0, 1], got {coverage!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        """Portable form."""
-        return {
+        """Portable form (``min_cases`` and ``min_coverage`` only when not the default)."""
+        data: dict[str, Any] = {
             "check": self.check,
             "critical": self.critical,
             "min_pass_rate": float(self.min_pass_rate),
         }
+        if self.min_cases != _DEFAULTS["min_cases"]:
+            data["min_cases"] = self.min_cases
+        if self.min_coverage != _DEFAULTS["min_coverage"]:
+            data["min_coverage"] = float(self.min_coverage)
+        return data
 
 
 @dataclass(frozen=True)
@@ -101,6 +131,8 @@ class RequirementOutcome:
     """Failing results."""
     unmeasured: int
     """Results missing, not measured, or errored."""
+    cases: int
+    """Distinct cases with at least one measured result."""
     matched: tuple[str, ...]
     """Check names the requirement matched."""
     explanation: str
@@ -163,6 +195,7 @@ class PolicyDecision:
                     "passed": o.passed,
                     "failed": o.failed,
                     "unmeasured": o.unmeasured,
+                    "cases": o.cases,
                     "matched": list(o.matched),
                     "explanation": o.explanation,
                 }
@@ -251,7 +284,8 @@ class AcceptancePolicy:
         items = data.get("requirements")
         if not isinstance(items, list):
             raise PolicyError(
-                "a policy needs a 'requirements' list of {check, critical, min_pass_rate} objects"
+                "a policy needs a 'requirements' list of {check, critical, min_pass_rate, "
+                "min_cases, min_coverage} objects"
             )
         policy = cls(
             tuple(_requirement_from_dict(index, item) for index, item in enumerate(items)),
@@ -314,6 +348,8 @@ def _requirement_from_dict(index: int, item: Any) -> CheckRequirement:
         item["check"],
         critical=item.get("critical", True),
         min_pass_rate=item.get("min_pass_rate", 1.0),
+        min_cases=item.get("min_cases", _DEFAULTS["min_cases"]),
+        min_coverage=item.get("min_coverage", _DEFAULTS["min_coverage"]),
     )
 
 
@@ -329,10 +365,12 @@ def _judge(requirement: CheckRequirement, report: EvaluationReport) -> Requireme
             0,
             0,
             0,
+            0,
             (),
             f"no check in the report matches {requirement.check!r}",
         )
     passed = failed = unmeasured = 0
+    measured_cases: set[tuple[str, str]] = set()
     for trial in report.trials:
         for name in matched:
             result = trial.result(name)
@@ -340,30 +378,33 @@ def _judge(requirement: CheckRequirement, report: EvaluationReport) -> Requireme
             passed += status == "pass"
             failed += status == "fail"
             unmeasured += status not in ("pass", "fail")
+            if status in ("pass", "fail"):
+                measured_cases.add((trial.case["case_id"], trial.case["content_digest"]))
     total = passed + failed + unmeasured
+    measured = passed + failed
+    cases = len(measured_cases)
     need = requirement.min_pass_rate
     label = f"{requirement.check!r} ({'critical' if requirement.critical else 'advisory'})"
     counts = f"{passed} passed, {failed} failed, {unmeasured} not measured of {total}"
+
+    def outcome(status: Literal["met", "failed", "undecided"], why: str) -> RequirementOutcome:
+        return RequirementOutcome(
+            requirement, status, passed, failed, unmeasured, cases, matched, f"{label} {why}"
+        )
+
+    # Failed whatever the missing results turn out to be: even if every one passed.
     if (passed + unmeasured) / total < need:
-        return RequirementOutcome(
-            requirement,
-            "failed",
-            passed,
-            failed,
-            unmeasured,
-            matched,
-            f"{label} failed: {counts}; needs pass rate >= {need:g}",
-        )
-    if unmeasured == 0 and passed / total >= need:
-        return RequirementOutcome(
-            requirement, "met", passed, failed, unmeasured, matched, f"{label} met: {counts}"
-        )
-    return RequirementOutcome(
-        requirement,
-        "undecided",
-        passed,
-        failed,
-        unmeasured,
-        matched,
-        f"{label} undecided: {counts}",
+        return outcome("failed", f"failed: {counts}; needs pass rate >= {need:g}")
+    short = []
+    if measured / total < requirement.min_coverage:
+        short.append(f"coverage {measured / total:.3g} < min_coverage {requirement.min_coverage:g}")
+    if cases < requirement.min_cases:
+        short.append(f"{cases} measured cases < min_cases {requirement.min_cases}")
+    if short:
+        return outcome("undecided", f"undecided: {counts}; {'; '.join(short)}")
+    # Enough is measured: the pass rate over the measured results decides.
+    if passed / measured >= need:
+        return outcome("met", f"met: {counts}")
+    return outcome(
+        "failed", f"failed: {counts}; measured pass rate {passed / measured:.3g} < {need:g}"
     )

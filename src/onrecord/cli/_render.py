@@ -127,6 +127,7 @@ def render_report(console: Console, report: EvaluationReport) -> None:
         "passed",
         "failed",
         "unmeasured",
+        "errors",
         "pass rate",
         "95% interval",
         "coverage",
@@ -139,6 +140,7 @@ def render_report(console: Console, report: EvaluationReport) -> None:
             str(check.passed),
             str(check.failed),
             str(check.unmeasured),
+            str(check.errors),
             "n/a" if check.pass_rate is None else f"{check.pass_rate:.1%}",
             literal(_interval(check.interval)),
             f"{check.coverage:.0%}",
@@ -159,10 +161,21 @@ def _milestones(ks: list[int]) -> list[int]:
 
 def render_policy(console: Console, policy: AcceptancePolicy) -> None:
     """One row per requirement."""
-    table = Table("check", "critical", "min pass rate", title=f"policy {literal(policy.name)}")
+    table = Table(
+        "check",
+        "critical",
+        "min pass rate",
+        "min cases",
+        "min coverage",
+        title=f"policy {literal(policy.name)}",
+    )
     for requirement in policy.requirements:
         table.add_row(
-            literal(requirement.check), str(requirement.critical), f"{requirement.min_pass_rate:g}"
+            literal(requirement.check),
+            str(requirement.critical),
+            f"{requirement.min_pass_rate:g}",
+            str(requirement.min_cases),
+            f"{requirement.min_coverage:g}",
         )
     console.print(table)
 

@@ -142,6 +142,8 @@ def _html(out: Path, runs: Mapping[str, RunResult], console: Console) -> list[Pa
         )
         ledger_runs = sorted((out / "ledger" / "runs").glob("*/report.json"))
         merged = EvaluationReport.merge(EvaluationReport.load(path) for path in ledger_runs)
-        merged.save_json(out / "ledger" / "all-runs.report.json")
-        pages.append(write_report(out / "ledger" / "all-runs.report.json", out / "ledger.html"))
+        # Beside the ledger directory, not in it: its manifest pins every file it holds,
+        # so a file added there would make `onrecord verify` and `ledger analyze` refuse it.
+        merged.save_json(out / "ledger.report.json")
+        pages.append(write_report(out / "ledger.report.json", out / "ledger.html"))
     return [*pages, page]

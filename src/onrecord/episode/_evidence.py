@@ -15,6 +15,7 @@ from onrecord._canonical import (
     canonical_bytes,
     digest_bytes,
     load_record_bytes,
+    to_portable,
 )
 from onrecord._splice import LazyColumns, dumps_spliced
 from onrecord.episode import _history
@@ -29,7 +30,13 @@ from onrecord.episode._blobs import (
 )
 from onrecord.episode._coverage import coverage_issues, ending
 from onrecord.episode._verify import verify_episode_shape
-from onrecord.errors import ConsistencyError, DigestMismatch, EvidenceError, SchemaError
+from onrecord.errors import (
+    ConsistencyError,
+    DigestMismatch,
+    EvidenceError,
+    PortabilityError,
+    SchemaError,
+)
 
 __all__ = ["EPISODE_SCHEMA", "EpisodeEvidence"]
 
@@ -141,7 +148,10 @@ class EpisodeEvidence:
         _check_digest(stored, actual)
         record = b"".join((head[:-1], b',"digest":"', actual.encode(), b'",', tail[1:]))
         # A private copy the caller cannot mutate, parsed from the bytes just made.
-        return cls._verified(record, orjson.loads(record), blobs, where)
+        detached = orjson.loads(record)
+        if detached != data:
+            _refuse_unstorable(data)
+        return cls._verified(record, detached, blobs, where)
 
     @classmethod
     def _verified(
@@ -321,6 +331,19 @@ def _digest_of_halves(before: memoryview, after: memoryview) -> str:
     hasher.update(b",")
     hasher.update(after)
     return hasher.hexdigest()
+
+
+def _refuse_unstorable(data: Mapping[str, Any]) -> None:
+    """The record's bytes read back unequal to ``data``: orjson writes NaN and Infinity as
+    null (and a tuple as a list, which is harmless). Name a value JSON cannot hold rather
+    than verify, silently, a record that differs from what was given."""
+    try:
+        to_portable(dict(data), "$")
+    except PortabilityError as exc:
+        raise SchemaError(
+            f"episode evidence holds a value JSON cannot: {exc}; saved evidence never "
+            "does, so the record was edited"
+        ) from exc
 
 
 def _check_digest(stored: Any, actual: str) -> None:

@@ -7,11 +7,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from onrecord import __version__
 from onrecord._canonical import (
     atomic_write_bytes,
     canonical_bytes,
     content_digest,
+    digest_bytes,
     load_record_bytes,
     to_portable,
 )
@@ -62,12 +65,28 @@ def build_lock(trials: Iterable[Trial], extra: Mapping[str, Any] | None = None) 
 class EvaluationReport:
     """The results of evaluating one or many trials with a fixed set of checks."""
 
-    __slots__ = ("_digest", "_lock", "_trials")
+    __slots__ = ("_bytes", "_digest", "_lock", "_trials")
 
     def __init__(self, trials: Iterable[Trial], lock: Mapping[str, Any]) -> None:
+        """A report of ``trials`` under ``lock``, which must be the lock of those trials
+        (as ``build_lock`` makes it, plus any extra settings): a lock that names other
+        checks, environments or cases would let two reports with equal locks hold
+        trials that cannot be paired. ``from_trials`` derives the lock for you."""
+        self._setup(trials, lock)
+        _verify_lock(self._trials, self._lock, InputError)
+
+    def _setup(self, trials: Iterable[Trial], lock: Mapping[str, Any]) -> None:
         self._trials = tuple(trials)
-        self._lock = dict(lock)
-        self._digest = content_digest(self._body())
+        if not isinstance(lock, Mapping):
+            raise InputError(f"a report's lock must be a mapping, got {type(lock).__name__}")
+        # A detached copy: the caller's nested dicts (a lock read from a file, say) can
+        # no longer change the report behind its digest.
+        self._lock = to_portable(dict(lock), "$.lock")
+        body = canonical_bytes(self._body())
+        self._digest = digest_bytes(body)
+        # The saved form, fixed now: ``digest`` sorts before every other key. What
+        # to_dict, to_bytes and save_json give is always what the digest covers.
+        self._bytes = b'{"digest":"' + self._digest.encode() + b'",' + body[1:]
         keys = [trial.key for trial in self._trials]
         if len(keys) != len(set(keys)):
             raise InputError(
@@ -76,12 +95,19 @@ class EvaluationReport:
             )
 
     @classmethod
+    def _unverified(cls, trials: Iterable[Trial], lock: Mapping[str, Any]) -> EvaluationReport:
+        """A report whose lock is known to match (just built) or is checked by the caller."""
+        report = object.__new__(cls)
+        report._setup(trials, lock)
+        return report
+
+    @classmethod
     def from_trials(
         cls, trials: Iterable[Trial], *, lock_extra: Mapping[str, Any] | None = None
     ) -> EvaluationReport:
         """Build a report and derive its lock from the trials."""
         trials = tuple(trials)
-        return cls(trials, build_lock(trials, lock_extra))
+        return cls._unverified(trials, build_lock(trials, lock_extra))
 
     @classmethod
     def merge(cls, reports: Iterable[EvaluationReport]) -> EvaluationReport:
@@ -141,12 +167,14 @@ class EvaluationReport:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """Portable form, with digest."""
-        return {**self._body(), "digest": self._digest}
+        """Portable form, with digest: a detached copy (changing it changes nothing in
+        the report)."""
+        copy: dict[str, Any] = orjson.loads(self._bytes)
+        return copy
 
     def to_bytes(self) -> bytes:
         """The exact bytes ``save_json`` writes."""
-        return canonical_bytes(self.to_dict()) + b"\n"
+        return self._bytes + b"\n"
 
     def save_json(self, path: str | os.PathLike[str]) -> Path:
         """Write the report atomically in canonical form."""
@@ -168,18 +196,13 @@ class EvaluationReport:
             )
         if not isinstance(data.get("trials"), list) or not isinstance(data.get("lock"), dict):
             raise SchemaError("a report needs a 'lock' object and a 'trials' list")
-        report = cls((Trial.from_dict(item) for item in data["trials"]), data["lock"])
+        report = cls._unverified((Trial.from_dict(item) for item in data["trials"]), data["lock"])
         if data.get("digest") != report.digest:
             raise DigestMismatch(
                 f"report digest is {data.get('digest')!r} but its content "
                 f"hashes to {report.digest!r}: it was changed after saving"
             )
-        expected = build_lock(report.trials, _extra(data["lock"]))
-        if expected != data["lock"] | {"library": expected["library"]}:
-            raise ConsistencyError(
-                "the report's lock does not match its trials (checks, "
-                "environments or cases differ); it was edited"
-            )
+        _verify_lock(report.trials, data["lock"], ConsistencyError)
         return report
 
     @classmethod
@@ -191,6 +214,21 @@ class EvaluationReport:
         return (
             f"EvaluationReport(trials={len(self._trials)}, checks={len(self.check_names)}, "
             f"digest={self._digest[:12]!r})"
+        )
+
+
+def _verify_lock(
+    trials: tuple[Trial, ...],
+    lock: Mapping[str, Any],
+    error: type[InputError] | type[ConsistencyError],
+) -> None:
+    """Raise ``error`` unless ``lock`` is the lock of ``trials`` (any library version)."""
+    expected = build_lock(trials, _extra(lock))
+    if expected != dict(lock) | {"library": expected["library"]}:
+        raise error(
+            "the report's lock does not match its trials (checks, environments or "
+            "cases differ); build reports with EvaluationReport.from_trials, or load "
+            "a saved one unedited"
         )
 
 

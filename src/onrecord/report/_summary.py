@@ -30,6 +30,9 @@ class CheckSummary:
     """passed / measured, or None when nothing was measured."""
     interval: tuple[float, float]
     """95 % Wilson interval of the pass rate over measured trials."""
+    errors: int = 0
+    """Of the unmeasured, trials whose check raised or misbehaved (evaluator errors) or
+    whose model failed (model errors): kept apart from failures, never counted as one."""
 
     @property
     def coverage(self) -> float:
@@ -69,6 +72,7 @@ class ReportSummary:
                     "passed": check.passed,
                     "failed": check.failed,
                     "unmeasured": check.unmeasured,
+                    "errors": check.errors,
                     "pass_rate": check.pass_rate,
                     "interval": list(check.interval),
                     "coverage": check.coverage,
@@ -103,12 +107,13 @@ def summarize(trials: Sequence[Trial], check_names: Sequence[str]) -> ReportSumm
 
 
 def _check_summary(trials: Sequence[Trial], name: str) -> CheckSummary:
-    passed = failed = 0
+    passed = failed = errors = 0
     for trial in trials:
         result = trial.result(name)
         status = result.status if result is not None else None
         passed += status == "pass"
         failed += status == "fail"
+        errors += status in ("evaluator_error", "model_error")
     measured = passed + failed
     return CheckSummary(
         name,
@@ -117,4 +122,5 @@ def _check_summary(trials: Sequence[Trial], name: str) -> CheckSummary:
         len(trials) - measured,
         passed / measured if measured else None,
         wilson_interval(passed, measured),
+        errors,
     )

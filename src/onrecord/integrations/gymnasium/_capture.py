@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium.wrappers import TimeLimit
 
 from onrecord import __version__
-from onrecord._canonical import to_portable
+from onrecord._canonical import from_portable, to_portable
 from onrecord.case import EvalCase
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.episode._blobs import BLOB_TAG, BLOB_THRESHOLD, blob_ref, is_blob
@@ -202,7 +202,11 @@ def _reset(
     try:
         env.action_space.seed(seed)
         env.observation_space.seed(seed)
-        observation, info = _reset_result(env.reset(seed=seed, options=settings["options"]))
+        # The environment gets a native copy of what was recorded: NumPy arrays in the
+        # options come back as arrays (with their dtype), not as their tagged JSON form.
+        options = settings["options"]
+        native = None if options is None else from_portable(options)
+        observation, info = _reset_result(env.reset(seed=seed, options=native))
         recorder.initial_observation = observation
         initial["observation"] = _initial_observation(env.observation_space, observation, recorder)
         initial["info"] = to_portable(info, "$.initial.info")
