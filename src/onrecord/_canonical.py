@@ -140,21 +140,26 @@ def state_bytes(value: Any, path: str = "$") -> bytes:
     """Canonical JSON bytes of a state-like value (observer output, observations) in one C
     call. NumPy scalars and arrays are written as plain numbers and nested lists, each at
     its own precision (a float32 keeps its shortest float32 digits), so the bytes are
-    exact and stable under re-serialization. A ``null`` in the output may be a NaN in
-    disguise, and an unknown type makes orjson fail: both take the exact walk, which
-    raises PortabilityError naming the path."""
+    exact and stable under re-serialization. An unknown type makes orjson fail, a
+    ``null`` may be a NaN in disguise and a string a UUID or datetime64 orjson wrote as
+    text: those take the exact walk, which raises PortabilityError naming the path —
+    unless the bytes read back equal to the value (one C comparison; SQLite rows with
+    NULLs and text pass there), or, for a string, the value holds nothing orjson could
+    have written as one."""
     try:
         raw = orjson.dumps(value, option=_STATE_OPTIONS, default=_numpy_fallback)
     except TypeError:
         raw = b""
-    if not raw or b"null" in raw or not _same_strings(raw, value):
+    if not raw:
         _walk(value, path)  # raises with the path when something is not portable
-        if not raw:
-            raise PortabilityError(
-                f"{path} could not be serialized; return plain JSON "
-                "values or numpy numbers and arrays",
-                path,
-            )
+        raise PortabilityError(
+            f"{path} could not be serialized; return plain JSON values or numpy numbers and arrays",
+            path,
+        )
+    nulls = b"null" in raw
+    suspect = nulls or not no_string_values(raw)
+    if suspect and not _reads_back_equal(raw, value) and (nulls or _not_plain(value)):
+        _walk(value, path)
     return raw
 
 
@@ -165,15 +170,41 @@ def no_string_values(raw: bytes) -> bool:
     return raw.count(b'"') == 2 * raw.count(b'":') and raw.find(b"\\") < 0
 
 
-def _same_strings(raw: bytes, value: Any) -> bool:
-    """False when orjson may have written a non-string object as a string (a UUID, a
-    NumPy datetime64): such a string value reads back unequal to the original."""
-    if no_string_values(raw):
-        return True
+def _reads_back_equal(raw: bytes, value: Any) -> bool:
+    """Whether the bytes parse to a value equal to the original: not so for a NaN written
+    as null, a UUID or datetime64 written as text, nor (harmlessly) for arrays, tuples
+    and float32 numbers, which the callers then look at more closely."""
     try:
         return bool(orjson.loads(raw) == value)
     except ValueError:  # arrays compared with lists have no single truth value
         return False
+
+
+_PLAIN_LEAVES = frozenset((str, int, float, bool, type(None)))
+
+
+def _not_plain(value: Any) -> bool:
+    """Whether ``value`` holds anything but JSON containers and leaves, and NumPy numbers
+    and numeric arrays: only those others (a UUID, a datetime64, an enum) can be what
+    orjson wrote as a string. It looks at an array's dtype, never at its elements, so a
+    string beside a large array (which never reads back equal) costs no element walk."""
+    kind = type(value)
+    if kind in _PLAIN_LEAVES:
+        return False
+    if kind is dict:
+        if any(type(key) is not str for key in value):
+            return True
+        value = value.values()
+    elif kind is not list and kind is not tuple:
+        return _not_plain_leaf(value)
+    plain = _PLAIN_LEAVES  # a leaf's type is looked up here, without a call per leaf
+    return any(type(item) not in plain and _not_plain(item) for item in value)
+
+
+def _not_plain_leaf(value: Any) -> bool:
+    if type(value) is np.ndarray or isinstance(value, np.generic):
+        return value.dtype.kind not in "biuf"
+    return True
 
 
 def _numpy_fallback(value: Any) -> Any:
@@ -273,12 +304,12 @@ def _walk(value: Any, path: str) -> Any:
 def _to_portable_slow(value: Any, path: str) -> Any:
     if isinstance(value, np.ndarray):
         return _array_to_portable(value, path)
-    if isinstance(value, np.generic):
-        return _walk(value.item(), path) if value.dtype.kind in "biuf" else _refuse(value, path)
     if isinstance(value, Enum):  # as orjson writes it: an Enum member is its value
         return _walk(value.value, path)
-    if isinstance(value, str):  # str.__str__: a mixin Enum's str() is its name
-        return _checked_str(str.__str__(value), path)
+    if isinstance(value, str):  # str.__str__: a mixin Enum's str() is its name (and a
+        return _checked_str(str.__str__(value), path)  # numpy.str_ is text, as orjson says)
+    if isinstance(value, np.generic):
+        return _walk(value.item(), path) if value.dtype.kind in "biuf" else _refuse(value, path)
     if isinstance(value, float):
         return _walk(float(value), path)
     if isinstance(value, int):

@@ -2,10 +2,13 @@
 
 * a measured failure of a critical requirement **rejects**, even when other evidence is
   missing;
-* otherwise any requirement that cannot be decided (results missing beyond its
-  ``min_coverage``, fewer measured cases than its ``min_cases``), or any coverage issue,
-  makes the decision **indeterminate**;
+* otherwise any requirement, critical or advisory, that cannot be decided (no matching
+  check, results missing beyond its ``min_coverage``, fewer measured cases than its
+  ``min_cases``), or any coverage issue of any trial, makes the decision
+  **indeterminate**;
 * otherwise the report is **accepted**.
+
+How each requirement is judged is in ``onrecord._policy_rules``.
 
 ``CheckRequirement.check`` may be a glob (``dynamics/pole_angle/*``): every check in the
 report that matches is required in every trial, so a missing horizon is missing coverage.
@@ -15,7 +18,6 @@ A check whose name equals the pattern always matches, so a check literally named
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -29,6 +31,7 @@ from onrecord._canonical import (
     content_digest,
     load_record_bytes,
 )
+from onrecord._policy_rules import judge
 from onrecord.errors import DigestMismatch, PolicyError, SchemaError
 from onrecord.report import EvaluationReport
 
@@ -239,7 +242,10 @@ class AcceptancePolicy:
         """Decide on ``report``."""
         if not isinstance(report, EvaluationReport):
             raise PolicyError(f"evaluate() takes an EvaluationReport, got {type(report).__name__}")
-        outcomes = tuple(_judge(requirement, report) for requirement in self.requirements)
+        outcomes = tuple(
+            RequirementOutcome(requirement, **vars(judge(requirement, report)))
+            for requirement in self.requirements
+        )
         coverage = report.coverage_issues
         reasons = [o.explanation for o in outcomes if o.status != "met"]
         reasons += [f"coverage: {issue}" for issue in coverage]
@@ -350,61 +356,4 @@ def _requirement_from_dict(index: int, item: Any) -> CheckRequirement:
         min_pass_rate=item.get("min_pass_rate", 1.0),
         min_cases=item.get("min_cases", _DEFAULTS["min_cases"]),
         min_coverage=item.get("min_coverage", _DEFAULTS["min_coverage"]),
-    )
-
-
-def _judge(requirement: CheckRequirement, report: EvaluationReport) -> RequirementOutcome:
-    pattern = requirement.check
-    matched = tuple(
-        name for name in report.check_names if name == pattern or fnmatch.fnmatchcase(name, pattern)
-    )
-    if not matched:
-        return RequirementOutcome(
-            requirement,
-            "undecided",
-            0,
-            0,
-            0,
-            0,
-            (),
-            f"no check in the report matches {requirement.check!r}",
-        )
-    passed = failed = unmeasured = 0
-    measured_cases: set[tuple[str, str]] = set()
-    for trial in report.trials:
-        for name in matched:
-            result = trial.result(name)
-            status = result.status if result is not None else "missing"
-            passed += status == "pass"
-            failed += status == "fail"
-            unmeasured += status not in ("pass", "fail")
-            if status in ("pass", "fail"):
-                measured_cases.add((trial.case["case_id"], trial.case["content_digest"]))
-    total = passed + failed + unmeasured
-    measured = passed + failed
-    cases = len(measured_cases)
-    need = requirement.min_pass_rate
-    label = f"{requirement.check!r} ({'critical' if requirement.critical else 'advisory'})"
-    counts = f"{passed} passed, {failed} failed, {unmeasured} not measured of {total}"
-
-    def outcome(status: Literal["met", "failed", "undecided"], why: str) -> RequirementOutcome:
-        return RequirementOutcome(
-            requirement, status, passed, failed, unmeasured, cases, matched, f"{label} {why}"
-        )
-
-    # Failed whatever the missing results turn out to be: even if every one passed.
-    if (passed + unmeasured) / total < need:
-        return outcome("failed", f"failed: {counts}; needs pass rate >= {need:g}")
-    short = []
-    if measured / total < requirement.min_coverage:
-        short.append(f"coverage {measured / total:.3g} < min_coverage {requirement.min_coverage:g}")
-    if cases < requirement.min_cases:
-        short.append(f"{cases} measured cases < min_cases {requirement.min_cases}")
-    if short:
-        return outcome("undecided", f"undecided: {counts}; {'; '.join(short)}")
-    # Enough is measured: the pass rate over the measured results decides.
-    if passed / measured >= need:
-        return outcome("met", f"met: {counts}")
-    return outcome(
-        "failed", f"failed: {counts}; measured pass rate {passed / measured:.3g} < {need:g}"
     )

@@ -194,3 +194,23 @@ def _one_step_observing(state: Any) -> EpisodeEvidence:
         seed=0,
         max_steps=3,
     )
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"note": None, "angles": np.array([0.5, np.nan])},
+        {"note": "held", "angles": [0.5, float("nan")]},
+        {"rows": [{"memo": None}, {"memo": float("inf")}]},
+    ],
+    ids=["nan-in-array-beside-null", "nan-beside-text", "inf-among-null-rows"],
+)
+def test_a_nan_is_found_whatever_sits_beside_it(state: Any) -> None:
+    """A null in the bytes is taken as a NULL only when the bytes read back equal."""
+    with pytest.raises(PortabilityError, match=r"non-finite|nan|inf"):
+        state_bytes(state, "$")
+
+
+def test_rows_with_nulls_and_text_pass_without_a_walk() -> None:
+    rows = [{"id": i, "memo": None if i % 2 else "x", "amount": i * 1.5} for i in range(50)]
+    assert state_bytes({"claims": rows}) == canonical_bytes({"claims": rows})

@@ -160,6 +160,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         # flight, so a step by the observer or another thread is refused: swapped in
         # with no call before it, so atomic under the GIL. SEALED after interact.
         limit = max_steps
+        sealed = False  # set once by seal(): a step or read in flight cannot undo it
 
         def step(action: Any) -> StepResult:
             nonlocal limit
@@ -231,7 +232,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                 record((sent, elapsed, kept, reward, raw))
                 return result
             finally:
-                limit = bound
+                limit = SEALED if sealed else bound
 
         def guarded_observe() -> Any:
             """The observer, read outside a step while no step may start."""
@@ -240,11 +241,12 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
             try:
                 return observe()
             finally:
-                limit = bound
+                limit = SEALED if sealed else bound
 
         def seal() -> None:
             """No step after capture_episode has returned: its evidence is sealed."""
-            nonlocal limit
+            nonlocal limit, sealed
+            sealed = True
             limit = SEALED
 
         def now() -> int:
