@@ -141,3 +141,26 @@ def test_an_interrupted_ray_run_stops_its_hung_tasks_on_a_shared_cluster(cluster
     assert _free_cpus(2, within=10) == 2
     executor.close()
     assert ray.is_initialized()
+
+
+class JobThatFailsOnTheNode:
+    """Stands for a job a node cannot run (onrecord or a module missing there): its key
+    raises inside the Ray worker only (DIE is set in the cluster's workers alone)."""
+
+    repeat = 0
+
+    @property
+    def key(self) -> tuple[str, int]:
+        if os.environ.get(DIE):
+            raise ModuleNotFoundError("No module named 'clinic_agents'")
+        return ("frozenlake/goal", 0)
+
+
+def test_a_task_that_raises_is_named_as_such_not_as_a_dead_worker(cluster: str) -> None:
+    with RayExecutor(chunk_size=1) as executor:
+        results = list(executor.run([JobThatFailsOnTheNode()]))  # type: ignore[list-item]
+    assert [(r.case_id, r.repeat) for r in results] == [("frozenlake/goal", 0)]
+    error = results[0].error or ""
+    assert "the Ray task failed" in error
+    assert "ModuleNotFoundError: No module named 'clinic_agents'" in error
+    assert "died" not in error

@@ -108,3 +108,14 @@ def test_a_torn_line_in_errors_jsonl_is_cut_on_resume(run_dir: Path) -> None:
     # Before: the next error line was glued to the torn one.
     assert len(lines) == 4
     assert all(orjson.loads(line)["error"] for line in lines)
+
+
+def test_a_refused_out_directory_is_left_as_it_was_found(tmp_path: Path) -> None:
+    """--out into a user's own non-empty folder is refused and leaves no .lock behind."""
+    folder = tmp_path / "my-notes"
+    folder.mkdir()
+    (folder / "todo.txt").write_text("buy milk\n")
+    done = onrecord("run", "frozenlake", "--agent", "walks_to_goal", "--out", str(folder))
+    assert done.returncode == 3
+    assert "already exists and is not empty" in done.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["todo.txt"]

@@ -216,13 +216,15 @@ class _Chunk:
         if not self.alone:
             retries.extend(self.jobs)
             return
+        yield from self.failed(
+            "the worker process running this episode died (os._exit, a signal or out of "
+            "memory); a resume retries it"
+        )
+
+    def failed(self, reason: str) -> Iterator[JobResult]:
+        """Every job of this chunk as not recorded, for ``reason``."""
         for job in self.jobs:
-            yield JobResult(
-                job.key[0],
-                job.repeat,
-                error="the worker process running this episode died (os._exit, a "
-                "signal or out of memory); a resume retries it",
-            )
+            yield JobResult(job.key[0], job.repeat, error=reason)
 
 
 class RayExecutor(Executor):
@@ -281,6 +283,9 @@ class RayExecutor(Executor):
                     chunk = pending.pop(ref)
                     try:
                         results = ray.get(ref)
+                    except ray.exceptions.RayTaskError as exc:  # raised, not died: no retry
+                        yield from chunk.failed(_task_failure(exc))
+                        continue
                     except ray.exceptions.RayError:  # the worker (or its node) died
                         yield from chunk.lost(retries)
                         continue
@@ -296,6 +301,18 @@ class RayExecutor(Executor):
     def close(self) -> None:
         if self._started and self._ray.is_initialized():
             self._ray.shutdown()
+
+
+def _task_failure(exc: BaseException) -> str:
+    """A Ray task that raised outside the episode (episodes catch their own errors): most
+    often onrecord or the task's modules missing on a node. Its cause, in one line."""
+    cause = getattr(exc, "cause", None) or exc
+    first = str(cause).strip().splitlines()[:1] or [""]
+    return (
+        f"the Ray task failed before or after its episodes: {type(cause).__name__}: "
+        f"{first[0]}; is onrecord, with the environment's and agent's modules, installed "
+        "on every node? a resume retries it"
+    )
 
 
 def _next(chunks: Iterator[list[EpisodeJob]], retries: list[EpisodeJob]) -> _Chunk | None:

@@ -71,15 +71,15 @@ class RunStore:
     # -- opening -------------------------------------------------------------------
     @classmethod
     def create(cls, path: str | os.PathLike[str], run_id: str, protocol: RunProtocol) -> RunStore:
-        """Start a new run directory; refuses one that already holds anything. The
-        directory stays locked for the ``RunWriter`` that runs it: two runs started at
-        once into one directory must not both write ``run.json``."""
+        """Start a new run directory; refuses one that already holds anything. Locked
+        first, and for the ``RunWriter``: two runs must not both write ``run.json``."""
         target = Path(path)
         if target.exists() and not target.is_dir():
             raise InputError(
                 f"{target} exists and is not a directory; choose another --out directory"
             )
         target.mkdir(parents=True, exist_ok=True)
+        had_lock = (target / _LOCK).exists()
         lock = _lock_directory(target)
         try:
             if any(entry.name != _LOCK for entry in target.iterdir()):
@@ -90,6 +90,8 @@ class RunStore:
             store = cls._write_manifest(target, run_id, protocol)
         except BaseException:
             _unlock(lock)
+            if not had_lock:  # a refused directory is left as it was found
+                (target / _LOCK).unlink(missing_ok=True)
             raise
         store._lock = lock
         return store
