@@ -17,7 +17,6 @@ before appending. Any other mismatch is tampering: it is reported and nothing is
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import time
@@ -35,6 +34,7 @@ from onrecord._canonical import (
 )
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
 from onrecord.runner._job import EPISODE_RECORD_SCHEMA, JobResult
+from onrecord.runner._lock import LOCK_NAME, lock_directory, unlock
 from onrecord.runner._protocol import RunProtocol
 from onrecord.runner._provider import SavedEpisode
 
@@ -79,19 +79,19 @@ class RunStore:
                 f"{target} exists and is not a directory; choose another --out directory"
             )
         target.mkdir(parents=True, exist_ok=True)
-        had_lock = (target / _LOCK).exists()
-        lock = _lock_directory(target)
+        had_lock = (target / LOCK_NAME).exists()
+        lock = lock_directory(target)
         try:
-            if any(entry.name != _LOCK for entry in target.iterdir()):
+            if any(entry.name != LOCK_NAME for entry in target.iterdir()):
                 raise InputError(
                     f"{target} already exists and is not empty; pass --resume to "
                     "continue the run in it, or choose another --out directory"
                 )
             store = cls._write_manifest(target, run_id, protocol)
         except BaseException:
-            _unlock(lock)
+            unlock(lock)
             if not had_lock:  # a refused directory is left as it was found
-                (target / _LOCK).unlink(missing_ok=True)
+                (target / LOCK_NAME).unlink(missing_ok=True)
             raise
         store._lock = lock
         return store
@@ -300,7 +300,7 @@ class RunWriter:
 
     def __init__(self, store: RunStore) -> None:
         self.store = store
-        self._lock, store._lock = store._lock or _lock_directory(store.path), None
+        self._lock, store._lock = store._lock or lock_directory(store.path), None
         try:
             self.notices = _cut_torn_line(store, "episodes.jsonl")
             self.notices += _cut_torn_line(store, "errors.jsonl")
@@ -369,36 +369,13 @@ class RunWriter:
             for fd in (self._actions, self._episodes, self._errors):
                 os.close(fd)
             del self._episodes
-        _unlock(self._lock)
+        unlock(self._lock)
 
     def __enter__(self) -> RunWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-_LOCK = ".lock"
-
-
-def _lock_directory(path: Path) -> BinaryIO:
-    """An exclusive lock on a run directory (released when the process dies)."""
-    lock = open(path / _LOCK, "a+b")  # noqa: SIM115
-    try:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError as exc:
-        lock.close()
-        raise InputError(
-            f"another onrecord process is writing to {path}; wait for it to "
-            "finish (or stop it) before resuming"
-        ) from exc
-    return lock
-
-
-def _unlock(lock: BinaryIO) -> None:
-    if not lock.closed:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
-        lock.close()
 
 
 def _write_all(fd: int, data: bytes) -> None:
