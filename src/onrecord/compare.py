@@ -9,8 +9,10 @@ versions, environment settings or case sets would make a p-value meaningless.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from numbers import Integral
+from pathlib import Path
 from typing import Any
 
 from onrecord._stats import mcnemar_exact_p, paired_bootstrap_ci
@@ -19,9 +21,12 @@ from onrecord.report import EvaluationReport, Trial
 
 __all__ = [
     "CheckComparison",
+    "ComparedSource",
     "Comparison",
     "MeasureComparison",
     "compare_reports",
+    "compare_sources",
+    "load_source",
     "lock_differences",
 ]
 
@@ -168,6 +173,87 @@ def compare_reports(
     )
     measures = tuple(_compare_measure(name, pairs, resamples, seed) for name in names)
     return Comparison(len(pairs), checks, measures, a.digest, b.digest)
+
+
+@dataclass(frozen=True)
+class ComparedSource:
+    """What ``onrecord compare`` compares: a report file, a run directory or a regrade
+    directory (``RUN/regrades/NAME``)."""
+
+    source: str
+    """The path as given."""
+    report: EvaluationReport
+    """Its report."""
+    label: str
+    """A readable name (the agent and environment of a run)."""
+    planned: int | None
+    """Episodes the run plans (None for a report file)."""
+    missing: tuple[str, ...]
+    """Planned episodes the report holds no trial for, as ``case_id#repeat``."""
+    hint: str = ""
+    """What completes an incomplete run."""
+
+
+def load_source(source: str | os.PathLike[str]) -> ComparedSource:
+    """A report file, or the report of a run or regrade directory together with the
+    planned episodes it lacks (an interrupted run, episodes that could not be recorded)."""
+    from onrecord.runner import RunStore
+
+    path = Path(source)
+    if not path.is_dir():
+        return ComparedSource(str(source), EvaluationReport.load(path), path.name, None, ())
+    resolved = path.resolve()
+    regrade = resolved.parent.name == "regrades" and not (path / "run.json").exists()
+    store = RunStore.open(resolved.parent.parent if regrade else path)
+    protocol = store.protocol
+    label = f"{protocol.agent} on {protocol.environment.name} ({store.path.name}"
+    label += f", regrade {resolved.name})" if regrade else ")"
+    if not (path / "report.json").is_file():
+        episodes = store.file("episodes.jsonl")
+        recorded = episodes.read_bytes().count(b"\n") if episodes.is_file() else 0
+        raise InputError(
+            f"{source} has no report.json: the run was interrupted with {recorded} of "
+            f"{protocol.episodes} planned episodes recorded; `onrecord run --resume "
+            f"{store.path}` finishes it, then compare"
+        )
+    report = EvaluationReport.load(path / "report.json")
+    present = {(str(trial.case["case_id"]), trial.repeat) for trial in report.trials}
+    missing = tuple(
+        f"{job.key[0]}#{job.key[1]}"
+        for job in protocol.jobs(store.run_id)
+        if job.key not in present
+    )
+    hint = f"`onrecord run --resume {store.path}` retries them" + (
+        ", then `onrecord regrade` it again" if regrade else ""
+    )
+    return ComparedSource(str(source), report, label, protocol.episodes, missing, hint)
+
+
+def _incomplete_reasons(a: ComparedSource, b: ComparedSource) -> list[str]:
+    """Why a run missing planned episodes is not compared: fewer pairs than planned
+    would be presented as the whole comparison (empty when both are complete)."""
+    reasons = []
+    for side, compared in (("A", a), ("B", b)):
+        if compared.missing:
+            shown = ", ".join(compared.missing[:5])
+            more = f" and {len(compared.missing) - 5} more" if len(compared.missing) > 5 else ""
+            reasons.append(
+                f"{side} ({compared.source}) is an incomplete run: "
+                f"{len(compared.missing)} of {compared.planned} planned episodes have no "
+                f"trial ({shown}{more}); {compared.hint} (or compare the report.json "
+                "files to compare only the recorded pairs)"
+            )
+    return reasons
+
+
+def compare_sources(
+    a: ComparedSource, b: ComparedSource, *, resamples: int = 2000, seed: int = 0
+) -> Comparison:
+    """``compare_reports`` of two loaded sources, refused also when a run is incomplete."""
+    reasons = _incomplete_reasons(a, b)
+    if reasons:
+        raise ComparisonRefused(reasons + lock_differences(a.report.lock, b.report.lock))
+    return compare_reports(a.report, b.report, resamples=resamples, seed=seed)
 
 
 def _check_bootstrap_settings(resamples: Any, seed: Any) -> None:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes, canonical_bytes
 from onrecord.cli._render import make_console, render_comparison
-from onrecord.compare import compare_reports
-from onrecord.report import EvaluationReport
+from onrecord.compare import compare_sources, load_source
 
 __all__ = ["register"]
 
@@ -20,9 +18,12 @@ def register(subparsers: Any) -> None:
         "compare",
         help="paired comparison of two reports (McNemar, bootstrap)",
         description="Pair trials by case and repeat; exact McNemar p-value per check and a "
-        "paired bootstrap interval per measure. Refuses when the locks differ.",
+        "paired bootstrap interval per measure. Refuses (exit 3) when the locks differ or "
+        "a run directory is missing planned episodes.",
     )
-    parser.add_argument("report_a", metavar="A")
+    parser.add_argument(
+        "report_a", metavar="A", help="report file, run directory or RUN/regrades/NAME"
+    )
     parser.add_argument("report_b", metavar="B")
     parser.add_argument("--json", metavar="FILE", help="also save the comparison as JSON")
     parser.add_argument(
@@ -35,19 +36,14 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Compare and print. A and B are report files or run directories."""
+    """Compare and print. A and B are report files, run directories or regrade
+    directories; an incomplete run is refused, naming its missing episodes."""
     if args.html:
         from onrecord.html import write_comparison
 
         print(f"wrote {write_comparison(args.report_a, args.report_b, args.html)[0]}")
-    comparison = compare_reports(_load(args.report_a), _load(args.report_b))
+    comparison = compare_sources(load_source(args.report_a), load_source(args.report_b))
     render_comparison(make_console(), comparison)
     if args.json:
         atomic_write_bytes(args.json, canonical_bytes(comparison.to_dict()) + b"\n")
     return 0
-
-
-def _load(source: str) -> EvaluationReport:
-    """A report file, or the report of a run directory."""
-    path = Path(source)
-    return EvaluationReport.load(path / "report.json" if path.is_dir() else path)

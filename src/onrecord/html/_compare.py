@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from onrecord import __version__
-from onrecord.compare import compare_reports
+from onrecord.compare import compare_sources, load_source
 from onrecord.errors import ComparisonRefused
 from onrecord.html._page import attr, cell, document, esc, table
 from onrecord.report import EvaluationReport
-from onrecord.runner import RunStore
 
 __all__ = ["comparison_data", "load_report", "render_comparison_page"]
 
@@ -20,27 +19,24 @@ _SCRIPT = "document.body.dataset.rendered = 'yes';"
 
 
 def load_report(source: str | Path) -> tuple[EvaluationReport, str]:
-    """The report of a run directory (its ``report.json``) or a report file, and a label."""
-    path = Path(source)
-    if path.is_dir():
-        store = RunStore.open(path)
-        label = f"{store.protocol.agent} on {store.protocol.environment.name} ({path.name})"
-        return EvaluationReport.load(path / "report.json"), label
-    return EvaluationReport.load(path), path.name
+    """The report of a run or regrade directory (its ``report.json``) or a report file,
+    and a label."""
+    loaded = load_source(source)
+    return loaded.report, loaded.label
 
 
 def comparison_data(source_a: str | Path, source_b: str | Path) -> dict[str, Any]:
     """The comparison, or the reasons it is refused, as portable data."""
-    (report_a, label_a), (report_b, label_b) = load_report(source_a), load_report(source_b)
+    a, b = load_source(source_a), load_source(source_b)
     data: dict[str, Any] = {
         "generator": f"onrecord {__version__}",
-        "a": {"label": label_a, "digest": report_a.digest},
-        "b": {"label": label_b, "digest": report_b.digest},
+        "a": {"label": a.label, "digest": a.report.digest},
+        "b": {"label": b.label, "digest": b.report.digest},
         "comparison": None,
         "refused": None,
     }
     try:
-        data["comparison"] = compare_reports(report_a, report_b).to_dict()
+        data["comparison"] = compare_sources(a, b).to_dict()
     except ComparisonRefused as exc:
         data["refused"] = list(exc.reasons)
     return data
