@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from onrecord.policy import CheckRequirement
     from onrecord.report import EvaluationReport
 
-__all__ = ["Judgement", "judge", "matches"]
+__all__ = ["Judgement", "StatusTable", "judge", "matches"]
 
 RequirementStatus = Literal["met", "failed", "undecided"]
 # Why a (trial, check) result is unmeasured, in the order the reasons name them.
@@ -51,8 +51,23 @@ def _share(numerator: int, denominator: int, threshold: float) -> str:
     return f"{text} ({numerator} of {denominator})"
 
 
-def judge(requirement: CheckRequirement, report: EvaluationReport) -> Judgement:
-    """met, failed or undecided, with counts over every (trial, matched check) result."""
+class StatusTable:
+    """Every trial's case and its results' statuses by check name, read once per report
+    so that judging many requirements does not search each trial's results again."""
+
+    __slots__ = ("cases", "statuses")
+
+    def __init__(self, report: EvaluationReport) -> None:
+        trials = report.trials
+        self.cases = [(trial.case["case_id"], trial.case["content_digest"]) for trial in trials]
+        self.statuses = [{r.name: r.status for r in trial.results} for trial in trials]
+
+
+def judge(
+    requirement: CheckRequirement, report: EvaluationReport, table: StatusTable | None = None
+) -> Judgement:
+    """met, failed or undecided, with counts over every (trial, matched check) result
+    (``table``, when given, must be ``StatusTable(report)``)."""
     label = f"{requirement.check!r} ({'critical' if requirement.critical else 'advisory'})"
     matched = tuple(name for name in report.check_names if matches(requirement.check, name))
     if not matched:
@@ -60,15 +75,17 @@ def judge(requirement: CheckRequirement, report: EvaluationReport) -> Judgement:
         if not report.trials:
             why += ": the report holds no trial"
         return Judgement("undecided", 0, 0, 0, 0, matched, why)
+    table = table or StatusTable(report)
     kinds: Counter[str] = Counter()
     measured_cases: set[tuple[str, str]] = set()
-    for trial in report.trials:
-        for name in matched:
-            result = trial.result(name)
-            status = result.status if result is not None else "missing"
-            kinds[status] += 1
-            if status in ("pass", "fail"):
-                measured_cases.add((trial.case["case_id"], trial.case["content_digest"]))
+    for name in matched:
+        column = [statuses.get(name, "missing") for statuses in table.statuses]
+        kinds.update(column)  # counted in C
+        measured_cases.update(
+            case
+            for case, status in zip(table.cases, column, strict=True)
+            if status == "pass" or status == "fail"
+        )
     passed, failed = kinds["pass"], kinds["fail"]
     measured = passed + failed
     total = sum(kinds.values())

@@ -31,7 +31,7 @@ from onrecord._canonical import (
     content_digest,
     load_record_bytes,
 )
-from onrecord._policy_rules import judge
+from onrecord._policy_rules import StatusTable, judge
 from onrecord.errors import DigestMismatch, PolicyError, SchemaError
 from onrecord.report import EvaluationReport
 
@@ -242,8 +242,9 @@ class AcceptancePolicy:
         """Decide on ``report``."""
         if not isinstance(report, EvaluationReport):
             raise PolicyError(f"evaluate() takes an EvaluationReport, got {type(report).__name__}")
+        table = StatusTable(report)  # each trial's results read once, for every requirement
         outcomes = tuple(
-            RequirementOutcome(requirement, **vars(judge(requirement, report)))
+            RequirementOutcome(requirement, **vars(judge(requirement, report, table)))
             for requirement in self.requirements
         )
         coverage = report.coverage_issues

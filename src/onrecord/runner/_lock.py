@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import os
 from pathlib import Path
 from typing import BinaryIO
 
@@ -15,16 +16,30 @@ LOCK_NAME = ".lock"
 
 def lock_directory(path: Path) -> BinaryIO:
     """An exclusive lock on a run directory (released when the process dies)."""
-    lock = open(path / LOCK_NAME, "a+b")  # noqa: SIM115
+    while True:
+        lock = open(path / LOCK_NAME, "a+b")  # noqa: SIM115
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            lock.close()
+            raise InputError(
+                f"another onrecord process is writing to {path}; wait for it to "
+                "finish (or stop it) before resuming"
+            ) from exc
+        # A refused RunStore.create removes the lock file it made: a lock taken on that
+        # file meanwhile locks nothing another process can see, so take the new one.
+        if _same_file(lock, path / LOCK_NAME):
+            return lock
+        unlock(lock)
+
+
+def _same_file(lock: BinaryIO, path: Path) -> bool:
     try:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError as exc:
-        lock.close()
-        raise InputError(
-            f"another onrecord process is writing to {path}; wait for it to "
-            "finish (or stop it) before resuming"
-        ) from exc
-    return lock
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(lock.fileno())
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 def unlock(lock: BinaryIO) -> None:

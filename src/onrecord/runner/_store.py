@@ -89,9 +89,9 @@ class RunStore:
                 )
             store = cls._write_manifest(target, run_id, protocol)
         except BaseException:
+            if not had_lock:  # a refused directory is left as it was found; removed while
+                (target / LOCK_NAME).unlink(missing_ok=True)  # still held (see _lock.py)
             unlock(lock)
-            if not had_lock:  # a refused directory is left as it was found
-                (target / LOCK_NAME).unlink(missing_ok=True)
             raise
         store._lock = lock
         return store
