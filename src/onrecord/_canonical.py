@@ -37,6 +37,7 @@ __all__ = [
     "load_record_bytes",
     "no_string_values",
     "record_bytes",
+    "reraise_interrupt",
     "state_bytes",
     "to_portable",
 ]
@@ -148,7 +149,8 @@ def state_bytes(value: Any, path: str = "$") -> bytes:
     have written as one."""
     try:
         raw = orjson.dumps(value, option=_STATE_OPTIONS, default=_numpy_fallback)
-    except TypeError:
+    except TypeError as exc:
+        reraise_interrupt(exc)
         raw = b""
     if not raw:
         _walk(value, path)  # raises with the path when something is not portable
@@ -173,6 +175,15 @@ def _holds_array(value: Any) -> bool:
     if kind is dict:
         return np.ndarray in map(type, value.values())
     return kind is np.ndarray
+
+
+def reraise_interrupt(exc: TypeError) -> None:
+    """orjson turns whatever its ``default`` hook raises into a TypeError, a Ctrl-C that
+    lands in the hook included: give the interrupt back instead of treating it as a value
+    that could not be serialized."""
+    cause = exc.__cause__
+    if isinstance(cause, BaseException) and not isinstance(cause, Exception):
+        raise cause
 
 
 def no_string_values(raw: bytes) -> bool:

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import orjson
 
+from onrecord._canonical import reraise_interrupt
+
 __all__ = [
     "LazyColumns",
     "Spliced",
@@ -52,7 +54,11 @@ class Spliced:
 
 def dumps_spliced(value: Any) -> bytes:
     """Canonical JSON bytes of a portable value that may hold ``Spliced`` parts."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=_as_fragment)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=_as_fragment)
+    except TypeError as exc:
+        reraise_interrupt(exc)
+        raise
 
 
 def resolve_spliced(columns: dict[str, Any]) -> None:

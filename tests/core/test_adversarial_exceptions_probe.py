@@ -8,11 +8,15 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
+from onrecord import EvalCase
+from onrecord._canonical import state_bytes
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import MalformedStepError
+from onrecord.integrations.gymnasium import capture_episode
 from tests.core.envs import GenericEnv, capture_from, capture_generic
 
 
@@ -238,3 +242,49 @@ def test_an_infinite_observation_on_the_last_step_takes_its_end_flags_with_it() 
     assert episode.transitions() == []
     assert episode.ended == "returned"
     assert any("np.float32(inf)" in issue for issue in episode.coverage_issues)
+
+
+class _InterruptedOnce(np.ndarray):
+    """The first read of its dtype raises KeyboardInterrupt, later reads work: what one
+    Ctrl-C that lands while orjson's ``default`` hook runs looks like."""
+
+    fired = False
+
+    @property  # type: ignore[override]
+    def dtype(self) -> Any:
+        if not _InterruptedOnce.fired:
+            _InterruptedOnce.fired = True
+            raise KeyboardInterrupt
+        return np.ndarray.dtype.__get__(self, np.ndarray)  # type: ignore[attr-defined]
+
+
+def test_a_ctrl_c_inside_the_serializer_hook_is_not_taken_for_a_bad_value() -> None:
+    """orjson turns what its hook raises into a TypeError: the interrupt must come back
+    out as itself, after cleanup, not become an observer error while capture goes on."""
+    interrupted = np.zeros(3).view(_InterruptedOnce)
+    _InterruptedOnce.fired = False
+    closed: list[bool] = []
+
+    class Closing(gym.Wrapper[Any, Any, Any, Any]):
+        def close(self) -> None:
+            closed.append(True)
+            super().close()
+
+    def interact(env: Any, observation: Any, info: Any) -> None:
+        env.step(1)
+
+    with pytest.raises(KeyboardInterrupt):
+        capture_episode(
+            lambda: Closing(gym.make("FrozenLake-v1")),
+            interact,
+            case=EvalCase("interrupt"),
+            environment_id="frozenlake/v1",
+            observer_id="interrupted/v1",
+            observe=lambda: {"tile": 0, "frame": interrupted},
+            seed=0,
+            max_steps=3,
+        )
+    assert closed == [True]
+    _InterruptedOnce.fired = False
+    with pytest.raises(KeyboardInterrupt):
+        state_bytes({"frame": interrupted})

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 import orjson
 
-from onrecord._canonical import to_portable
+from onrecord._canonical import reraise_interrupt, to_portable
 
 __all__ = ["portable"]
 
@@ -34,7 +34,8 @@ def portable(value: Any, path: str) -> Any:
     """What ``to_portable(value, path)`` returns (or raises), computed faster."""
     try:
         copy = orjson.loads(orjson.dumps(value, default=_refuse, option=_OPTIONS))
-    except TypeError:
+    except TypeError as exc:
+        reraise_interrupt(exc)
         return to_portable(value, path)
     if type(copy) is type(value) and copy == value:
         return copy

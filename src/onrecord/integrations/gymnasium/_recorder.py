@@ -20,6 +20,7 @@ from onrecord._canonical import (
     _STATE_OPTIONS,
     _numpy_fallback,
     canonical_bytes,
+    reraise_interrupt,
     state_bytes,
     to_portable,
 )
@@ -204,7 +205,8 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                     state = observe()
                     try:
                         raw = dumps(state, option=options, default=fallback)
-                    except TypeError:
+                    except TypeError as exc:
+                        reraise_interrupt(exc)  # a Ctrl-C that landed in the hook
                         raw = b""
                     # A null may be a NaN in disguise, and a string value a UUID or a
                     # datetime64 orjson wrote as text: state_bytes decides and explains.
