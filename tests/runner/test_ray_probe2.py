@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -16,7 +14,7 @@ from typing import Any
 import pytest
 
 from onrecord.runner import RayExecutor, RunStore, plan_run, start_run
-from tests.runner.conftest import ROOT
+from tests.runner.conftest import interrupt_run
 from tests.runner.test_workers_probe import DIE, _walk
 
 ray = pytest.importorskip("ray", reason="pip install 'onrecord[ray]'")
@@ -85,44 +83,13 @@ def test_an_agent_killing_its_ray_worker_costs_only_its_episode(
 def test_ctrl_c_stops_a_hung_ray_run_and_frees_the_cluster(cluster: str, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     agent = "tests.runner.test_ray_probe2:hangs_on_seed_3"
-    process = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "onrecord"),
-            "run",
-            "frozenlake",
-            "--agent",
-            agent,
-            "--seeds",
-            "0-5",
-            "--executor",
-            "ray",
-            "--address",
-            cluster,
-            "--out",
-            str(run_dir),
-            "--no-progress",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        start_new_session=True,
+    code, stderr = interrupt_run(
+        *("frozenlake", "--agent", agent, "--seeds", "0-5", "--executor", "ray"),
+        *("--address", cluster, "--no-progress"),
+        run_dir=run_dir,
+        env={},
     )
-    episodes = run_dir / "episodes.jsonl"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (
-        not episodes.exists() or episodes.read_bytes().count(b"\n") < 5
-    ):
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    try:
-        _, stderr = process.communicate(timeout=20)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-    assert process.returncode == 130, stderr
+    assert code == 130, stderr
     assert "Traceback" not in stderr
     assert len(_fingerprints(run_dir)) == 5
     assert _free_cpus(2, within=15) == 2  # the hung task does not hold a CPU

@@ -3,10 +3,7 @@ stop promptly on Ctrl-C), record the others, never exit as if accepted, and resu
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,7 +12,7 @@ from typing import Any
 import orjson
 
 from onrecord.runner import RunStore
-from tests.runner.conftest import ROOT, onrecord
+from tests.runner.conftest import interrupt_run, onrecord
 
 DIE = "ONRECORD_PROBE_DIE_SEED"
 HANG = "ONRECORD_PROBE_HANG_SEED"
@@ -99,39 +96,11 @@ def test_ctrl_c_stops_a_hung_worker_pool_promptly_and_resume_finishes(
     tmp_path: Path,
 ) -> None:
     run_dir = tmp_path / "run"
-    process = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "onrecord"),
-            "run",
-            *_lake("hangs", "0-5"),
-            *POOL,
-            "--out",
-            str(run_dir),
-            "--no-progress",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), HANG: "1"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        # Python ignores Ctrl-C if its parent ignored SIGINT (a CI shell's background job).
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        start_new_session=True,  # its own group, so cleanup can kill stray workers
+    # Before: the parent waited forever for the hung worker's chunk.
+    code, stderr = interrupt_run(
+        *_lake("hangs", "0-5"), *POOL, "--no-progress", run_dir=run_dir, env={HANG: "1"}, timeout=15
     )
-    episodes = run_dir / "episodes.jsonl"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (
-        not episodes.exists() or episodes.read_bytes().count(b"\n") < 5
-    ):
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    try:
-        # Before: the parent waited forever for the hung worker's chunk.
-        _, stderr = process.communicate(timeout=15)
-    finally:
-        with contextlib.suppress(ProcessLookupError):  # nothing left: all exited
-            os.killpg(process.pid, signal.SIGKILL)
-    assert process.returncode == 130, stderr
+    assert code == 130, stderr
     assert "interrupted; finished episodes are saved" in stderr
     assert "Traceback" not in stderr
     assert len(_keys(run_dir)) == 5
