@@ -22,9 +22,10 @@ from onrecord.envkit import save_episode
 from onrecord.episode import OutcomeCheck, OutcomeVerdict, evaluate_episode
 from onrecord.integrations.gymnasium import capture_episode
 from onrecord.report import EvaluationReport
-from onrecord.runner import plan_run, regrade_run, start_run
+from onrecord.runner import regrade_run
 from tests.dynamics.test_capture import capture, persistence, seed_reference
 from tests.envkit import claims_env
+from tests.runner.test_regrade import _lake_run
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "[/]case[red] :warning: ünï 💥"
@@ -85,15 +86,7 @@ def test_show_a_report_of_zero_trials(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("cli") / "run"
-    start_run(
-        path,
-        plan_run(
-            "frozenlake",
-            "tests.runner.helpers:walker",
-            seeds=[0, 1],
-            checks=["tests.runner.helpers:SHORT_V1"],
-        ),
-    )
+    _lake_run(path)
     regrade_run(path, ["tests.runner.helpers:SHORT_V2"], name="v2")
     return path
 
