@@ -14,6 +14,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
+
 from onrecord._canonical import content_digest, load_record_bytes
 from onrecord.dynamics import ForecastEvidence
 from onrecord.dynamics._evidence import FORECAST_SCHEMA
@@ -29,7 +31,7 @@ from onrecord.errors import (
 from onrecord.policy import POLICY_SCHEMA, AcceptancePolicy
 from onrecord.report import REPORT_SCHEMA, EvaluationReport
 
-__all__ = ["Bundle", "load_any"]
+__all__ = ["Bundle", "load_any", "named", "output_path"]
 
 _RUN, _DECISION, _REGRADE = "onrecord.run/v1", "onrecord.run.decision/v1", "onrecord.run.regrade/v1"
 _TOOL_EPISODE, _MANIFEST = "onrecord.envkit.episode/v1", "onrecord.manifest/v1"
@@ -74,11 +76,11 @@ def load_any(path: str | Path) -> Any:
 def _file(path: Path, data: dict[str, Any]) -> Any:
     schema = data.get("schema")
     if schema in _SINGLE:
-        return _named(path, lambda: _SINGLE[str(schema)](data))
+        return named(path, lambda: _SINGLE[str(schema)](data))
     if schema in (_RUN, _REGRADE, _TOOL_EPISODE, _MANIFEST) and path.parent.is_dir():
         return _directory(path.parent)  # a directory's index file: verify the whole
     if schema == _DECISION:
-        return _named(path, lambda: _decision_file(path, data))
+        return named(path, lambda: _decision_file(path, data))
     raise SchemaError(
         f"{path}: unknown schema {schema!r}; onrecord reads {', '.join(_SINGLE)}, run "
         "and regrade directories, tool-world episodes and experiment output directories"
@@ -104,7 +106,7 @@ def _lines(path: Path, raw: bytes) -> Bundle:
                 f"{where}: schema {data.get('schema')!r} is not one onrecord writes as "
                 f"JSON Lines ({', '.join(_LINES)}){hint}"
             )
-        items.append(_named(Path(where), partial(_SINGLE[str(data["schema"])], data)))
+        items.append(named(Path(where), partial(_SINGLE[str(data["schema"])], data)))
     kinds = sorted({type(item).__name__ for item in items})
     return Bundle(
         f"{'/'.join(kinds)} lines", items[0].digest, f"{len(items)} records", tuple(items)
@@ -114,7 +116,7 @@ def _lines(path: Path, raw: bytes) -> Bundle:
 _T = TypeVar("_T")
 
 
-def _named(path: Path, load: Callable[[], _T]) -> _T:
+def named(path: Path, load: Callable[[], _T]) -> _T:
     """Run a loader; its error names the file, and a malformed field is a schema error
     (a record can be digest-consistent and still hold garbage)."""
     try:
@@ -142,11 +144,11 @@ def _digested(path: Path, data: dict[str, Any]) -> None:
 
 def _directory(path: Path) -> Bundle:
     if (path / "run.json").is_file():
-        return _named(path, lambda: _run_directory(path))
+        return named(path, lambda: _run_directory(path))
     if (path / "changes.json").is_file():
-        return _named(path, lambda: _regrade_directory(path))
+        return named(path, lambda: _regrade_directory(path))
     if (path / "manifest.json").is_file():
-        return _named(path, lambda: _manifest_directory(path))
+        return named(path, lambda: _manifest_directory(path))
     raise InputError(
         f"{path} is a directory; give the path of a saved record file, or of a run, "
         "regrade, tool-world episode or experiment output directory (this one has no "
@@ -229,3 +231,37 @@ def _manifest_directory(path: Path) -> Bundle:
             raise DigestMismatch(f"{path}: " + "; ".join(analysis.problems[:5]))
         return Bundle("ledger output", manifest["digest"], f"{len(manifest['sha256'])} files")
     raise SchemaError(f"{path / 'manifest.json'}: unknown schema {schema!r}")
+
+
+_INDEX_FILES = ("run.json", "changes.json", "manifest.json")
+
+
+def output_path(path: str | Path, option: str) -> Path:
+    """Where an output option (``-o``, ``--json``, ``--html``, ``--output``) may write.
+    Never over a saved record: ``onrecord report RUN -o RUN/report.json`` (meant:
+    ``--json``) replaced the run's report with HTML, and nothing re-creates it. Nor onto
+    a directory, which failed naming a temporary file."""
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"{option} {path} is a directory; give a file name inside it")
+    if not target.is_file():
+        return target
+    in_records = any((target.parent / name).is_file() for name in _INDEX_FILES)
+    if (in_records and target.suffix.lower() != ".html") or _is_record(target):
+        raise InputError(f"{option} {path} would overwrite a saved record; give another file name")
+    return target
+
+
+def _is_record(path: Path) -> bool:
+    """Whether ``path`` starts with a saved onrecord record (a digest-carrying object)."""
+    with path.open("rb") as handle:
+        first = handle.readline(1 << 26)
+    try:
+        data = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return False
+    return (
+        isinstance(data, dict)
+        and "digest" in data
+        and str(data.get("schema", "")).startswith("onrecord.")
+    )

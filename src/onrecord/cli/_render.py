@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 from collections.abc import Container, Sequence
 from typing import Any
 
@@ -17,8 +20,10 @@ from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport
 
 __all__ = [
+    "emit",
     "literal",
     "make_console",
+    "plain",
     "render_bundle",
     "render_comparison",
     "render_decision",
@@ -29,19 +34,72 @@ __all__ = [
 ]
 
 
+class _Console(Console):
+    """rich's console ends the process with exit code 1 when stdout is a closed pipe
+    (``onrecord gate … | head -1``): 1 is *reject*, so an accepted report piped to
+    ``head`` failed CI and ``--output`` was never written. Output stops instead and the
+    command ends with its own exit code."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        _silence_stdout()
+
+
+def _silence_stdout() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+
+
+def _tolerant_stdout() -> None:
+    """Text a terminal's encoding cannot show (``→`` under ``PYTHONIOENCODING=ascii``
+    or a Latin-1 locale, an undecodable file name) is printed as ``\\u2192`` escapes:
+    before, the command died with UnicodeEncodeError and exit code 1, i.e. *reject*."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+
+
 def make_console() -> Console:
     """A console that keeps tables readable when output goes to a file or CI log
     (rich would otherwise assume 80 columns)."""
     # Record text (case ids, reasons, actions) is the agent's or the user's: emoji codes
     # such as ":warning:" must print as written; markup is escaped with ``_lit``.
-    console = Console(emoji=False)
-    return console if console.is_terminal else Console(width=160, emoji=False)
+    _tolerant_stdout()
+    console = _Console(emoji=False)
+    return console if console.is_terminal else _Console(width=160, emoji=False)
+
+
+def emit(text: str) -> None:
+    """``print`` for the plain-text commands: a closed pipe stops the output rather than
+    turning the command's exit code into 3, and unencodable text prints as escapes."""
+    _tolerant_stdout()
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        _silence_stdout()
+
+
+# Terminal control sequences and bidirectional controls in record text (an agent's
+# action or answer, a case id): ESC sequences can move the cursor and erase lines (an
+# agent could overwrite the "reject" above its own output), and a right-to-left override
+# reverses the rest of the line. rich strips only BEL, BS, CR, VT and FF. They are shown
+# as escapes; tab and newline stay.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def plain(value: object) -> str:
+    """``value`` as text safe to print to a terminal (controls shown as escapes)."""
+    return _CONTROL.sub(lambda match: f"\\u{ord(match.group()):04x}", str(value))
 
 
 def literal(value: object) -> str:
     """``value`` as literal text: "[bold]" or "[/]" in a record is printed, never
-    interpreted as rich markup (which would restyle the output or crash it)."""
-    return escape(str(value))
+    interpreted as rich markup (which would restyle the output or crash it), and
+    terminal or bidirectional controls are shown as escapes."""
+    return escape(plain(value))
 
 
 _DECISION_STYLE = {"accept": "bold green", "reject": "bold red", "indeterminate": "bold yellow"}
@@ -53,6 +111,16 @@ _STATUS_STYLE = {
     "model_error": "magenta",
     "ok": "green",
 }
+
+
+def _table(*headers: str, **options: Any) -> Table:
+    """A table whose cells wrap rather than end in "…" on a narrow terminal: at 50
+    columns every check name read "che…", "no_…" twice, and a p-value or interval
+    could be cut to "0.…"."""
+    table = Table(*headers, **options)
+    for column in table.columns:
+        column.overflow = "fold"
+    return table
 
 
 FIRST_STEPS = 40
@@ -89,7 +157,7 @@ def render_episode(
         for attempt in attempts
         if (attempt["index"] in steps if steps is not None else _shown_by_default(attempt))
     ]
-    table = Table("step", "status", "action", "error", "state")
+    table = _table("step", "status", "action", "error", "state")
     previous = -1
     for attempt in shown:
         if attempt["index"] != previous + 1:
@@ -121,7 +189,7 @@ def render_report(console: Console, report: EvaluationReport) -> None:
         f"{literal(_interval(summary.interval))}  outcomes {literal(summary.outcomes)}  "
         f"sha256:{report.digest[:16]}"
     )
-    table = Table(
+    table = _table(
         "check",
         "version",
         "passed",
@@ -161,7 +229,7 @@ def _milestones(ks: list[int]) -> list[int]:
 
 def render_policy(console: Console, policy: AcceptancePolicy) -> None:
     """One row per requirement."""
-    table = Table(
+    table = _table(
         "check",
         "critical",
         "min pass rate",
@@ -183,7 +251,7 @@ def render_policy(console: Console, policy: AcceptancePolicy) -> None:
 def render_decision(console: Console, decision: PolicyDecision) -> None:
     """The decision first, then each requirement and reason."""
     console.print(f"decision: {_styled(decision.decision)}")
-    table = Table("requirement", "status", "passed", "failed", "unmeasured")
+    table = _table("requirement", "status", "passed", "failed", "unmeasured")
     for outcome in decision.outcomes:
         table.add_row(
             literal(outcome.requirement.check),
@@ -203,7 +271,7 @@ def render_comparison(console: Console, comparison: Comparison) -> None:
         f"[bold]comparison[/] {comparison.pairs} paired trials "
         f"(A {comparison.report_a[:12]} vs B {comparison.report_b[:12]})"
     )
-    table = Table("check", "both pass", "A only", "B only", "both fail", "unmeasured", "McNemar p")
+    table = _table("check", "both pass", "A only", "B only", "both fail", "unmeasured", "McNemar p")
     for check in comparison.checks:
         table.add_row(
             literal(check.name),
@@ -223,7 +291,7 @@ def render_comparison(console: Console, comparison: Comparison) -> None:
                 f"  {literal(check.name)}: … {len(check.discordant) - 10} more discordant pairs"
             )
     if comparison.measures:
-        measures = Table("measure", "pairs", "mean A", "mean B", "B − A", "95% interval")
+        measures = _table("measure", "pairs", "mean A", "mean B", "B − A", "95% interval")
         for m in comparison.measures:
             measures.add_row(
                 literal(m.name),
@@ -231,14 +299,15 @@ def render_comparison(console: Console, comparison: Comparison) -> None:
                 f"{m.mean_a:.4g}",
                 f"{m.mean_b:.4g}",
                 f"{m.mean_difference:+.4g}",
-                literal(_interval(m.interval)),
+                # as B − A: with .2f a difference of 1.5e-06 showed as [0.00, 0.00]
+                literal(f"[{m.interval[0]:+.4g}, {m.interval[1]:+.4g}]"),
             )
         console.print(measures)
 
 
 def render_forecasts(console: Console, forecasts: Sequence[Any]) -> None:
     """One row per forecast: model, episode, status, horizons."""
-    table = Table("model", "case", "status", "horizons", "observed steps", "sha256")
+    table = _table("model", "case", "status", "horizons", "observed steps", "sha256")
     for forecast in forecasts:
         table.add_row(
             literal(forecast.model_id),
@@ -259,7 +328,7 @@ def render_bundle(console: Console, bundle: Bundle) -> None:
         render_forecasts(console, forecasts)
     episodes = [item for item in bundle.items if isinstance(item, EpisodeEvidence)]
     if episodes:
-        table = Table("case", "seed", "ended", "steps", "sha256")
+        table = _table("case", "seed", "ended", "steps", "sha256")
         for episode in episodes:
             table.add_row(
                 literal(episode.case["case_id"]),

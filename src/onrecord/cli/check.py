@@ -9,6 +9,7 @@ import json
 import math
 from typing import Any
 
+from onrecord.cli._render import emit, plain
 from onrecord.envkit import ToolEpisode, get_check, run_checks, weighted_score
 from onrecord.errors import InputError
 from onrecord.runner._regrade import contained
@@ -58,17 +59,24 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(
                 f"--import {module}: {exc}; pass an importable module name (is it on PYTHONPATH?)"
             ) from exc
-        except Exception as exc:  # the module itself is broken: bad input, not a crash
+        except (Exception, SystemExit) as exc:  # a broken module: bad input, not a crash
+            # SystemExit too: a module calling sys.exit(0) on import ended the command
+            # with exit 0 ("all checks pass") before any check ran; sys.exit("msg") with 1.
             raise InputError(
                 f"--import {module}: importing it raised {type(exc).__name__}: {exc}"
             ) from exc
-    weights = dict(_weight(item) for item in args.weight)
+    repeated = sorted({name for name in args.names if args.names.count(name) > 1})
+    if repeated:  # run twice, a check counted twice in the weighted score
+        raise InputError(
+            f"check {', '.join(map(repr, repeated))} is named more than once; name each once"
+        )
+    weights = _weights(args.weight)
     episode = ToolEpisode.load(args.episode)
     # A check calling sys.exit() is an evaluator error, never the command's exit code.
     results = run_checks(episode, [contained(get_check(name)) for name in args.names])
     score = weighted_score(results, weights)
     if args.json:
-        print(
+        emit(
             json.dumps(
                 {
                     "episode": episode.digest,
@@ -81,15 +89,29 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         for result in results:
-            print(f"{result.status:<15} {result.name} v{result.version}: {result.reason}")
+            # A reason can quote the agent's output: terminal controls print as escapes.
+            emit(plain(f"{result.status:<15} {result.name} v{result.version}: {result.reason}"))
         if len(results) > 1:
             value = "not measured" if score.value is None else f"{score.value:.3f}"
-            print(
+            emit(
                 f"score {value} (measured weight {score.measured_weight:g} of "
                 f"{score.total_weight:g})"
             )
     statuses = {result.status for result in results}
     return 1 if "fail" in statuses else 0 if statuses == {"pass"} else 2
+
+
+def _weights(items: list[str]) -> dict[str, float]:
+    weights: dict[str, float] = {}
+    for item in items:
+        name, weight = _weight(item)
+        if name in weights:  # before, the last one silently won
+            raise InputError(f"--weight {name}=… is given more than once; give it once")
+        weights[name] = weight
+    if not math.isfinite(sum(weights.values())):
+        # each finite, the sum not: the score would be nan, and --json invalid JSON
+        raise InputError("--weight values are too large: their sum must be finite")
+    return weights
 
 
 def _weight(item: str) -> tuple[str, float]:

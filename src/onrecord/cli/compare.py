@@ -6,8 +6,10 @@ import argparse
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes, canonical_bytes
-from onrecord.cli._render import make_console, render_comparison
+from onrecord.cli._records import output_path
+from onrecord.cli._render import emit, make_console, render_comparison
 from onrecord.compare import compare_sources, load_source
+from onrecord.errors import InputError, OnrecordError
 
 __all__ = ["register"]
 
@@ -38,12 +40,25 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Compare and print. A and B are report files, run directories or regrade
     directories; an incomplete run is refused, naming its missing episodes."""
-    if args.html:
+    html = output_path(args.html, "--html") if args.html else None
+    json = output_path(args.json, "--json") if args.json else None
+    if html is not None and json is not None and html.resolve() == json.resolve():
+        raise InputError(f"--html and --json name the same file {html}; give two file names")
+    if html is not None:
         from onrecord.html import write_comparison
+        from onrecord.html._compare import failed_comparison_page
 
-        print(f"wrote {write_comparison(args.report_a, args.report_b, args.html)[0]}")
+        try:
+            emit(f"wrote {write_comparison(args.report_a, args.report_b, html)[0]}")
+        except OnrecordError as exc:
+            # An interrupted run (no report.json) is refused too: the page says why,
+            # rather than leave no page, or last time's, under that name.
+            page = failed_comparison_page(args.report_a, args.report_b, str(exc))
+            atomic_write_bytes(html, page.encode())
+            emit(f"wrote {html}")
+            raise
     comparison = compare_sources(load_source(args.report_a), load_source(args.report_b))
+    if json is not None:  # before printing: a closed stdout must not lose the file
+        atomic_write_bytes(json, canonical_bytes(comparison.to_dict()) + b"\n")
     render_comparison(make_console(), comparison)
-    if args.json:
-        atomic_write_bytes(args.json, canonical_bytes(comparison.to_dict()) + b"\n")
     return 0

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes, canonical_bytes
+from onrecord.cli._records import named, output_path
 from onrecord.cli._render import make_console, render_decision
 from onrecord.policy import AcceptancePolicy
 from onrecord.report import EvaluationReport
@@ -29,10 +31,14 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, decide, print, exit with the decision's code."""
-    report = EvaluationReport.load(args.report)
-    decision = AcceptancePolicy.load(args.policy).evaluate(report)
+    """Load, decide, save, print, exit with the decision's code."""
+    output = output_path(args.output, "--output") if args.output else None
+    # Errors name the file: with REPORT and POLICY swapped, the message said "schema is
+    # 'onrecord.report/v1', expected 'onrecord.policy/v1'", not which file was wrong.
+    report = named(Path(args.report), lambda: EvaluationReport.load(args.report))
+    policy = named(Path(args.policy), lambda: AcceptancePolicy.load(args.policy))
+    decision = policy.evaluate(report)
+    if output is not None:  # before printing: a closed stdout must not lose the file
+        atomic_write_bytes(output, canonical_bytes(decision.to_dict()) + b"\n")
     render_decision(make_console(), decision)
-    if args.output:
-        atomic_write_bytes(args.output, canonical_bytes(decision.to_dict()) + b"\n")
     return decision.exit_code

@@ -6,6 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from onrecord.cli._records import output_path
+from onrecord.cli._render import emit
+from onrecord.errors import InputError
+
 __all__ = ["register"]
 
 
@@ -37,13 +41,17 @@ def run(args: argparse.Namespace) -> int:
     """Write the report and print where it is."""
     from onrecord.html import write_report
 
+    out = output_path(args.out, "-o/--out") if args.out is not None else None
+    data_json = output_path(args.json, "--json") if args.json is not None else None
+    if out is not None and data_json is not None and out.resolve() == data_json.resolve():
+        raise InputError(f"-o and --json name the same file {out}; give two file names")
     path = write_report(
         args.source,
-        args.out,
+        out,
         grading=args.grading,
         episodes=args.episodes,
         plots=args.plots,
-        data_json=args.json,
+        data_json=data_json,
     )
-    print(f"wrote {path}")
+    emit(f"wrote {path}")
     return 0

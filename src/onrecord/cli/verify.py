@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from onrecord.cli._records import Bundle, load_any
+from onrecord.cli._render import emit, plain
 
 __all__ = ["register"]
 
@@ -29,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     for path in args.files:
         record = load_any(path)
         if isinstance(record, Bundle):
-            print(f"ok  {path}  {record.kind} ({record.summary})  sha256:{record.digest}")
+            emit(plain(f"ok  {path}  {record.kind} ({record.summary})  sha256:{record.digest}"))
         else:
-            print(f"ok  {path}  {type(record).__name__}  sha256:{record.digest}")
+            emit(plain(f"ok  {path}  {type(record).__name__}  sha256:{record.digest}"))
     return 0

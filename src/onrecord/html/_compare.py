@@ -13,7 +13,7 @@ from onrecord.errors import ComparisonRefused
 from onrecord.html._page import attr, cell, document, esc, table
 from onrecord.report import EvaluationReport
 
-__all__ = ["comparison_data", "load_report", "render_comparison_page"]
+__all__ = ["comparison_data", "failed_comparison_page", "load_report", "render_comparison_page"]
 
 _SCRIPT = "document.body.dataset.rendered = 'yes';"
 
@@ -28,10 +28,15 @@ def load_report(source: str | Path) -> tuple[EvaluationReport, str]:
 def comparison_data(source_a: str | Path, source_b: str | Path) -> dict[str, Any]:
     """The comparison, or the reasons it is refused, as portable data."""
     a, b = load_source(source_a), load_source(source_b)
+    label_a, label_b = a.label, b.label
+    if label_a == label_b and Path(source_a).resolve() != Path(source_b).resolve():
+        # runs/v1/report.json against runs/v2/report.json read "report.json vs
+        # report.json": the folder tells A from B.
+        label_a, label_b = _qualified(label_a, source_a), _qualified(label_b, source_b)
     data: dict[str, Any] = {
         "generator": f"onrecord {__version__}",
-        "a": {"label": a.label, "digest": a.report.digest},
-        "b": {"label": b.label, "digest": b.report.digest},
+        "a": {"label": label_a, "digest": a.report.digest},
+        "b": {"label": label_b, "digest": b.report.digest},
         "comparison": None,
         "refused": None,
     }
@@ -40,6 +45,24 @@ def comparison_data(source_a: str | Path, source_b: str | Path) -> dict[str, Any
     except ComparisonRefused as exc:
         data["refused"] = list(exc.reasons)
     return data
+
+
+def _qualified(label: str, source: str | Path) -> str:
+    return f"{label} in {Path(source).resolve().parent.name}/"
+
+
+def failed_comparison_page(source_a: str | Path, source_b: str | Path, error: str) -> str:
+    """The page of a comparison whose sources could not be loaded (an interrupted run
+    without report.json, a record that fails verification): the error as its reason."""
+    return render_comparison_page(
+        {
+            "generator": f"onrecord {__version__}",
+            "a": {"label": Path(source_a).name, "digest": ""},
+            "b": {"label": Path(source_b).name, "digest": ""},
+            "comparison": None,
+            "refused": [error],
+        }
+    )
 
 
 def render_comparison_page(data: Mapping[str, Any]) -> str:
@@ -99,9 +122,8 @@ def _checks(comparison: Mapping[str, Any]) -> str:
             rows,
             element_id="checks",
         )
-        + "<h3>Discordant tasks</h3>"
-        + ("".join(details) or "<p>none</p>")
-        + "</section>"
+        + '<h3>Discordant tasks</h3><p class="meta">task#repeat: result in A → result '
+        "in B</p>" + ("".join(details) or "<p>none</p>") + "</section>"
     )
 
 

@@ -36,6 +36,16 @@ def report_data(
 ) -> dict[str, Any]:
     """Everything the report page shows, from a run directory or a report file."""
     path = Path(source)
+    run = path.parent.parent
+    if (
+        grading is None
+        and not path.is_file()
+        and path.parent.name == "regrades"
+        and (run / "run.json").is_file()
+    ):
+        # RUN/regrades/NAME, as `onrecord compare` takes it: before, "not a run
+        # directory … start a run with `onrecord run`".
+        return report_data(run, grading=path.name, episodes=episodes, plots=plots)
     if path.is_dir() and not (path / "run.json").is_file():
         # A world-model run directory: its reports are files, one per model.
         reports = sorted(path.glob("*.report.json")) + sorted(path.glob("reports/*.report.json"))
@@ -59,6 +69,8 @@ def report_data(
             f"(regrades: {', '.join(names) or 'none; `onrecord regrade` makes one'})"
         )
     if not report_file.is_file():
+        if store is None:  # a mistyped report file is not an unfinished run
+            raise InputError(f"{report_file}: no such report file or run directory")
         raise InputError(
             f"{report_file} does not exist; a run writes it when it finishes "
             "(`onrecord run --resume` completes an interrupted run)"
@@ -161,6 +173,8 @@ def _findings(
                 else ""
             )
         )
+    # As the page promises: every failing check first, then the unmeasured ones (before,
+    # an unmeasured check sorting early came before the failures).
     for check in summary["checks"]:
         if check["failed"]:
             failing = sorted(
@@ -176,8 +190,19 @@ def _findings(
                 f"(tasks: {', '.join(failing[:6])}"
                 f"{' …' if len(failing) > 6 else ''})"
             )
-        if check["unmeasured"]:
-            findings.append(f"{check['name']} was not measured in {check['unmeasured']} episodes")
+    for check in summary["checks"]:
+        # An evaluator error is a bug in the check, not missing data: said apart, as the
+        # terminal's `errors` column does (before, both read "was not measured").
+        errors = check.get("errors", 0)
+        if check["unmeasured"] > errors:
+            findings.append(
+                f"{check['name']} was not measured in {check['unmeasured'] - errors} episodes"
+            )
+        if errors:
+            findings.append(
+                f"{check['name']} errored in {errors} episodes (an evaluator error: the "
+                "check raised or returned no verdict; or a model error)"
+            )
     issues = report.coverage_issues
     if issues:
         findings.append(f"{len(issues)} coverage issues, e.g. {issues[0]}")

@@ -108,6 +108,11 @@ def _checks(data: Mapping[str, Any]) -> str:
         + cell(c["failed"], css="num", data={"field": "failed", "value": c["failed"]})
         + cell(c["unmeasured"], css="num", data={"field": "unmeasured", "value": c["unmeasured"]})
         + cell(
+            c.get("errors", 0),
+            css="num evaluator_error" if c.get("errors") else "num",
+            data={"field": "errors", "value": c.get("errors", 0)},
+        )
+        + cell(
             percent(c["pass_rate"]), css="num", data={"field": "pass_rate", "value": c["pass_rate"]}
         )
         + cell(
@@ -132,6 +137,7 @@ def _checks(data: Mapping[str, Any]) -> str:
                 "passed",
                 "failed",
                 "not measured",
+                "of which errors",
                 "pass rate",
                 "95% interval",
                 "coverage",
