@@ -7,12 +7,25 @@ raises), must still be logged rather than make the log write fail after the call
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 from onrecord.envkit._portable import portable
 from onrecord.errors import PortabilityError
 
-__all__ = ["arguments", "describe", "failure", "message", "rejected", "safe_text", "tool_label"]
+__all__ = [
+    "arguments",
+    "describe",
+    "failure",
+    "message",
+    "rejected",
+    "safe_repr",
+    "safe_text",
+    "tool_label",
+]
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 8, 200, 200
 
 
 def safe_text(text: str) -> str:
@@ -27,7 +40,7 @@ def tool_label(tool: Any) -> str:
     not a string UTF-8 can hold (quoted, so it never reads as a declared tool's name)."""
     if type(tool) is str and (tool.isascii() or safe_text(tool) == tool):
         return tool
-    return safe_text(repr(tool))
+    return safe_repr(tool)
 
 
 def message(exc: BaseException) -> str:
@@ -36,6 +49,18 @@ def message(exc: BaseException) -> str:
         return safe_text(str(exc))
     except Exception:  # a hostile __str__ must not lose the record
         return f"<{type(exc).__name__} whose message cannot be shown>"
+
+
+def safe_repr(value: Any, limit: int = 500) -> str:
+    """A short ``repr`` of a value, never raising: a value nested too deep for ``repr``
+    is shown abbreviated, one whose ``__repr__`` raises by its type."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = _SHORT.repr(value)
+    except Exception:  # a hostile __repr__ must not lose the record
+        text = f"<{type(value).__name__} whose repr cannot be shown>"
+    return safe_text(text[:limit])
 
 
 def describe(exc: BaseException) -> str:
@@ -50,7 +75,7 @@ def arguments(value: Any) -> tuple[dict[str, Any], Any, str | None]:
     try:
         plain = portable(value, "arguments")
     except PortabilityError as exc:
-        return {}, {"$unportable": safe_text(repr(value)[:500])}, f"arguments are not JSON: {exc}"
+        return {}, {"$unportable": safe_repr(value)}, f"arguments are not JSON: {exc}"
     if not isinstance(plain, dict):
         return (
             {},

@@ -7,8 +7,9 @@ digests and observers.
 
 from __future__ import annotations
 
+import math
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
@@ -22,6 +23,7 @@ from onrecord.errors import InputError
 INTERNAL_PREFIX = "_onrecord_"
 ROWID_ALIASES = ("rowid", "_rowid_", "oid")
 BLOB_TAG = "$blob"
+REAL_TAG = "$real"
 
 Row = dict[str, Any]
 
@@ -157,10 +159,65 @@ def portable_value(value: Any) -> Any:
 
 
 def native_value(value: Any) -> Any:
-    """Inverse of :func:`portable_value`."""
+    """Inverse of :func:`portable_value` (and of the ``{"$real": "Infinity"}`` a saved
+    episode writes an infinite REAL as)."""
     if type(value) is dict:
+        if REAL_TAG in value:
+            return math.inf if value[REAL_TAG] == "Infinity" else -math.inf
         return bytes.fromhex(value[BLOB_TAG])
     return value
+
+
+_INFINITIES = frozenset((math.inf, -math.inf))
+
+
+def save_reals(events: Sequence[Mapping[str, Any]], *records: Any) -> list[Any]:
+    """``[events, *records]`` ready to save: infinite REALs as ``{"$real": "Infinity"}``
+    (or ``"-Infinity"``), as the state digest writes them. JSON has no infinity and
+    orjson writes one as ``null``, so a saved audit and diff would otherwise show NULL
+    where the database holds an infinity. ``records`` (the diff) hold only values the
+    audit ``events`` hold, so the events alone tell whether anything is to be done."""
+    rows = (row.values() for event in events for row in (event["old"], event["new"]) if row)
+    values = chain.from_iterable(rows)  # BLOBs are dicts already, so test floats only
+    if not any(type(value) is float and value in _INFINITIES for value in values):
+        return [events, *records]
+    return [encode_reals(item) for item in (events, *records)]
+
+
+def encode_reals(value: Any) -> Any:
+    """``value`` with every infinite float written as ``{"$real": ...}``."""
+    return _map_reals(value, _encode_real)
+
+
+def load_reals(value: Any) -> Any:
+    """Inverse of :func:`save_reals` for one saved record part."""
+    return _map_reals(value, _decode_real)
+
+
+def _encode_real(value: Any) -> Any:
+    if type(value) is float and value in _INFINITIES:
+        return {REAL_TAG: "Infinity" if value > 0 else "-Infinity"}
+    return value
+
+
+def _decode_real(value: Any) -> Any:
+    if type(value) is dict and len(value) == 1 and value.get(REAL_TAG) in _REAL_NAMES:
+        return math.inf if value[REAL_TAG] == "Infinity" else -math.inf
+    return value
+
+
+_REAL_NAMES = ("Infinity", "-Infinity")
+
+
+def _map_reals(value: Any, leaf: Callable[[Any], Any]) -> Any:
+    if type(value) is dict:
+        mapped = leaf(value)
+        if mapped is not value:
+            return mapped
+        return {key: _map_reals(item, leaf) for key, item in value.items()}
+    if type(value) is list:
+        return [_map_reals(item, leaf) for item in value]
+    return leaf(value)
 
 
 def row_dict(table: Table, values: Sequence[Any]) -> Row:

@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from onrecord.envkit._outcome import safe_repr
 from onrecord.envkit._portable import portable
 from onrecord.envkit._sql import Table, portable_value, quote, row_dict
 from onrecord.errors import OnrecordError, PortabilityError
@@ -100,4 +101,4 @@ def _logged_key(values: list[Any]) -> Any:
     try:
         return portable(key[0] if len(key) == 1 else key, "key")
     except PortabilityError:
-        return {"$unportable": repr(values)[:500]}
+        return {"$unportable": safe_repr(values)}

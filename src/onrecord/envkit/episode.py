@@ -30,7 +30,7 @@ import orjson
 
 from onrecord._canonical import atomic_write_bytes, canonical_bytes, content_digest, record_bytes
 from onrecord.case import EvalCase
-from onrecord.envkit._sql import Table
+from onrecord.envkit._sql import Table, load_reals, save_reals
 from onrecord.envkit.audit import AuditEvent, audit_tables
 from onrecord.envkit.diff import StateDiff
 from onrecord.envkit.log import read_action_log
@@ -90,7 +90,7 @@ def save_episode(
         table.name: {"columns": list(table.columns), "key": list(table.key)}
         for table, _ in audit_tables(world.conn)
     }
-    events, diff = world.history_and_diff()
+    events, diff = save_reals(*world.history_and_diff())
     files = {
         "actions.jsonl": world.log.to_bytes(),
         "audit.json": _record(AUDIT_SCHEMA, tables=layouts, events=events),
@@ -259,7 +259,7 @@ class ToolEpisode:
 
     @cached_property
     def _audit(self) -> dict[str, Any]:
-        return _verified_record(self.path / "audit.json", AUDIT_SCHEMA, self)
+        return _verified_record(self.path / "audit.json", AUDIT_SCHEMA, self, reals="events")
 
     @property
     def audit(self) -> list[AuditEvent]:
@@ -277,7 +277,9 @@ class ToolEpisode:
     @cached_property
     def diff(self) -> StateDiff:
         """The end-state diff."""
-        diff: StateDiff = _verified_record(self.path / "diff.json", DIFF_SCHEMA, self)["diff"]
+        diff: StateDiff = _verified_record(
+            self.path / "diff.json", DIFF_SCHEMA, self, reals="diff"
+        )["diff"]
         return diff
 
     @cached_property
@@ -365,7 +367,11 @@ def _pinned_bytes(episode: ToolEpisode, name: str) -> bytes:
     return data
 
 
-def _verified_record(path: Path, schema: str, episode: ToolEpisode | None = None) -> dict[str, Any]:
+def _verified_record(
+    path: Path, schema: str, episode: ToolEpisode | None = None, reals: str | None = None
+) -> dict[str, Any]:
+    """The record in ``path``, verified; its field ``reals`` with infinite REALs decoded
+    (``save_reals``), so a loaded episode holds what the live world held."""
     data = path.read_bytes() if episode is None else _pinned_bytes(episode, path.name)
     try:
         record = orjson.loads(data)
@@ -375,4 +381,6 @@ def _verified_record(path: Path, schema: str, episode: ToolEpisode | None = None
         raise SchemaError(f"{path} must hold a record with schema {schema!r}")
     if canonical_bytes(record) + b"\n" != data or record.get("digest") != content_digest(record):
         raise DigestMismatch(f"{path} does not match its digest: it was changed after saving")
+    if reals is not None and b'"$real"' in data:
+        record[reals] = load_reals(record[reals])
     return record

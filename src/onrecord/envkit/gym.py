@@ -4,6 +4,7 @@ observations. Grade episodes with checks over saved evidence, not with rewards."
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium
@@ -11,11 +12,15 @@ from gymnasium import spaces
 
 from onrecord.case import EvalCase
 from onrecord.envkit.world import ToolWorld
+from onrecord.errors import InputError
 
 __all__ = ["CHARSET", "ToolWorldEnv"]
 
 CHARSET = "".join(chr(code) for code in range(32, 127))
 """Printable ASCII: observations are JSON with non-ASCII characters escaped."""
+
+_MIN_TEXT = 512
+"""Smallest ``max_text``: the notice that replaces a too-long observation must fit."""
 
 
 def _text(value: Any) -> str:
@@ -38,6 +43,20 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
         max_text: int = 65536,
         max_action_text: int = 4096,
     ) -> None:
+        if not isinstance(world, ToolWorld):
+            raise InputError(f"ToolWorldEnv needs a ToolWorld, got {type(world).__name__}")
+        if case is not None and not isinstance(case, EvalCase):
+            raise InputError(
+                f"ToolWorldEnv case must be an EvalCase or None, got {type(case).__name__}"
+            )
+        if not isinstance(finish_tool, str) or not finish_tool:
+            raise InputError(
+                f"ToolWorldEnv finish_tool must be a non-empty tool name, got {finish_tool!r}"
+            )
+        # The notice that replaces a too-long observation must itself fit max_text, or
+        # an observation would fall outside observation_space.
+        _require_length("max_text", max_text, _MIN_TEXT)
+        _require_length("max_action_text", max_action_text, 1)
         self.world = world
         self.case = case
         self.finish_tool = finish_tool
@@ -48,9 +67,9 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
+        run_id = _run_id(options)  # refused before anything changes
         super().reset(seed=seed)
         episode_seed = seed if seed is not None else int(self.np_random.integers(2**31))
-        run_id = (options or {}).get("run_id")
         self.world.reset(seed=episode_seed, case=self.case, run_id=run_id)
         tools = self.world.tool_schemas()
         if self.finish_tool not in self.world.tools:
@@ -58,7 +77,11 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
                 {
                     "name": self.finish_tool,
                     "description": "End the episode.",
-                    "parameters": {"type": "object", "properties": {}},
+                    "parameters": {
+                        "type": "object",
+                        "properties": {},
+                        "additionalProperties": False,
+                    },
                 }
             )
         task = None if self.case is None else self.case.input
@@ -68,7 +91,23 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         tool, arguments, problem = _parse(action)
-        if tool == self.finish_tool and tool not in self.world.tools and problem is None:
+        builtin_finish = (
+            tool == self.finish_tool
+            and tool not in self.world.tools
+            and problem is None
+            and not self.world.ended  # after the end it is refused like any call
+        )
+        if builtin_finish and arguments not in (None, {}):
+            # The built-in finish takes no arguments; anything else is a malformed call.
+            event = self.world.reject_call(
+                tool,
+                arguments,
+                "invalid_arguments",
+                f"{tool}: the built-in {tool!r} takes no arguments; send "
+                f'{{"tool": "{tool}"}} or {{"tool": "{tool}", "arguments": {{}}}}',
+            )
+            return self._answer(event, finished=False)
+        if builtin_finish:
             self.world.end_episode("finished")
             info = {"state_version": self.world.state_version, "finished": True}
             return (
@@ -87,27 +126,64 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
         if problem is not None:
             event = self.world.reject_call(tool, arguments, "invalid_action", problem)
         else:
+            # Also the built-in finish after the episode ended: refused (episode_ended)
+            # and logged like any call then, so the ending declared (step_limit, ...)
+            # is never overwritten with "finished".
             event = self.world.call(tool, arguments)
+        # A world may declare its own finish tool (e.g. one carrying a message).
+        return self._answer(event, finished=tool == self.finish_tool and event["status"] == "ok")
+
+    def _answer(
+        self, event: dict[str, Any], *, finished: bool
+    ) -> tuple[str, float, bool, bool, dict[str, Any]]:
         shown = {key: event[key] for key in ("step", "state_version", "status", "result", "error")}
         info = {"state_version": event["state_version"], "status": event["status"]}
-        # A world may declare its own finish tool (e.g. one carrying a message).
-        finished = tool == self.finish_tool and event["status"] == "ok"
         if finished:
             self.world.end_episode("finished")
-        return self._observe(shown), 0.0, finished, False, info
+        # A step refused because the episode had ended reports the end again, so an
+        # agent looping until `terminated` stops instead of being refused forever.
+        return self._observe(shown), 0.0, self.world.ended, False, info
 
     def _observe(self, value: dict[str, Any]) -> str:
         text = _text(value)
         if len(text) <= self.max_text:
             return text
+        # Say what became of the call: an agent told only "too long" could repeat a
+        # write that succeeded.
+        status = value.get("status")
         return _text(
             {
                 "step": value.get("step"),
+                "state_version": value.get("state_version"),
                 "status": "too_long",
-                "error": f"the observation has {len(text)} characters, more than "
-                f"max_text={self.max_text}; ask for less at a time",
+                "error": f"the call's status is {str(status)[:16]!r}, but its observation "
+                f"has {len(text)} characters, more than max_text={self.max_text}; ask "
+                "for less at a time",
             }
         )
+
+
+def _require_length(field: str, value: Any, least: int) -> None:
+    if type(value) is not int or value < least:
+        raise InputError(f"ToolWorldEnv {field} must be an int of at least {least}, got {value!r}")
+
+
+def _run_id(options: Any) -> str | None:
+    """The ``run_id`` option; the only option there is."""
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise InputError(
+            f"reset options must be a dict such as {{'run_id': 'run-1'}} or None, "
+            f"got {type(options).__name__}"
+        )
+    unknown = sorted(map(repr, set(options) - {"run_id"}))
+    if unknown:
+        raise InputError(f"reset options {unknown} are unknown; the only option is 'run_id'")
+    run_id = options.get("run_id")
+    if run_id is not None and not isinstance(run_id, str):
+        raise InputError(f"reset option 'run_id' must be a string or None, got {run_id!r}")
+    return run_id
 
 
 class _DuplicateKey(ValueError):
@@ -133,7 +209,7 @@ def _parse(action: Any) -> tuple[str, Any, str | None]:
             action = json.loads(action, object_pairs_hook=_unique_keys)
         except _DuplicateKey as exc:
             return "", action, f"the action is ambiguous: {exc}; send each field once"
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             return (
                 "",
                 action,
@@ -148,7 +224,8 @@ def _parse(action: Any) -> tuple[str, Any, str | None]:
                 '{"tool": "lookup", "arguments": {"id": 1}}'
             ),
         )
-    extra = sorted(set(action) - {"tool", "arguments"})
+    # Sorted by repr: a dict action may hold keys of mixed types, which do not compare.
+    extra = sorted(set(action) - {"tool", "arguments"}, key=repr)
     if extra:
         return (
             action["tool"],

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from onrecord._canonical import canonical_bytes, to_portable
-from onrecord.envkit._sql import BLOB_TAG
+from onrecord.envkit._sql import BLOB_TAG, encode_reals, load_reals
 from onrecord.envkit.diff import StateDiff
 from onrecord.errors import InputError
 
@@ -29,8 +29,25 @@ __all__ = [
 ]
 
 Rule = dict[str, Any]
+
+
+def _canon(value: Any) -> bytes:
+    """Canonical JSON with infinite REALs as ``{"$real": ...}``: plain JSON writes them
+    as ``null``, and a row holding an infinity would then match, or read as, a NULL."""
+    return canonical_bytes(encode_reals(value))
+
+
 Count = int | Mapping[str, int]
 _KINDS = ("created", "changed", "deleted")
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "created": ("table", "where", "count"),
+    "deleted": ("table", "where", "count"),
+    "changed": ("table", "where", "count", "to"),
+    "unchanged": ("table",),
+    "only_tables": ("tables",),
+    "no_other_changes": (),
+}
+"""The fields each kind of rule needs."""
 
 
 def created(table: str, where: Mapping[str, Any] | None = None, count: Count = 1) -> Rule:
@@ -75,8 +92,53 @@ def _row_rule(kind: str, table: str, where: Mapping[str, Any] | None, count: Cou
         "rule": kind,
         "table": table,
         "where": _column_values(where),
-        "count": to_portable(count),
+        "count": to_portable(_checked_count(count, f"{kind}({table!r})")),
     }
+
+
+def _checked_count(count: Any, where: str) -> Count:
+    """``count`` if it is a valid count: a misspelt bound (``{"min": 1, "mx": 1}``)
+    would otherwise be no bound at all, and accept any number of rows."""
+    if type(count) is int and count >= 0:
+        return count
+    if isinstance(count, Mapping):
+        known = set(count) <= {"min", "max"}
+        bounds = list(count.values())
+        if (
+            known
+            and all(type(bound) is int and bound >= 0 for bound in bounds)
+            and count.get("min", 0) <= count.get("max", count.get("min", 0))
+        ):
+            return count
+    raise InputError(
+        f"{where}: count must be a non-negative int or {{'min': a, 'max': b}} with "
+        f"non-negative ints a <= b (either may be left out), got {count!r}"
+    )
+
+
+def _checked_rule(rule: Any) -> None:
+    """Refuse a hand-written rule (e.g. from a task's JSON) that would be misread."""
+    kind = rule.get("rule") if isinstance(rule, Mapping) else None
+    if kind not in _FIELDS:
+        raise InputError(
+            f"unknown rule {rule!r}; build rules with created(), changed(), "
+            "deleted(), unchanged(), only_tables() or no_other_changes()"
+        )
+    fields = _FIELDS[kind]
+    missing = [name for name in fields if name not in rule]
+    if missing:
+        raise InputError(f"rule {rule!r} lacks the fields {missing}; build it with {kind}()")
+    tables = rule.get("tables")
+    if ("table" in fields and not isinstance(rule["table"], str)) or (
+        "tables" in fields
+        and not (isinstance(tables, list | tuple) and all(isinstance(n, str) for n in tables))
+    ):
+        raise InputError(f"rule {rule!r}: name tables as strings; build it with {kind}()")
+    for name in ("where", "to"):
+        if name in fields and not isinstance(rule[name], Mapping):
+            raise InputError(f"rule {rule!r}: field {name!r} must map columns to values")
+    if "count" in fields:
+        _checked_count(rule["count"], f"rule {rule!r}")
 
 
 def _column_values(values: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -89,7 +151,7 @@ def _column_values(values: Mapping[str, Any] | None) -> dict[str, Any]:
             if isinstance(value, bytes | bytearray | memoryview)
             else int(value)
             if type(value) is bool
-            else value
+            else encode_reals(value)  # an infinity as {"$real": ...}: JSON has none
             for column, value in given.items()
         },
         "$.where",
@@ -101,8 +163,12 @@ def check_rules(diff: StateDiff, rules: Sequence[Rule]) -> list[str]:
     """Every rule the diff breaks, as a sentence (empty when all hold)."""
     problems: list[str] = []
     covered: set[tuple[str, str, bytes]] = set()
+    if isinstance(rules, str | bytes | Mapping):
+        raise InputError(f"rules must be a list of rules, got {type(rules).__name__}")
     for rule in rules:
-        kind = rule.get("rule") if isinstance(rule, Mapping) else None
+        _checked_rule(rule)
+    for rule in rules:
+        kind = rule["rule"]
         if kind in _KINDS:
             problems += _row_rule_problems(diff, rule, covered)
         elif kind == "unchanged":
@@ -118,11 +184,6 @@ def check_rules(diff: StateDiff, rules: Sequence[Rule]) -> list[str]:
                 f"{', '.join(rule['tables']) or 'no table'} may change"
                 for name in extra
             ]
-        elif kind != "no_other_changes":
-            raise InputError(
-                f"unknown rule {rule!r}; build rules with created(), changed(), "
-                "deleted(), unchanged(), only_tables() or no_other_changes()"
-            )
     if any(rule.get("rule") == "no_other_changes" for rule in rules):
         problems += _uncovered(diff, covered)
     return problems
@@ -141,7 +202,7 @@ def _row_rule_problems(
         row = entry["before"] if kind == "changed" else entry
         if _matches(row, where):
             matches.append(entry)
-            covered.add((table, kind, canonical_bytes(entry)))
+            covered.add((table, kind, _canon(entry)))
     problems = []
     low, high = _bounds(rule["count"])
     if not low <= len(matches) <= high:
@@ -166,13 +227,17 @@ def _uncovered(diff: StateDiff, covered: set[tuple[str, str, bytes]]) -> list[st
         for table in sorted(diff)
         for kind in _KINDS
         for entry in _entries(diff, table, kind)
-        if (table, kind, canonical_bytes(entry)) not in covered
+        if (table, kind, _canon(entry)) not in covered
     ]
 
 
 def _matches(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
-    # A hand-written rule dict may still say True: SQLite holds it as 1.
-    where = {key: int(value) if type(value) is bool else value for key, value in where.items()}
+    # A hand-written rule dict may still say True: SQLite holds it as 1; a diff holds an
+    # infinite REAL as a float.
+    where = {
+        key: int(value) if type(value) is bool else load_reals(value)
+        for key, value in where.items()
+    }
     return all(
         (column in row and row[column] == value and type(row[column]) is type(value))
         or (column in row and _numbers_equal(row[column], value))
@@ -220,7 +285,7 @@ def _summary(table_diff: Mapping[str, list[Any]]) -> str:
 
 
 def _show(value: Any) -> str:
-    return canonical_bytes(value).decode()
+    return _canon(value).decode()
 
 
 def compare_diff(actual: StateDiff, expected: StateDiff, ignore: Sequence[str] = ()) -> list[str]:
@@ -229,9 +294,16 @@ def compare_diff(actual: StateDiff, expected: StateDiff, ignore: Sequence[str] =
     ``ignore`` names columns as ``"table.column"`` whose values do not matter (generated
     ids, timestamps); created and deleted rows are then matched without them.
     """
+    if isinstance(ignore, str):  # one column; its letters must not be read one by one
+        ignore = (ignore,)
     ignored: dict[str, set[str]] = {}
     for item in ignore:
-        table, _, column = item.partition(".")
+        table, dot, column = item.partition(".") if isinstance(item, str) else ("", "", "")
+        if not (table and dot and column):
+            raise InputError(
+                f"ignore names columns as 'table.column', got {item!r}; e.g. "
+                "ignore=('allocations.id',)"
+            )
         ignored.setdefault(table, set()).add(column)
     problems: list[str] = []
     for table in sorted(set(actual) | set(expected)):
@@ -247,7 +319,7 @@ def compare_diff(actual: StateDiff, expected: StateDiff, ignore: Sequence[str] =
 
 
 def _project(row: Mapping[str, Any], skip: set[str]) -> bytes:
-    return canonical_bytes({key: value for key, value in row.items() if key not in skip})
+    return _canon({key: value for key, value in row.items() if key not in skip})
 
 
 def _compare_rows(
@@ -273,8 +345,8 @@ def _compare_rows(
 def _compare_changes(
     table: str, actual: list[Any], expected: list[Any], skip: set[str]
 ) -> list[str]:
-    have = {canonical_bytes(entry["key"]): entry for entry in actual}
-    want = {canonical_bytes(entry["key"]): entry for entry in expected}
+    have = {_canon(entry["key"]): entry for entry in actual}
+    want = {_canon(entry["key"]): entry for entry in expected}
     problems = []
     for key in sorted(want.keys() | have.keys()):
         label = f"{table} key {key.decode()}"
@@ -300,7 +372,7 @@ def _column_problems(
     for side in ("before", "after"):
         for column in sorted(set(have[side]) | set(want[side])):
             got, wanted = have[side].get(column), want[side].get(column)
-            if column not in skip and canonical_bytes(got) != canonical_bytes(wanted):
+            if column not in skip and _canon(got) != _canon(wanted):
                 verb = "was" if side == "before" else "became"
                 problems.append(f"{label}: {column} {verb} {_show(got)}, expected {_show(wanted)}")
     return problems

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from onrecord.envkit._sql import Table, readonly_uri
+from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote, readonly_uri, user_tables
 from onrecord.envkit.audit import CTX, audit_tables, install_audit
 from onrecord.envkit.state import state_digest
 from onrecord.errors import InputError
@@ -39,7 +39,12 @@ class Snapshot:
             raise SnapshotError(f"Snapshot name must be a non-empty string, got {name!r}")
         self.name = name
         self._conn = conn
-        if not _has_audit(conn):
+        if _has_audit(conn) and _audit_current(conn):
+            _clear_history(conn)  # a saved snapshot or episode database: kept as it is
+        else:
+            # One migrated since it was saved (a table or a column added) has triggers
+            # that would not audit what is new, so the diff would miss changes there.
+            _drop_audit(conn)
             install_audit(conn)
         self.digest = state_digest(conn)
         self.tables: tuple[Table, ...] = tuple(table for table, _ in audit_tables(conn))
@@ -60,8 +65,6 @@ class Snapshot:
             raise SnapshotError(f"{str(path)!r} is not a readable SQLite database: {exc}") from exc
         finally:
             source.close()
-        if _has_audit(conn):
-            _clear_history(conn)
         return cls(name or Path(path).stem, conn)
 
     @classmethod
@@ -77,7 +80,8 @@ class Snapshot:
         if populate is not None:
             conn.execute("BEGIN")
             populate(conn, random.Random(seed))
-            conn.execute("COMMIT")
+            if conn.in_transaction:  # populate may have committed itself (conn.commit())
+                conn.execute("COMMIT")
         return cls(name, conn)
 
     @property
@@ -119,5 +123,33 @@ def _has_audit(conn: sqlite3.Connection) -> bool:
 
 def _clear_history(conn: sqlite3.Connection) -> None:
     for _, shadow in audit_tables(conn):
-        conn.execute(f'DELETE FROM "{shadow}"')
+        conn.execute(f"DELETE FROM {quote(shadow)}")
     conn.execute(f"UPDATE {CTX} SET step = 0, seq = 0, version = 0")
+
+
+def _audit_current(conn: sqlite3.Connection) -> bool:
+    """Whether the installed audit covers exactly the user tables as they are now."""
+    try:
+        registered = audit_tables(conn)
+    except sqlite3.Error:  # no registry, or not ours
+        return False
+    layouts = {table.name: (table.columns, table.key) for table in user_tables(conn)}
+    if {table.name: (table.columns, table.key) for table, _ in registered} != layouts:
+        return False
+    triggers = {row[0] for row in conn.execute("SELECT name FROM sqlite_schema")}
+    return all(f"{shadow}_{op}" in triggers for _, shadow in registered for op in "IDU")
+
+
+def _drop_audit(conn: sqlite3.Connection) -> None:
+    """Remove onrecord's audit (context row, registry, shadow tables, their triggers)."""
+    prefix = f"{INTERNAL_PREFIX}audit_"
+    internal = conn.execute(
+        "SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'trigger') "
+        "AND substr(name, 1, ?) = ? ORDER BY type DESC",  # triggers first
+        (len(prefix), prefix),
+    ).fetchall()
+    conn.execute("BEGIN")
+    for kind, name in internal:
+        conn.execute(f"DROP {kind.upper()} IF EXISTS {quote(name)}")
+    conn.execute(f"DROP TABLE IF EXISTS {CTX}")
+    conn.execute("COMMIT")

@@ -10,6 +10,7 @@ so a read-only observer connected to it always sees committed states only.
 
 from __future__ import annotations
 
+import operator
 import os
 import sqlite3
 import tempfile
@@ -127,6 +128,7 @@ class ToolWorld:
         Usually by undoing the rows the audit history lists (no schema change, so no
         connection re-parses the schema); in full when that cannot be proven exact."""
         self._refuse_nesting("reset")
+        _check_reset(seed, run_id, case)  # before anything is undone
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK" + INTERNAL)
         if self._undo is None or not self._undo.undo(self.conn):
@@ -135,7 +137,7 @@ class ToolWorld:
                 self._undo.restored(self.conn)
         self.log.close()
         self.log = ActionLog(log_path)
-        self.seed, self.run_id, self.case = int(seed), run_id, case
+        self.seed, self.run_id, self.case = operator.index(seed), run_id, case
         self.step = self.state_version = 0
         self.ending = self.ending_error = None
         self._inject = None
@@ -231,7 +233,7 @@ class ToolWorld:
 
     def _unknown_tool(self, tool: Any) -> str:
         names = ", ".join(sorted(self.tools)) or "none"
-        return f"there is no tool named {tool!r}; available tools: {names}"
+        return f"there is no tool named {_outcome.safe_repr(tool)}; available tools: {names}"
 
     def _run(self, spec: Tool, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         self._guard.refused = None
@@ -386,3 +388,14 @@ class ToolWorld:
             f"SELECT {layout.select_list()} FROM {quote(table)} ORDER BY {order}"
         )
         return [dict(zip(layout.columns, row, strict=True)) for row in cursor]
+
+
+def _check_reset(seed: Any, run_id: Any, case: Any) -> None:
+    """Refuse reset arguments the manifest could not record faithfully (a seed of 1.7
+    would silently become 1, a run id of 5 would not be a run id)."""
+    if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
+        raise InputError(f"reset seed must be an integer, got {seed!r}")
+    if run_id is not None and not isinstance(run_id, str):
+        raise InputError(f"reset run_id must be a string or None, got {run_id!r}")
+    if case is not None and not isinstance(case, EvalCase):
+        raise InputError(f"reset case must be an EvalCase or None, got {type(case).__name__}")
