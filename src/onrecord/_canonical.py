@@ -246,8 +246,8 @@ def to_portable(value: Any, path: str = "$") -> Any:
     """Return a detached copy of ``value`` made of plain JSON types.
 
     Refuses, with the JSON path of the value, anything that would not come back
-    unchanged: NaN/Infinity, integers beyond 64 bits, non-string keys, and objects
-    of unknown type. Never stringifies silently.
+    unchanged: NaN/Infinity, integers beyond 64 bits, non-string keys, objects of
+    unknown type, and nesting deeper than ``MAX_NESTING``. Never stringifies silently.
     """
     if type(value) is dict or type(value) is list:
         # One C round trip copies plain JSON containers, kept only when it equals the
@@ -256,15 +256,54 @@ def to_portable(value: Any, path: str = "$") -> Any:
         # its value, a tuple as a list) compares unequal. Those take the walks below,
         # which decide and explain.
         try:
-            copy = orjson.loads(orjson.dumps(value, option=_PASSTHROUGH))
+            raw: bytes | None = orjson.dumps(value, option=_PASSTHROUGH)
         except TypeError:
-            copy = None
+            raw = None
+        copy = None if raw is None else orjson.loads(raw)
         if type(copy) is type(value) and copy == value:
+            _refuse_deep(copy, raw, path)
             return copy
     try:
-        return _fast(value)
-    except _NotFast:
-        return _walk(value, path)
+        try:
+            copy = _fast(value)
+        except _NotFast:
+            copy = _walk(value, path)
+    except RecursionError:
+        raise _too_deep(path) from None
+    if type(copy) is dict or type(copy) is list:
+        _refuse_deep(copy, None, path)
+    return copy
+
+
+MAX_NESTING = 200
+"""Deepest nesting of lists and objects a portable value may have. orjson writes at most
+254 levels, and a record holds a value some levels down (``steps.info[i]``, a trial's
+check evidence): a deeper value would be refused only when the record is sealed, without
+its path, or (deeper still) raise RecursionError."""
+
+_HEADROOM = 254 - MAX_NESTING
+
+
+def _refuse_deep(copy: Any, raw: bytes | None, path: str) -> None:
+    # Nesting never exceeds the number of brackets: two counts in C clear almost every
+    # value; larger ones are written again inside _HEADROOM levels of lists.
+    if raw is not None and raw.count(b"[") + raw.count(b"{") <= MAX_NESTING:
+        return
+    wrapped = copy
+    for _ in range(_HEADROOM):
+        wrapped = [wrapped]
+    try:
+        orjson.dumps(wrapped)
+    except orjson.JSONEncodeError:
+        raise _too_deep(path) from None
+
+
+def _too_deep(path: str) -> PortabilityError:
+    return PortabilityError(
+        f"{path} is nested more than {MAX_NESTING} levels of lists and objects deep (or "
+        "contains itself), more than a record can hold; flatten it",
+        path,
+    )
 
 
 class _NotFast(Exception):

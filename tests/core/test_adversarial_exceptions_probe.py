@@ -15,7 +15,7 @@ import pytest
 from onrecord import EvalCase
 from onrecord._canonical import state_bytes
 from onrecord.episode import EpisodeEvidence
-from onrecord.errors import MalformedStepError
+from onrecord.errors import PortabilityError
 from onrecord.integrations.gymnasium import capture_episode
 from tests.core.envs import GenericEnv, capture_from, capture_generic
 
@@ -189,7 +189,8 @@ def test_a_return_value_that_contains_itself_is_noted_not_an_interact_error() ->
 
 
 def test_an_info_that_contains_itself_keeps_the_executed_step(tmp_path: Path) -> None:
-    # Before: the RecursionError left step() with the step executed but unrecorded.
+    # Before: the RecursionError left step() with the step executed but unrecorded. A
+    # cycle is an unportable info: the step is kept as an environment error.
     def step(env: GenericEnv, action: Any) -> Any:
         info: dict[str, Any] = {}
         info["self"] = info
@@ -200,14 +201,14 @@ def test_an_info_that_contains_itself_keeps_the_executed_step(tmp_path: Path) ->
     def interact(env: Any, observation: Any, info: Any) -> None:
         try:
             env.step(1)
-        except MalformedStepError as exc:
+        except PortabilityError as exc:
             raised.append(exc)
 
     episode = capture_generic(GenericEnv(step), interact)
     assert len(raised) == 1
     attempt = episode.attempts()[0]
     assert (attempt["status"], attempt["action"]) == ("env_error", 1)
-    assert "an info that cannot be stored (RecursionError" in attempt["error"]["message"]
+    assert "(or contains itself)" in attempt["error"]["message"]
     _reloaded(episode, tmp_path)
 
 
