@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from onrecord.cli._render import literal, make_console, render_decision, render_report
+from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
 from onrecord.runner import regrade_run
 
@@ -37,6 +38,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Regrade and print the changes, the new report and decision."""
+    if args.limit < 0:  # a negative slice would print all changes but the last ones
+        raise InputError(f"--limit must be 0 or more changes to print, got {args.limit}")
     checks = [
         item.strip() for value in args.checks or () for item in value.split(",") if item.strip()
     ]

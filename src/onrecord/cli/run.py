@@ -13,7 +13,7 @@ from rich.console import Console
 
 from onrecord.case import EvalCase
 from onrecord.cli._progress import BarProgress
-from onrecord.cli._render import make_console, render_decision, render_report
+from onrecord.cli._render import literal, make_console, render_decision, render_report
 from onrecord.errors import InputError
 from onrecord.runner import (
     RunConfig,
@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         errors.print(
             f"interrupted; finished episodes are saved: `onrecord run --resume "
-            f"--out {out}` continues"
+            f"--out {literal(out)}` continues"
         )
         return 130
     _summary(console, result, progress, executor.name, executor.workers)
@@ -196,7 +196,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _resume_target(config: RunConfig) -> tuple[str, RunProtocol | None]:
     given = config.environment
-    if given and Path(given, "run.json").is_file() and config.out in (None, given):
+    # ``--resume runs/x --out ./runs/x/`` (or an absolute --out from a config file) names
+    # one directory twice: compare the paths, not their spelling.
+    same = config.out is None or Path(config.out).resolve() == Path(given or ".").resolve()
+    if given and Path(given, "run.json").is_file() and same:
         out, config = given, replace(config, environment=None)
     elif config.out:
         out = config.out
@@ -232,7 +235,7 @@ def _expected(config: RunConfig, stored: RunProtocol) -> RunProtocol | None:
     return plan_run(
         _given(config.environment, environment.name),
         _given(config.agent, stored.agent),
-        tasks=cases or config.tasks or [EvalCase.from_dict(task) for task in stored.tasks],
+        tasks=cases or _named(config.tasks, stored) or _named(None, stored),
         checks=_given(config.checks, stored.checks),
         repeats=_given(config.repeats, stored.repeats),
         seeds=_given(config.seeds, stored.seeds),
@@ -245,6 +248,16 @@ def _expected(config: RunConfig, stored: RunProtocol) -> RunProtocol | None:
             **(config.environment_config or {}),
         },
     )
+
+
+def _named(names: list[str] | None, stored: RunProtocol) -> list[str | EvalCase] | None:
+    """``--tasks`` on resume picks among the run's own tasks first (they may come from a
+    tasks file the environment does not hold); other ids are the environment's. No
+    names: every task of the run."""
+    cases = {str(task["case_id"]): EvalCase.from_dict(task) for task in stored.tasks}
+    if names is None:
+        return list(cases.values())
+    return [cases.get(name, name) for name in names]
 
 
 # Settings that define the protocol (executor, workers, address and out do not).
@@ -272,10 +285,10 @@ def _summary(
     console: Console, result: RunResult, progress: BarProgress, executor: str, workers: int
 ) -> None:
     for notice in result.notices:
-        console.print(f"[yellow]repaired:[/] {notice}")
+        console.print(f"[yellow]repaired:[/] {literal(notice)}")
     recorded = len(result.report.trials)
     console.print(
-        f"[bold]run[/] {result.store.run_id} → {result.store.path}  "
+        f"[bold]run[/] {literal(result.store.run_id)} → {literal(result.store.path)}  "
         f"{recorded}/{result.expected} episodes recorded "
         f"({result.recorded_now} now, {progress.rate:.1f} ep/s, {executor} × "
         f"{workers})"
@@ -283,10 +296,15 @@ def _summary(
     render_report(console, result.report)
     render_decision(console, result.decision)
     for error in result.errors[:10]:
-        console.print(f"[magenta]not recorded:[/] {error}")
+        console.print(f"[magenta]not recorded:[/] {literal(error)}")
+    if len(result.errors) > 10:  # never let 10 shown errors read as all of them
+        console.print(
+            f"[magenta]not recorded:[/] … {len(result.errors) - 10} more episodes; every "
+            f"reason is in {literal(result.store.file('errors.jsonl'))}"
+        )
     if not result.complete:
         console.print(
             f"[yellow]incomplete:[/] {result.expected - recorded} episodes are "
-            f"missing; `onrecord run --resume {result.store.path}` retries them"
+            f"missing; `onrecord run --resume {literal(result.store.path)}` retries them"
         )
     sys.stdout.flush()

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from onrecord.case import EvalCase
-from onrecord.errors import InputError
+from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy
 from onrecord.runner._protocol import MAX_EPISODES, MAX_SEED
 
@@ -221,8 +221,8 @@ def load_tasks(path: str | Path) -> list[EvalCase]:
     for number, item in enumerate(items, start=1):
         if not isinstance(item, Mapping) or "case_id" not in item or "input" not in item:
             raise InputError(f"{source}: task {number} needs at least 'case_id' and 'input'")
-        cases.append(
-            EvalCase(
+        try:
+            case = EvalCase(
                 item["input"],
                 item.get("expected_output"),
                 case_id=item["case_id"],
@@ -230,7 +230,9 @@ def load_tasks(path: str | Path) -> list[EvalCase]:
                 metadata=item.get("metadata"),
                 completion=item.get("completion", "terminated"),
             )
-        )
+        except OnrecordError as exc:  # say which task of which file is at fault
+            raise InputError(f"{source}: task {number} ({item['case_id']!r}): {exc}") from exc
+        cases.append(case)
     if not cases:
         raise InputError(f"{source} holds no tasks")
     return cases

@@ -21,6 +21,7 @@ from onrecord.runner._provider import (
     EpisodeOutput,
     EpisodeSpec,
     SavedEpisode,
+    failing_agent,
 )
 
 __all__ = ["COMPLETED", "GymnasiumProvider", "as_interact", "random_agent", "saved_evidence"]
@@ -91,9 +92,12 @@ def as_interact(agent: Any, spec: EpisodeSpec) -> Interact:
     """The ``interact(env, observation, info)`` callable for one episode: factories marked
     with ``agent_factory`` are called with the episode's context first."""
     if getattr(agent, AGENT_FACTORY_MARK, False):
-        agent = agent(AgentContext(spec.case, spec.repeat, spec.seed))
+        try:
+            agent = agent(AgentContext(spec.case, spec.repeat, spec.seed))
+        except Exception as exc:  # the agent's failure, recorded in its episode
+            return failing_agent(f"the agent factory raised {type(exc).__name__}: {exc}", exc)
     if not callable(agent):
-        raise InputError(
+        return failing_agent(
             f"the agent must be callable as agent(env, observation, info), got "
             f"{type(agent).__name__}"
         )

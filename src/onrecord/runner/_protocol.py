@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from onrecord._canonical import to_portable
@@ -126,6 +127,43 @@ class RunProtocol:
             for repeat in range(self.repeats)
         ]
 
+    @cached_property
+    def _identities(self) -> dict[str, dict[str, Any]]:
+        # Case id → the identity a trial of that task is graded under.
+        return {
+            str(task["case_id"]): {
+                "case_id": task["case_id"],
+                "source_id": task.get("source_id"),
+                "content_digest": task.get("content_digest"),
+            }
+            for task in self.tasks
+        }
+
+    def unplanned(self, record: Mapping[str, Any]) -> str | None:
+        """Why an episode record is not one of the episodes this protocol plans (None
+        when it is): its task, its repeat, the seed planned for that repeat, and the
+        task and repeat its graded trial names. A record with a valid digest can still
+        be one the plan never made (copied from another run, or edited and re-digested):
+        counted, it would make a run missing planned episodes look complete."""
+        case_id, repeat, seed = record.get("case_id"), record.get("repeat"), record.get("seed")
+        identity = self._identities.get(case_id) if isinstance(case_id, str) else None
+        if identity is None:
+            return f"its task {case_id!r} is not one of the run's tasks"
+        count = len(self.seeds) * self.repeats
+        if type(repeat) is not int or not 0 <= repeat < count:
+            return f"its repeat {repeat!r} is not one of the run's repeats 0 to {count - 1}"
+        planned = self.seeds[repeat // self.repeats]
+        if type(seed) is not int or seed != planned:
+            return f"its seed is {seed!r}, but the run plans seed {planned} for repeat {repeat}"
+        trial = record.get("trial")
+        if (
+            not isinstance(trial, Mapping)
+            or trial.get("case") != identity
+            or trial.get("repeat") != repeat
+        ):
+            return "its graded trial is the trial of another task or repeat"
+        return None
+
     def lock_extra(self) -> dict[str, Any]:
         """What enters every report lock of this run besides checks, settings and cases:
         the environment and its config, the seeds, the step limit and the reset options,
@@ -181,12 +219,33 @@ class RunProtocol:
 
     def differences(self, other: RunProtocol) -> list[str]:
         """Fields in which ``other`` differs from this protocol."""
-        mine, theirs = self.to_dict(), other.to_dict()
-        return [
-            f"{key}: the run has {_short(mine[key])}, the new settings say {_short(theirs[key])}"
-            for key in mine
-            if mine[key] != theirs[key]
-        ]
+        return _differences("", self.to_dict(), other.to_dict())
+
+
+_ABSENT = object()
+
+
+def _differences(prefix: str, mine: Any, theirs: Any) -> list[str]:
+    # Tables are compared key by key: a long value cut short to "{'name': ..." would
+    # hide the one setting (e.g. environment.config.size) that differs.
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        found = []
+        for key in [*mine, *(key for key in theirs if key not in mine)]:
+            a, b = mine.get(key, _ABSENT), theirs.get(key, _ABSENT)
+            if a != b:
+                found += _differences(f"{prefix}.{key}" if prefix else key, a, b)
+        return found
+    if prefix == "tasks" and {_ids(mine)} != {_ids(theirs)}:  # the ids say what differs
+        mine, theirs = _ids(mine), _ids(theirs)
+    return [f"{prefix}: the run has {_shown(mine)}, the new settings say {_shown(theirs)}"]
+
+
+def _ids(tasks: Any) -> tuple[Any, ...]:
+    return tuple(task.get("case_id") if isinstance(task, dict) else task for task in tasks)
+
+
+def _shown(value: Any) -> str:
+    return "nothing" if value is _ABSENT else _short(value)
 
 
 def _short(value: Any) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from onrecord.case import EvalCase
 from onrecord.episode import OutcomeCheck
@@ -21,6 +21,7 @@ from onrecord.report import Trial
 __all__ = [
     "AgentContext",
     "AgentFactory",
+    "AgentSetupError",
     "EnvironmentProvider",
     "EpisodeOutput",
     "EpisodeSpec",
@@ -69,6 +70,22 @@ def agent_factory(function: AgentFactory) -> AgentFactory:
     instead of using the object itself as the agent."""
     setattr(function, AGENT_FACTORY_MARK, True)
     return function
+
+
+class AgentSetupError(Exception):
+    """Building the agent for an episode failed (its factory raised, or built no agent)."""
+
+
+def failing_agent(message: str, cause: BaseException | None = None) -> Callable[..., NoReturn]:
+    """An agent that raises ``AgentSetupError(message)`` when first called. A factory
+    that fails is the agent's own failure: handing the episode this agent records it
+    like an agent that raises while acting (a rejected episode), rather than as a
+    harness error that every resume would retry and that keeps the run indeterminate."""
+
+    def failed(*args: Any) -> NoReturn:
+        raise AgentSetupError(message) from cause
+
+    return failed
 
 
 @dataclass(frozen=True)

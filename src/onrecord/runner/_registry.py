@@ -69,6 +69,13 @@ def register_environment(
             f"register_environment({name!r}, ...): the factory must be an import path "
             f"or a module-level function, got {type(factory).__name__}"
         )
+    if name not in _REGISTRY and not replace and (name in gym.registry or _gym_spec(name)):
+        # Registered names are looked up before Gymnasium ids: this one would silently
+        # stop meaning gymnasium.make(name) for every run planned in this process.
+        raise InputError(
+            f"the environment name {name!r} is a Gymnasium id; registering it would hide "
+            f"gymnasium.make({name!r}): pick another name or pass replace=True"
+        )
     if name in _REGISTRY and _REGISTRY[name] != path and not replace:
         raise InputError(
             f"the environment name {name!r} is taken by {_REGISTRY[name]}; pick "

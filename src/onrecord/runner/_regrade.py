@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -107,9 +110,15 @@ def regrade_run(
     unversioned = sorted(
         {c.check for c in changes if c.before and c.after and c.check not in versions}
     )
-    _make(target)
-    save_grading(target, report, decision, expected=protocol.episodes)
-    _save_changes(target, changes, versions, specs, previous.digest, unversioned)
+    # Written whole into a temporary directory, then renamed into place: a regrade killed
+    # while saving leaves no half-written RUN/regrades/NAME that `verify RUN` refuses.
+    staging = Path(tempfile.mkdtemp(prefix=".regrade-", dir=store.path))
+    try:
+        save_grading(staging, report, decision, expected=protocol.episodes)
+        _save_changes(staging, changes, versions, specs, previous.digest, unversioned)
+        target = _publish(staging, target, numbered=name is None)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return Regrade(
         report,
         decision,
@@ -123,12 +132,8 @@ def regrade_run(
 
 
 def _target(root: Path, name: str | None) -> Path:
-    if name is None:  # a timestamp; two regrades in one second must not collide
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        target, number = root / stamp, 2
-        while target.exists():
-            target, number = root / f"{stamp}-{number}", number + 1
-        return target
+    if name is None:  # a timestamp; ``_publish`` numbers regrades in the same second
+        return root / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     # A bare name keeps the regrade inside RUN/regrades (never "../x" or "/abs").
     if not name or name in (".", "..") or any(sep in name for sep in ("/", "\\", os.sep)):
         raise InputError(
@@ -141,11 +146,23 @@ def _target(root: Path, name: str | None) -> Path:
     return target
 
 
-def _make(target: Path) -> None:
-    try:
-        target.mkdir(parents=True)
-    except FileExistsError:  # another regrade took the name meanwhile
-        raise InputError(f"{target} already exists; choose another --name") from None
+def _publish(staging: Path, target: Path, *, numbered: bool) -> Path:
+    """Rename ``staging`` to ``target`` (a directory appears whole or not at all). An
+    unnamed regrade whose timestamp another regrade took meanwhile gets the next free
+    ``-N``; a named one is refused."""
+    target.parent.mkdir(exist_ok=True)
+    stamp, number = target.name, 2
+    while True:
+        try:
+            if not target.exists():  # rename would replace an empty directory
+                os.rename(staging, target)  # and fails on a non-empty one: never merged
+                return target
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+        if not numbered:
+            raise InputError(f"{target} already exists; choose another --name")
+        target, number = target.with_name(f"{stamp}-{number}"), number + 1
 
 
 def _load(provider: EnvironmentProvider, specs: list[str]) -> list[OutcomeCheck]:
@@ -173,7 +190,15 @@ def _regraded(
             f"{store.file('episodes.jsonl')}: the evidence of {key} cannot be loaded "
             f"({type(exc).__name__}: {exc}); the run directory was edited"
         ) from exc
-    return provider.trial(subject, checks, record.key[1])
+    try:
+        return provider.trial(subject, checks, record.key[1])
+    except OnrecordError:
+        raise
+    except Exception as exc:  # the provider's own grading code, not a check (those are
+        # contained as evaluator errors): bad input (exit 3), not a traceback (exit 1)
+        raise InputError(
+            f"grading {key} failed in the environment's trial(): {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def contained(check: OutcomeCheck) -> OutcomeCheck:

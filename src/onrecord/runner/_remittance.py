@@ -39,6 +39,7 @@ from onrecord.runner._provider import (
     EpisodeSpec,
     SavedEpisode,
     agent_factory,
+    failing_agent,
 )
 from onrecord.runner._toolworld import (
     episode_from_evidence,
@@ -111,11 +112,14 @@ class RemittanceProvider(EnvironmentProvider):
                 f"task {spec.case.case_id!r} differs from the run's recorded "
                 "task (its content digest changed); start a new run"
             )
-        act = (
-            agent(AgentContext(spec.case, spec.repeat, spec.seed))
-            if getattr(agent, AGENT_FACTORY_MARK, False)
-            else agent(spec.case.input)
-        )
+        try:
+            act = (
+                agent(AgentContext(spec.case, spec.repeat, spec.seed))
+                if getattr(agent, AGENT_FACTORY_MARK, False)
+                else agent(spec.case.input)
+            )
+        except Exception as exc:  # the agent's failure, recorded in its episode
+            act = failing_agent(f"building the agent raised {type(exc).__name__}: {exc}", exc)
         played = env.play(act, seed=spec.seed, run_id=spec.run_id, max_steps=spec.max_steps)
         tools = self._schemas[env.task.task_id]
         evidence = tool_evidence(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import secrets
 import time
+import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes
 from onrecord.case import EvalCase
-from onrecord.errors import InputError
+from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
 from onrecord.runner._executors import Executor, InProcessExecutor
@@ -23,7 +24,7 @@ from onrecord.runner._registry import (
     resolve_agent,
     resolve_environment,
 )
-from onrecord.runner._store import RunStore, RunWriter
+from onrecord.runner._store import DECISION_SCHEMA, RunStore, RunWriter
 
 __all__ = [
     "DECISION_SCHEMA",
@@ -34,8 +35,6 @@ __all__ = [
     "resume_run",
     "start_run",
 ]
-
-DECISION_SCHEMA = "onrecord.run.decision/v1"
 
 
 class Progress:
@@ -107,6 +106,14 @@ def plan_run(
 ) -> RunProtocol:
     """Resolve names and build the protocol, failing early on anything unknown.
     ``tasks`` holds EvalCases, or ids selecting among the environment's own tasks."""
+    # An empty list is a mistake to report, never "every task" / "the default checks";
+    # a string would be taken letter by letter.
+    for field, names in (("tasks", tasks), ("checks", checks)):
+        if isinstance(names, str) or (names is not None and not names):
+            raise InputError(
+                f"{field} must be a non-empty list of names, got {names!r}"
+                + (f"; leave {field} out for the default" if field == "tasks" else "")
+            )
     ref = resolve_environment(environment, environment_config)
     provider = build_provider(ref)
     try:
@@ -114,13 +121,27 @@ def plan_run(
         loaded = load_checks(provider, checks)
         cases = _select_tasks(provider.tasks(), tasks, environment)
         chosen = policy if policy is not None else provider.default_policy(loaded)
+        if not isinstance(chosen, AcceptancePolicy):
+            raise InputError(
+                f"environment {environment!r}: default_policy() returned "
+                f"{type(chosen).__name__}, not an AcceptancePolicy; pass --policy FILE"
+            )
         steps = max_steps if max_steps is not None else getattr(provider, "default_max_steps", 1000)
+    except OnrecordError:
+        raise
+    except Exception as exc:
+        # A custom provider's own code (tasks(), reference_agents(), ...) failing is bad
+        # input naming it (exit 3), not a traceback whose exit code 1 reads as reject.
+        raise InputError(
+            f"environment {environment!r} ({ref.target}) failed while planning the run: "
+            f"{type(exc).__name__}: {exc}{_where(exc)}"
+        ) from exc
     finally:
         provider.close()
     return RunProtocol(
         ref,
         agent,
-        tuple(checks) or ("default",),
+        tuple(checks),
         {check.name: check.version for check in loaded},
         tasks_from(cases),
         repeats,
@@ -131,14 +152,26 @@ def plan_run(
     )
 
 
+def _where(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)[-1:]
+    return f" (at {frames[0].filename}:{frames[0].lineno})" if frames else ""
+
+
 def _select_tasks(
     available: Sequence[EvalCase], wanted: Sequence[str | EvalCase] | None, environment: str
 ) -> list[EvalCase]:
+    if not isinstance(available, Sequence) or not all(
+        isinstance(case, EvalCase) for case in available
+    ):
+        raise InputError(
+            f"environment {environment!r}: tasks() must return a list of EvalCases, "
+            f"got {type(available).__name__}"
+        )
     if not wanted:
         if not available:
             raise InputError(
                 f"environment {environment!r} has no built-in tasks; pass "
-                "--tasks FILE with [[tasks]] entries"
+                "--tasks-file FILE with [[tasks]] entries"
             )
         return list(available)
     by_id = {case.identity["case_id"]: case for case in available}

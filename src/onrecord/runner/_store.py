@@ -37,8 +37,14 @@ from onrecord.runner._job import EPISODE_RECORD_SCHEMA, JobResult
 from onrecord.runner._lock import LOCK_NAME, lock_directory, unlock
 from onrecord.runner._protocol import RunProtocol
 from onrecord.runner._provider import SavedEpisode
+from onrecord.runner._repair import (
+    DECISION_SCHEMA,
+    cut_actions,
+    cut_torn_line,
+    refuse_lost_records,
+)
 
-__all__ = ["RUN_SCHEMA", "EpisodeRecord", "RunStore", "RunWriter"]
+__all__ = ["DECISION_SCHEMA", "RUN_SCHEMA", "EpisodeRecord", "RunStore", "RunWriter"]
 
 RUN_SCHEMA = "onrecord.run/v1"
 _SYNC_SECONDS = 1.0
@@ -230,6 +236,13 @@ def _verified_line(
             f"{where} belongs to run {record.get('run_id')!r}, not "
             f"{store.run_id!r}: records from another run were mixed in"
         )
+    problem = store.protocol.unplanned(record)
+    if problem is not None:
+        raise ConsistencyError(
+            f"{where}: episode {record.get('case_id')}#{record.get('repeat')} is not an "
+            f"episode of this run: {problem}; the record was edited or copied from "
+            "another run: restore episodes.jsonl from a copy of the run"
+        )
     key = (str(record["case_id"]), int(record["repeat"]))
     if key in seen:
         raise ConsistencyError(f"{where}: episode {key[0]}#{key[1]} is recorded twice")
@@ -253,48 +266,6 @@ def _verify_block(log: BinaryIO | None, path: Path, offset: int, record: dict[st
         )
 
 
-def _cut_torn_line(store: RunStore, name: str) -> list[str]:
-    """Cut off a partial last line: the episode it began was never committed (in
-    ``errors.jsonl``, the next error line would be glued to it)."""
-    path = store.file(name)
-    if not path.exists():
-        return []
-    end, size = _last_newline_end(path), path.stat().st_size
-    if end == size:
-        return []
-    os.truncate(path, end)
-    if name == "errors.jsonl":
-        return [f"removed a partial line ({size - end} bytes) at the end of {name}"]
-    return [
-        f"removed a partial episode record ({size - end} bytes) left by an interrupted "
-        "run; that episode runs again"
-    ]
-
-
-def _cut_actions(store: RunStore, committed: int) -> list[str]:
-    """Cut off action-log bytes that no committed record accounts for."""
-    path = store.file("actions.jsonl")
-    if not path.exists() or path.stat().st_size <= committed:
-        return []
-    os.truncate(path, committed)
-    return ["removed the action-log events of an episode that was not committed"]
-
-
-def _last_newline_end(path: Path) -> int:
-    size = path.stat().st_size
-    with open(path, "rb") as handle:
-        position = size
-        while position > 0:
-            start = max(0, position - 65536)
-            handle.seek(start)
-            chunk = handle.read(position - start)
-            index = chunk.rfind(b"\n")
-            if index >= 0:
-                return start + index + 1
-            position = start
-    return 0
-
-
 class RunWriter:
     """Appends finished episodes to a run directory; one writer per directory at a time."""
 
@@ -302,14 +273,15 @@ class RunWriter:
         self.store = store
         self._lock, store._lock = store._lock or lock_directory(store.path), None
         try:
-            self.notices = _cut_torn_line(store, "episodes.jsonl")
-            self.notices += _cut_torn_line(store, "errors.jsonl")
             self.done: set[tuple[str, int]] = set()
             committed = 0
-            for record in store.records():
+            for record in store.records():  # a torn last line is not counted
                 self.done.add(record.key)
                 committed += record.data["action_log"]["bytes"]
-            self.notices += _cut_actions(store, committed)
+            refuse_lost_records(store.path, len(self.done))  # before anything is cut
+            self.notices = cut_torn_line(store.path, "episodes.jsonl")
+            self.notices += cut_torn_line(store.path, "errors.jsonl")
+            self.notices += cut_actions(store.path, committed)
         except BaseException:
             self.close()
             raise

@@ -1,0 +1,98 @@
+"""Repairs before a run directory is appended to again: what a killed writer can leave
+behind is cut off; what only deleting committed records can produce is refused."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from onrecord._canonical import content_digest, load_record_bytes
+from onrecord.errors import ConsistencyError, OnrecordError
+
+__all__ = ["DECISION_SCHEMA", "cut_actions", "cut_torn_line", "refuse_lost_records"]
+
+DECISION_SCHEMA = "onrecord.run.decision/v1"
+
+
+def cut_torn_line(run: Path, name: str) -> list[str]:
+    """Cut off a partial last line: the episode it began was never committed (in
+    ``errors.jsonl``, the next error line would be glued to it)."""
+    path = run / name
+    if not path.exists():
+        return []
+    end, size = _last_newline_end(path), path.stat().st_size
+    if end == size:
+        return []
+    os.truncate(path, end)
+    if name == "errors.jsonl":
+        return [f"removed a partial line ({size - end} bytes) at the end of {name}"]
+    return [
+        f"removed a partial episode record ({size - end} bytes) left by an interrupted "
+        "run; that episode runs again"
+    ]
+
+
+def cut_actions(run: Path, committed: int) -> list[str]:
+    """Cut off action-log bytes that no committed record accounts for."""
+    path = run / "actions.jsonl"
+    if not path.exists() or path.stat().st_size <= committed:
+        return []
+    os.truncate(path, committed)
+    return ["removed the action-log events of an episode that was not committed"]
+
+
+def refuse_lost_records(run: Path, committed: int) -> None:
+    """Refuse a directory whose committed records were deleted. A killed writer never
+    loses a committed line, and ``episodes.jsonl`` exists before the first action-log
+    byte is written; without this check, resuming would cut the deleted episodes'
+    action logs off as if no record had committed them, and run them again."""
+    actions = run / "actions.jsonl"
+    if not (run / "episodes.jsonl").exists() and actions.exists() and actions.stat().st_size:
+        raise ConsistencyError(
+            f"{run}/episodes.jsonl is missing, but actions.jsonl holds the action "
+            "log of recorded episodes: the run's records were deleted; restore "
+            "episodes.jsonl from a copy of the run, or start a new run in another directory"
+        )
+    # A torn last line is treated as what a killed writer leaves (and cut off), as
+    # always: only whole committed lines missing are refused.
+    graded = _graded_count(run / "decision.json")
+    if graded is not None and graded > committed + _torn(run / "episodes.jsonl"):
+        raise ConsistencyError(
+            f"{run}/decision.json graded {graded} recorded episodes, but "
+            f"episodes.jsonl now holds {committed}: committed records were deleted; "
+            "restore episodes.jsonl and actions.jsonl from a copy of the run, or start a "
+            "new run in another directory"
+        )
+
+
+def _torn(path: Path) -> int:
+    """1 when ``path`` ends in a partial line, else 0."""
+    return int(path.exists() and _last_newline_end(path) != path.stat().st_size)
+
+
+def _graded_count(path: Path) -> int | None:
+    """Episodes a verified ``decision.json`` says were recorded (None: no such file, or
+    not one onrecord wrote; grading rewrites it anyway)."""
+    try:
+        data = load_record_bytes(path.read_bytes(), str(path))
+    except (OSError, OnrecordError):
+        return None
+    if data.get("schema") != DECISION_SCHEMA or data.get("digest") != content_digest(data):
+        return None
+    recorded = data.get("recorded")
+    return recorded if type(recorded) is int else None
+
+
+def _last_newline_end(path: Path) -> int:
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        position = size
+        while position > 0:
+            start = max(0, position - 65536)
+            handle.seek(start)
+            chunk = handle.read(position - start)
+            index = chunk.rfind(b"\n")
+            if index >= 0:
+                return start + index + 1
+            position = start
+    return 0
