@@ -20,7 +20,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from onrecord.dynamics._evidence import ForecastEvidence
-from onrecord.dynamics._metrics import _HALF_LOG_2PI, LEVELS, Z_SCORES, wrap_angles
+from onrecord.dynamics._metrics import (
+    _HALF_LOG_2PI,
+    LEVELS,
+    Z_SCORES,
+    portable_number,
+    wrap_angles,
+)
 from onrecord.dynamics._protocol import FloatArray
 from onrecord.errors import InputError
 
@@ -83,13 +89,15 @@ class AggregateMetrics:
                 }
                 for stat in _STATS:
                     value = getattr(self, stat)
-                    row[stat] = None if value is None else _num(value[i, j])
+                    row[stat] = None if value is None else portable_number(value[i, j])
                 for k, level in enumerate(LEVELS):
                     tag = round(level * 100)
                     row[f"coverage_{tag}"] = (
-                        None if self.coverage is None else _num(self.coverage[k, i, j])
+                        None if self.coverage is None else portable_number(self.coverage[k, i, j])
                     )
-                    row[f"width_{tag}"] = None if self.width is None else _num(self.width[k, i, j])
+                    row[f"width_{tag}"] = (
+                        None if self.width is None else portable_number(self.width[k, i, j])
+                    )
                 row["pit"] = None if self.pit is None else self.pit[i, j].tolist()
                 out.append(row)
         return out
@@ -109,11 +117,6 @@ class AggregateMetrics:
             "levels": list(LEVELS),
             "rows": self.rows(),
         }
-
-
-def _num(value: Any) -> float | None:
-    number = float(value)
-    return None if math.isnan(number) else number
 
 
 def _signature(forecast: ForecastEvidence) -> tuple[Any, ...]:
@@ -250,14 +253,15 @@ def _summarize(
 ) -> AggregateMetrics:
     mask = _Mask(~np.isnan(error))
     counts = mask.measured.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    # over: a huge error against a tiny persistence RMSE makes the skill truly -inf.
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         denominator = np.where(counts > 0, counts, np.nan)
         filled = mask.keep(error)
-        bias = filled.sum(axis=0) / denominator
-        mae = np.abs(filled).sum(axis=0) / denominator
-        rmse = np.sqrt((filled * filled).sum(axis=0) / denominator)
+        bias = _mean(filled, denominator)
+        mae = _mean(np.abs(filled), denominator)
+        rmse = _rms(filled, denominator)
         persisted = mask.keep(persistence)
-        persistence_rmse = np.sqrt((persisted * persisted).sum(axis=0) / denominator)
+        persistence_rmse = _rms(persisted, denominator)
         skill = np.where(persistence_rmse > 0, 1 - rmse / persistence_rmse, np.nan)
     stats: dict[str, Any] = {
         "measured": counts,
@@ -273,6 +277,33 @@ def _summarize(
     return AggregateMetrics(**base, **stats)
 
 
+def _mean(values: FloatArray, denominator: FloatArray) -> FloatArray:
+    """Column means; where the plain sum overflows although every value is finite, the
+    mean is taken of the values divided first (the mean of finite numbers is finite)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        plain: FloatArray = values.sum(axis=0) / denominator
+        spilled = np.isinf(plain) & np.isfinite(values).all(axis=0)
+        if spilled.any():
+            plain = np.where(spilled, (values / denominator).sum(axis=0), plain)
+    return plain
+
+
+def _rms(values: FloatArray, denominator: FloatArray) -> FloatArray:
+    """Root mean square; where squaring overflows although every value is finite (errors
+    beyond ~1e154), the values are scaled by their largest magnitude first."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        plain: FloatArray = np.sqrt((values * values).sum(axis=0) / denominator)
+        spilled = np.isinf(plain) & np.isfinite(values).all(axis=0)
+        if spilled.any():
+            scale = np.abs(values).max(axis=0)
+            scale = np.where(scale > 0, scale, 1.0)
+            scaled = values / scale
+            plain = np.where(
+                spilled, scale * np.sqrt((scaled * scaled).sum(axis=0) / denominator), plain
+            )
+    return plain
+
+
 def _uncertainty(
     error: FloatArray, mask: _Mask, std: FloatArray, denominator: FloatArray
 ) -> dict[str, Any]:
@@ -283,9 +314,13 @@ def _uncertainty(
         abs_z = np.abs(z)
         nll = mask.keep(_HALF_LOG_2PI + np.log(std) + 0.5 * z * z)
         pdf = np.exp(-0.5 * z * z) * (1 / math.sqrt(2 * math.pi))
-    inside = mask.both(abs_z[None] <= Z_SCORES[:, None, None, None], extra_axes=1)
+    # |error| <= z * std, exactly as forecast_metrics decides ``covered``: |error| / std
+    # <= z rounds differently at the bound, and the coverage of a set of forecasts must
+    # be the share of them whose own interval covered the actual value.
+    half = Z_SCORES[:, None, None, None] * std[None]
+    inside = mask.both(np.abs(error)[None] <= half, extra_axes=1)
     coverage = inside.sum(axis=1) / denominator
-    width = 2 * Z_SCORES[:, None, None] * (mask.keep(std).sum(axis=0) / denominator)
+    width = 2 * Z_SCORES[:, None, None] * _mean(mask.keep(std), denominator)
     cdf = ndtr(abs_z)
     with np.errstate(invalid="ignore"):
         crps = std * (abs_z * (2 * cdf - 1) + 2 * pdf - _INV_SQRT_PI)
@@ -301,8 +336,8 @@ def _uncertainty(
     return {
         "coverage": coverage,
         "width": width,
-        "nll": nll.sum(axis=0) / denominator,
-        "crps": crps.sum(axis=0) / denominator,
+        "nll": _mean(nll, denominator),
+        "crps": _mean(crps, denominator),
         "pit": histogram.sum(axis=0),
         "calibration_error": calibration,
     }

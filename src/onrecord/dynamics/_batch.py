@@ -21,9 +21,12 @@ from onrecord.dynamics._capture import (
     ModelError,
     _sealed,
     check_array,
+    check_state_key,
+    numeric_array,
     plan_scope,
     prepared,
     read_answer,
+    refuse_non_numbers,
     simulator_problem,
 )
 from onrecord.dynamics._envs import Coordinate
@@ -69,6 +72,7 @@ def capture_forecasts(
     results: list[ForecastEvidence | None] = [None] * len(episodes)
     groups: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     for n, (episode, plan) in enumerate(zip(episodes, plans, strict=True)):
+        check_state_key(episode, state_key)
         actions, scope = plan_scope(episode, plan, spec.horizons)
         initial, truth, request = prepared(episode, state_key, actions, spec.dim)
         record = spec.record(episode, scope, request, truth)
@@ -173,10 +177,7 @@ def _read(
 
 
 def _batch_array(value: Any, count: int, steps: int, dim: int, name: str) -> np.ndarray:
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ModelError(f"{name} is not numeric: {exc}") from None
+    array = numeric_array(value, name)
     if array.shape != (count, steps, dim):
         raise ModelError(
             f"{name} has shape {list(array.shape)}, expected "
@@ -189,6 +190,7 @@ def _from_samples(
     value: Any, count: int, steps: int, dim: int
 ) -> tuple[np.ndarray, np.ndarray | None]:
     samples = np.asarray(value, dtype=np.float64)
+    refuse_non_numbers(value, "samples")
     if samples.ndim != 4 or samples.shape[0] != count or samples.shape[2:] != (steps, dim):
         raise ModelError(
             f"samples has shape {list(samples.shape)}, expected [{count}, S, {steps}, {dim}]"

@@ -52,6 +52,11 @@ class ForecastSpec:
                 raise InputError(
                     f"{name} must be a non-empty string such as 'persistence/v1', got {value!r}"
                 )
+        if not isinstance(state_key, str) or not state_key:
+            raise InputError(
+                f"state_key must be the key of the state vector in the observer's output "
+                f"such as 'state', got {state_key!r}"
+            )
         self.model_id, self.contract, self.state_key = model_id, contract, state_key
         self.coordinates = _coordinates(coordinates, angular)
         self.dim = len(self.coordinates)
@@ -179,6 +184,17 @@ def reference_states(
     return initial, [_vector(step["state"], state_key) for step in transitions]
 
 
+def check_state_key(episode: Any, state_key: str) -> None:
+    """``InputError`` when the observer answered without ``state_key``: the caller's key
+    is wrong, and blaming the simulator ("initial state not observed") would hide the fix."""
+    observed = episode.initial.get("state")
+    if isinstance(observed, Mapping) and state_key not in observed:
+        raise InputError(
+            f"state_key {state_key!r} is not in the reference's observer output, which "
+            f"has the keys {sorted(map(str, observed))}; pass the key of the state vector"
+        )
+
+
 def prepared(
     episode: Any, state_key: str, actions: list[Any], dim: int
 ) -> tuple[list[float] | None, list[list[float] | None], dict[str, Any] | None]:
@@ -211,7 +227,13 @@ def plan_scope(episode: Any, planned_actions: Any, horizons: list[int]) -> tuple
     executed = episode.actions()
     if planned_actions is None:
         return executed, "observed_prefix"
-    plan = to_portable(list(planned_actions), "$.planned_actions")
+    # A Box action sent as a NumPy array is recorded as plain nested lists (its
+    # ``tolist()``); encoded as an ``$ndarray`` object it would never equal the executed
+    # action, and the model would receive that object instead of numbers.
+    plan = to_portable(
+        [a.tolist() if isinstance(a, np.ndarray) else a for a in planned_actions],
+        "$.planned_actions",
+    )
     if plan[: len(executed)] != executed or len(executed) > len(plan):
         first = next(
             (i for i, (p, e) in enumerate(zip(plan, executed, strict=False)) if p != e),
@@ -260,10 +282,7 @@ def check_response(response: Any, steps: int, dim: int) -> dict[str, Any]:
 
 def check_array(value: Any, steps: int, dim: int, name: str) -> np.ndarray:
     """``value`` as a finite float array of shape ``[steps, dim]``."""
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ModelError(f"{name} is not numeric: {exc}") from None
+    array = numeric_array(value, name)
     if steps == 0 and array.size == 0:
         array = array.reshape(0, dim)  # "[]" is the one vector per action of no actions
     if array.shape != (steps, dim):
@@ -274,6 +293,29 @@ def check_array(value: Any, steps: int, dim: int, name: str) -> np.ndarray:
     if not np.isfinite(array).all():
         raise ModelError(f"{name} holds non-finite values")
     return array
+
+
+# NumPy converts text ("0.5", b"1"), booleans and datetimes to floats without a word;
+# none of them is a predicted number, so an answer holding them is the model's error.
+_NOT_NUMERIC = frozenset("USbMmV")
+
+
+def numeric_array(value: Any, name: str) -> np.ndarray:
+    """``value`` as a float64 array, refusing text, booleans and dates."""
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{name} is not numeric: {exc}") from None
+    refuse_non_numbers(value, name)
+    return array
+
+
+def refuse_non_numbers(value: Any, name: str) -> None:
+    """``ModelError`` when ``value`` converted to floats only because NumPy parses text,
+    booleans and dates."""
+    dtype = value.dtype if isinstance(value, np.ndarray) else np.asarray(value).dtype
+    if dtype.kind in _NOT_NUMERIC:
+        raise ModelError(f"{name} is not numeric: it holds {dtype} values; return floats")
 
 
 def error_record(exc: BaseException) -> dict[str, str]:
@@ -308,6 +350,7 @@ def capture_forecast(
     if not callable(predict):
         raise InputError(f"predict must be callable, got {type(predict).__name__}")
     spec = ForecastSpec(model_id, contract, coordinates, horizons, angular, state_key)
+    check_state_key(episode, state_key)
     actions, scope = plan_scope(episode, planned_actions, spec.horizons)
     initial, truth, request = prepared(episode, state_key, actions, spec.dim)
     record = spec.record(episode, scope, request, truth)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from onrecord.dynamics._evidence import ForecastEvidence
-from onrecord.dynamics._metrics import forecast_metrics
+from onrecord.dynamics._metrics import forecast_metrics, portable_number
 from onrecord.errors import InputError
 
 __all__ = ["CHECK_VERSION", "forecast_case_result", "forecast_report", "normalize_tolerances"]
@@ -192,15 +192,30 @@ def _results(
                     CHECK_VERSION,
                     "pass" if passed else "fail",
                     "within tolerance" if passed else "beyond tolerance",
-                    {"error": value},
+                    # Two finite states can differ by more than the largest float; the
+                    # report cannot hold an infinity, so it is written out as text.
+                    {"error": value if math.isfinite(value) else portable_number(value)},
                 )
             )
         measured = metrics.abs_error[:, j][metrics.measured[:, j]]
-        if len(measured):
+        mean = _mean_abs_error(measured)
+        if mean is not None:
             # One continuous measure per coordinate keeps reports small while still
             # letting compare_reports bootstrap the error difference between models.
-            measures[f"dynamics/{name}/mean_abs_error"] = float(measured.mean())
+            measures[f"dynamics/{name}/mean_abs_error"] = mean
     return results, measures
+
+
+def _mean_abs_error(values: np.ndarray) -> float | None:
+    """The mean, even where the plain sum overflows; None when there is nothing to
+    average or an error itself is infinite (a report measure must be a finite number)."""
+    if not len(values):
+        return None
+    with np.errstate(over="ignore"):
+        mean = float(values.mean())
+    if not math.isfinite(mean):
+        mean = float((values / len(values)).sum())
+    return mean if math.isfinite(mean) else None
 
 
 def forecast_report(forecasts: Iterable[ForecastEvidence], tolerances: Tolerances) -> Any:

@@ -20,9 +20,9 @@ from numpy.typing import NDArray
 
 from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._evidence import ForecastEvidence
-from onrecord.dynamics._metrics import wrap_angles
+from onrecord.dynamics._metrics import portable_number, wrap_angles
 from onrecord.dynamics._protocol import FloatArray
-from onrecord.dynamics._references import capture_plan, random_plan
+from onrecord.dynamics._references import capture_plan, check_start_state, random_plan
 from onrecord.errors import InputError
 
 __all__ = ["EffectTable", "PairedReference", "capture_pairs", "effect_table"]
@@ -63,9 +63,20 @@ def capture_pairs(
         raise InputError(f"kind must be 'action' or 'offset', got {kind!r}")
     if kind == "offset" and (offset is None or len(offset) != simulator.dimension):
         raise InputError(f"an offset control needs offset= with {simulator.dimension} numbers")
+    if isinstance(length, bool) or not isinstance(length, int | np.integer) or length < 1:
+        raise InputError(
+            f"length must be a whole number >= 1 (the first, controlled action and the "
+            f"shared ones after it), got {length!r}"
+        )
+    starts = list(start_states)
+    for start in starts:  # all of them before any episode runs
+        check_start_state(simulator, start)
+        if kind == "offset":
+            variant = [s + o for s, o in zip(start, offset or (), strict=True)]
+            check_start_state(simulator, variant, "start state + offset")
     rng = np.random.default_rng(seed)
     pairs = []
-    for n, start in enumerate(start_states):
+    for n, start in enumerate(starts):
         follow = random_plan(simulator, length - 1, rng)
         base_start, variant_start = list(start), list(start)
         if kind == "action":
@@ -121,17 +132,12 @@ class EffectTable:
                         "unit": unit,
                         "horizon": h,
                         "pairs": int(self.pairs[i, j]),
-                        "real_effect": _num(self.real_effect[i, j]),
-                        "predicted_effect": _num(self.predicted_effect[i, j]),
-                        "effect_error": _num(self.effect_error[i, j]),
+                        "real_effect": portable_number(self.real_effect[i, j]),
+                        "predicted_effect": portable_number(self.predicted_effect[i, j]),
+                        "effect_error": portable_number(self.effect_error[i, j]),
                     }
                 )
         return out
-
-
-def _num(value: Any) -> float | None:
-    number = float(value)
-    return None if number != number else number
 
 
 def _at_horizons(forecast: ForecastEvidence, values: FloatArray) -> FloatArray:
@@ -154,18 +160,33 @@ def effect_table(
             "(base arm and variant arm, pair by pair)"
         )
     first = base[0]
+    signature = (first.model_id, first.contract, first.horizons, first.coordinates)
     real, predicted = [], []
     for b, v in zip(base, variant, strict=True):
-        if (b.model_id, b.horizons, b.coordinates) != (v.model_id, v.horizons, v.coordinates):
-            raise InputError(
-                f"forecasts {b.digest[:12]} and {v.digest[:12]} are not a pair of "
-                "one model with the same coordinates and horizons"
-            )
+        # Every pair against the first, not only the arms against each other: pairs of
+        # another contract or in other units would otherwise be averaged together.
+        for forecast in (b, v):
+            if (
+                forecast.model_id,
+                forecast.contract,
+                forecast.horizons,
+                forecast.coordinates,
+            ) != signature:
+                raise InputError(
+                    f"forecast {forecast.digest[:12]} differs from {first.digest[:12]} in "
+                    "model, contract, coordinates, units or horizons; an effect table "
+                    "compares the pairs of one model and one state contract"
+                )
         if b.status != "ok" or v.status != "ok":
             continue
         steps = min(b.observed_steps, v.observed_steps)
         real.append(_at_horizons(b, wrap_angles(v.truth[:steps] - b.truth[:steps], b.angular_mask)))
-        predicted.append(_at_horizons(b, wrap_angles(v.mean - b.mean, b.angular_mask)))
+        # Forecasts of the observed prefix (no planned_actions) are as long as their arm
+        # ran, so the two arms' forecasts can differ in length.
+        length = min(len(b.mean), len(v.mean))
+        predicted.append(
+            _at_horizons(b, wrap_angles(v.mean[:length] - b.mean[:length], b.angular_mask))
+        )
     shape = (len(first.horizons), len(first.coordinates))
     if not real:
         nan = np.full(shape, np.nan)

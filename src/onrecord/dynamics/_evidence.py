@@ -318,7 +318,9 @@ def _layout(forecast: ForecastEvidence) -> Layout:
         gaps,
         bool(forecast._angular.any()),
         MappingProxyType(forecast.coordinates),
-        _read_only(np.arange(len(index)) >= measured),
+        # Censoring is a fact about the reference, whatever the model did: a model error
+        # at a horizon the reference reached is not a censored horizon.
+        _read_only(index >= forecast.observed_steps),
         _read_only(np.ones(shape, bool)) if complete else None,
     )
 

@@ -22,12 +22,24 @@ from onrecord.dynamics._evidence import ForecastEvidence
 from onrecord.dynamics._protocol import FloatArray
 from onrecord.errors import InputError
 
-__all__ = ["LEVELS", "ForecastMetrics", "forecast_metrics", "wrap_angles"]
+__all__ = ["LEVELS", "ForecastMetrics", "forecast_metrics", "portable_number", "wrap_angles"]
 
 LEVELS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)
 """Nominal central-interval levels reported wherever a standard deviation exists."""
 Z_SCORES = np.array([NormalDist().inv_cdf(0.5 + level / 2) for level in LEVELS])
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def portable_number(value: Any) -> float | str | None:
+    """A number for a portable table: NaN (nothing measured) is None, and an infinity is
+    the text ``"Infinity"`` or ``"-Infinity"``. JSON has no infinity, and the canonical
+    writer would turn it into null, so an infinite NLL would read as "not measured"."""
+    number = float(value)
+    if math.isnan(number):
+        return None
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    return number
 
 
 def wrap_angles(errors: FloatArray, mask: NDArray[np.bool_]) -> FloatArray:
@@ -132,8 +144,8 @@ class ForecastMetrics:
         cell: dict[str, Any] = {
             "censored": False,
             "measured": True,
-            "error": float(self.error[i, j]),
-            "abs_error": float(self.abs_error[i, j]),
+            "error": portable_number(self.error[i, j]),
+            "abs_error": portable_number(self.abs_error[i, j]),
         }
         if (
             self.std is not None
@@ -142,12 +154,12 @@ class ForecastMetrics:
             and self.covered is not None
             and self.nll is not None
         ):
-            cell["std"] = float(self.std[i, j])
-            cell["nll"] = float(self.nll[i, j])
+            cell["std"] = portable_number(self.std[i, j])
+            cell["nll"] = portable_number(self.nll[i, j])
             cell["intervals"] = {
                 f"{round(level * 100)}": {
-                    "lower": float(self.lower[k, i, j]),
-                    "upper": float(self.upper[k, i, j]),
+                    "lower": portable_number(self.lower[k, i, j]),
+                    "upper": portable_number(self.upper[k, i, j]),
                     "covered": bool(self.covered[k, i, j]),
                 }
                 for k, level in enumerate(LEVELS)
@@ -163,7 +175,9 @@ class ForecastMetrics:
 
     def _describe(self, i: int, j: int, unit: str) -> str:
         if not self.measured[i, j]:
-            return "censored" if self.censored[i] else "not measured"
+            if self.censored[i]:
+                return "censored"
+            return "not measured" if self.status == "ok" else self.status.replace("_", " ")
         text = f"error {self.error[i, j]:+.4g} {unit}"
         if self.std is not None and self.covered is not None and self.nll is not None:
             text += (

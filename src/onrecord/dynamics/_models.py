@@ -249,8 +249,18 @@ class BootstrapEnsembleModel:
         if not uncertainty:
             means = [m.predict(states, acts, uncertainty=False).mean for m in self._models]
             return Prediction(np.mean(means, axis=0))
-        rng = np.random.default_rng(self.seed)
-        samples = [self._particles(member, states, acts, rng) for member in self._models]
+        # Each reference's noise comes from the seed and that reference's own request
+        # (as RandomModel's does): one shared generator would make a forecast depend on
+        # which other references shared its batch, and on their order.
+        count, horizon, dim = states.shape[0], acts.shape[1], states.shape[1]
+        noise = np.empty((count, len(self._models), horizon, self.particles, dim))
+        for n in range(count):
+            rng = _request_rng(self.seed, states[n : n + 1], acts[n : n + 1])
+            noise[n] = rng.standard_normal(noise.shape[1:])
+        samples = [
+            self._particles(member, states, acts, noise[:, k])
+            for k, member in enumerate(self._models)
+        ]
         return Prediction.from_samples(np.concatenate(samples, axis=1))
 
     def _particles(
@@ -258,8 +268,10 @@ class BootstrapEnsembleModel:
         member: BayesianLinearModel,
         states: FloatArray,
         acts: NDArray[Any],
-        rng: np.random.Generator,
+        noise: FloatArray,
     ) -> FloatArray:
+        """``[N, particles, H, d]`` trajectories of one member; ``noise`` is its
+        ``[N, H, particles, d]`` standard normal process noise."""
         params = member.params
         count, horizon = acts.shape[:2]
         encoded = np.repeat(self.simulator.action_features(acts), self.particles, axis=0)
@@ -269,7 +281,7 @@ class BootstrapEnsembleModel:
         for step in range(horizon):
             inputs = member.features(current, encoded[:, step])
             current = current + inputs @ params.coef.T + params.intercept
-            current = current + rng.standard_normal(current.shape) * noise_sd
+            current = current + noise[:, step].reshape(current.shape) * noise_sd
             out[:, step] = current
         return out.reshape(count, self.particles, horizon, states.shape[1])
 
@@ -287,9 +299,10 @@ class BootstrapEnsembleModel:
 class RandomModel:
     """A random walk with the training deltas' spread: the floor of normalized scores.
 
-    Its noise is a function of ``seed`` and the request alone (never of earlier calls),
-    so one request always gets the same answer: a closed-loop run of one seed does not
-    depend on which seeds ran before it, and a forecast not on what was forecast first.
+    Its noise is a function of ``seed`` and each row of the request alone (never of
+    earlier calls or of the other rows), so one request always gets the same answer: a
+    closed-loop run of one seed does not depend on which seeds ran before it, and a
+    forecast not on what was forecast first or batched with it.
     """
 
     def __init__(
@@ -310,9 +323,13 @@ class RandomModel:
         """Independent random walks; the actions are ignored."""
         states, acts = _check_inputs(self.simulator, initial_states, actions)
         scale = self._scale if self._scale is not None else np.ones(states.shape[1])
-        steps = _request_rng(self.seed, states, acts).standard_normal(
-            (states.shape[0], acts.shape[1], states.shape[1])
-        )
+        # One generator per row (per reference, or per plan): seeded by the whole batch,
+        # a reference's forecast would change with the other references batched with it.
+        steps = np.empty((states.shape[0], acts.shape[1], states.shape[1]))
+        for n in range(len(states)):
+            steps[n] = _request_rng(self.seed, states[n : n + 1], acts[n : n + 1]).standard_normal(
+                steps.shape[1:]
+            )
         return Prediction(states[:, None, :] + np.cumsum(steps * scale, axis=1))
 
     def describe(self) -> dict[str, Any]:

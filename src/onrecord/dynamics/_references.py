@@ -10,13 +10,16 @@ import numpy as np
 
 from onrecord.case import EvalCase
 from onrecord.dynamics._envs import Simulator
+from onrecord.errors import InputError
 
-__all__ = ["capture_on", "capture_plan", "random_plan"]
+__all__ = ["capture_on", "capture_plan", "check_start_state", "random_plan"]
 
 
 def random_plan(simulator: Simulator, length: int, rng: np.random.Generator) -> list[Any]:
     """A plan of ``length`` actions drawn uniformly from the simulator's action set,
     frozen before anything is executed."""
+    if isinstance(length, bool) or not isinstance(length, int | np.integer) or length < 0:
+        raise InputError(f"length must be a whole number of actions >= 0, got {length!r}")
     picks = rng.integers(0, len(simulator.actions), length)
     return [simulator.actions[int(i)] for i in picks]
 
@@ -36,6 +39,7 @@ def capture_plan(
     of the case, so its length cannot depend on how the reference turned out.
     """
     actions = list(plan)
+    check_start_state(simulator, start_state)
 
     def interact(env: Any, observation: Any, info: Any) -> str:
         for action in actions:
@@ -55,6 +59,22 @@ def capture_plan(
     return capture_on(
         simulator, interact, case=case, seed=seed, max_steps=max(len(actions), 1), options=options
     )
+
+
+def check_start_state(simulator: Simulator, start_state: Any, name: str = "start_state") -> None:
+    """``InputError`` for a start state that is not ``dimension`` finite numbers: caught
+    here it is the caller's mistake, not a reset failure recorded as the simulator's."""
+    if start_state is None:
+        return
+    try:
+        vector = np.asarray(start_state, dtype=np.float64)
+    except (TypeError, ValueError):
+        vector = np.empty(0)
+    if vector.shape != (simulator.dimension,) or not np.isfinite(vector).all():
+        raise InputError(
+            f"{name} for {simulator.env_id} must be {simulator.dimension} finite numbers "
+            f"({', '.join(simulator.coordinate_units)}), got {start_state!r:.80}"
+        )
 
 
 def capture_on(

@@ -14,10 +14,11 @@ from typing import Any
 from onrecord._canonical import canonical_bytes
 from onrecord.dynamics._closed_loop import load_runs
 from onrecord.dynamics._evidence import ForecastEvidence, load_forecasts
+from onrecord.dynamics.experiment._protocol import build_protocol
 from onrecord.dynamics.experiment._run import slug
 from onrecord.dynamics.experiment._store import load_episodes, read_json, verify_manifest
 from onrecord.dynamics.experiment._tables import Evidence, compute_tables, decisions
-from onrecord.errors import ConsistencyError
+from onrecord.errors import ConsistencyError, SchemaError
 
 __all__ = ["replay"]
 
@@ -38,10 +39,42 @@ def _by_digest(path: Path) -> dict[str, Any]:
     return {e.digest: e for e in load_episodes(path)}
 
 
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "number"
+    kinds: dict[type, str] = {dict: "object", list: "list", str: "string"}
+    return kinds.get(type(value), "null")
+
+
+def _check_protocol(saved: Any, expected: Any, where: str = "protocol.json") -> None:
+    """Raise ``SchemaError`` naming the first field of ``saved`` that is missing or of
+    another kind than in the protocol this version writes: replaying such a directory
+    would otherwise stop on a KeyError (exit 1, which a CI gate reads as *reject*)."""
+    if _kind(saved) != _kind(expected):
+        raise SchemaError(
+            f"{where} is {saved!r:.60}, not a {_kind(expected)} as in the protocol this "
+            "version writes; re-run the experiment into a new directory"
+        )
+    if isinstance(expected, dict):
+        for key, value in expected.items():
+            if key not in saved:
+                raise SchemaError(
+                    f"{where} lacks {key!r}: it is not a protocol this version of onrecord "
+                    "wrote; re-run the experiment into a new directory"
+                )
+            _check_protocol(saved[key], value, f"{where}.{key}")
+    elif isinstance(expected, list) and expected:
+        for index, item in enumerate(saved):
+            _check_protocol(item, expected[0], f"{where}[{index}]")
+
+
 def replay(root: Path) -> dict[str, Any]:
     """Verify a run directory and return its recomputed tables (equal to the saved ones)."""
     files = verify_manifest(root)
     protocol = read_json(root / "protocol.json")
+    _check_protocol(protocol, build_protocol(smoke=protocol.get("smoke") is True))
     models = protocol["models"]
     evidence = Evidence()
     for split, target in (("development", evidence.development), ("heldout", evidence.heldout)):

@@ -50,7 +50,8 @@ def _error_vs_horizon(plt: Any, tables: dict[str, Any]) -> Any:
     figure, axes = plt.subplots(1, 2, figsize=(11, 4))
     for axis, coordinate in zip(axes, ("cart_velocity", "pole_angle"), strict=True):
         for model, table in tables["heldout_metrics"].items():
-            rows = [r for r in _rows(table, coordinate) if r["mae"] is not None]
+            # None (nothing measured) and "Infinity" (see portable_number) cannot be drawn.
+            rows = [r for r in _rows(table, coordinate) if isinstance(r["mae"], float)]
             axis.plot(
                 [r["horizon"] for r in rows],
                 [max(r["mae"], 1e-12) for r in rows],
@@ -80,7 +81,11 @@ def _error_vs_horizon(plt: Any, tables: dict[str, Any]) -> Any:
 def _coverage_vs_width(plt: Any, tables: dict[str, Any]) -> Any:
     figure, axis = plt.subplots(figsize=(6, 4))
     for model, table in tables["heldout_metrics"].items():
-        rows = [r for r in _rows(table, "cart_velocity") if r["coverage_90"] is not None]
+        rows = [
+            r
+            for r in _rows(table, "cart_velocity")
+            if r["coverage_90"] is not None and isinstance(r["width_90"], float)
+        ]
         if rows:
             axis.plot(
                 [r["width_90"] for r in rows],
