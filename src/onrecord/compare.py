@@ -23,12 +23,41 @@ __all__ = [
     "CheckComparison",
     "ComparedSource",
     "Comparison",
+    "DiscordantPair",
     "MeasureComparison",
     "compare_reports",
     "compare_sources",
     "load_source",
     "lock_differences",
 ]
+
+
+@dataclass(frozen=True)
+class DiscordantPair:
+    """A paired trial whose check passed on one side only."""
+
+    case_id: str
+    """The case's id."""
+    content_digest: str
+    """The case's content digest (with ``case_id`` and ``repeat``, what pairs trials)."""
+    repeat: int
+    """The repeat index."""
+    passed_a: bool
+    """Whether the check passed in A (and so failed in B)."""
+
+    def __str__(self) -> str:
+        arrow = "pass→fail" if self.passed_a else "fail→pass"
+        return f"{self.case_id}#{self.repeat}: {arrow}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Portable form: fields, not the display text, which a case id can imitate."""
+        return {
+            "case_id": self.case_id,
+            "content_digest": self.content_digest,
+            "repeat": self.repeat,
+            "a": "pass" if self.passed_a else "fail",
+            "b": "fail" if self.passed_a else "pass",
+        }
 
 
 @dataclass(frozen=True)
@@ -49,8 +78,8 @@ class CheckComparison:
     """Pairs without a measured result on at least one side."""
     p_value: float
     """Exact two-sided McNemar p-value."""
-    discordant: tuple[str, ...]
-    """The discordant pairs, as ``case_id#repeat: A→B``."""
+    discordant: tuple[DiscordantPair, ...]
+    """The discordant pairs (``str()`` of one reads ``case_id#repeat: pass→fail``)."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +122,8 @@ class Comparison:
             "report_a": self.report_a,
             "report_b": self.report_b,
             "checks": [
-                vars(check) | {"discordant": list(check.discordant)} for check in self.checks
+                vars(check) | {"discordant": [pair.to_dict() for pair in check.discordant]}
+                for check in self.checks
             ],
             "measures": [
                 vars(measure) | {"interval": list(measure.interval)} for measure in self.measures
@@ -285,8 +315,15 @@ def _compare_check(name: str, pairs: list[tuple[Trial, Trial]]) -> CheckComparis
         }[(passed_a, passed_b)]
         tally[key] += 1
         if passed_a != passed_b:
-            arrow = "pass→fail" if passed_a else "fail→pass"
-            discordant.append(f"{trial_a.case['case_id']}#{trial_a.repeat}: {arrow}")
+            case = trial_a.case
+            discordant.append(
+                DiscordantPair(
+                    str(case["case_id"]),
+                    str(case.get("content_digest", "")),
+                    trial_a.repeat,
+                    bool(passed_a),
+                )
+            )
     return CheckComparison(
         name,
         **tally,

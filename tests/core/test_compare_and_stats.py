@@ -60,7 +60,42 @@ def test_p_values_equal_scipy_binomtest(pairs: list[tuple[bool, bool]]) -> None:
 
 def test_discordant_pairs_are_listed() -> None:
     check = compare_reports(_report([True, True, False]), _report([True, False, True])).checks[0]
-    assert check.discordant == ("case-1#0: pass→fail", "case-2#0: fail→pass")
+    assert [str(pair) for pair in check.discordant] == [
+        "case-1#0: pass→fail",
+        "case-2#0: fail→pass",
+    ]
+    first = check.discordant[0].to_dict()
+    assert (first["case_id"], first["repeat"], first["a"], first["b"]) == (
+        "case-1",
+        0,
+        "pass",
+        "fail",
+    )
+
+
+def test_discordant_pairs_are_data_a_case_id_cannot_imitate() -> None:
+    # A case id holding "#1: pass→fail" made the display text of two pairs ambiguous;
+    # the saved comparison gives fields.
+    sly = "x#1: pass→fail"
+
+    def report(outcomes: list[bool]) -> EvaluationReport:
+        return EvaluationReport.from_trials(
+            Trial(
+                {"case_id": case_id, "content_digest": "d" * 64},
+                0,
+                {"kind": "test"},
+                (CheckResult("ok", "v1", "pass" if passed else "fail", ""),),
+            )
+            for case_id, passed in zip((sly, "x"), outcomes, strict=True)
+        )
+
+    pairs = compare_reports(report([False, True]), report([True, False])).to_dict()["checks"][0][
+        "discordant"
+    ]
+    assert [(p["case_id"], p["a"], p["b"]) for p in pairs] == [
+        (sly, "fail", "pass"),
+        ("x", "pass", "fail"),
+    ]
 
 
 def test_bootstrap_interval_covers_a_constant_shift() -> None:

@@ -140,7 +140,10 @@ def test_comparison_page(remittance_run: Path, tmp_path: Path) -> None:
     check = next(c for c in data["comparison"]["checks"] if c["name"] == "no_duplicate_allocation")
     assert (check["only_a"], check["only_b"]) == (6, 0)
     assert check["p_value"] == 2 / 2**6
-    assert "duplicate-01#0: pass→fail" in check["discordant"]
+    assert {"case_id": "duplicate-01", "repeat": 0, "a": "pass", "b": "fail"}.items() <= next(
+        pair for pair in check["discordant"] if pair["case_id"] == "duplicate-01"
+    ).items()
+    assert "duplicate-01#0: pass→fail" in (tmp_path / "c.html").read_text()
 
 
 def test_refused_comparison_page_lists_the_reasons(

@@ -65,6 +65,10 @@ def failed_comparison_page(source_a: str | Path, source_b: str | Path, error: st
     )
 
 
+def _pair_text(pair: Mapping[str, Any]) -> str:
+    return f"{pair['case_id']}#{pair['repeat']}: {pair['a']}→{pair['b']}"
+
+
 def render_comparison_page(data: Mapping[str, Any]) -> str:
     """The complete HTML of a comparison."""
     title = f"{data['a']['label']} vs {data['b']['label']}"
@@ -105,7 +109,8 @@ def _checks(comparison: Mapping[str, Any]) -> str:
         )
         if check["discordant"]:
             items = "".join(
-                f'<li class="discordant">{esc(pair)}</li>' for pair in check["discordant"]
+                f'<li class="discordant">{esc(_pair_text(pair))}</li>'
+                for pair in check["discordant"]
             )
             details.append(
                 f"<details><summary>{esc(check['name'])}: "
