@@ -3,7 +3,9 @@ non-string or hold a lone surrogate; none of that may lose the record it belongs
 
 from __future__ import annotations
 
-__all__ = ["describe", "error_record", "exception_text", "json_text"]
+import os
+
+__all__ = ["describe", "error_record", "exception_text", "json_text", "naming_file"]
 
 
 def error_record(exc: BaseException) -> dict[str, str]:
@@ -37,3 +39,19 @@ def json_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode()
     return text
+
+
+def naming_file(path: str | os.PathLike[str], exc: Exception) -> Exception:
+    """``exc`` again (same type and attributes), its message led by the file it came
+    from, unless it names the file already: with two files on a command line, "schema
+    is 'onrecord.policy/v1'" does not say which one was wrong."""
+    name = os.fspath(path)
+    text = exception_text(exc)
+    if name in text:
+        return exc
+    try:
+        renamed = type(exc)(f"{name}: {text}")
+    except Exception:  # an exception type whose constructor takes other arguments
+        return exc
+    renamed.__dict__.update(exc.__dict__)
+    return renamed

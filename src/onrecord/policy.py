@@ -31,8 +31,9 @@ from onrecord._canonical import (
     content_digest,
     load_record_bytes,
 )
+from onrecord._exceptions import naming_file
 from onrecord._policy_rules import StatusTable, judge
-from onrecord.errors import DigestMismatch, PolicyError, SchemaError
+from onrecord.errors import DigestMismatch, OnrecordError, PolicyError, SchemaError
 from onrecord.report import EvaluationReport
 
 __all__ = [
@@ -325,13 +326,21 @@ class AcceptancePolicy:
             import tomllib
 
             try:
-                return cls.from_dict(tomllib.loads(raw.decode()), verify_digest=False)
+                data = tomllib.loads(raw.decode())
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise PolicyError(
                     f"{path} is not valid UTF-8 TOML ({exc}); fix the file or save the "
                     "policy with AcceptancePolicy.save_json"
                 ) from exc
-        return cls.from_dict(load_record_bytes(raw, str(path)))
+            try:
+                return cls.from_dict(data, verify_digest=False)
+            except OnrecordError as exc:
+                raise naming_file(path, exc) from exc
+        data = load_record_bytes(raw, str(path))
+        try:
+            return cls.from_dict(data)
+        except OnrecordError as exc:
+            raise naming_file(path, exc) from exc
 
 
 def _refuse_unknown_keys(data: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:

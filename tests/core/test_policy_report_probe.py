@@ -304,3 +304,24 @@ def test_flipped_status_is_detected(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes().replace(b'"status":"fail"', b'"status":"pass"'))
     with pytest.raises(DigestMismatch, match="changed after saving"):
         EvaluationReport.load(path)
+
+
+def test_load_errors_name_the_file(tmp_path: Path) -> None:
+    # Before: "schema is 'onrecord.policy/v1', expected 'onrecord.report/v1'" without the
+    # file, so with a report and a policy on one command line the user had to guess.
+    from onrecord._canonical import canonical_bytes, content_digest
+    from onrecord.errors import PolicyError, SchemaError
+    from onrecord.policy import AcceptancePolicy, CheckRequirement
+    from onrecord.report import EvaluationReport
+
+    policy = AcceptancePolicy((CheckRequirement("a"),)).save_json(tmp_path / "policy.json")
+    with pytest.raises(SchemaError, match=r"policy\.json: schema is 'onrecord\.policy/v1'"):
+        EvaluationReport.load(policy)
+    bad = {"schema": "onrecord.policy/v1", "requirements": [{"check": 5}]}
+    bad["digest"] = content_digest(bad)
+    (tmp_path / "bad.json").write_bytes(canonical_bytes(bad))
+    with pytest.raises(PolicyError, match=r"bad\.json: CheckRequirement\.check"):
+        AcceptancePolicy.load(tmp_path / "bad.json")
+    (tmp_path / "bad.toml").write_text('[[requirements]]\ncheck = "a"\nmin_pass_rate = 2\n')
+    with pytest.raises(PolicyError, match=r"bad\.toml: "):
+        AcceptancePolicy.load(tmp_path / "bad.toml")

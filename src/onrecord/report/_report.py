@@ -18,7 +18,14 @@ from onrecord._canonical import (
     load_record_bytes,
     to_portable,
 )
-from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
+from onrecord._exceptions import naming_file
+from onrecord.errors import (
+    ConsistencyError,
+    DigestMismatch,
+    InputError,
+    OnrecordError,
+    SchemaError,
+)
 from onrecord.report._results import Trial
 from onrecord.report._summary import ReportSummary, summarize
 
@@ -207,8 +214,12 @@ class EvaluationReport:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> EvaluationReport:
-        """Read and verify a report saved by ``save_json``."""
-        return cls.from_dict(load_record_bytes(Path(path).read_bytes(), str(path)))
+        """Read and verify a report saved by ``save_json``; errors name the file."""
+        data = load_record_bytes(Path(path).read_bytes(), str(path))
+        try:
+            return cls.from_dict(data)
+        except OnrecordError as exc:
+            raise naming_file(path, exc) from exc
 
     def __repr__(self) -> str:
         return (
