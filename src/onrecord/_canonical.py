@@ -28,7 +28,9 @@ import orjson
 from onrecord.errors import DigestMismatch, PortabilityError, SchemaError
 
 __all__ = [
+    "MAX_NESTING",
     "NDARRAY_TAG",
+    "TooDeep",
     "atomic_write_bytes",
     "canonical_bytes",
     "content_digest",
@@ -298,8 +300,12 @@ def _refuse_deep(copy: Any, raw: bytes | None, path: str) -> None:
         raise _too_deep(path) from None
 
 
+class TooDeep(PortabilityError):
+    """A value nested deeper than ``MAX_NESTING`` (or containing itself)."""
+
+
 def _too_deep(path: str) -> PortabilityError:
-    return PortabilityError(
+    return TooDeep(
         f"{path} is nested more than {MAX_NESTING} levels of lists and objects deep (or "
         "contains itself), more than a record can hold; flatten it",
         path,

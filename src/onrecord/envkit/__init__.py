@@ -5,6 +5,7 @@ checks, hidden state, replay and a gymnasium face. See docs/envkit.md.
 
 from typing import Any
 
+from onrecord.envkit._text import RawText
 from onrecord.envkit.audit import AuditEvent
 from onrecord.envkit.checker import EnvironmentCheckError, check_environment, environment_problems
 from onrecord.envkit.checks import (
@@ -60,6 +61,7 @@ __all__ = [
     "EnvironmentCheckError",
     "InjectedFailure",
     "Populate",
+    "RawText",
     "ReadOnlyObserver",
     "ReentrantCall",
     "ReplayResult",

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 import orjson
 
-from onrecord._canonical import reraise_interrupt, to_portable
+from onrecord._canonical import TooDeep, reraise_interrupt, to_portable
 from onrecord.errors import PortabilityError
 
 __all__ = ["MAX_DEPTH", "portable"]
@@ -63,8 +63,8 @@ def _slow(value: Any, path: str) -> Any:
     try:
         copy = to_portable(value, path)
         data = orjson.dumps(copy)
-    except (RecursionError, TypeError):  # orjson.JSONEncodeError is a TypeError
-        raise _too_deep(path) from None
+    except (RecursionError, TypeError, TooDeep):  # orjson.JSONEncodeError is a TypeError
+        raise _too_deep(path) from None  # the kit's own, lower limit is the one to name
     _refuse_depth(data, path)
     return copy
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote as url_quote
 
+from onrecord.envkit._text import TEXT_TAG, RawText
 from onrecord.errors import InputError
 
 INTERNAL_PREFIX = "_onrecord_"
@@ -152,9 +153,13 @@ def _has_no_affinity(declared_type: str) -> bool:
 
 
 def portable_value(value: Any) -> Any:
-    """A column value as plain JSON: BLOBs become ``{"$blob": hex}``, the rest as is."""
-    if type(value) is bytes:
+    """A column value as plain JSON: BLOBs become ``{"$blob": hex}``, TEXT that is not
+    UTF-8 (:class:`RawText`) ``{"$text": hex}``, the rest as is."""
+    kind = type(value)
+    if kind is bytes:
         return {BLOB_TAG: value.hex()}
+    if kind is RawText:
+        return {TEXT_TAG: value.data.hex()}
     return value
 
 
@@ -164,8 +169,19 @@ def native_value(value: Any) -> Any:
     if type(value) is dict:
         if REAL_TAG in value:
             return math.inf if value[REAL_TAG] == "Infinity" else -math.inf
+        if TEXT_TAG in value:
+            return RawText(bytes.fromhex(value[TEXT_TAG]))
         return bytes.fromhex(value[BLOB_TAG])
     return value
+
+
+def sql_param(value: Any) -> tuple[str, Any]:
+    """``(placeholder, parameter)`` that stores the native ``value`` exactly: ``sqlite3``
+    binds ``bytes`` as a BLOB, so a :class:`RawText` is bound as its bytes and cast back
+    to TEXT (``CAST(? AS TEXT)`` keeps the bytes as they are)."""
+    if type(value) is RawText:
+        return "CAST(? AS TEXT)", value.data
+    return "?", value
 
 
 _INFINITIES = frozenset((math.inf, -math.inf))
@@ -227,9 +243,13 @@ def row_dict(table: Table, values: Sequence[Any]) -> Row:
     }
 
 
-def has_blobs(rows: Iterable[Sequence[Any]]) -> bool:
-    """Whether any value is a BLOB (one C-level pass over all values)."""
-    return bytes in set(map(type, chain.from_iterable(rows)))
+_ENCODED = frozenset((bytes, RawText))
+
+
+def needs_encoding(rows: Iterable[Sequence[Any]]) -> bool:
+    """Whether any value is a BLOB or :class:`RawText`, which :func:`portable_value`
+    encodes (one C-level pass over all values)."""
+    return not _ENCODED.isdisjoint(map(type, chain.from_iterable(rows)))
 
 
 def row_key(table: Table, values: Sequence[Any]) -> Any:
@@ -244,11 +264,18 @@ _TYPE_RANK = {type(None): 0, int: 1, float: 1, bool: 1, str: 2, bytes: 3}
 
 
 def sort_key(value: Any) -> tuple[Any, ...]:
-    """SQLite's ordering across types (NULL < numbers < text < BLOB) as a Python key."""
+    """SQLite's ordering across types (NULL < numbers < text < BLOB) as a Python key;
+    text by its UTF-8 bytes (``BINARY``), so a :class:`RawText` sorts among ``str``."""
     if isinstance(value, tuple | list):
         return tuple(sort_key(item) for item in value)
-    if isinstance(value, dict):  # an encoded BLOB
-        return (3, value.get(BLOB_TAG, ""))
+    if isinstance(value, dict):  # an encoded BLOB or RawText
+        if TEXT_TAG in value:
+            return (2, bytes.fromhex(value[TEXT_TAG]))
+        return (3, bytes.fromhex(value.get(BLOB_TAG, "")))
+    if type(value) is str:  # code-point order is UTF-8 byte order
+        return (2, value.encode("utf-8", "surrogatepass"))
+    if type(value) is RawText:
+        return (2, value.data)
     return (_TYPE_RANK.get(type(value), 4), value if value is not None else 0)
 
 

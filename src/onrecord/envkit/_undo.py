@@ -15,6 +15,8 @@ without ``recursive_triggers`` deletes the rows an ``INSERT OR REPLACE`` displac
 without firing the audit's delete trigger), the history is gapless (its event numbers are
 exactly ``1..seq``, so no audit row was deleted), foreign-key enforcement is off (a
 cascade would change rows the history does not list).
+A history or a snapshot row holding TEXT that is not UTF-8 (which Python cannot read
+back, nor bind as TEXT) makes the undo give way to the full restore, which copies bytes.
 Checked once per world: every table is audited, the only triggers are the audit's, no
 virtual tables, no ``sqlite_stat`` tables (ANALYZE writes them unaudited), an empty
 history in the snapshot. Otherwise, or when more than ``UNDO_LIMIT`` row events were
@@ -37,6 +39,7 @@ from onrecord.envkit._sql import (
     quote,
     rowid_alias,
 )
+from onrecord.envkit._text import undecodable
 from onrecord.envkit.audit import CTX, audit_tables, read_audit
 
 __all__ = ["UNDO_LIMIT", "RowUndo"]
@@ -102,8 +105,10 @@ class RowUndo:
         conn.execute("BEGIN IMMEDIATE" + INTERNAL)
         try:
             done = self._undo(conn)
-        except BaseException:
+        except BaseException as exc:
             conn.execute("ROLLBACK" + INTERNAL)
+            if undecodable(exc):  # TEXT that is not UTF-8: the page copy keeps its bytes
+                return False
             raise
         conn.execute(("COMMIT" if done else "ROLLBACK") + INTERNAL)
         return done
@@ -138,7 +143,7 @@ class RowUndo:
         touched, events, highest = [], 0, 0
         items = {item.table.name: item for item in self._tables if item is not None}
         layout = [(item.table, item.shadow) for item in items.values()]
-        for table, rows in read_audit(conn, layout=layout):
+        for table, rows in read_audit(conn, layout=layout, strict=True):
             item = items[table.name]
             width, key_of = len(table.columns), table.key_of
             keys: set[Any] = set()

@@ -10,7 +10,8 @@ Layout (all inside the database, so writes by other processes are audited too):
 - one shadow table per user table: ``_seq, _step, _op`` (``I``/``U``/``D``) and the old
   and new values ``o0..`` / ``n0..`` in column order. The shadow columns have no type,
   so SQLite stores every value exactly as the user table held it (no JSON rounding of
-  REALs, BLOBs kept as BLOBs).
+  REALs, BLOBs kept as BLOBs, TEXT that is not UTF-8 kept byte for byte and read as
+  ``RawText``, written ``{"$text": hex}`` in events).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import orjson
 
 from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote, row_dict, row_key, user_tables
+from onrecord.envkit._text import lossless
 from onrecord.errors import InputError
 
 __all__ = [
@@ -158,9 +160,15 @@ def audit_tables(conn: sqlite3.Connection, schema: str = "main") -> list[tuple[T
     ]
 
 
-def raw_audit(conn: sqlite3.Connection, shadow: str, schema: str = "main") -> list[tuple[Any, ...]]:
-    """Rows ``(seq, step, op, old..., new...)`` of one shadow table, in order."""
-    return conn.execute(f"SELECT * FROM {quote(schema)}.{quote(shadow)} ORDER BY _seq").fetchall()
+def raw_audit(
+    conn: sqlite3.Connection, shadow: str, schema: str = "main", *, strict: bool = False
+) -> list[tuple[Any, ...]]:
+    """Rows ``(seq, step, op, old..., new...)`` of one shadow table, in order. TEXT that
+    is not UTF-8 is read as ``RawText``; with ``strict``, it raises instead."""
+    sql = f"SELECT * FROM {quote(schema)}.{quote(shadow)} ORDER BY _seq"
+    if strict:
+        return conn.execute(sql).fetchall()
+    return lossless(conn, lambda: conn.execute(sql).fetchall())
 
 
 RawAudit = list[tuple[Table, list[tuple[Any, ...]]]]
@@ -171,9 +179,12 @@ def read_audit(
     conn: sqlite3.Connection,
     schema: str = "main",
     layout: Sequence[tuple[Table, str]] | None = None,
+    *,
+    strict: bool = False,
 ) -> RawAudit:
     """The raw history of every table that has one, read once for both the events and the
-    diff (``layout`` is ``audit_tables(conn, schema)``, passed by callers that keep it)."""
+    diff (``layout`` is ``audit_tables(conn, schema)``, passed by callers that keep it;
+    ``strict`` as for :func:`raw_audit`)."""
     layout = audit_tables(conn, schema) if layout is None else layout
     if not layout:
         return []
@@ -190,7 +201,9 @@ def read_audit(
             " UNION ALL ".join(terms[start : start + PROBE_TERMS])
         ).fetchall()
     ]
-    return [(layout[i][0], raw_audit(conn, layout[i][1], schema)) for i in sorted(found)]
+    return [
+        (layout[i][0], raw_audit(conn, layout[i][1], schema, strict=strict)) for i in sorted(found)
+    ]
 
 
 def audit_events(conn: sqlite3.Connection, schema: str = "main") -> list[AuditEvent]:

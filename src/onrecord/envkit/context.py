@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 from onrecord.envkit._outcome import safe_repr
 from onrecord.envkit._portable import portable
 from onrecord.envkit._sql import Table, portable_value, quote, row_dict
+from onrecord.envkit._text import lossless
 from onrecord.errors import OnrecordError, PortabilityError
 
 __all__ = ["ToolContext", "ToolRejected", "Tracer"]
@@ -81,9 +82,8 @@ class ToolContext:
             )
         values = list(key) if isinstance(key, list | tuple) else [key]
         where = " AND ".join(f"{quote(column)} = ?" for column in layout.key)
-        row = self.execute(
-            f"SELECT {layout.select_list()} FROM {quote(table)} WHERE {where}", values
-        ).fetchone()
+        sql = f"SELECT {layout.select_list()} FROM {quote(table)} WHERE {where}"
+        row = lossless(self.connection, lambda: self.execute(sql, values).fetchone())
         self.reads.append({"table": table, "key": _logged_key(values)})
         return None if row is None else row_dict(layout, row)
 

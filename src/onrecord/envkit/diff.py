@@ -25,10 +25,10 @@ from typing import Any
 
 from onrecord.envkit._sql import (
     Table,
-    has_blobs,
     key_collations,
     key_equals,
     native_value,
+    needs_encoding,
     quote,
     readonly_uri,
     row_dict,
@@ -37,6 +37,7 @@ from onrecord.envkit._sql import (
     sort_key,
     user_tables,
 )
+from onrecord.envkit._text import lossless
 from onrecord.envkit.audit import AuditEvent, RawAudit, events_from_raw, read_audit
 from onrecord.errors import InputError
 
@@ -135,7 +136,7 @@ def _put(
         return
     key_of = table.key_of
     to_row, to_key = _encoders(
-        table, has_blobs(chain(created, deleted, chain.from_iterable(changed)))
+        table, needs_encoding(chain(created, deleted, chain.from_iterable(changed)))
     )
     diff[table.name] = {
         "created": [to_row(values) for values in _by_key(created, key_of)],
@@ -147,9 +148,11 @@ def _put(
     }
 
 
-def _encoders(table: Table, blobs: bool) -> tuple[Callable[[Values], Any], Callable[[Values], Any]]:
+def _encoders(
+    table: Table, encode: bool
+) -> tuple[Callable[[Values], Any], Callable[[Values], Any]]:
     """(values -> row dict, values -> diff key)."""
-    if blobs:
+    if encode:
         return partial(row_dict, table), partial(row_key, table)
     # The common case: the values are JSON already, so they go straight into dicts.
     key_of = table.key_of
@@ -171,6 +174,10 @@ def _by_key(items: list[Any], key: Callable[[Any], Any]) -> list[Any]:
 
 def scan_diff(conn: sqlite3.Connection, before: str = "main", after: str = "cur") -> StateDiff:
     """The diff between two schemas of one connection, by comparing every row."""
+    return lossless(conn, lambda: _scan_diff(conn, before, after))
+
+
+def _scan_diff(conn: sqlite3.Connection, before: str, after: str) -> StateDiff:
     old = {table.name: table for table in user_tables(conn, before)}
     new = {table.name: table for table in user_tables(conn, after)}
     diff: StateDiff = {}

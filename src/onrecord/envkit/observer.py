@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from onrecord.envkit._sql import Table, quote, row_dict
+from onrecord.envkit._sql import Table, row_dict
 from onrecord.envkit.audit import CTX
 from onrecord.envkit.snapshot import readonly_uri
+from onrecord.envkit.state import table_rows
 
 __all__ = ["ReadOnlyObserver"]
 
@@ -36,11 +37,8 @@ class ReadOnlyObserver:
             conn.execute("COMMIT")
 
     def _rows(self, table: Table) -> list[dict[str, Any]]:
-        order = ", ".join(map(quote, table.key))
-        cursor = self.connection.execute(
-            f"SELECT {table.select_list()} FROM {quote(table.name)} ORDER BY {order}"
-        )
-        return [row_dict(table, row) for row in cursor]
+        # TEXT that is not UTF-8 comes out as {"$text": hex}, like a BLOB as {"$blob": hex}.
+        return [row_dict(table, row) for row in table_rows(self.connection, table)]
 
     def close(self) -> None:
         """Close the read-only connection."""

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from onrecord._canonical import canonical_bytes, to_portable
-from onrecord.envkit._sql import BLOB_TAG, encode_reals, load_reals
+from onrecord.envkit._sql import BLOB_TAG, encode_reals, load_reals, portable_value
+from onrecord.envkit._text import RawText
 from onrecord.envkit.diff import StateDiff
 from onrecord.errors import InputError
 
@@ -142,13 +143,16 @@ def _checked_rule(rule: Any) -> None:
 
 
 def _column_values(values: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Column values as the diff holds them: SQLite stores a bool as 0 or 1 and a BLOB
-    arrives as ``{"$blob": hex}`` (``bytes`` are turned into that here)."""
+    """Column values as the diff holds them: SQLite stores a bool as 0 or 1, a BLOB
+    arrives as ``{"$blob": hex}`` and TEXT that is not UTF-8 as ``{"$text": hex}``
+    (``bytes`` and ``RawText`` are turned into those here)."""
     given = dict(values or {})
     portable: dict[str, Any] = to_portable(
         {
             column: {BLOB_TAG: bytes(value).hex()}
             if isinstance(value, bytes | bytearray | memoryview)
+            else portable_value(value)
+            if type(value) is RawText
             else int(value)
             if type(value) is bool
             else encode_reals(value)  # an infinity as {"$real": ...}: JSON has none

@@ -2,9 +2,10 @@
 
 The digest is the sha256 of the canonical JSON of ``[[table, create_sql, rows], ...]``
 over the user tables in name order, each table's rows as lists of values in key order
-(BLOBs as ``{"$blob": hex}``, infinite REALs as ``{"$real": "Infinity"}`` or
-``"-Infinity"``). It is computed in chunks that concatenate to exactly
-those bytes, so a 100k-row table never needs to be held as one JSON document.
+(BLOBs as ``{"$blob": hex}``, TEXT that is not valid UTF-8 as ``{"$text": hex}`` of its
+bytes, infinite REALs as ``{"$real": "Infinity"}`` or ``"-Infinity"``). It is computed
+in chunks that concatenate to exactly those bytes, so a 100k-row table never needs to
+be held as one JSON document.
 Internal ``_onrecord_`` tables (audit history, episode counters) are not state.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 
 from onrecord._canonical import canonical_bytes
 from onrecord.envkit._sql import Table, portable_value, quote, user_tables
+from onrecord.envkit._text import lossless
 from onrecord.errors import PortabilityError
 
 __all__ = ["state_digest", "table_rows"]
@@ -28,6 +30,10 @@ _INFINITIES = frozenset((math.inf, -math.inf))
 
 def state_digest(conn: sqlite3.Connection, schema: str = "main") -> str:
     """sha256 hex of the user tables of ``schema`` (see the module docstring)."""
+    return lossless(conn, lambda: _digest(conn, schema))
+
+
+def _digest(conn: sqlite3.Connection, schema: str) -> str:
     hasher = hashlib.sha256(b"[")
     for index, table in enumerate(user_tables(conn, schema)):
         head = canonical_bytes([table.name, table.sql])
@@ -50,7 +56,7 @@ def _hash_rows(hasher: Any, conn: sqlite3.Connection, schema: str, table: Table)
 def _chunk_bytes(chunk: list[Any]) -> bytes:
     try:
         data = canonical_bytes(chunk)
-    except PortabilityError:  # a BLOB somewhere: encode it (rare, so only then)
+    except PortabilityError:  # a BLOB or RawText somewhere: encode it (rare, so only then)
         return canonical_bytes([[_digest_value(value) for value in row] for row in chunk])
     # JSON has no infinity: orjson writes it as null, which would make a REAL column
     # holding 1e999 the same state as one holding NULL. Look only when a null was written.
@@ -60,8 +66,8 @@ def _chunk_bytes(chunk: list[Any]) -> bytes:
 
 
 def _digest_value(value: Any) -> Any:
-    """A value as the digest encodes it: BLOBs as ``{"$blob": hex}``, infinite REALs as
-    ``{"$real": "Infinity"}`` / ``{"$real": "-Infinity"}``."""
+    """A value as the digest encodes it: BLOBs as ``{"$blob": hex}``, ``RawText`` as
+    ``{"$text": hex}``, infinite REALs as ``{"$real": "Infinity"}`` / ``"-Infinity"``."""
     if type(value) is float and math.isinf(value):
         return {"$real": "Infinity" if value > 0 else "-Infinity"}
     return portable_value(value)
@@ -73,5 +79,7 @@ def _ordered_select(schema: str, table: Table) -> str:
 
 
 def table_rows(conn: sqlite3.Connection, table: Table, schema: str = "main") -> list[Any]:
-    """All rows of a table as value tuples, in key order."""
-    return conn.execute(_ordered_select(schema, table)).fetchall()
+    """All rows of a table as value tuples, in key order (TEXT that is not UTF-8 as
+    ``RawText``)."""
+    sql = _ordered_select(schema, table)
+    return lossless(conn, lambda: conn.execute(sql).fetchall())

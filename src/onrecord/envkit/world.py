@@ -24,7 +24,6 @@ from onrecord.envkit import _outcome
 from onrecord.envkit._guard import CALL_SAVEPOINT, INTERNAL, StatementGuard
 from onrecord.envkit._portable import portable
 from onrecord.envkit._setup import declared_tools, hidden_layouts, open_world
-from onrecord.envkit._sql import quote
 from onrecord.envkit._undo import RowUndo
 from onrecord.envkit.audit import CTX, AuditEvent, audit_tables, events_from_raw, read_audit
 from onrecord.envkit.context import ToolContext, ToolRejected, Tracer
@@ -32,7 +31,7 @@ from onrecord.envkit.diff import StateDiff, audit_diff, history_and_diff, scan_d
 from onrecord.envkit.log import ActionLog
 from onrecord.envkit.observer import ReadOnlyObserver
 from onrecord.envkit.snapshot import Snapshot, readonly_uri
-from onrecord.envkit.state import state_digest
+from onrecord.envkit.state import state_digest, table_rows
 from onrecord.envkit.tools import Tool
 from onrecord.errors import InputError, OnrecordError
 
@@ -383,11 +382,7 @@ class ToolWorld:
             raise InputError(
                 f"no table {table!r}; tables: {[t.name for t in self.snapshot.tables]}"
             )
-        order = ", ".join(map(quote, layout.key))
-        cursor = self.conn.execute(
-            f"SELECT {layout.select_list()} FROM {quote(table)} ORDER BY {order}"
-        )
-        return [dict(zip(layout.columns, row, strict=True)) for row in cursor]
+        return [layout.row_of(row) for row in table_rows(self.conn, layout)]  # RawText kept
 
 
 def _check_reset(seed: Any, run_id: Any, case: Any) -> None:
