@@ -228,6 +228,7 @@ def load_source(source: str | os.PathLike[str]) -> ComparedSource:
     """A report file, or the report of a run or regrade directory together with the
     planned episodes it lacks (an interrupted run, episodes that could not be recorded)."""
     from onrecord.runner import RunStore
+    from onrecord.runner._graded import check_graded
 
     path = Path(source)
     if not path.is_dir():
@@ -247,6 +248,9 @@ def load_source(source: str | os.PathLike[str]) -> ComparedSource:
             f"{store.path}` finishes it, then compare"
         )
     report = EvaluationReport.load(path / "report.json")
+    # The report must be this run's grading: a report.json copied in from another run
+    # (with its decision) verifies on its own digest and was compared under this label.
+    check_graded(store, report, str(path / "report.json"))
     present = {(str(trial.case["case_id"]), trial.repeat) for trial in report.trials}
     missing = tuple(
         f"{job.key[0]}#{job.key[1]}"

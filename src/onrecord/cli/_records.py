@@ -30,6 +30,7 @@ from onrecord.errors import (
 )
 from onrecord.policy import POLICY_SCHEMA, AcceptancePolicy
 from onrecord.report import REPORT_SCHEMA, EvaluationReport
+from onrecord.runner._graded import check_graded
 
 __all__ = ["Bundle", "load_any", "named", "output_path"]
 
@@ -167,10 +168,11 @@ def _run_directory(path: Path) -> Bundle:
     items: list[Any] = []
     report = _optional(path / "report.json", EvaluationReport.load)
     if report is not None:
+        check_graded(store, report, str(path / "report.json"))  # not another run's
         items += [report, *_decision(path / "decision.json", report)]
     regrades = sorted(p for p in (path / "regrades").glob("*") if p.is_dir())
     for regrade in regrades:
-        _regrade_directory(regrade)
+        _regrade_directory(regrade, store)
     expected = store.protocol.episodes
     return Bundle(
         "run directory",
@@ -180,12 +182,19 @@ def _run_directory(path: Path) -> Bundle:
     )
 
 
-def _regrade_directory(path: Path) -> Bundle:
+def _regrade_directory(path: Path, store: Any = None) -> Bundle:
     changes = load_record_bytes((path / "changes.json").read_bytes(), str(path / "changes.json"))
     if changes.get("schema") != _REGRADE:
         raise SchemaError(f"{path / 'changes.json'}: schema is {changes.get('schema')!r}")
     _digested(path / "changes.json", changes)
     report = EvaluationReport.load(path / "report.json")
+    run = path.resolve().parent.parent
+    if store is None and (run / "run.json").is_file():
+        from onrecord.runner import RunStore
+
+        store = RunStore.open(run)
+    if store is not None:
+        check_graded(store, report, str(path / "report.json"))
     items = [report, *_decision(path / "decision.json", report)]
     return Bundle(
         "regrade directory",

@@ -16,6 +16,8 @@ from onrecord.html._episode import episode_view
 from onrecord.html._timeline import TIMELINE_LIMIT
 from onrecord.report import EvaluationReport
 from onrecord.runner import RunStore
+from onrecord.runner._graded import check_graded
+from onrecord.runner._repair import DECISION_SCHEMA
 
 __all__ = ["report_data"]
 
@@ -37,6 +39,13 @@ def report_data(
     """Everything the report page shows, from a run directory or a report file."""
     path = Path(source)
     run = path.parent.parent
+    if grading is None and path.name == "report.json" and path.is_file():
+        # A run's (or regrade's) own report.json given as a file: the page of a bare
+        # report file had no episodes and overwrote the run's report.html.
+        if (path.parent / "run.json").is_file():
+            return report_data(path.parent, episodes=episodes, plots=plots)
+        if run.name == "regrades" and (run.parent / "run.json").is_file():
+            return report_data(run.parent, grading=path.parent.name, episodes=episodes, plots=plots)
     if (
         grading is None
         and not path.is_file()
@@ -76,7 +85,10 @@ def report_data(
             "(`onrecord run --resume` completes an interrupted run)"
         )
     report = EvaluationReport.load(report_file)
-    decision = _decision(report_file.parent / "decision.json", report)
+    if store is not None:  # the run's own grading, not a report copied from another run
+        check_graded(store, report, str(report_file))
+    beside = report_file.parent / "decision.json"
+    decision = _decision(beside, report) if store is not None else _foreign_decision(beside, report)
     summary = report.summary().to_dict()
     data: dict[str, Any] = {
         "generator": f"onrecord {__version__}",
@@ -155,6 +167,30 @@ def _decision(path: Path, report: EvaluationReport) -> dict[str, Any] | None:
     # accepted, whatever the policy says about the episodes it holds.
     partial = not record["complete"] and decision["decision"] == "accept"
     decision["verdict"] = "indeterminate" if partial else decision["decision"]
+    return decision
+
+
+def _foreign_decision(path: Path, report: EvaluationReport) -> dict[str, Any] | None:
+    """The decision beside a bare report file, when it is one on that report: a run's,
+    a ledger experiment's (a saved ``PolicyDecision`` with a digest) or `gate --output`'s
+    (without one). Any other file of that name is not the page's business — before, a
+    ledger decision crashed the command and a gate decision was called edited."""
+    if not path.is_file():
+        return None
+    record = load_record_bytes(path.read_bytes(), str(path))
+    if record.get("schema") == DECISION_SCHEMA:
+        return _decision(path, report)
+    if "digest" in record and record["digest"] != content_digest(record):
+        raise DigestMismatch(f"{path} does not match its digest: it was edited after saving")
+    if (
+        record.get("report_digest") != report.digest
+        or record.get("decision") not in ("accept", "reject", "indeterminate")
+        or not isinstance(record.get("reasons"), list)
+    ):
+        return None
+    trials = len(report.trials)
+    decision = {key: value for key, value in record.items() if key not in ("digest", "schema")}
+    decision.update(complete=True, expected=trials, recorded=trials, verdict=record["decision"])
     return decision
 
 

@@ -1,0 +1,94 @@
+"""Which report `onrecord report` renders, with which decision, and where the page goes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from onrecord import AcceptancePolicy, CheckRequirement
+from onrecord._canonical import canonical_bytes, content_digest, record_bytes
+from onrecord.errors import DigestMismatch, InputError
+from onrecord.html import report_data, write_report
+from onrecord.report import EvaluationReport
+
+
+def _bare_report(lake_run: Path, folder: Path) -> tuple[Path, EvaluationReport]:
+    folder.mkdir()
+    path = Path(shutil.copy(lake_run / "report.json", folder / "report.json"))
+    return path, EvaluationReport.load(path)
+
+
+def _decision_dict(report: EvaluationReport) -> dict[str, object]:
+    names = sorted(report.check_names)
+    return AcceptancePolicy(tuple(CheckRequirement(n) for n in names)).evaluate(report).to_dict()
+
+
+def test_a_ledger_style_decision_beside_a_report_is_shown(lake_run: Path, tmp_path: Path) -> None:
+    # Before: ValueError traceback (exit 1, "reject") on the ledger's decision layout.
+    path, report = _bare_report(lake_run, tmp_path / "ledger")
+    body = {"schema": "onrecord.ledger-decision/v1", **_decision_dict(report)}
+    (path.parent / "decision.json").write_bytes(
+        record_bytes({**body, "digest": content_digest(body)})
+    )
+    decision = report_data(path)["decision"]
+    assert decision["verdict"] == body["decision"]
+    assert decision["complete"]
+
+
+def test_a_gate_output_beside_a_report_is_shown_not_called_edited(
+    lake_run: Path, tmp_path: Path
+) -> None:
+    # Before: "decision.json does not match its digest: it was edited after saving".
+    path, report = _bare_report(lake_run, tmp_path / "gated")
+    gate_output = _decision_dict(report)
+    (path.parent / "decision.json").write_bytes(canonical_bytes(gate_output) + b"\n")
+    assert report_data(path)["decision"]["decision"] == gate_output["decision"]
+
+
+def test_decisions_beside_a_report_that_are_not_about_it(lake_run: Path, tmp_path: Path) -> None:
+    path, report = _bare_report(lake_run, tmp_path / "other")
+    other = _decision_dict(report) | {"report_digest": "0" * 64}
+    (path.parent / "decision.json").write_bytes(canonical_bytes(other) + b"\n")
+    assert report_data(path)["decision"] is None  # another report's: not shown as this one's
+    body = {"schema": "onrecord.ledger-decision/v1", **_decision_dict(report)}
+    edited = {**body, "digest": content_digest(body), "decision": "accept", "reasons": []}
+    if edited["digest"] == content_digest({k: v for k, v in edited.items() if k != "digest"}):
+        edited["reasons"] = ["forged"]
+    (path.parent / "decision.json").write_bytes(canonical_bytes(edited) + b"\n")
+    with pytest.raises(DigestMismatch):
+        report_data(path)
+
+
+def test_a_run_s_own_report_file_renders_the_run(lake_run: Path, tmp_path: Path) -> None:
+    # Before: a page without episodes, written over the run's report.html.
+    run = tmp_path / "run"
+    shutil.copytree(lake_run, run)
+    data = report_data(run / "report.json")
+    assert data["run"] is not None
+    assert data["episodes"]
+    assert write_report(run / "report.json") == run / "report.html"
+
+
+def test_no_page_is_written_into_a_directory_its_manifest_lists(
+    lake_run: Path, tmp_path: Path
+) -> None:
+    # Before: `onrecord report wm/reports/X.report.json` wrote X.report.html beside it,
+    # and `onrecord verify wm` / `worldmodel analyze --replay wm` refused the directory.
+    output = tmp_path / "wm"
+    (output / "reports").mkdir(parents=True)
+    (output / "manifest.json").write_bytes(
+        orjson.dumps({"schema": "onrecord.manifest/v1", "files": {}})
+    )
+    report = Path(shutil.copy(lake_run / "report.json", output / "reports" / "m.report.json"))
+    for out in (None, output / "page.html"):
+        with pytest.raises(InputError, match=r"manifest\.json lists every file"):
+            write_report(report, out)
+    assert sorted(p.name for p in output.rglob("*")) == [
+        "m.report.json",
+        "manifest.json",
+        "reports",
+    ]
+    assert write_report(report, tmp_path / "elsewhere.html").is_file()
