@@ -50,6 +50,7 @@ BLOB_TAG = "$blob"
 BLOB_THRESHOLD = 1024
 """Bytes per sample from which a column is stored as a blob."""
 _NUMERIC = "biuf"  # the dtype kinds a Box column can have
+_REF_KEYS = frozenset({"sha256", "dtype", "shape"})
 
 
 def blob_ref(array: np.ndarray, sink: dict[str, bytes]) -> dict[str, Any]:
@@ -61,8 +62,14 @@ def blob_ref(array: np.ndarray, sink: dict[str, bytes]) -> dict[str, Any]:
 
 
 def is_blob(value: Any, layout: Any = "list") -> bool:
-    """Whether ``value``, a column or sample laid out as ``layout``, is a blob reference."""
-    return layout == "list" and type(value) is dict and len(value) == 1 and BLOB_TAG in value
+    """Whether ``value``, a column or sample laid out as ``layout``, is a blob reference.
+
+    The reference's own keys are required too: one sample of a ``Sequence`` of a Dict
+    space with a ``"$blob"`` key is laid out as ``{"$blob": [...]}``, and is no blob."""
+    if layout != "list" or type(value) is not dict or len(value) != 1:
+        return False
+    meta = value.get(BLOB_TAG)
+    return type(meta) is dict and meta.keys() == _REF_KEYS
 
 
 def decode_blob(ref: Mapping[str, Any], blobs: Mapping[str, bytes]) -> np.ndarray:

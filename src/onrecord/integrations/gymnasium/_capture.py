@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -167,9 +168,13 @@ def _unrecorded_steps(env: gym.Env[Any, Any], recorder: EpisodeRecorder) -> list
     ``TimeLimit`` counts each step that returned through it: at least every successful
     attempt, at most every attempt capture sent. More means something stepped the
     environment around the recorder (``env.env``, a kept reference); fewer means
-    something reset it."""
+    something reset it. Only when every wrapper above it steps it once per step: a
+    frame-skipping one (``MaxAndSkipObservation``, ``RepeatAction``) steps it several
+    times, and an honest episode must not read as bypassed."""
     wrapper: Any = env
     while isinstance(wrapper, gym.Wrapper) and not isinstance(wrapper, TimeLimit):
+        if "step" in vars(wrapper) or type(wrapper).step not in _steps_once():
+            return []
         wrapper = wrapper.env
     counted = getattr(wrapper, "_elapsed_steps", None) if isinstance(wrapper, TimeLimit) else None
     if type(counted) is not int:
@@ -188,6 +193,31 @@ def _unrecorded_steps(env: gym.Env[Any, Any], recorder: EpisodeRecorder) -> list
         "history is incomplete"
     )
     return [{"phase": "step", "index": len(records), **error_record(exc)}]
+
+
+@functools.cache
+def _steps_once() -> frozenset[Any]:
+    """The ``step`` methods of Gymnasium's wrappers that step the environment below
+    exactly once per call (what a wrapper's own override of ``step`` does is unknown)."""
+    from gymnasium import wrappers
+
+    names = (
+        "Autoreset",  # resets instead only after the end, which capture refuses to step
+        "FrameStackObservation",
+        "HumanRendering",
+        "NormalizeReward",
+        "OrderEnforcing",
+        "PassiveEnvChecker",
+        "RecordEpisodeStatistics",
+        "RecordVideo",
+        "RenderCollection",
+        "TimeAwareObservation",
+    )
+    found = {getattr(getattr(wrappers, name, None), "step", None) for name in names}
+    found |= {gym.Wrapper.step, gym.ObservationWrapper.step, gym.ActionWrapper.step}
+    found |= {gym.RewardWrapper.step, TimeLimit.step}
+    found.discard(None)
+    return frozenset(found)
 
 
 def _reset(

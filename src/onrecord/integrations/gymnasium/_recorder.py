@@ -92,7 +92,10 @@ def _snapshot(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _snapshot(item) for key, item in value.items()}
     if isinstance(value, list | tuple):  # Tuple spaces' samples, actions given as lists
-        return type(value)(map(_snapshot, value)) if type(value) in (list, tuple) else value
+        if type(value) in (list, tuple):
+            return type(value)(map(_snapshot, value))
+        if isinstance(value, tuple) and hasattr(value, "_make"):  # Graph's GraphInstance
+            return value._make(map(_snapshot, value))
     return value
 
 

@@ -153,9 +153,18 @@ def _fits(space: spaces.Space[Any], values: list[Any]) -> bool:
         keys = space.spaces.keys()
         return all(isinstance(value, dict) and value.keys() == keys for value in values)
     if isinstance(space, spaces.Tuple):
+        # Tuple.contains takes a list or an array for a tuple too (an agent sending
+        # np.array([1, 2]) for Tuple(Discrete, Discrete)): the array is indexed part by
+        # part like a tuple, never refused as off the layout.
         size = len(space.spaces)
-        return all(isinstance(value, tuple | list) and len(value) == size for value in values)
+        return all(_sequence_of(value, size) for value in values)
     return True
+
+
+def _sequence_of(value: Any, size: int) -> bool:
+    if isinstance(value, np.ndarray):
+        return value.ndim >= 1 and len(value) == size
+    return isinstance(value, tuple | list) and len(value) == size
 
 
 def _as_returned(values: list[Any], field: str) -> list[Any]:
