@@ -15,9 +15,8 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from onrecord.domains.ledger._fixture import target_invoice
 from onrecord.domains.ledger._posting import HANDLERS, HandlerName
-from onrecord.errors import OnrecordError
+from onrecord.errors import InputError, OnrecordError
 
 __all__ = ["LedgerAction", "LedgerEnv", "PostingCrashed"]
 
@@ -65,7 +64,15 @@ class LedgerEnv(gym.Env[Any, Any]):
         super().reset(seed=seed)
         if self._connection is None:
             self._connection = sqlite3.connect(self.path)
-        self._invoice = target_invoice(seed if seed is not None else 0)
+        # The task is the ledger's own open invoice. Deriving it from the reset seed asked
+        # for an invoice the file did not hold whenever the seeds differed, and every
+        # posting then wrote nothing while the agent was told it succeeded.
+        row = self._connection.execute(
+            "SELECT invoice_id FROM invoices ORDER BY invoice_id LIMIT 1"
+        ).fetchone()
+        if row is None:
+            raise InputError(f"ledger {self.path} holds no invoice; create it with create_ledger")
+        self._invoice = str(row[0])
         self._acks = 0
         return 0, {"task": f"Post invoice {self._invoice} once for 12.34 USD"}
 

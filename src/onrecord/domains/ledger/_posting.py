@@ -9,6 +9,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Literal, Protocol
 
+from onrecord.errors import InputError
+
 __all__ = ["HANDLERS", "HandlerName", "PostingHandler", "idempotent_post", "unsafe_post"]
 
 HandlerName = Literal["idempotent", "unsafe"]
@@ -21,11 +23,13 @@ class PostingHandler(Protocol):
 
 
 def _insert(connection: sqlite3.Connection, invoice_id: str) -> None:
-    connection.execute(
+    cursor = connection.execute(
         "INSERT INTO postings (invoice_id, amount_cents, currency, idempotency_key) "
         "SELECT invoice_id, amount_cents, currency, ? FROM invoices WHERE invoice_id = ?",
         (f"{invoice_id}:post", invoice_id),
     )
+    if cursor.rowcount != 1:  # never acknowledge a posting that wrote nothing
+        raise InputError(f"the ledger has no invoice {invoice_id!r}; nothing was posted")
 
 
 def idempotent_post(connection: sqlite3.Connection, invoice_id: str) -> bool:

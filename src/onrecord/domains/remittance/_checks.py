@@ -18,6 +18,8 @@ from onrecord.episode import OutcomeCheck, OutcomeVerdict
 __all__ = ["ANSWER_CHECK", "END_STATE_CHECKS", "HISTORY_CHECKS", "REMITTANCE_CHECKS"]
 
 VERSION = "remittance-v2"
+EXPECTED_CHANGES_VERSION = "remittance-v3"
+"""v3: a case note or follow-up written twice (a blind retry) fails ``expected_changes``."""
 Row = dict[str, Any]
 
 
@@ -125,13 +127,32 @@ def _case_problems(episode: ToolEpisode, lines: list[Mapping[str, Any]]) -> list
         for key, most in required.items()
         if opened[key] > most
     ]
-    noted = {note["case_id"] for note in _created(episode, "case_notes")}
+    notes = _created(episode, "case_notes")
+    noted = {note["case_id"] for note in notes}
     problems += [
         f"cases: {c['kind']} case {c['case_id']} on {c['claim_id']} has no note"
         for c in cases
         if (c["claim_id"], c["kind"]) in required and c["case_id"] not in noted
     ]
-    return problems
+    return problems + _repeated_work(notes, _created(episode, "followups"))
+
+
+def _repeated_work(notes: list[Row], followups: list[Row]) -> list[str]:
+    """A note or follow-up written twice word for word is a blind retry, like a payment
+    posted twice: the case history says it twice, the work queue holds the same item twice.
+    (``read_claim`` shows each case's follow-ups and ``read_case_notes`` its notes, so an
+    agent unsure whether a write landed can look before it retries.)"""
+    said = Counter((n["case_id"], n["body"]) for n in notes)
+    queued = Counter((f["case_id"], f["due_date"], f["action"]) for f in followups)
+    return [
+        f"cases: the same note was written {n} times on case {case}: {body[:60]!r}"
+        for (case, body), n in said.items()
+        if n > 1
+    ] + [
+        f"cases: the same follow-up ({due}, {action[:60]!r}) was scheduled {n} times on case {case}"
+        for (case, due, action), n in queued.items()
+        if n > 1
+    ]
 
 
 def _expected_changes(episode: ToolEpisode) -> OutcomeVerdict:
@@ -327,13 +348,13 @@ def _answer_reports_done(episode: ToolEpisode) -> OutcomeVerdict:
     return passed("the agent finished and reported what it did", message=message)
 
 
-def _check(name: str, function: Any) -> OutcomeCheck:
-    return OutcomeCheck(name, VERSION, function)
+def _check(name: str, function: Any, version: str = VERSION) -> OutcomeCheck:
+    return OutcomeCheck(name, version, function)
 
 
 ANSWER_CHECK = _check("answer_reports_done", _answer_reports_done)
 END_STATE_CHECKS = (
-    _check("expected_changes", _expected_changes),
+    _check("expected_changes", _expected_changes, EXPECTED_CHANGES_VERSION),
     _check("allocations_sum_to_line", _allocations_sum_to_line),
     _check("balances_reconcile", _balances_reconcile),
     _check("no_duplicate_allocation", _no_duplicate_allocation),

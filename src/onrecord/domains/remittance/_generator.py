@@ -18,7 +18,7 @@ from typing import Any
 
 from onrecord.domains.remittance._schema import SCHEMA, TABLES
 
-__all__ = ["PROCEDURES", "TODAY", "Generator", "insert_rows", "write_snapshot"]
+__all__ = ["PAYER_IDS", "PROCEDURES", "TODAY", "Generator", "insert_rows", "write_snapshot"]
 
 TODAY = date(2026, 11, 30)
 """The clinic's "today" in every snapshot, so deadlines are reproducible."""
@@ -47,6 +47,7 @@ _PAYERS = (
     ("PAY-MCARE", "Medicare Part B", 120),
     ("PAY-HUMANA", "Humana", 60),
 )
+PAYER_IDS = tuple(payer_id for payer_id, _, _ in _PAYERS)
 _INDEXED = {"claims": "claim_id", "claim_lines": "line_id", "patients": "patient_id"}
 _FIRST = (
     "Ana",

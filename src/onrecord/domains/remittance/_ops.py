@@ -140,6 +140,13 @@ def read_claim(db: sqlite3.Connection, claim_id: str) -> Row:
             line["line_id"],
         )
     cases = rows(db, "SELECT * FROM cases WHERE claim_id = ? ORDER BY case_id", claim_id)
+    for case in cases:  # so an agent unsure whether a follow-up landed can look
+        case["followups"] = rows(
+            db,
+            "SELECT followup_id, due_date, action FROM followups WHERE case_id = ? "
+            "ORDER BY followup_id",
+            case["case_id"],
+        )
     return {**claim, "lines": lines, "cases": cases}
 
 
@@ -249,7 +256,20 @@ def reverse_allocation(
         allocation_id,
         what=f"allocation_id {allocation_id}",
     )
-    _rline(db, rline_id)
+    rline = _rline(db, rline_id)
+    payer = one(
+        db,
+        "SELECT c.payer_id FROM claim_lines l JOIN claims c ON c.claim_id = l.claim_id "
+        "WHERE l.line_id = ?",
+        original["line_id"],
+        what=f"claim line of allocation {allocation_id}",
+    )["payer_id"]
+    if payer != rline["payer_id"]:
+        raise Rejected(
+            f"allocation {allocation_id} is on a claim billed to {payer}, not to "
+            f"{rline['payer_id']} who sent remittance line {rline_id}; a payer takes back "
+            "only its own payments"
+        )
     if original["reverses"] is not None:
         raise Rejected(
             f"allocation {allocation_id} is itself a reversal; reverse the "

@@ -24,7 +24,7 @@ from onrecord.domains.remittance._generator import insert_rows
 from onrecord.domains.remittance._scenarios import build_scenario
 from onrecord.domains.remittance._schema import SCHEMA
 from onrecord.domains.remittance._tasks import RemittanceTask
-from onrecord.domains.remittance._tools import HIDDEN_TABLES, TOOLS
+from onrecord.domains.remittance._tools import HIDDEN_TABLES, TOOLS, WRITE_TOOLS
 from onrecord.envkit import Snapshot, ToolEpisode, ToolWorld, save_episode, tool_episode_trial
 from onrecord.envkit.gym import ToolWorldEnv
 from onrecord.episode import OutcomeCheck
@@ -160,14 +160,25 @@ def remittance_trial(
     ``finish`` (the agent crashed, gave up or hit the step limit)."""
     trial = tool_episode_trial(episode, checks, repeat)
     actions = episode.actions
-    if actions and actions[-1]["tool"] == "finish" and actions[-1]["status"] == "ok":
-        return trial
-    last = (
-        f"after step {actions[-1]['step']} ({actions[-1]['tool']})"
-        if actions
-        else "before its first call"
-    )
-    issue = f"the episode ended {last} without a successful finish call"
+    done = [i for i, e in enumerate(actions) if e["tool"] == "finish" and e["status"] == "ok"]
+    if done:
+        # Calls after the finish are refused (the world has ended) and change nothing: a
+        # read is harmless, but a write attempt means "done" was not the agent's last
+        # word (without the kit's guard it would have landed), so it is not accepted.
+        late = [e for e in actions[done[0] + 1 :] if e["tool"] in WRITE_TOOLS]
+        if not late:
+            return trial
+        issue = (
+            f"the agent finished at step {actions[done[0]]['step']}, then tried "
+            f"{late[0]['tool']} at step {late[0]['step']} (refused: nothing changed)"
+        )
+    else:
+        last = (
+            f"after step {actions[-1]['step']} ({actions[-1]['tool']})"
+            if actions
+            else "before its first call"
+        )
+        issue = f"the episode ended {last} without a successful finish call"
     return Trial(
         trial.case,
         trial.repeat,

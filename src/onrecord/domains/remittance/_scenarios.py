@@ -33,7 +33,7 @@ from onrecord.domains.remittance._generator import (
 from onrecord.domains.remittance._tasks import RemittanceTask
 from onrecord.errors import InputError
 
-__all__ = ["build_scenario", "writes_needed"]
+__all__ = ["build_scenario"]
 
 Expect = dict[str, Any]
 _HOLD_NOTE = (
@@ -104,6 +104,13 @@ def _post_lines(
     """A claim for ``lines`` paid on ``remittance``; one expectation entry per line."""
     codes = [str(line["code"]) for line in lines]
     amounts = [_amounts(generator, task.payer_id, line, full=full) for line in lines]
+    for index, a in enumerate(amounts):
+        if a["paid"] < 0:
+            raise InputError(
+                f"task {task.task_id}: line {index + 1} ({codes[index]}) would pay "
+                f"{a['paid']} cents: its patient_resp ({a['patient_resp']}) exceeds the "
+                f"allowed amount ({a['allowed']}); lower patient_resp or underpaid_by"
+            )
     claim_id, line_ids = generator.claim(
         generator.patient(), task.payer_id, codes, billed=[a["billed"] for a in amounts]
     )
@@ -132,6 +139,25 @@ def _post_lines(
     return claim_id, out
 
 
+def _at_contract(generator: Generator, task: RemittanceTask, lines: list[Expect]) -> None:
+    """A line to ``post`` must be allowed at least its contracted amount: paid below
+    contract, the right action is an underpayment case (kind ``underpayment``), which the
+    expectation of any other kind would count as an extra case."""
+    rows = {r["rline_id"]: r for r in generator.rows["remittance_lines"]}
+    for line in lines:
+        if line["action"] != "post":
+            continue
+        code = generator.index[line["targets"][0]]["procedure_code"]
+        contract = generator.allowed(task.payer_id, code)
+        allowed = int(rows[line["rline_id"]]["allowed_cents"])
+        if allowed < contract:
+            raise InputError(
+                f"task {task.task_id}: {code} is allowed {allowed} cents, below the "
+                f"contracted {contract}: that is an underpayment; use kind "
+                "'underpayment' with underpaid_by, or a higher paid"
+            )
+
+
 def _header(remittance: dict[str, Any], lines: list[Expect]) -> Expect:
     return {
         "remittance_id": remittance["remittance_id"],
@@ -149,7 +175,9 @@ def _full(generator: Generator, task: RemittanceTask) -> Expect:
 
 def _partial(generator: Generator, task: RemittanceTask) -> Expect:
     remittance = generator.remittance(task.payer_id)
-    return _header(remittance, _post_lines(generator, task, remittance, task.lines)[1])
+    lines = _post_lines(generator, task, remittance, task.lines)[1]
+    _at_contract(generator, task, lines)
+    return _header(remittance, lines)
 
 
 def _deadline_remittance(generator: Generator, task: RemittanceTask) -> tuple[dict[str, Any], str]:
@@ -209,6 +237,7 @@ def _over_threshold(generator: Generator, task: RemittanceTask) -> Expect:
     for line in lines:
         if line["paid_cents"] > APPROVAL_THRESHOLD_CENTS:
             line.update(action="approve", adjustments=[])
+    _at_contract(generator, task, lines)
     return _header(remittance, lines)
 
 
@@ -247,6 +276,7 @@ def _hidden_redirect(generator: Generator, task: RemittanceTask) -> Expect:
     )
     for line, target in zip(lines, corrected_lines, strict=True):
         line.update(targets=[target], claim_id=corrected)
+    _at_contract(generator, task, lines)
     expect = _header(remittance, lines)
     expect.update(note_claims=[claim_id], note_ids=[note])
     return expect
@@ -261,20 +291,21 @@ def _split(generator: Generator, task: RemittanceTask) -> Expect:
     if not 0 < paid <= billed:
         raise InputError(f"task {task.task_id}: paid must be in 1..{billed}, got {paid}")
     rline = generator.rline(remittance, claim_id, None, billed=billed, allowed=paid, paid=paid)
-    return _header(
-        remittance,
-        [
-            {
-                "rline_id": rline,
-                "claim_id": claim_id,
-                "paid_cents": paid,
-                "action": "post",
-                "split": True,
-                "targets": line_ids,
-                "adjustments": [],
-            }
-        ],
+    line: Expect = {
+        "rline_id": rline,
+        "claim_id": claim_id,
+        "paid_cents": paid,
+        "action": "post",
+        "split": True,
+        "targets": line_ids,
+        "adjustments": [],
+    }
+    filled = next(
+        n for n in range(1, len(codes) + 1) if sum(PROCEDURES[c] for c in codes[:n]) >= paid
     )
+    if filled > 1:  # allocations the careful agent's first fit makes (writes_needed)
+        line["first_fit_lines"] = filled
+    return _header(remittance, [line])
 
 
 def _duplicate(generator: Generator, task: RemittanceTask) -> Expect:
@@ -355,15 +386,3 @@ _BUILDERS: dict[str, Callable[[Generator, RemittanceTask], Expect]] = {
     "duplicate": _duplicate,
     "recoupment": _recoupment,
 }
-
-
-def writes_needed(expect: Mapping[str, Any]) -> int:
-    """How many write calls the careful agent makes for the task (0 means the right
-    answer is to write nothing)."""
-    count = 0
-    for line in expect["lines"]:
-        action = line["action"]
-        if action in ("post", "post_and_case"):
-            count += int(line.get("first_fit_lines", 1)) + len(line["adjustments"])
-        count += {"case": 3, "post_and_case": 3, "approve": 1, "reverse": 1}.get(action, 0)
-    return count

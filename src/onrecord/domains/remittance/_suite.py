@@ -20,7 +20,7 @@ from onrecord.domains.remittance._checks import (
     REMITTANCE_CHECKS,
 )
 from onrecord.domains.remittance._run import Agent, RemittanceEnvironment, remittance_trial
-from onrecord.domains.remittance._scenarios import build_scenario, writes_needed
+from onrecord.domains.remittance._scenarios import build_scenario
 from onrecord.domains.remittance._tasks import RemittanceTask, load_tasks
 from onrecord.errors import InputError
 from onrecord.report import EvaluationReport, Trial
@@ -291,3 +291,15 @@ def _record(schema: str, body: dict[str, Any]) -> bytes:
 def decision_counts(outcome: AgentOutcome) -> Counter[str]:
     """How many tasks got each decision."""
     return Counter(outcome.task_decisions.values())
+
+
+def writes_needed(expect: Mapping[str, Any]) -> int:
+    """How many write calls the careful agent makes for the task (0 means the right
+    answer is to write nothing)."""
+    count = 0
+    for line in expect["lines"]:
+        action = line["action"]
+        if action in ("post", "post_and_case"):
+            count += int(line.get("first_fit_lines", 1)) + len(line["adjustments"])
+        count += {"case": 3, "post_and_case": 3, "approve": 1, "reverse": 1}.get(action, 0)
+    return count

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 import zlib
 from collections.abc import Mapping
@@ -10,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from onrecord.domains.remittance._generator import PAYER_IDS, PROCEDURES
 from onrecord.errors import InputError
 
 __all__ = ["KINDS", "RemittanceTask", "load_tasks"]
@@ -27,6 +29,21 @@ KINDS = (
     "recoupment",
 )
 _DEFAULT_SIZE = 300
+_LINE_FIELDS = {  # the line fields each kind's builder reads; any other is a mistake
+    "full_payment": {"patient_resp"},
+    "partial_contractual": {"patient_resp", "paid"},
+    "denial": {"denial"},
+    "underpayment": {"patient_resp", "underpaid_by"},
+    "over_threshold": {"patient_resp", "paid"},
+    "hidden_hold": {"patient_resp", "paid"},
+    "hidden_redirect": {"patient_resp", "paid"},
+    "split": set(),
+    "duplicate": {"patient_resp", "paid"},
+    "recoupment": set(),
+}
+_PARAMS = {"denial": {"deadline_in_days"}, "underpayment": {"deadline_in_days"}, "split": {"paid"}}
+_OPTIONAL_PARAMS = {"recoupment": {"offset"}}
+_CARC = re.compile(r"[A-Z0-9]{1,5}")
 
 
 @dataclass(frozen=True)
@@ -79,15 +96,82 @@ def _task(entry: Mapping[str, Any], kinds: Mapping[str, Any]) -> RemittanceTask:
         )
     known = {"id", "kind", "title", "payer", "lines", "size", "seed"}
     task_id = str(entry["id"])
+    params = {k: v for k, v in entry.items() if k not in known}
+    lines = tuple(entry.get("lines", ()))
+    _check_task(task_id, kind, entry.get("payer"), lines, params)
     return RemittanceTask(
         task_id=task_id,
         kind=kind,
         title=str(entry.get("title", task_id)),
         payer_id=str(entry["payer"]),
-        lines=tuple(entry.get("lines", ())),
-        params={k: v for k, v in entry.items() if k not in known},
+        lines=lines,
+        params=params,
         size=int(entry.get("size", _DEFAULT_SIZE)),
         seed=int(entry.get("seed", zlib.crc32(task_id.encode()) % 10_000)),
         allowed_tables=tuple(kinds[kind]["allowed_tables"]),
         focus=tuple(kinds[kind]["focus"]),
     )
+
+
+def _check_task(
+    task_id: str, kind: str, payer: Any, lines: tuple[Any, ...], params: Mapping[str, Any]
+) -> None:
+    """Refuse a task whose expectation would be wrong or impossible: an unknown payer or
+    procedure, a line field the kind's builder ignores (a typo, or ``underpaid_by`` on a
+    kind that expects no underpayment case), a negative amount, a missing parameter."""
+
+    def bad(problem: str) -> InputError:
+        return InputError(f"task {task_id!r} ({kind}): {problem}")
+
+    if payer not in PAYER_IDS:
+        raise bad(f"payer must be one of {PAYER_IDS}, got {payer!r}")
+    need, may = _PARAMS.get(kind, set()), _OPTIONAL_PARAMS.get(kind, set())
+    unknown = sorted(set(params) - need - may)
+    if unknown or need - set(params):
+        raise bad(
+            f"needs parameters {sorted(need) or 'none'} (optional "
+            f"{sorted(may) or 'none'}), got {sorted(params)}"
+        )
+    for name in ("deadline_in_days", "paid"):
+        if name in params:
+            _count(bad, name, params[name], least=1)
+    if not lines:
+        raise bad("lines is empty; give at least one service line")
+    _check_lines(bad, lines, _LINE_FIELDS[kind], denial=kind == "denial")
+    if kind == "underpayment" and any(line.get("underpaid_by", 0) < 1 for line in lines):
+        raise bad("every underpayment line needs underpaid_by (cents below contract) of at least 1")
+    if "offset" in params:
+        if not isinstance(params["offset"], list):
+            raise bad("offset must be a list of service lines")
+        _check_lines(bad, tuple(params["offset"]), {"patient_resp"}, denial=False)
+
+
+def _check_lines(bad: Any, lines: tuple[Any, ...], fields: set[str], *, denial: bool) -> None:
+    for index, line in enumerate(lines):
+        where = f"line {index + 1}"
+        if not isinstance(line, Mapping):
+            raise bad(f'{where} must be a table like {{ code = "99213" }}, got {line!r}')
+        extra = sorted(set(line) - fields - {"code"})
+        if extra:
+            raise bad(
+                f"{where}: unknown field(s) {extra}; this kind reads {sorted(fields | {'code'})}"
+            )
+        if line.get("code") not in PROCEDURES:
+            raise bad(
+                f"{where}: code must be one of {sorted(PROCEDURES)}, got {line.get('code')!r}"
+            )
+        for name in ("patient_resp", "paid", "underpaid_by"):
+            if name in line:
+                _count(bad, f"{where}: {name}", line[name], least=0)
+        if denial:
+            code = line.get("denial")
+            if not isinstance(code, str) or not _CARC.fullmatch(code) or code == "45":
+                raise bad(
+                    f"{where}: denial must be the CARC reason code of the denial "
+                    f'(e.g. "50"; 45 is a contractual write-down, not a denial), got {code!r}'
+                )
+
+
+def _count(bad: Any, name: str, value: Any, *, least: int) -> None:
+    if type(value) is not int or value < least:
+        raise bad(f"{name} must be an integer of at least {least}, got {value!r}")
