@@ -117,7 +117,7 @@ def test_different_case_sets_are_refused() -> None:
 
 
 def test_different_environment_settings_are_refused(frozenlake_report: EvaluationReport) -> None:
-    with pytest.raises(ComparisonRefused, match="environment settings differ"):
+    with pytest.raises(ComparisonRefused, match=r"environment settings differ.*max_steps: "):
         compare_reports(
             frozenlake_report,
             EvaluationReport.from_trials(
@@ -167,8 +167,11 @@ def test_the_policy_a_report_was_made_for_is_locked(goal_episode: Any) -> None:
     a = evaluate_episode(goal_episode, checks, policy=strict)
     assert a.lock["policy"] == {"name": "strict", "digest": strict.digest}
     assert compare_reports(a, evaluate_episode(goal_episode, checks, policy=strict)).pairs == 1
-    with pytest.raises(ComparisonRefused, match="lock settings differ: policy"):
+    with pytest.raises(ComparisonRefused, match="lock settings differ") as refused:
         compare_reports(a, evaluate_episode(goal_episode, checks, policy=lenient))
+    # where they differ, not only which lock key: "lock settings differ: policy"
+    assert "policy.name: 'strict' in A, 'lax' in B" in str(refused.value)
+    assert "policy.digest: " in str(refused.value)
 
 
 @pytest.mark.parametrize(("size", "block"), [(5, 1_000_000), (300, 1_000), (300, 7), (40, 1)])
