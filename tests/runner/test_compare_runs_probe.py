@@ -208,3 +208,24 @@ def test_an_interrupted_run_against_a_complete_one(
     assert "B (" in done.stderr
     assert "25 of 40 planned episodes have no trial" in done.stderr
     assert "(frozenlake/goal#15, frozenlake/goal#16," in done.stderr
+
+
+def test_gate_takes_a_run_directory_and_never_accepts_a_partial_run(tmp_path: Path) -> None:
+    # Before: `onrecord gate RUN` was refused ("give the path of a saved record file"),
+    # and gating RUN/report.json accepted a run missing planned episodes.
+    _flaky_run(tmp_path / "a", "coin_a")
+    policy = tmp_path / "lenient.toml"
+    policy.write_text('[[requirements]]\ncheck = "*"\nmin_pass_rate = 0.01\ncritical = false\n')
+    decision = tmp_path / "decision.out.json"
+    for source in (tmp_path / "a", tmp_path / "a" / "report.json"):
+        done = onrecord("gate", str(source), "--policy", str(policy), "--output", str(decision))
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "the run is incomplete: 2 planned episodes have no trial" in done.stdout
+        saved = orjson.loads(decision.read_bytes())
+        assert saved["decision"] == "indeterminate"
+    # The same report file on its own is judged on what it holds.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(tmp_path / "a" / "report.json", alone / "report.json")
+    done = onrecord("gate", str(alone / "report.json"), "--policy", str(policy))
+    assert done.returncode == 0, done.stdout + done.stderr

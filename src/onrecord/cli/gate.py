@@ -1,15 +1,19 @@
-"""``onrecord gate REPORT --policy POLICY``: the CI gate (exit 0 / 1 / 2)."""
+"""``onrecord gate REPORT --policy POLICY``: the CI gate (exit 0 / 1 / 2). REPORT is a
+report file, or a run or regrade directory (verified, and never accepted while planned
+episodes have no trial, as ``onrecord run`` decides)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes, canonical_bytes
 from onrecord.cli._records import named, output_path
 from onrecord.cli._render import make_console, render_decision
-from onrecord.policy import AcceptancePolicy
+from onrecord.compare import load_source
+from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport
 
 __all__ = ["register"]
@@ -24,7 +28,9 @@ def register(subparsers: Any) -> None:
         "[[requirements]] tables) to a report. Exit 0 accept, 1 reject, "
         "2 indeterminate, 3 bad input.",
     )
-    parser.add_argument("report", metavar="REPORT")
+    parser.add_argument(
+        "report", metavar="REPORT", help="a report file, or a run or regrade directory"
+    )
     parser.add_argument("--policy", required=True, metavar="POLICY")
     parser.add_argument("--output", metavar="FILE", help="also save the decision as JSON")
     parser.set_defaults(func=run)
@@ -35,10 +41,41 @@ def run(args: argparse.Namespace) -> int:
     output = output_path(args.output, "--output") if args.output else None
     # Errors name the file: with REPORT and POLICY swapped, the message said "schema is
     # 'onrecord.report/v1', expected 'onrecord.policy/v1'", not which file was wrong.
-    report = named(Path(args.report), lambda: EvaluationReport.load(args.report))
+    source = _run_directory(Path(args.report))
+    if source is not None:  # verified: the run's own grading of its recorded episodes
+        loaded = named(source, lambda: load_source(source))
+        report, missing = loaded.report, loaded.missing
+    else:
+        report = named(Path(args.report), lambda: EvaluationReport.load(args.report))
+        missing = ()
     policy = named(Path(args.policy), lambda: AcceptancePolicy.load(args.policy))
-    decision = policy.evaluate(report)
+    decision = _never_accept_partial(policy.evaluate(report), missing)
     if output is not None:  # before printing: a closed stdout must not lose the file
         atomic_write_bytes(output, canonical_bytes(decision.to_dict()) + b"\n")
     render_decision(make_console(), decision)
     return decision.exit_code
+
+
+def _run_directory(path: Path) -> Path | None:
+    """The run or regrade directory REPORT names (also by its own ``report.json``)."""
+    folder = path if path.is_dir() else path.parent if path.name == "report.json" else None
+    if folder is None:
+        return None
+    if (folder / "run.json").is_file() or (folder / "changes.json").is_file():
+        return folder
+    return None
+
+
+def _never_accept_partial(decision: PolicyDecision, missing: tuple[str, ...]) -> PolicyDecision:
+    """A run missing planned episodes is not accepted on those it holds (a measured
+    failure still rejects), as ``onrecord run`` decides."""
+    if not missing or decision.decision != "accept":
+        return decision
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    reason = (
+        f"the run is incomplete: {len(missing)} planned episodes have no trial ({shown}); "
+        "a partial run is never accepted (`onrecord run --resume` retries them)"
+    )
+    return dataclasses.replace(
+        decision, decision="indeterminate", reasons=(*decision.reasons, reason)
+    )
