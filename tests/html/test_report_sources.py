@@ -92,3 +92,26 @@ def test_no_page_is_written_into_a_directory_its_manifest_lists(
         "reports",
     ]
     assert write_report(report, tmp_path / "elsewhere.html").is_file()
+
+
+def test_show_prints_one_episode_of_a_run(remittance_run: Path, lake_run: Path) -> None:
+    from tests.runner.conftest import onrecord
+
+    record = orjson.loads((remittance_run / "episodes.jsonl").read_bytes().splitlines()[0])
+    key = f"{record['case_id']}#{record['repeat']}"
+    done = onrecord("show", str(remittance_run), "--episode", key)
+    assert done.returncode == 0, done.stderr
+    for result in record["trial"]["results"]:  # the verdicts it was graded with
+        assert result["name"] in done.stdout
+    assert "read_remittance" in done.stdout  # and its tool calls
+    lake = orjson.loads((lake_run / "episodes.jsonl").read_bytes().splitlines()[0])
+    done = onrecord("show", str(lake_run), "--episode", f"{lake['case_id']}#{lake['repeat']}")
+    assert done.returncode == 0, done.stderr
+    assert "step" in done.stdout
+    assert "state" in done.stdout  # a Gymnasium episode's recorded steps
+    done = onrecord("show", str(lake_run), "--episode", "nope#0")
+    assert done.returncode == 3
+    assert f"{lake['case_id']}#" in done.stderr  # names episodes that exist
+    done = onrecord("show", str(lake_run / "report.json"), "--episode", "x#0")
+    assert done.returncode == 3
+    assert "needs a run directory" in done.stderr

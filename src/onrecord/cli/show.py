@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Container
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -18,6 +19,7 @@ from onrecord.cli._render import (
     render_policy,
     render_report,
 )
+from onrecord.cli._run_episode import render_run_episode
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
@@ -41,6 +43,11 @@ def register(subparsers: Any) -> None:
         help="an episode's steps to print: 'all', one step '42' or a range '100-160' "
         "(default: the first 40 and every attempt that did not succeed)",
     )
+    parser.add_argument(
+        "--episode",
+        metavar="CASE#REPEAT",
+        help="with a run directory: one episode's verdicts and steps or tool calls",
+    )
     parser.set_defaults(func=run)
 
 
@@ -49,7 +56,12 @@ def run(args: argparse.Namespace) -> int:
     steps = _steps(args.steps)
     record = load_any(args.file)
     console = make_console()
-    if isinstance(record, Bundle):
+    if args.episode is not None:
+        run_dir = Path(args.file)
+        if not (isinstance(record, Bundle) and (run_dir / "run.json").is_file()):
+            raise InputError(f"--episode needs a run directory, not {args.file}")
+        render_run_episode(console, run_dir, args.episode, steps)
+    elif isinstance(record, Bundle):
         render_bundle(console, record)
     else:
         _render(console, record, steps)
