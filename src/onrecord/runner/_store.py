@@ -9,10 +9,12 @@ Layout::
     RUN/errors.jsonl     episodes that could not be recorded (retried on resume)
     RUN/report.json      the graded report; RUN/decision.json the policy decision
 
-An episode is committed by one ``write`` of its record line, after its action-log block
-and side files. A process killed mid-write leaves at most a partial last line (no
-newline) and an action-log tail no record accounts for; ``RunWriter`` cuts both off
-before appending. Any other mismatch is tampering: it is reported and nothing is changed.
+An episode is committed by its record line, written only after its action-log block and
+side files were fsynced (``_commit.py``: batches of finished episodes). A process killed
+(or a machine losing power) mid-batch leaves at most a partial last line (no newline),
+an action-log tail no record accounts for and unreferenced side files; ``RunWriter``
+cuts the line and the tail off before appending. Any other mismatch is tampering: it is
+reported and nothing is changed.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from onrecord._canonical import (
     record_bytes,
 )
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
+from onrecord.runner._commit import GroupCommit, fsync_directory
 from onrecord.runner._job import EPISODE_RECORD_SCHEMA, JobResult
 from onrecord.runner._lock import LOCK_NAME, lock_directory, unlock
 from onrecord.runner._protocol import RunProtocol
@@ -47,7 +50,6 @@ from onrecord.runner._repair import (
 __all__ = ["DECISION_SCHEMA", "RUN_SCHEMA", "EpisodeRecord", "RunStore", "RunWriter"]
 
 RUN_SCHEMA = "onrecord.run/v1"
-_SYNC_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class RunStore:
                 f"{target} exists and is not a directory; choose another --out directory"
             )
         target.mkdir(parents=True, exist_ok=True)
+        fsync_directory(target.parent)  # the run directory's own name survives power loss
         had_lock = (target / LOCK_NAME).exists()
         lock = lock_directory(target)
         try:
@@ -267,9 +270,11 @@ def _verify_block(log: BinaryIO | None, path: Path, offset: int, record: dict[st
 
 
 class RunWriter:
-    """Appends finished episodes to a run directory; one writer per directory at a time."""
+    """Appends finished episodes to a run directory; one writer per directory at a time.
+    Episodes are committed in durable batches (``_commit.py``): a record reaches
+    ``episodes.jsonl`` only after its action log and side files were fsynced."""
 
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: RunStore, *, period: float | None = None) -> None:
         self.store = store
         self._lock, store._lock = store._lock or lock_directory(store.path), None
         try:
@@ -282,17 +287,14 @@ class RunWriter:
             self.notices = cut_torn_line(store.path, "episodes.jsonl")
             self.notices += cut_torn_line(store.path, "errors.jsonl")
             self.notices += cut_actions(store.path, committed)
+            self._files = GroupCommit(store.path, period=period)
         except BaseException:
-            self.close()
+            unlock(self._lock)
             raise
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-        self._episodes = os.open(store.file("episodes.jsonl"), flags, 0o644)
-        self._actions = os.open(store.file("actions.jsonl"), flags, 0o644)
-        self._errors = os.open(store.file("errors.jsonl"), flags, 0o644)
-        self._synced = time.monotonic()
 
     def append(self, result: JobResult) -> None:
-        """Commit one finished episode (or note why it could not be recorded)."""
+        """Queue one finished episode for the next commit (or note why it could not be
+        recorded). Raises what made an earlier commit fail."""
         if result.error is not None:
             line = record_bytes(
                 {
@@ -302,56 +304,31 @@ class RunWriter:
                     "time": time.time(),
                 }
             )
-            _write_all(self._errors, line)
+            self._files.add_error(line)
             return
         if result.key in self.done:
             raise ConsistencyError(
                 f"episode {result.case_id}#{result.repeat} is already "
                 "recorded; a run never records an episode twice"
             )
-        for digest, data in result.files.items():
-            self._write_blob(digest, data)
-        if result.actions:
-            _write_all(self._actions, result.actions)
-        _write_all(self._episodes, result.record)  # the commit point
+        self._files.add(result.record, result.actions, result.files)
         self.done.add(result.key)
-        if time.monotonic() - self._synced > _SYNC_SECONDS:
-            self.sync()
-
-    def _write_blob(self, digest: str, data: bytes) -> None:
-        target = self.store.path / "files" / digest
-        if target.exists():
-            return  # content-addressed: the same bytes are already there
-        target.parent.mkdir(exist_ok=True)
-        temporary = target.with_name(f".{digest}.{os.getpid()}.tmp")
-        temporary.write_bytes(data)
-        os.replace(temporary, target)
 
     def sync(self) -> None:
-        """fsync the append-only files (durability against power loss; a killed process
-        loses nothing that was written)."""
-        for fd in (self._actions, self._episodes, self._errors):
-            os.fsync(fd)
-        self._synced = time.monotonic()
+        """Commit every queued episode now: durable once this returns (a background
+        thread does so every ``period`` seconds, by default ``COMMIT_SECONDS``)."""
+        self._files.commit()
 
     def close(self) -> None:
-        """Sync, close the files and release the directory lock."""
-        if hasattr(self, "_episodes"):
-            self.sync()
-            for fd in (self._actions, self._episodes, self._errors):
-                os.close(fd)
-            del self._episodes
-        unlock(self._lock)
+        """Commit what is queued, close the files and release the directory lock."""
+        try:
+            if hasattr(self, "_files"):
+                self._files.close()
+        finally:
+            unlock(self._lock)
 
     def __enter__(self) -> RunWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]

@@ -8,19 +8,35 @@ episode. Re-grading rebuilds the end state from saved evidence alone: the task's
 snapshot (its digest must equal the recorded one) plus the recorded row diff (each
 changed table must then hash to its recorded digest). Hashing only the changed tables
 costs a fraction of a whole-database digest; unchanged tables are the snapshot's.
+
+JSON has no infinity (orjson writes one as ``null``): in the record's audit history, row
+diff and table digests an infinite REAL is ``{"$real": "Infinity"}`` (or
+``"-Infinity"``), as in envkit's saved episodes and state digest, so a table holding an
+infinity never passes for one holding NULL. Checks see the float, live and re-graded.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import canonical_bytes, content_digest
 from onrecord.envkit import Snapshot, ToolEpisode, ToolWorld
-from onrecord.envkit._sql import native_value, portable_value, quote
+from onrecord.envkit._sql import (
+    encode_reals,
+    load_reals,
+    native_value,
+    portable_value,
+    quote,
+    save_reals,
+    sql_param,
+)
+from onrecord.envkit._text import lossless
 from onrecord.envkit.audit import audit_tables
 from onrecord.envkit.diff import StateDiff
 from onrecord.envkit.snapshot import readonly_uri
@@ -37,6 +53,7 @@ __all__ = [
 ]
 
 TOOL_EPISODE_SCHEMA = "onrecord.run.tool-episode/v1"
+_INFINITIES = frozenset((math.inf, -math.inf))
 
 
 def table_layouts(world: ToolWorld) -> dict[str, dict[str, list[str]]]:
@@ -52,19 +69,33 @@ def table_digests(
     names: Iterable[str],
     layouts: Mapping[str, Mapping[str, Sequence[str]]],
 ) -> dict[str, str]:
-    """sha256 of each named table's rows (canonical JSON, in key order)."""
+    """sha256 of each named table's rows (canonical JSON, in key order; BLOBs as
+    ``{"$blob": hex}``, TEXT that is not UTF-8 as ``{"$text": hex}``, infinite REALs as
+    ``{"$real": "Infinity"}`` / ``"-Infinity"``)."""
     digests = {}
     for name in sorted(names):
         layout = layouts[name]
         columns = ", ".join(map(quote, layout["columns"]))
         order = ", ".join(map(quote, layout["key"]))
-        rows = conn.execute(f"SELECT {columns} FROM {quote(name)} ORDER BY {order}").fetchall()
+        rows = _rows(conn, f"SELECT {columns} FROM {quote(name)} ORDER BY {order}")
         try:
             data = canonical_bytes(rows)
-        except PortabilityError:  # a BLOB somewhere
-            data = canonical_bytes([[portable_value(v) for v in row] for row in rows])
+        except PortabilityError:  # a BLOB or RawText somewhere
+            data = _encoded_rows(rows)
+        else:  # orjson writes an infinity as null: look only when a null was written
+            if b"null" in data and not _INFINITIES.isdisjoint(chain.from_iterable(rows)):
+                data = _encoded_rows(rows)
         digests[name] = hashlib.sha256(data).hexdigest()
     return digests
+
+
+def _rows(conn: sqlite3.Connection, sql: str) -> list[Any]:
+    """The rows ``sql`` selects; TEXT that is not UTF-8 as ``RawText`` (``lossless``)."""
+    return lossless(conn, lambda: conn.execute(sql).fetchall())
+
+
+def _encoded_rows(rows: list[Any]) -> bytes:
+    return canonical_bytes(encode_reals([[portable_value(v) for v in row] for row in rows]))
 
 
 def tool_evidence(
@@ -77,7 +108,7 @@ def tool_evidence(
 ) -> dict[str, Any]:
     """The evidence record of the world's current episode (call before the next reset)."""
     conn = world.conn
-    events, diff = world.history_and_diff()
+    events, diff = save_reals(*world.history_and_diff())  # infinities as {"$real": ...}
     record: dict[str, Any] = {
         "schema": TOOL_EPISODE_SCHEMA,
         "run_id": world.run_id,
@@ -119,7 +150,8 @@ def episode_from_evidence(
     """The ``ToolEpisode`` checks grade: a record made by ``tool_evidence``, its
     action-log events, the world's tool schemas (which must match the recorded digest)
     and the end-state database file. ``shared_reader``: reuse one read-only connection
-    per database file (the live world's; see ``LiveToolEpisode``)."""
+    per database file (the live world's; see ``LiveToolEpisode``). Infinite REALs saved
+    as ``{"$real": ...}`` reach the checks as floats, as the live world held them."""
     if evidence.get("schema") != TOOL_EPISODE_SCHEMA:
         raise SchemaError(
             f"expected a {TOOL_EPISODE_SCHEMA!r} record, got {evidence.get('schema')!r}"
@@ -135,11 +167,17 @@ def episode_from_evidence(
         {**evidence, "tools": list(tools)},
         actions=actions,
         audit_tables=evidence["audit"]["tables"],
-        audit_events=evidence["audit"]["events"],
-        diff=evidence["diff"],
+        audit_events=_loaded(evidence["audit"]["events"]),
+        diff=_loaded(evidence["diff"]),
         task=evidence["task"],
         database=database,
     )
+
+
+def _loaded(part: Any) -> Any:
+    """A saved audit history or diff with its infinite REALs decoded (``load_reals``);
+    as it is when it holds none (the common case: one serialization in C decides)."""
+    return load_reals(part) if b'"$real"' in canonical_bytes(part) else part
 
 
 class LiveToolEpisode(ToolEpisode):
@@ -216,25 +254,32 @@ def _apply_diff(
     conn.execute("BEGIN")
     for table, change in diff.items():
         key = list(layouts[table]["key"])
-        where = " AND ".join(f"{quote(column)} = ?" for column in key)
         for row in change["deleted"]:
-            conn.execute(
-                f"DELETE FROM {quote(table)} WHERE {where}",
-                [native_value(row[column]) for column in key],
-            )
+            where, params = _terms(key, [row[column] for column in key], " AND ")
+            conn.execute(f"DELETE FROM {quote(table)} WHERE {where}", params)
         for item in change["changed"]:
             after = item["after"]
-            sets = ", ".join(f"{quote(column)} = ?" for column in after)
+            sets, values = _terms(list(after), list(after.values()), ", ")
             keys = item["key"] if len(key) > 1 else [item["key"]]
-            conn.execute(
-                f"UPDATE {quote(table)} SET {sets} WHERE {where}",
-                [*map(native_value, after.values()), *map(native_value, keys)],
-            )
+            where, params = _terms(key, keys, " AND ")
+            conn.execute(f"UPDATE {quote(table)} SET {sets} WHERE {where}", [*values, *params])
         for row in change["created"]:
             columns = ", ".join(map(quote, row))
-            marks = ", ".join("?" for _ in row)
+            bound = [sql_param(native_value(value)) for value in row.values()]
+            marks = ", ".join(mark for mark, _ in bound)
             conn.execute(
                 f"INSERT INTO {quote(table)} ({columns}) VALUES ({marks})",
-                [native_value(value) for value in row.values()],
+                [param for _, param in bound],
             )
     conn.execute("COMMIT")
+
+
+def _terms(columns: Sequence[str], values: Sequence[Any], joiner: str) -> tuple[str, list[Any]]:
+    """``"column" = ?`` for each column, joined, and the parameters: saved values bound
+    exactly as they were stored (``sql_param``: TEXT that is not UTF-8 stays TEXT)."""
+    terms, params = [], []
+    for column, value in zip(columns, values, strict=True):
+        mark, param = sql_param(native_value(value))
+        terms.append(f"{quote(column)} = {mark}")
+        params.append(param)
+    return joiner.join(terms), params
