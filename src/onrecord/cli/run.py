@@ -174,9 +174,7 @@ def run(args: argparse.Namespace) -> int:
         if not config.out:
             raise InputError("--out DIR is required: the run directory to create")
         out, expect = config.out, _protocol(config)
-    executor = make_executor(
-        config.executor or "inprocess", workers=config.workers, address=config.address
-    )
+    executor = make_executor(config.executor, workers=config.workers, address=config.address)
     progress = BarProgress(errors, enabled=not args.no_progress)
     try:
         with executor:

@@ -240,9 +240,18 @@ def load_tasks(path: str | Path) -> list[EvalCase]:
 
 def _toml_tasks(source: Path, text: str) -> list[Any]:
     try:
-        tasks = tomllib.loads(text).get("tasks", [])
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{source} is not valid TOML: {exc}") from exc
+    if "tasks" not in document and "task" in document:
+        # The remittance domain's own task files use [[task]]: a file of that form
+        # read as "holds no tasks", with no word on the one-letter difference.
+        raise InputError(
+            f"{source} has [[task]] tables; a --tasks-file holds [[tasks]] tables (plural). "
+            "A remittance task file ([[task]]) is given as the environment's tasks_file: "
+            "--env-config tasks_file=PATH"
+        )
+    tasks = document.get("tasks", [])
     if not isinstance(tasks, list):
         raise InputError(f"{source}: 'tasks' must be an array of tables ([[tasks]])")
     return tasks

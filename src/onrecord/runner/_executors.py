@@ -324,16 +324,23 @@ def _next(chunks: Iterator[list[EpisodeJob]], retries: list[EpisodeJob]) -> _Chu
 
 
 def make_executor(
-    name: str = "inprocess", *, workers: int | None = None, address: str | None = None
+    name: str | None = None, *, workers: int | None = None, address: str | None = None
 ) -> Executor:
     """An executor by name: ``inprocess``, ``process`` (``workers`` processes, default the
-    CPU count) or ``ray`` (``address`` of a cluster, default a local one)."""
+    CPU count) or ``ray`` (``address`` of a cluster, default a local one). Without a
+    name: ``inprocess``, or ``process`` when ``workers`` is more than 1."""
     # ``is None`` rather than ``or``: --workers 0 is a mistake to report, not a default.
     if workers is not None and (type(workers) is not int or workers < 1):
         raise InputError(f"workers must be a positive integer, got {workers!r}")
+    if name is None:
+        name = "inprocess" if workers in (None, 1) else "process"
     if name == "inprocess":
         if workers not in (None, 1):
-            return ProcessPoolExecutor(workers)
+            # Asked for by name, it must not quietly become a pool of processes.
+            raise InputError(
+                f"the inprocess executor runs one episode at a time, not {workers} workers: "
+                f"drop --workers, or use --executor process --workers {workers}"
+            )
         return InProcessExecutor()
     if name == "process":
         return ProcessPoolExecutor(workers if workers is not None else os.cpu_count() or 1)

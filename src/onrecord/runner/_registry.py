@@ -109,12 +109,24 @@ def import_object(path: str) -> Any:
     try:
         target: Any = importlib.import_module(module_name)
     except Exception as exc:  # the module's own code may raise anything while loading
+        hint = ""
+        if isinstance(exc, ModuleNotFoundError) and exc.name == module_name.split(".")[0]:
+            # Workers import it too: the current directory is not on their path.
+            hint = (
+                "; a module of your own must be importable: install it, or set "
+                "PYTHONPATH to the folder that holds it (e.g. PYTHONPATH=. onrecord run ...)"
+            )
         raise InputError(
-            f"cannot import {module_name!r} for {path!r}: {type(exc).__name__}: {exc}"
+            f"cannot import {module_name!r} for {path!r}: {type(exc).__name__}: {exc}{hint}"
         ) from exc
     for part in attribute.split("."):
         if not hasattr(target, part):
-            raise InputError(f"{module_name!r} has no attribute {attribute!r} (from {path!r})")
+            public = [name for name in dir(target) if not name.startswith("_")]
+            close = difflib.get_close_matches(part, public, n=3)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise InputError(
+                f"{module_name!r} has no attribute {attribute!r} (from {path!r}){hint}"
+            )
         target = getattr(target, part)
     return target
 
