@@ -282,8 +282,9 @@ def _mean(values: FloatArray, denominator: FloatArray) -> FloatArray:
     mean is taken of the values divided first (the mean of finite numbers is finite)."""
     with np.errstate(over="ignore", invalid="ignore"):
         plain: FloatArray = values.sum(axis=0) / denominator
-        spilled = np.isinf(plain) & np.isfinite(values).all(axis=0)
-        if spilled.any():
+        infinite = np.isinf(plain)
+        if infinite.any():  # rare: only then look at the values again
+            spilled = infinite & np.isfinite(values).all(axis=0)
             plain = np.where(spilled, (values / denominator).sum(axis=0), plain)
     return plain
 
@@ -293,7 +294,8 @@ def _rms(values: FloatArray, denominator: FloatArray) -> FloatArray:
     beyond ~1e154), the values are scaled by their largest magnitude first."""
     with np.errstate(over="ignore", invalid="ignore"):
         plain: FloatArray = np.sqrt((values * values).sum(axis=0) / denominator)
-        spilled = np.isinf(plain) & np.isfinite(values).all(axis=0)
+        infinite = np.isinf(plain)
+        spilled = infinite & np.isfinite(values).all(axis=0) if infinite.any() else infinite
         if spilled.any():
             scale = np.abs(values).max(axis=0)
             scale = np.where(scale > 0, scale, 1.0)
