@@ -27,6 +27,7 @@ from onrecord.runner._provider import (
 __all__ = ["COMPLETED", "GymnasiumProvider", "as_interact", "random_agent", "saved_evidence"]
 
 EnvFactory = Callable[[], gym.Env[Any, Any]]
+TaskEnvFactory = Callable[[EvalCase], gym.Env[Any, Any]]
 Interact = Callable[[Any, Any, dict[str, Any]], Any]
 Observe = Callable[[gym.Env[Any, Any]], Any]
 
@@ -113,7 +114,7 @@ class GymnasiumProvider(EnvironmentProvider):
 
     def __init__(
         self,
-        make: EnvFactory,
+        make: EnvFactory | None = None,
         *,
         environment_id: str,
         tasks: Sequence[EvalCase] = (),
@@ -121,8 +122,22 @@ class GymnasiumProvider(EnvironmentProvider):
         observe: Observe = unwrapped_state,
         observer_id: str = "onrecord.unwrapped-state/v1",
         agents: Mapping[str, AgentFactory] | None = None,
+        make_for_task: TaskEnvFactory | None = None,
     ) -> None:
+        # Exactly one factory: ``make()`` builds the same environment for every task,
+        # ``make_for_task(case)`` one set up for the episode's task (its stock, its
+        # documents), which the environment is otherwise never told.
+        if (make is None) == (make_for_task is None):
+            raise InputError(
+                "GymnasiumProvider needs exactly one of make (a function of no arguments) "
+                "and make_for_task (a function of the task's EvalCase) returning a fresh "
+                "gymnasium.Env"
+            )
+        for name, value in (("make", make), ("make_for_task", make_for_task)):
+            if value is not None and not callable(value):
+                raise InputError(f"GymnasiumProvider {name} must be callable, got {value!r}")
         self.make = make
+        self.make_for_task = make_for_task
         self.environment_id = environment_id
         self._tasks = tuple(tasks) or (
             EvalCase({"environment": environment_id}, case_id=environment_id, completion="either"),
@@ -147,7 +162,11 @@ class GymnasiumProvider(EnvironmentProvider):
         holder: list[gym.Env[Any, Any]] = []
 
         def factory() -> gym.Env[Any, Any]:
-            holder.append(self.make())
+            if self.make_for_task is not None:
+                holder.append(self.make_for_task(spec.case))
+            else:
+                assert self.make is not None
+                holder.append(self.make())
             return holder[0]
 
         evidence = capture_episode(
