@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["TEXT_TAG", "RawText", "lossless", "raw_text", "undecodable"]
+__all__ = ["TEXT_TAG", "RawText", "lossless", "raw_text", "reads_only", "undecodable"]
 
 TEXT_TAG = "$text"
 _T = TypeVar("_T")
@@ -85,3 +85,22 @@ def lossless(conn: sqlite3.Connection, read: Callable[[], _T]) -> _T:
             raise
     with raw_text(conn):
         return read()
+
+
+_WRITING_OPCODES = frozenset({"Checkpoint", "JournalMode", "Vacuum", "VUpdate"})
+
+
+def reads_only(conn: sqlite3.Connection, sql: str, params: Any = ()) -> bool:
+    """Whether the statement ``sql`` only reads, as ``sqlite3_stmt_readonly`` tells it
+    (which Python's ``sqlite3`` does not expose): its program opens no write transaction
+    on any database (TEMP included) and updates no virtual table. Only a statement that
+    reads may be run again to re-read its rows: one that wrote (``... RETURNING``) would
+    write twice. Anything that cannot be explained counts as a write."""
+    try:
+        with raw_text(conn):  # the program's operands may hold the statement's literals
+            program = conn.execute("EXPLAIN " + sql, params).fetchall()
+    except sqlite3.Error:
+        return False
+    return not any(
+        (row[1] == "Transaction" and row[3] != 0) or row[1] in _WRITING_OPCODES for row in program
+    )

@@ -169,7 +169,10 @@ def diff_satisfies_rules(episode: ToolEpisode) -> OutcomeVerdict:
     rules = _expected(episode).get("rules")
     if rules is None:
         return not_measured("the task has no expected_output['rules'] to check")
-    problems = check_rules(episode.diff, rules)
+    try:  # an empty or malformed list is the task's mistake: an evaluator error
+        problems = check_rules(episode.diff, rules)
+    except InputError as exc:
+        raise InputError(f"the task's expected_output['rules']: {exc}") from exc
     if problems:
         return failed(f"{len(problems)} rule(s) broken: {problems[0]}", broken=problems)
     return passed(f"all {len(rules)} rule(s) hold")

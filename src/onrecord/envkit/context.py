@@ -10,8 +10,8 @@ from typing import Any, NoReturn
 from onrecord.envkit._outcome import safe_repr
 from onrecord.envkit._portable import portable
 from onrecord.envkit._sql import Table, portable_value, quote, row_dict
-from onrecord.envkit._text import lossless
-from onrecord.errors import OnrecordError, PortabilityError
+from onrecord.envkit._text import lossless, raw_text, reads_only, undecodable
+from onrecord.errors import InputError, OnrecordError, PortabilityError
 
 __all__ = ["ToolContext", "ToolRejected", "Tracer"]
 
@@ -62,10 +62,19 @@ class ToolContext:
         return self.connection.execute(sql, params)
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
-        """Rows of a query as dicts (column name → value)."""
-        cursor = self.execute(sql, params)
-        names = [column[0] for column in cursor.description or ()]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        """Rows of a query as dicts (column name → value).
+
+        TEXT whose bytes are not valid UTF-8, which ``sqlite3`` refuses to read, comes
+        back as :class:`~onrecord.envkit.RawText` (the statement is read again, only
+        when it meets such text and only when it writes nothing: a statement that
+        wrote, ``... RETURNING``, fails as before)."""
+        try:
+            return _rows(self.execute(sql, params))
+        except sqlite3.OperationalError as exc:
+            if not undecodable(exc) or not reads_only(self.connection, sql, params):
+                raise
+        with raw_text(self.connection):  # the tracer has seen this statement already
+            return _rows(self.connection.execute(sql, params))
 
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> dict[str, Any] | None:
         """The first row of a query as a dict, or ``None``."""
@@ -81,16 +90,34 @@ class ToolContext:
                 "with ToolWorld(..., hidden=[...]) or query it directly"
             )
         values = list(key) if isinstance(key, list | tuple) else [key]
+        if len(values) != len(layout.key):
+            raise InputError(
+                f"reveal({table!r}, {safe_repr(key, 100)}): the key of {table!r} is "
+                f"{', '.join(layout.key)}; pass {len(layout.key)} value(s)"
+                + (" as a list" if len(layout.key) > 1 else "")
+            )
         where = " AND ".join(f"{quote(column)} = ?" for column in layout.key)
         sql = f"SELECT {layout.select_list()} FROM {quote(table)} WHERE {where}"
         row = lossless(self.connection, lambda: self.execute(sql, values).fetchone())
-        self.reads.append({"table": table, "key": _logged_key(values)})
-        return None if row is None else row_dict(layout, row)
+        if row is None:  # nothing read: the key as asked for
+            self.reads.append({"table": table, "key": _logged_key(values)})
+            return None
+        # The key of the row read, as stored: SQLite matched the key sent under the
+        # column's collation and affinity ('A' finds 'a' under COLLATE NOCASE, 1 finds
+        # '1' in a TEXT key), and the audit keys rows as stored, byte for byte.
+        stored = [row[position] for position in layout.key_positions]
+        self.reads.append({"table": table, "key": _logged_key(stored)})
+        return row_dict(layout, row)
 
     @staticmethod
     def reject(message: str) -> NoReturn:
         """Refuse the call (domain rule violation); nothing it wrote is kept."""
         raise ToolRejected(message)
+
+
+def _rows(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+    names = [column[0] for column in cursor.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def _logged_key(values: list[Any]) -> Any:

@@ -14,10 +14,14 @@ from onrecord.case import EvalCase
 from onrecord.envkit.world import ToolWorld
 from onrecord.errors import InputError
 
-__all__ = ["CHARSET", "ToolWorldEnv"]
+__all__ = ["ACTION_CHARSET", "CHARSET", "ToolWorldEnv"]
 
 CHARSET = "".join(chr(code) for code in range(32, 127))
 """Printable ASCII: observations are JSON with non-ASCII characters escaped."""
+ACTION_CHARSET = CHARSET + "\t\n\r"
+"""What an action's text may hold: printable ASCII and JSON's whitespace, i.e. any JSON
+text with non-ASCII characters written as ``\\u`` escapes (as ``json.dumps`` does)."""
+_ACTION_CHARS = frozenset(ACTION_CHARSET)
 
 _MIN_TEXT = 512
 """Smallest ``max_text``: the notice that replaces a too-long observation must fit."""
@@ -42,6 +46,7 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
         finish_tool: str = "finish",
         max_text: int = 65536,
         max_action_text: int = 4096,
+        max_steps: int | None = None,
     ) -> None:
         if not isinstance(world, ToolWorld):
             raise InputError(f"ToolWorldEnv needs a ToolWorld, got {type(world).__name__}")
@@ -57,11 +62,19 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
         # an observation would fall outside observation_space.
         _require_length("max_text", max_text, _MIN_TEXT)
         _require_length("max_action_text", max_action_text, 1)
+        if max_steps is not None:
+            _require_length("max_steps", max_steps, 1)
         self.world = world
         self.case = case
         self.finish_tool = finish_tool
         self.max_text = max_text
-        self.action_space = spaces.Text(max_length=max_action_text, min_length=0, charset=CHARSET)
+        self.max_action_text = max_action_text
+        self.max_steps = max_steps
+        """Steps after which the env truncates the episode and declares ``step_limit``."""
+        self._steps = 0
+        self.action_space = spaces.Text(
+            max_length=max_action_text, min_length=0, charset=ACTION_CHARSET
+        )
         self.observation_space = spaces.Text(max_length=max_text, min_length=0, charset=CHARSET)
 
     def reset(
@@ -71,6 +84,7 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
         super().reset(seed=seed)
         episode_seed = seed if seed is not None else int(self.np_random.integers(2**31))
         self.world.reset(seed=episode_seed, case=self.case, run_id=run_id)
+        self._steps = 0
         tools = self.world.tool_schemas()
         if self.finish_tool not in self.world.tools:
             tools.append(
@@ -90,6 +104,11 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
         }
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        self._steps += 1
+        outside = _outside_space(action, self.max_action_text)
+        if outside is not None:  # refused whole, as the action space says
+            event = self.world.reject_call("", action, "invalid_action", outside)
+            return self._answer(event, finished=False)
         tool, arguments, problem = _parse(action)
         builtin_finish = (
             tool == self.finish_tool
@@ -142,7 +161,11 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
             self.world.end_episode("finished")
         # A step refused because the episode had ended reports the end again, so an
         # agent looping until `terminated` stops instead of being refused forever.
-        return self._observe(shown), 0.0, self.world.ended, False, info
+        terminated = self.world.ended
+        truncated = not terminated and self.max_steps is not None and self._steps >= self.max_steps
+        if truncated:  # told to the world, so the saved episode records why it ended
+            self.world.end_episode("step_limit")
+        return self._observe(shown), 0.0, terminated, truncated, info
 
     def _observe(self, value: dict[str, Any]) -> str:
         text = _text(value)
@@ -166,6 +189,27 @@ class ToolWorldEnv(gymnasium.Env[str, str]):
 def _require_length(field: str, value: Any, least: int) -> None:
     if type(value) is not int or value < least:
         raise InputError(f"ToolWorldEnv {field} must be an int of at least {least}, got {value!r}")
+
+
+def _outside_space(action: Any, max_length: int) -> str | None:
+    """Why a text action lies outside the action space (too long, or a character that
+    is not ``ACTION_CHARSET``), or None. A dict action is a harness's convenience and
+    has no text to measure."""
+    if not isinstance(action, str):
+        return None
+    if len(action) > max_length:
+        return (
+            f"the action has {len(action)} characters, more than max_action_text="
+            f"{max_length}; send less at a time"
+        )
+    if _ACTION_CHARS.issuperset(action):
+        return None
+    at, char = next((i, c) for i, c in enumerate(action) if c not in _ACTION_CHARS)
+    return (
+        f"the action holds {char!r} (U+{ord(char):04X}) at position {at}; actions are "
+        "ASCII JSON text: write other characters inside strings as \\u escapes (e.g. "
+        '"caf\\u00e9"), as json.dumps does by default'
+    )
 
 
 def _run_id(options: Any) -> str | None:

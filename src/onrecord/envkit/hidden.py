@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from onrecord._canonical import canonical_bytes
+from onrecord.envkit._sql import portable_value
 from onrecord.envkit.episode import ToolEpisode
 from onrecord.episode import OutcomeCheck, OutcomeVerdict
 
@@ -27,12 +28,13 @@ def _key_matches(wanted: Any, key: Any) -> bool:
 
 def _same_number(key: Any) -> Any:
     """A key with whole REALs as integers: SQLite tells keys apart by value, so the row a
-    tool revealed as ``1`` is the row the audit keys ``1.0`` in a REAL key column."""
+    tool revealed as ``1`` is the row the audit keys ``1.0`` in a REAL key column. A
+    ``bytes`` or ``RawText`` key is written as the log and audit write it."""
     if type(key) is float and key.is_integer() and -(2**63) <= key < 2**63:
         return int(key)
     if isinstance(key, list | tuple):
         return [_same_number(item) for item in key]
-    return key
+    return portable_value(key)
 
 
 def read_steps(episode: ToolEpisode, table: str, key: Any = ANY) -> list[int]:
@@ -95,7 +97,14 @@ def read_before_write(
 
 
 def _label(table: str, key: Any) -> str:
-    return table if key is ANY else f"{table} key {canonical_bytes(key).decode()}"
+    return table if key is ANY else f"{table} key {canonical_bytes(_written(key)).decode()}"
+
+
+def _written(key: Any) -> Any:
+    """A key as the log writes it (``bytes`` as ``{"$blob": hex}``), for messages."""
+    if isinstance(key, list | tuple):
+        return [portable_value(item) for item in key]
+    return portable_value(key)
 
 
 def read_before_write_check(

@@ -164,11 +164,13 @@ def _column_values(values: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def check_rules(diff: StateDiff, rules: Sequence[Rule]) -> list[str]:
-    """Every rule the diff breaks, as a sentence (empty when all hold)."""
+    """Every rule the diff breaks, as a sentence (empty when all hold).
+
+    An empty list is refused (``InputError``): it would pass any diff, which is never
+    what a task means; "nothing may change" is ``[no_other_changes()]``."""
     problems: list[str] = []
     covered: set[tuple[str, str, bytes]] = set()
-    if isinstance(rules, str | bytes | Mapping):
-        raise InputError(f"rules must be a list of rules, got {type(rules).__name__}")
+    rules = _rule_list(rules)
     for rule in rules:
         _checked_rule(rule)
     for rule in rules:
@@ -191,6 +193,23 @@ def check_rules(diff: StateDiff, rules: Sequence[Rule]) -> list[str]:
     if any(rule.get("rule") == "no_other_changes" for rule in rules):
         problems += _uncovered(diff, covered)
     return problems
+
+
+def _rule_list(rules: Any) -> list[Any]:
+    """``rules`` as a list, read once (a generator checked and then applied would be
+    empty the second time, and pass any diff)."""
+    if isinstance(rules, str | bytes | Mapping):
+        raise InputError(f"rules must be a list of rules, got {type(rules).__name__}")
+    try:
+        listed = list(rules)
+    except TypeError:
+        raise InputError(f"rules must be a list of rules, got {type(rules).__name__}") from None
+    if not listed:
+        raise InputError(
+            "rules is empty: no rule to check, so any diff would pass; list at least one "
+            "rule (to require that nothing changes, use [no_other_changes()])"
+        )
+    return listed
 
 
 def _entries(diff: StateDiff, table: str, kind: str) -> list[Any]:
