@@ -8,7 +8,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["mcnemar_exact_p", "paired_bootstrap_ci", "pass_hat_k", "wilson_interval"]
+__all__ = [
+    "exact_mean",
+    "mcnemar_exact_p",
+    "paired_bootstrap_ci",
+    "pass_hat_k",
+    "symmetric_bootstrap_ci",
+    "wilson_interval",
+]
 
 _INDICES_PER_BLOCK = 1_000_000
 
@@ -58,6 +65,16 @@ def pass_hat_k(passes_per_case: Sequence[tuple[int, int]], k: int) -> float | No
     return math.fsum(estimates) / len(estimates) if estimates else None
 
 
+def exact_mean(values: Sequence[float]) -> float:
+    """The mean of finite ``values`` (not empty, and whose sum stays finite) to within
+    the last bit. ``fsum / n`` alone rounds twice: three pairs each 0.1 apart averaged
+    0.10000000000000002, outside every value. The exact residual of that first
+    estimate corrects it, so equal values give that value and the mean of negated
+    values is the negated mean."""
+    first = math.fsum(values) / len(values)
+    return first + math.fsum(value - first for value in values) / len(values)
+
+
 def paired_bootstrap_ci(
     differences: Sequence[float], *, resamples: int = 2000, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float]:
@@ -65,6 +82,10 @@ def paired_bootstrap_ci(
     values = np.asarray(differences, dtype=float)
     if values.size == 0:
         return (math.nan, math.nan)
+    if values.min() == values.max():
+        # Every resample's mean is that value; NumPy's would round it apart (a shift of
+        # 2.0000000000000004 beside a mean difference of 2.0).
+        return (float(values[0]), float(values[0]))
     rng = np.random.default_rng(seed)
     # Resampled in blocks of about a million indices, so memory stays flat however many
     # cases there are; the generator yields the same stream as one big draw would.
@@ -80,3 +101,30 @@ def paired_bootstrap_ci(
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return (float(low), float(high))
+
+
+def symmetric_bootstrap_ci(
+    differences: Sequence[float], *, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """``paired_bootstrap_ci`` that depends on the differences alone, not on the order of
+    the pairs nor on which side they were taken from: the interval of the negated
+    differences is the negated interval. Resampling the differences as given made the
+    interval change when a report's trials were reordered (a merge, a regrade) or when
+    A and B were swapped. The differences are sorted, and of the two orientations (d and
+    −d) the one whose sorted values come first is resampled."""
+    ordered = sorted(differences)
+    negated = [-value for value in reversed(ordered)]  # sorted, as the other side sees it
+    if negated < ordered:
+        high, low = (
+            -bound for bound in paired_bootstrap_ci(negated, resamples=resamples, seed=seed)
+        )
+    else:
+        low, high = paired_bootstrap_ci(ordered, resamples=resamples, seed=seed)
+        if negated == ordered:
+            # Differences symmetric about 0: so is the bootstrap distribution of their
+            # mean, and its interval; only the Monte Carlo error tells the two tails
+            # apart. The wider one, so that swapping A and B negates the interval here too.
+            half = max(high, -low)
+            low, high = -half, half
+    # + 0.0 turns the -0.0 a negated zero bound would be (printed "-0.0") into 0.0.
+    return (low + 0.0, high + 0.0)

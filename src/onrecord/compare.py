@@ -15,7 +15,7 @@ from numbers import Integral
 from pathlib import Path
 from typing import Any
 
-from onrecord._stats import mcnemar_exact_p, paired_bootstrap_ci
+from onrecord._stats import exact_mean, mcnemar_exact_p, symmetric_bootstrap_ci
 from onrecord.errors import ComparisonRefused, InputError
 from onrecord.report import EvaluationReport, Trial
 
@@ -382,12 +382,20 @@ def _compare_measure(
         for a, b in pairs
         if name in a.measures and name in b.measures
     ]
+    # Each value is finite, but 1e308 - (-1e308) is not, nor a sum of many large values
+    # (fsum raised OverflowError, NumPy gave nan): every sum below stays within 4n × this.
+    largest = max(abs(value) for pair in values for value in pair)
+    if not math.isfinite(4.0 * len(values) * largest):
+        raise InputError(
+            f"measure {name!r} cannot be compared: values as large as {largest:g} overflow "
+            "floating-point sums; record it in larger units (smaller numbers)"
+        )
     differences = [value_b - value_a for value_a, value_b in values]
     return MeasureComparison(
         name,
         len(values),
-        math.fsum(v[0] for v in values) / len(values),
-        math.fsum(v[1] for v in values) / len(values),
-        math.fsum(differences) / len(differences),
-        paired_bootstrap_ci(differences, resamples=resamples, seed=seed),
+        exact_mean([value_a for value_a, _ in values]),
+        exact_mean([value_b for _, value_b in values]),
+        exact_mean(differences),
+        symmetric_bootstrap_ci(differences, resamples=resamples, seed=seed),
     )

@@ -114,18 +114,23 @@ def evaluate_episodes(
     *,
     policy: AcceptancePolicy | None = None,
 ) -> EvaluationReport:
-    """Evaluate many episodes; episodes of the same case are numbered as repeats 0, 1, …
-    in the order given. A ``policy`` is recorded in the lock (name and digest)."""
+    """Evaluate many episodes; episodes of the same case (case id and content digest) are
+    numbered as repeats 0, 1, … in the order given. A ``policy`` is recorded in the lock
+    (name and digest)."""
     checks = _validated(checks)
-    seen: Counter[str] = Counter()
+    # Repeats are counted per case identity (id and content digest), as trials are paired
+    # and locked: counted per id, two versions of a case took turns at the numbers, so
+    # the same episodes given in another order made a report that could not be compared.
+    seen: Counter[tuple[str, str]] = Counter()
     trials = []
     digests: set[str] = set()
     for episode in episodes:
-        case_id = episode.case["case_id"] if isinstance(episode, EpisodeEvidence) else None
-        trial = episode_trial(episode, checks, seen[str(case_id)])
+        case = episode.case if isinstance(episode, EpisodeEvidence) else {}
+        identity = (str(case.get("case_id")), str(case.get("content_digest")))
+        trial = episode_trial(episode, checks, seen[identity])
         _refuse_twice(trial, digests)
         trials.append(trial)
-        seen[str(case_id)] += 1
+        seen[identity] += 1
     return EvaluationReport.from_trials(trials, lock_extra=_policy_lock(policy))
 
 

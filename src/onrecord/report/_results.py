@@ -199,14 +199,20 @@ class Trial:
             raise SchemaError(f"trial record is malformed: missing or wrong {exc}") from exc
 
 
+_MAX_REPEAT = 2**64 - 1
+
+
 def _repeat_number(repeat: Any) -> int:
     # Repeats are sorted and paired across reports: a "0" or 0.5 would break both.
     try:
         number = operator.index(repeat) if not isinstance(repeat, bool) else -1
     except TypeError:
         number = -1
-    if number < 0:
-        raise InputError(f"Trial.repeat must be a non-negative integer (0, 1, …), got {repeat!r}")
+    # Beyond 64 bits JSON cannot hold it: the report failed later naming only a lock path.
+    if not 0 <= number <= _MAX_REPEAT:
+        raise InputError(
+            f"Trial.repeat must be a non-negative integer (0, 1, …) below 2**64, got {repeat!r}"
+        )
     return number
 
 
