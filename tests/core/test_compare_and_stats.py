@@ -188,3 +188,27 @@ def test_the_bootstrap_in_blocks_equals_one_draw(
     assert got == pytest.approx(expected, rel=1e-12)  # the same draws; sums may round apart
     assert got[0] <= float(differences.mean()) <= got[1]
     assert all(map(math.isnan, stats.paired_bootstrap_ci([], resamples=10)))
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(50_001, 60_000), st.floats(0.3, 0.5))
+def test_mcnemar_beyond_the_exact_limit_matches_exact_integers(
+    discordant: int, share: float
+) -> None:
+    # Exact integers are quadratic: 0.9 s at 100,000 discordant pairs, minutes at a
+    # million. Above 50,000 the tail is summed in floating point.
+    only_a = int(discordant * share)
+    only_b = discordant - only_a
+    term = tail = 1
+    for i in range(min(only_a, only_b)):
+        term = term * (discordant - i) // (i + 1)
+        tail += term
+    exact = min(1.0, 2 * tail / (1 << discordant))
+    assert mcnemar_exact_p(only_a, only_b) == pytest.approx(exact, rel=1e-9, abs=1e-300)
+
+
+def test_mcnemar_for_ten_million_pairs_is_quick_and_right() -> None:
+    only_a = 5_000_000 - 3_000
+    p = mcnemar_exact_p(only_a, 10_000_000 - only_a)
+    assert p == pytest.approx(binomtest(only_a, 10_000_000, 0.5).pvalue, rel=1e-8)
+    assert mcnemar_exact_p(5_000_000, 5_000_001) == 1.0
