@@ -328,12 +328,22 @@ def compare_sources(
     return compare_reports(a.report, b.report, resamples=resamples, seed=seed)
 
 
+MAX_RESAMPLES = 1_000_000
+"""Most bootstrap resamples ``compare_reports`` draws (a percentile interval's Monte
+Carlo error is far below a report's own sampling error long before)."""
+
+
 def _check_bootstrap_settings(resamples: Any, seed: Any) -> None:
     # Checked before any work: NumPy would fail later with a message naming neither.
-    if isinstance(resamples, bool) or not isinstance(resamples, Integral) or resamples < 1:
+    if (
+        isinstance(resamples, bool)
+        or not isinstance(resamples, Integral)
+        or not 1 <= int(resamples) <= MAX_RESAMPLES
+    ):
+        # An upper bound too: 10**12 resamples ran until memory ran out.
         raise InputError(
-            f"compare_reports(resamples=...) must be a positive integer such as 2000, "
-            f"got {resamples!r}"
+            f"compare_reports(resamples=...) must be an integer from 1 to {MAX_RESAMPLES:,} "
+            f"(2000 is the default), got {resamples!r}"
         )
     if isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:
         raise InputError(f"compare_reports(seed=...) must be a non-negative integer, got {seed!r}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,6 +144,15 @@ class RequirementOutcome:
     """One sentence."""
 
 
+_TRIAL_PREFIX = re.compile(r"^.*?#\d+: ")
+
+
+def _without_trial(issue: str) -> str:
+    """A report-level coverage issue without its ``case_id#repeat: `` prefix (a case id
+    may itself hold ": ", which splitting on the first one cut in two)."""
+    return _TRIAL_PREFIX.sub("", issue, count=1)
+
+
 @dataclass(frozen=True)
 class PolicyDecision:
     """The decision and every reason for it."""
@@ -170,7 +180,7 @@ class PolicyDecision:
                 parts.append(f"{status}: {', '.join(names)}")
         if self.coverage_issues:
             parts.append(
-                f"coverage: {self.coverage_issues[0].split(': ', 1)[-1]}"
+                f"coverage: {_without_trial(self.coverage_issues[0])}"
                 + (
                     f" (+{len(self.coverage_issues) - 1} more)"
                     if len(self.coverage_issues) > 1

@@ -41,6 +41,7 @@ def report(
         ({"resamples": -5}, "resamples"),
         ({"resamples": 2.5}, "resamples"),
         ({"resamples": True}, "resamples"),
+        ({"resamples": 10**12}, "resamples"),  # ran until memory ran out
         ({"seed": -1}, "seed"),
         ({"seed": "0"}, "seed"),
     ],

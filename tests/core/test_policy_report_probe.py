@@ -325,3 +325,11 @@ def test_load_errors_name_the_file(tmp_path: Path) -> None:
     (tmp_path / "bad.toml").write_text('[[requirements]]\ncheck = "a"\nmin_pass_rate = 2\n')
     with pytest.raises(PolicyError, match=r"bad\.toml: "):
         AcceptancePolicy.load(tmp_path / "bad.toml")
+
+
+def test_the_headline_keeps_a_case_id_holding_a_colon() -> None:
+    # Before: the coverage issue was split on its first ": ", inside "a: b#0".
+    from onrecord.policy import _without_trial
+
+    assert _without_trial("a: b#0: the episode ended early") == "the episode ended early"
+    assert _without_trial("case#12: observer failed: x") == "observer failed: x"
