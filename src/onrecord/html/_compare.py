@@ -15,7 +15,13 @@ from onrecord.report import EvaluationReport
 
 __all__ = ["comparison_data", "failed_comparison_page", "load_report", "render_comparison_page"]
 
-_SCRIPT = "document.body.dataset.rendered = 'yes';"
+# A printout shows what is open: the discordant episodes, folded in <details>, were
+# left off paper.
+_SCRIPT = (
+    "addEventListener('beforeprint', () => "
+    "document.querySelectorAll('details').forEach(d => { d.open = true; }));"
+    "document.body.dataset.rendered = 'yes';"
+)
 
 
 def load_report(source: str | Path) -> tuple[EvaluationReport, str]:

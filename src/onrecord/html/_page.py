@@ -33,19 +33,33 @@ tr.created td{background:#dafbe1}tr.deleted td{background:#ffebe9}
 tr.selected td{background:#fff8c5}.episodes tr{cursor:pointer}
 .episodes tr:focus-visible{outline:2px solid #0969da;outline-offset:-2px}
 del{color:var(--bad)}ins{color:var(--ok);text-decoration:none}
-input[type=search]{padding:.3rem;width:20rem}.svg-chart{max-width:100%}
+input[type=search]{padding:.3rem;width:20rem;max-width:100%}.svg-chart{max-width:100%}
+td.tag{overflow-wrap:normal;white-space:nowrap}.scroll{overflow-x:auto}
+@media print{body{max-width:none;padding:0}input[type=search]{display:none}
+.badge,.decision,tr.created td,tr.deleted td{print-color-adjust:exact;
+-webkit-print-color-adjust:exact}
+.decision,tr,figure,svg{break-inside:avoid}h2,h3{break-after:avoid}}
 """
 
 
 # Bidirectional embeddings, overrides and isolates: one in a task or check name would
 # reverse the text after it up to the end of the line ("Trojan Source" spoofing), so
-# the page shows them as escapes, as the policy's reasons already do.
-_BIDI = {code: f"\\u{code:04x}" for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+# the page shows them as escapes, as the policy's reasons already do. Control
+# characters too (not tab or newline): the HTML parser drops a NUL from text and the
+# others render as nothing, so "a\x00b" read as "ab", another task's name.
+_CONTROLS = (
+    *(c for c in range(0x20) if chr(c) not in "\t\n\r"),
+    *range(0x7F, 0xA0),
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+)
+_ESCAPED = {code: f"\\u{code:04x}" for code in _CONTROLS}
 
 
 def esc(value: Any) -> str:
-    """HTML-escaped text of any value, with bidirectional controls shown as escapes."""
-    return escape("" if value is None else str(value), quote=True).translate(_BIDI)
+    """HTML-escaped text of any value, with bidirectional and other control characters
+    shown as escapes."""
+    return escape("" if value is None else str(value), quote=True).translate(_ESCAPED)
 
 
 def attr(value: Any) -> str:
@@ -91,10 +105,11 @@ def table(
     """A table from pre-rendered ``<tr>`` rows."""
     ident = f' id="{attr(element_id)}"' if element_id else ""
     head = "".join(f'<th scope="col">{esc(h)}</th>' for h in headers)
+    # In a box that scrolls sideways: a table wider than a phone's screen (nine columns of
+    # numbers) otherwise made the whole page scroll, the decision included.
     return (
-        f'<table class="{esc(css)}"{ident}><thead><tr>{head}</tr></thead><tbody>'
-        + "".join(rows)
-        + "</tbody></table>"
+        f'<div class="scroll"><table class="{esc(css)}"{ident}><thead><tr>{head}</tr>'
+        "</thead><tbody>" + "".join(rows) + "</tbody></table></div>"
     )
 
 

@@ -180,9 +180,10 @@ def _tasks(data: Mapping[str, Any]) -> str:
         for t in data["tasks"]
     ]
     return (
+        # Hidden until the script shows it: without JavaScript it would filter nothing.
         '<section id="tasks-section"><h2>Per task</h2><input type="search" '
         'id="task-filter" placeholder="filter tasks" aria-label="filter tasks" '
-        'aria-controls="tasks">'
+        'aria-controls="tasks" hidden>'
         + table(
             ("task", "episodes", "pass", "fail", "incomplete", "pass rate", "failing checks"),
             rows,
@@ -205,8 +206,9 @@ def _episodes(data: Mapping[str, Any]) -> str:
         + cell(e["case_id"])
         + cell(e["repeat"], css="num")
         + cell(e["seed"], css="num")
-        + cell(e["outcome"], css=e["outcome"])
-        + cell(e["ended"])
+        # One-word outcomes stay whole ("terminat|ed" when a long task name took the room).
+        + cell(e["outcome"], css=f"tag {e['outcome']}")
+        + cell(e["ended"], css="tag")
         + cell(", ".join(r["name"] for r in e["results"] if r["status"] != "pass"))
         + "</tr>"
         for index, e in enumerate(episodes)
@@ -221,8 +223,10 @@ def _episodes(data: Mapping[str, Any]) -> str:
             rows,
             css="episodes",
         )
-        + '<div id="episode-view"><noscript>enable JavaScript to see episode details'
-        "</noscript></div></section>"
+        + '<div id="episode-view"><noscript><p>The episode details (timeline, row diff, '
+        "audit history) need JavaScript; their data is in this page's "
+        "<code>onrecord-data</code> JSON, which <code>onrecord report --json FILE</code> "
+        "saves.</p></noscript></div></section>"
     )
 
 

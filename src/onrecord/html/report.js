@@ -2,8 +2,10 @@
 (function(){
 const data = JSON.parse(document.getElementById('onrecord-data').textContent);
 const view = document.getElementById('episode-view');
-// Bidirectional controls are shown as escapes: one in a name would reverse what follows.
-const esc = s => String(s === null || s === undefined ? '' : s).replace(/[&<>"'\u202a-\u202e\u2066-\u2069]/g,
+// Bidirectional controls are shown as escapes: one in a name would reverse what follows;
+// other control characters too (not tab or newline), which would show as nothing.
+const esc = s => String(s === null || s === undefined ? '' : s).replace(
+  /[&<>"'\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g,
   c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]
     || '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')));
 const short = v => { const t = typeof v === 'string' ? v : JSON.stringify(v);
@@ -19,7 +21,7 @@ function timeline(ep){
     + gaps.get(at) + ' steps not shown …</td></tr>' : '';
   const rows = ep.timeline.map((e, at) => gap(at) + '<tr class="event '+esc(e.status)+'"><td class="num">'
     + esc(e.step) + '</td><td class="mono">' + esc(e.label) + (e.arguments ? ' ' + esc(e.arguments) : '')
-    + '</td><td class="'+esc(e.status)+'">' + esc(e.status) + '</td><td class="mono">'
+    + '</td><td class="tag '+esc(e.status)+'">' + esc(e.status) + '</td><td class="mono">'
     + esc(e.error || e.detail) + '</td><td class="mono">' + esc(e.state) + '</td></tr>');
   rows.push(gap(ep.timeline.length));
   const more = ep.timeline_total > ep.timeline.length ?
@@ -53,7 +55,7 @@ function audit(ep){
     + table('audit', ['seq', 'step', 'table', 'op', 'key', 'before → after'], rows); }
 function checks(ep){
   const bad = ep.results.filter(r => r.status !== 'pass');
-  const rows = bad.map(r => '<tr class="failing-check"><td>'+esc(r.name)+'</td><td class="'+esc(r.status)
+  const rows = bad.map(r => '<tr class="failing-check"><td>'+esc(r.name)+'</td><td class="tag '+esc(r.status)
     + '">'+esc(r.status)+'</td><td>'+esc(r.reason)+'</td><td class="mono">'+esc(r.evidence)+'</td></tr>');
   const issues = ep.coverage_issues.map(i => '<li>' + esc(i) + '</li>').join('');
   return '<h3>Checks not passed (' + bad.length + ' of ' + ep.results.length + ')</h3>'
@@ -80,6 +82,7 @@ document.querySelectorAll('.episodes tr[data-index]').forEach(row => {
   row.addEventListener('keydown', event => {
     if (event.key === 'Enter' || event.key === ' ') { event.preventDefault(); openRow(row); } }); });
 const filter = document.getElementById('task-filter');
+if (filter) filter.hidden = false;  // the page hides it from readers without JavaScript
 if (filter) filter.addEventListener('input', () => {
   const q = filter.value.toLowerCase();
   document.querySelectorAll('#tasks tbody tr').forEach(r =>
