@@ -115,3 +115,14 @@ def test_show_prints_one_episode_of_a_run(remittance_run: Path, lake_run: Path) 
     done = onrecord("show", str(lake_run / "report.json"), "--episode", "x#0")
     assert done.returncode == 3
     assert "needs a run directory" in done.stderr
+
+
+def test_a_comparison_of_nothing_says_so(tmp_path: Path) -> None:
+    from onrecord.html import write_comparison
+
+    empty = EvaluationReport.from_trials([])
+    for name in ("a.json", "b.json"):
+        empty.save_json(tmp_path / name)
+    page, data = write_comparison(tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.html")
+    assert data["comparison"]["pairs"] == 0
+    assert "Nothing was compared" in page.read_text()

@@ -123,6 +123,14 @@ def _checks(comparison: Mapping[str, Any]) -> str:
                 f"{len(check['discordant'])} discordant episodes</summary>"
                 f"<ul>{items}</ul></details>"
             )
+    if not comparison["pairs"]:
+        # An empty table read as "nothing differs"; nothing was compared.
+        return (
+            '<section id="checks-section"><h2>Checks (0 paired episodes)</h2>'
+            '<p class="empty-comparison">Nothing was compared: the two reports have no '
+            "episodes in common to pair (both are empty), so no check can be said to "
+            "differ, or not.</p></section>"
+        )
     return (
         f'<section id="checks-section"><h2>Checks ({comparison["pairs"]} paired '
         'episodes)</h2><p class="meta">A only: passes in A, fails in B (B regressed). '
