@@ -21,7 +21,6 @@ from onrecord.runner._executors import (
     Executor,
     InProcessExecutor,
     ProcessPoolExecutor,
-    RayExecutor,
     make_executor,
 )
 from onrecord.runner._gym import COMPLETED, GymnasiumProvider
@@ -35,6 +34,7 @@ from onrecord.runner._provider import (
     SavedEpisode,
     agent_factory,
 )
+from onrecord.runner._ray import RayExecutor
 from onrecord.runner._registry import (
     EnvironmentRef,
     register_environment,

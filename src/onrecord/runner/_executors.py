@@ -8,13 +8,11 @@ or workers except the read-only provider template each worker builds for itself.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
 import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any
 
 from onrecord.errors import InputError
 from onrecord.runner._job import EpisodeJob, JobResult, run_chunk
@@ -24,7 +22,6 @@ __all__ = [
     "Executor",
     "InProcessExecutor",
     "ProcessPoolExecutor",
-    "RayExecutor",
     "make_executor",
 ]
 
@@ -227,94 +224,6 @@ class _Chunk:
             yield JobResult(job.key[0], job.repeat, error=reason)
 
 
-class RayExecutor(Executor):
-    """Ray tasks on a local or remote cluster (``pip install 'onrecord[ray]'``).
-
-    As with the process pool, a task whose worker dies (``os._exit``, a signal, out of
-    memory, a lost node) costs only the episode that killed it: the chunk's jobs run
-    again one per task, and the one whose worker dies again comes back as an error. Ray
-    does not retry tasks itself (a retried chunk would only kill its worker again).
-    """
-
-    name = "ray"
-
-    def __init__(
-        self,
-        address: str | None = None,
-        *,
-        workers: int | None = None,
-        chunk_size: int | None = None,
-        runtime_env: dict[str, Any] | None = None,
-    ) -> None:
-        try:
-            import ray
-        except ImportError as exc:
-            raise InputError("the Ray executor needs Ray: pip install 'onrecord[ray]'") from exc
-        if workers is not None and (type(workers) is not int or workers < 1):
-            raise InputError(f"workers must be a positive integer, got {workers!r}")
-        self._ray = ray
-        self._started = not ray.is_initialized()
-        if self._started:
-            ray.init(
-                address=address,
-                include_dashboard=False,
-                log_to_driver=False,
-                runtime_env=runtime_env,
-            )
-        cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
-        self.workers = workers or max(1, int(cpus))
-        self.chunk_size = chunk_size
-        self._remote = ray.remote(num_cpus=1, max_retries=0)(run_chunk)
-
-    def run(self, jobs: Sequence[EpisodeJob]) -> Iterator[JobResult]:
-        ray = self._ray
-        chunks = iter(_chunks(jobs, self.workers, self.chunk_size))
-        retries: list[EpisodeJob] = []  # jobs of a chunk whose worker died, run alone
-        pending: dict[Any, _Chunk] = {}
-        try:
-            while True:
-                # A bounded number of tasks in flight keeps memory flat on huge runs.
-                while len(pending) < self.workers * 4 and (chunk := _next(chunks, retries)):
-                    pending[self._remote.remote(chunk.jobs)] = chunk
-                if not pending:
-                    return
-                finished, _ = ray.wait(list(pending), num_returns=1)
-                for ref in finished:
-                    chunk = pending.pop(ref)
-                    try:
-                        results = ray.get(ref)
-                    except ray.exceptions.RayTaskError as exc:  # raised, not died: no retry
-                        yield from chunk.failed(_task_failure(exc))
-                        continue
-                    except ray.exceptions.RayError:  # the worker (or its node) died
-                        yield from chunk.lost(retries)
-                        continue
-                    yield from results
-        finally:
-            # Interrupted (Ctrl-C, an error while appending): stop the tasks in flight
-            # rather than let them run on (a hung agent would hold its CPU for good).
-            for ref in pending:
-                # It may have finished meanwhile, or the cluster be gone already.
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
-
-    def close(self) -> None:
-        if self._started and self._ray.is_initialized():
-            self._ray.shutdown()
-
-
-def _task_failure(exc: BaseException) -> str:
-    """A Ray task that raised outside the episode (episodes catch their own errors): most
-    often onrecord or the task's modules missing on a node. Its cause, in one line."""
-    cause = getattr(exc, "cause", None) or exc
-    first = str(cause).strip().splitlines()[:1] or [""]
-    return (
-        f"the Ray task failed before or after its episodes: {type(cause).__name__}: "
-        f"{first[0]}; is onrecord, with the environment's and agent's modules, installed "
-        "on every node? a resume retries it"
-    )
-
-
 def _next(chunks: Iterator[list[EpisodeJob]], retries: list[EpisodeJob]) -> _Chunk | None:
     """The next task's chunk: a job to retry alone first, else the next planned chunk."""
     if retries:
@@ -328,10 +237,14 @@ def make_executor(
 ) -> Executor:
     """An executor by name: ``inprocess``, ``process`` (``workers`` processes, default the
     CPU count) or ``ray`` (``address`` of a cluster, default a local one). Without a
-    name: ``inprocess``, or ``process`` when ``workers`` is more than 1."""
+    name: ``ray`` when an ``address`` is given, else ``inprocess``, or ``process`` when
+    ``workers`` is more than 1."""
     # ``is None`` rather than ``or``: --workers 0 is a mistake to report, not a default.
     if workers is not None and (type(workers) is not int or workers < 1):
         raise InputError(f"workers must be a positive integer, got {workers!r}")
+    if name is None and address is not None:
+        # An address is a Ray cluster's: it used to be ignored, the run going in-process.
+        name = "ray"
     if name is None:
         name = "inprocess" if workers in (None, 1) else "process"
     if name == "inprocess":
@@ -345,5 +258,7 @@ def make_executor(
     if name == "process":
         return ProcessPoolExecutor(workers if workers is not None else os.cpu_count() or 1)
     if name == "ray":
+        from onrecord.runner._ray import RayExecutor  # _ray builds on this module
+
         return RayExecutor(address, workers=workers)
     raise InputError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")
