@@ -122,3 +122,17 @@ def test_a_provider_can_build_each_task_s_environment(tmp_path: Path) -> None:
         )
     with pytest.raises(InputError, match="exactly one of make"):
         GymnasiumProvider(environment_id="x")
+
+
+def test_a_used_out_directory_is_refused_before_any_executor_starts(tmp_path: Path) -> None:
+    # Before: a Ray cluster (seconds) was started, then the directory refused.
+    out = tmp_path / "used"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    done = onrecord(
+        "run", "frozenlake", "--agent", "walks_to_goal", "--seeds", "0",
+        "--executor", "ray", "--address", "127.0.0.1:1", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "already exists and is not empty" in done.stderr  # not the address's error
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]

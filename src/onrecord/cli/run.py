@@ -28,6 +28,7 @@ from onrecord.runner import (
     start_run,
 )
 from onrecord.runner._config import split_names
+from onrecord.runner._lock import LOCK_NAME
 from onrecord.runner._protocol import tasks_from
 
 __all__ = ["config_from_args", "register"]
@@ -76,7 +77,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--executor", choices=("inprocess", "process", "ray"))
     parser.add_argument("-w", "--workers", type=int, help="worker processes (or Ray tasks)")
-    parser.add_argument("--address", help="Ray cluster address (default: a local cluster)")
+    parser.add_argument(
+        "--address",
+        help="Ray cluster address; implies --executor ray (default: RAY_ADDRESS, the last "
+        "`ray start` on this machine, else a new local cluster)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 
@@ -174,7 +179,13 @@ def run(args: argparse.Namespace) -> int:
         if not config.out:
             raise InputError("--out DIR is required: the run directory to create")
         out, expect = config.out, _protocol(config)
-    executor = make_executor(config.executor, workers=config.workers, address=config.address)
+    if not args.resume:
+        _refuse_used(Path(out))
+    try:
+        executor = make_executor(config.executor, workers=config.workers, address=config.address)
+    except KeyboardInterrupt:  # while a Ray cluster started: nothing was written yet
+        errors.print("interrupted before the run started; nothing was written")
+        return 130
     progress = BarProgress(errors, enabled=not args.no_progress)
     try:
         with executor:
@@ -190,6 +201,16 @@ def run(args: argparse.Namespace) -> int:
         return 130
     _summary(console, result, progress, executor.name, executor.workers)
     return result.exit_code
+
+
+def _refuse_used(out: Path) -> None:
+    """Before any executor starts (a Ray cluster takes seconds): ``start_run`` refuses a
+    directory in use too, but only after that wait."""
+    if out.is_dir() and any(entry.name != LOCK_NAME for entry in out.iterdir()):
+        raise InputError(
+            f"{out} already exists and is not empty; pass --resume to continue the run in "
+            "it, or choose another --out directory"
+        )
 
 
 def _resume_target(config: RunConfig) -> tuple[str, RunProtocol | None]:
