@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from onrecord.cli._render import make_console
+from onrecord.cli._render import literal, make_console
 from onrecord.cli.ledger import INTERRUPTED
 from onrecord.cli.ledger import ablation_table as ledger_ablation_table
 from onrecord.cli.ledger import decision_table as ledger_decision_table
@@ -41,16 +41,41 @@ def register(subparsers: Any) -> None:
         "tables and write JSON and HTML reports to --output-dir. Exit 0 when "
         "every decision is the one the agent must get.",
     )
-    parser.add_argument("--output-dir", default=Path("demo-output"), type=Path)
-    parser.add_argument("--repeats", type=int, default=3, help="repeats per task (default 3)")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    parser.add_argument(
+        "--output-dir",
+        default=Path("demo-output"),
+        type=Path,
+        metavar="DIR",
+        help="new or empty directory, or an earlier demo's, which is replaced "
+        "(default demo-output)",
+    )
+    # Checked here, before the output directory is touched: a mistyped `--repeats 0` used
+    # to delete the previous demo's output and only then fail.
+    parser.add_argument(
+        "--repeats", type=_positive, default=3, metavar="N", help="repeats per task (default 3)"
+    )
+    parser.add_argument(
+        "--workers", type=_positive, default=2, metavar="N", help="worker processes (default 2)"
+    )
     parser.set_defaults(func=run)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
     """Run both parts; exit 0 when every decision is as required."""
-    out = _fresh(args.output_dir)
+    out: Path = args.output_dir
+    _check_replaceable(out)
     try:
+        _fresh(out)
         return _run(out, args)
     except KeyboardInterrupt:
         print(
@@ -67,6 +92,7 @@ def _run(out: Path, args: argparse.Namespace) -> int:
     suite = suite_from_reports({agent: result.report for agent, result in runs.items()})
     console.print(suite_table(suite))
     console.print(ablation_table(suite))
+    _note(console, "running the invoice ledger experiment")
     with console.status("running the invoice ledger experiment"):
         ledger = run_ledger_experiment(out / "ledger")
         save_ledger_result(ledger, out / "ledger")
@@ -75,24 +101,52 @@ def _run(out: Path, args: argparse.Namespace) -> int:
     pages = _html(out, runs, console)
     problems = suite.mismatches + ([] if ledger.ok else ["ledger: a decision differs"])
     for problem in problems:
-        console.print(f"[red]unexpected:[/] {problem}")
-    console.print(f"\nreports: {', '.join(str(page) for page in pages)}")
-    console.print(f"everything else (evidence, run stores, databases): {out}/")
+        console.print(f"[red]unexpected:[/] {literal(problem)}")
+    # Paths are the user's: "[/]" in a directory name crashed rich's markup parser
+    # (a traceback and exit 1, read as reject, after a complete run).
+    console.print(f"\nreports: {', '.join(literal(page) for page in pages)}")
+    console.print(f"everything else (evidence, run stores, databases): {literal(out)}/")
     return 0 if not problems else 1
 
 
-def _fresh(out: Path) -> Path:
-    """A demo directory, replacing an earlier demo's output but nothing else."""
-    if out.exists() and any(out.iterdir()):
-        if not (out / MARKER).exists():
-            raise InputError(
-                f"--output-dir {out} is not empty and was not made by "
-                "onrecord demo; pass a new or empty directory"
-            )
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    (out / MARKER).write_text("written by onrecord demo; replaced by the next demo run\n")
-    return out
+def _check_replaceable(out: Path) -> None:
+    """Refuse a file, or a non-empty directory an earlier demo did not make."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--output-dir {out} is a file, not a directory; pass a new directory")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        raise InputError(
+            f"--output-dir {out} is not empty and was not made by "
+            "onrecord demo; pass a new or empty directory"
+        )
+
+
+def _fresh(out: Path) -> None:
+    """Empty an earlier demo's directory (or make a new one), keeping its marker."""
+    out.mkdir(parents=True, exist_ok=True)
+    marker = out / MARKER
+    marker.write_text("written by onrecord demo; replaced by the next demo run\n")
+    # The marker goes first and stays: a Ctrl-C while the old output is being deleted
+    # used to leave (in directory order) a half-deleted directory without the marker,
+    # which the next `onrecord demo` then refused as not its own.
+    for entry in sorted(out.iterdir()):
+        if entry == marker:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _live(console: Console) -> bool:
+    """Whether the console redraws a bar (a terminal that is not ``TERM=dumb``)."""
+    return console.is_terminal and not console.is_dumb_terminal
+
+
+def _note(console: Console, text: str) -> None:
+    """A plain progress line where no bar or spinner is drawn (a CI log, a file):
+    without it such a log stayed silent until the demo's tables appeared."""
+    if not _live(console):
+        console.print(text, markup=False, highlight=False)
 
 
 class _DemoProgress(RunProgress):
@@ -118,7 +172,8 @@ def _remittance_runs(
         TextColumn("{task.fields[agent]}"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=console) as bar:
+    done = 0
+    with Progress(*columns, console=console, disable=not _live(console)) as bar:
         task = bar.add_task("episodes", total=total, agent="")
         progress = _DemoProgress(bar, task)
         for agent, protocol in protocols.items():
@@ -126,10 +181,13 @@ def _remittance_runs(
             results[agent] = start_run(
                 root / agent, protocol, executor=ProcessPoolExecutor(workers), progress=progress
             )
+            done += len(protocol.tasks) * protocol.repeats * len(protocol.seeds)
+            _note(console, f"remittance episodes {done}/{total}: {agent} done")
     return results
 
 
 def _html(out: Path, runs: Mapping[str, RunResult], console: Console) -> list[Path]:
+    _note(console, "writing HTML reports")
     with console.status("writing HTML reports"):
         pages = [
             write_report(out / "remittance" / agent, out / f"remittance-{agent}.html")

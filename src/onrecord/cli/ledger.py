@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
-from onrecord.cli._render import make_console
+from onrecord.cli._render import literal, make_console
 from onrecord.domains.ledger import (
     LedgerResult,
     analyze_ledger_dir,
@@ -71,19 +72,36 @@ def run(args: argparse.Namespace) -> int:
         return INTERRUPTED
     console.print(decision_table(result))
     console.print(ablation_table(result.ablation()))
-    console.print(f"saved to {out}/ (verify with: onrecord ledger analyze {out})")
+    # The path is the user's: "[/]" in it crashed rich's markup parser after a complete
+    # run (exit 1, read as reject); quoted so that the hint can be pasted as it is.
+    console.print(
+        f"saved to {literal(out)}/ (verify with: onrecord ledger analyze "
+        f"{literal(shlex.quote(str(out)))})"
+    )
     return 0 if result.ok else 1
 
 
 def analyze(args: argparse.Namespace) -> int:
     """Verify and recompute; print what did not verify."""
+    directory: Path = args.directory
+    if directory.is_dir() and not (directory / "manifest.json").exists():
+        raise InputError(
+            f"{directory} has no manifest.json: it is not the --output-dir of `onrecord "
+            "ledger run`, or that run was interrupted (the manifest is written last)"
+        )
     console = make_console()
-    analysis = analyze_ledger_dir(args.directory)
-    console.print(ablation_table(analysis.ablation))
+    analysis = analyze_ledger_dir(directory)
+    if analysis.ablation:
+        console.print(ablation_table(analysis.ablation))
+    # Problems name files found in the directory, i.e. anyone's names: a file under
+    # "x[/" crashed rich's markup parser (a traceback and exit 1 instead of 3), and
+    # "[bold]" hid part of a name.
     for problem in analysis.problems:
-        console.print(f"[red]problem:[/red] {problem}")
+        console.print(f"[red]problem:[/red] {literal(problem)}")
     verdict = "verified" if analysis.ok else f"{len(analysis.problems)} problem(s)"
-    console.print(f"{args.directory}: {len(analysis.decisions)} decisions recomputed, {verdict}")
+    console.print(
+        f"{literal(directory)}: {len(analysis.decisions)} decisions recomputed, {verdict}"
+    )
     return 0 if analysis.ok else 3
 
 

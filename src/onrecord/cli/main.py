@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 # Exit codes: 0 accept / success, 1 reject, 2 indeterminate, 3 bad input or tampering.
 EXIT_ERROR = 3
+EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,6 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
+    # Commands that write report their own Ctrl-C (what is left and how to continue);
+    # anywhere else — importing, verifying, printing tables — it was a Python traceback.
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("onrecord: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from onrecord.cli._render import make_console
+from onrecord.cli._render import emit, make_console
 
 __all__ = ["register"]
 
@@ -26,18 +28,33 @@ def register(subparsers: Any) -> None:
         "loop) or verify and recompute a saved run without any model or "
         "simulator call.",
     )
-    commands = parser.add_subparsers(dest="worldmodel_command", required=True)
-    run = commands.add_parser("run", help="run the protocol into a new directory")
+    commands = parser.add_subparsers(dest="worldmodel_command", metavar="ACTION", required=True)
+    run = commands.add_parser(
+        "run",
+        help="run the protocol into a new directory",
+        description="Write the protocol, then data, models, forecasts, reports, plots and "
+        "a sha256 manifest (last) into a new or empty directory. Exit 0 when the run "
+        "completes, 3 on bad input, 130 on Ctrl-C.",
+    )
     run.add_argument(
         "--output-dir",
         required=True,
         type=Path,
+        metavar="DIR",
         help="new or empty directory for protocol, evidence, reports, plots",
     )
     run.add_argument("--smoke", action="store_true", help="small sizes (seconds, for CI)")
     run.set_defaults(func=_run)
-    analyze = commands.add_parser("analyze", help="verify hashes and recompute every table")
-    analyze.add_argument("--replay", required=True, type=Path, help="a run directory")
+    analyze = commands.add_parser(
+        "analyze",
+        help="verify hashes and recompute every table",
+        description="Check every file of a `worldmodel run` directory against its manifest "
+        "and recompute every table and report without calling a model or a simulator. "
+        "Exit 0 when everything matches, 3 when anything does not.",
+    )
+    analyze.add_argument(
+        "--replay", required=True, type=Path, metavar="DIR", help="a `worldmodel run` directory"
+    )
     analyze.set_defaults(func=_analyze)
 
 
@@ -54,16 +71,20 @@ def _run(args: argparse.Namespace) -> int:
 
             tables = run_experiment(args.output_dir, smoke=args.smoke, step=step)
     except KeyboardInterrupt:
-        console.print(
-            f"interrupted: {args.output_dir} is incomplete (no manifest.json) and cannot "
-            "be replayed; delete it and run again into a new or empty directory",
-            markup=False,
+        # Plain print, named like every other command's message (rich wrapped it at 80
+        # columns in a CI log, without saying which command was interrupted).
+        print(
+            f"onrecord worldmodel: interrupted: {args.output_dir} is incomplete (no "
+            "manifest.json) and cannot be replayed; delete it and run again into a new or "
+            "empty directory",
+            file=sys.stderr,
         )
         return 130
     _print(tables)
-    print(
+    # Quoted: a directory with a space in its name made the hint fail when pasted.
+    emit(
         f"run written to {args.output_dir}/ (replay: onrecord worldmodel analyze "
-        f"--replay {args.output_dir})"
+        f"--replay {shlex.quote(str(args.output_dir))})"
     )
     return 0
 
@@ -73,7 +94,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
     tables = replay(args.replay)
     _print(tables)
-    print(
+    emit(
         f"verified {tables['verified_files']} files; every table and report recomputed "
         "from saved evidence matches"
     )
