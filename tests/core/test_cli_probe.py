@@ -207,3 +207,20 @@ def test_verify_bad_files_exit_3_without_a_traceback(tmp_path: Path, content: by
     assert done.returncode == 3
     assert "Traceback" not in done.stderr
     assert str(path) in done.stderr
+
+
+def test_an_os_error_without_a_file_is_not_called_a_file(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: "onrecord verify: error: a file: Connection refused".
+    import onrecord.cli.verify as verify
+    from onrecord.cli.main import main
+
+    def refused(args: object) -> int:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(verify, "run", refused)
+    assert main(["verify", "x.json"]) == 3
+    err = capsys.readouterr().err
+    assert "ConnectionRefusedError: Connection refused" in err
+    assert "a file" not in err

@@ -84,8 +84,11 @@ def _main(argv: Sequence[str] | None) -> int:
         )
         return EXIT_ERROR
     except OSError as exc:  # permissions, a full disk: the file, and what went wrong
+        # An OSError without a file (a refused connection, a socket timeout) is not about
+        # "a file": say what it is.
+        where = f"{exc.filename}: " if exc.filename else f"{type(exc).__name__}: "
         print(
-            f"onrecord {args.command}: error: {exc.filename or 'a file'}: {exc.strerror or exc}",
+            f"onrecord {args.command}: error: {where}{exc.strerror or exc}",
             file=sys.stderr,
         )
         return EXIT_ERROR
