@@ -66,12 +66,17 @@ class _DeepInfo(gym.Env[Any, Any]):
         return 0, 0.0, False, False, {"deep": _nested(230, 1)}
 
 
-def _capture(where: str, options: Any = None) -> Any:
+def _capture(where: str, options: Any = None, made: list[int] | None = None) -> Any:
+    def factory() -> gym.Env[Any, Any]:
+        if made is not None:
+            made.append(1)
+        return _DeepInfo(where)
+
     def interact(env: Any, observation: Any, info: Any) -> None:
         env.step(0)
 
     return capture_episode(
-        lambda: _DeepInfo(where),
+        factory,
         interact,
         case=CASE,
         environment_id="deep-v1",
@@ -99,23 +104,8 @@ def test_a_deep_step_info_is_a_recorded_environment_error() -> None:
 
 
 def test_deep_options_are_refused_before_the_environment_is_made() -> None:
-    made = []
-
-    def factory() -> gym.Env[Any, Any]:
-        made.append(1)
-        return _DeepInfo("none")
-
+    made: list[int] = []
     with pytest.raises(PortabilityError) as caught:
-        capture_episode(
-            factory,
-            lambda env, observation, info: None,
-            case=CASE,
-            environment_id="deep-v1",
-            observer_id="none",
-            observe=dict,
-            seed=0,
-            max_steps=3,
-            options={"deep": _nested(5000, 1)},
-        )
+        _capture("none", options={"deep": _nested(5000, 1)}, made=made)
     assert caught.value.path.startswith("$.options")
     assert not made

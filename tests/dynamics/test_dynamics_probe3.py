@@ -178,11 +178,10 @@ def cartpole_refs() -> tuple[Simulator, list[Any], list[Any]]:
     return simulator, refs, plans
 
 
-def test_the_ensemble_forecast_of_a_reference_does_not_depend_on_its_batch(
-    cartpole_refs: tuple[Simulator, list[Any], list[Any]],
-) -> None:
-    simulator, refs, plans = cartpole_refs
-    model = BootstrapEnsembleModel(simulator, members=3, particles=2)
+def _batched_and_alone(
+    model: Any, simulator: Simulator, refs: list[Any], plans: list[Any]
+) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    """``model`` fitted on ``refs``, then their forecasts in one batch and one by one."""
     model.fit(Transitions.from_episodes(refs))
     options: dict[str, Any] = {
         "model_id": model.model_id,
@@ -195,6 +194,15 @@ def test_the_ensemble_forecast_of_a_reference_does_not_depend_on_its_batch(
         capture_forecasts([ref], model, planned_actions=[plan], **options)[0]
         for ref, plan in zip(refs, plans, strict=True)
     ]
+    return together, alone, options
+
+
+def test_the_ensemble_forecast_of_a_reference_does_not_depend_on_its_batch(
+    cartpole_refs: tuple[Simulator, list[Any], list[Any]],
+) -> None:
+    simulator, refs, plans = cartpole_refs
+    model = BootstrapEnsembleModel(simulator, members=3, particles=2)
+    together, alone, options = _batched_and_alone(model, simulator, refs, plans)
     backwards = capture_forecasts(refs[::-1], model, planned_actions=plans[::-1], **options)
     single = capture_forecast(
         refs[2], request_predictor(model), planned_actions=plans[2], **options
@@ -212,18 +220,7 @@ def test_the_random_walk_forecast_of_a_reference_does_not_depend_on_its_batch(
 ) -> None:
     simulator, refs, plans = cartpole_refs
     model = RandomModel(simulator, seed=4)
-    model.fit(Transitions.from_episodes(refs))
-    options: dict[str, Any] = {
-        "model_id": model.model_id,
-        "contract": simulator.contract,
-        "coordinates": simulator.coordinates,
-        "horizons": [1, 4, 8],
-    }
-    together = capture_forecasts(refs, model, planned_actions=plans, **options)
-    alone = [
-        capture_forecasts([ref], model, planned_actions=[plan], **options)[0]
-        for ref, plan in zip(refs, plans, strict=True)
-    ]
+    together, alone, _ = _batched_and_alone(model, simulator, refs, plans)
     assert [f.digest for f in together] == [f.digest for f in alone]
     # Different references still get different noise.
     steps = [f.mean[0] - f.initial_state for f in together]

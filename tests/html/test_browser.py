@@ -24,7 +24,8 @@ if CHROMIUM is None:
     )
 
 
-def _dom(page: Path, profile: Path) -> str:
+def _dom(page: Path, profile: Path, window: str | None = None) -> str:
+    size = [f"--window-size={window}"] if window else []
     done = subprocess.run(
         [
             str(CHROMIUM),
@@ -37,6 +38,7 @@ def _dom(page: Path, profile: Path) -> str:
             "--disable-component-update",
             "--disable-sync",
             f"--user-data-dir={profile}",
+            *size,
             "--dump-dom",
             page.as_uri(),
         ],

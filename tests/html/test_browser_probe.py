@@ -39,11 +39,18 @@ _CATCHER = (
 )
 
 
-def _drive(page: Path, driver: str, tmp_path: Path) -> dict[str, Any]:
+def _drive(
+    page: Path, driver: str, tmp_path: Path, *, window: str | None = None, script: bool = True
+) -> dict[str, Any]:
     """Open ``page`` with ``driver`` (JavaScript filling the object ``out``) run after
-    the page's own script; the result, with ``errors`` (script errors, CSP blocks)."""
+    the page's own script (or instead of it, ``script=False``: the page as a reader
+    without JavaScript gets it), in a window of ``window`` pixels if given; the result,
+    with ``errors`` (script errors, CSP blocks)."""
     text = page.read_text()
-    script = (
+    if not script:
+        end = text.rindex("<script>")
+        text = text[:end] + text[text.index("</script>", end) + len("</script>") :]
+    probe = (
         "<script>(function(){const out={};try{" + driver + "}catch(e){out.driver=String(e)}"
         "out.errors=window.__errors;document.body.setAttribute('data-probe',"
         "JSON.stringify(out));})()</script>"
@@ -51,8 +58,8 @@ def _drive(page: Path, driver: str, tmp_path: Path) -> dict[str, Any]:
     text = text.replace("<head>", "<head>" + _CATCHER, 1)
     end = text.rindex("</body>")
     driven = tmp_path / f"driven-{page.stem}.html"
-    driven.write_text(text[:end] + script + text[end:])
-    dom = _dom(driven, tmp_path / "profile")
+    driven.write_text(text[:end] + probe + text[end:])
+    dom = _dom(driven, tmp_path / "profile", window)
     found = re.search(r'data-probe="([^"]*)"', dom)
     assert found, dom[-2000:]
     out: dict[str, Any] = orjson.loads(html.unescape(found.group(1)))

@@ -7,21 +7,17 @@ there are none)."""
 
 from __future__ import annotations
 
-import html
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from onrecord.case import EvalCase
 from onrecord.episode import EpisodeEvidence, OutcomeCheck, OutcomeVerdict
 from onrecord.html import write_comparison, write_report
 from onrecord.runner import plan_run, start_run
-from tests.html.test_browser import CHROMIUM
-from tests.html.test_browser_probe import _CATCHER
+from tests.html.test_browser_probe import _drive
 
 pytestmark = pytest.mark.browser
 
@@ -29,48 +25,8 @@ pytestmark = pytest.mark.browser
 def _open(
     page: Path, driver: str, tmp_path: Path, *, window: str = "1280,900", script: bool = True
 ) -> dict[str, Any]:
-    """Open ``page`` in a window of ``window`` pixels, run ``driver`` (JavaScript filling
-    ``out``) after the page's own script (or instead of it, ``script=False``: the page
-    as a reader without JavaScript gets it) and return ``out`` with ``errors``."""
-    text = page.read_text()
-    if not script:
-        end = text.rindex("<script>")
-        text = text[:end] + text[text.index("</script>", end) + len("</script>") :]
-    driver_script = (
-        "<script>(function(){const out={};try{" + driver + "}catch(e){out.driver=String(e)}"
-        "out.errors=window.__errors;document.body.setAttribute('data-probe',"
-        "JSON.stringify(out));})()</script>"
-    )
-    text = text.replace("<head>", "<head>" + _CATCHER, 1)
-    end = text.rindex("</body>")
-    driven = tmp_path / f"driven-{page.stem}.html"
-    driven.write_text(text[:end] + driver_script + text[end:])
-    done = subprocess.run(
-        [
-            str(CHROMIUM),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--window-size={window}",
-            "--dump-dom",
-            driven.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    found = re.search(r'data-probe="([^"]*)"', done.stdout)
-    assert found, done.stdout[-2000:]
-    out: dict[str, Any] = orjson.loads(html.unescape(found.group(1)))
-    assert "driver" not in out, out["driver"]
-    assert out["errors"] == []
-    return out
+    """``_drive`` in a window of ``window`` pixels, with or without the page's script."""
+    return _drive(page, driver, tmp_path, window=window, script=script)
 
 
 def _never(episode: EpisodeEvidence) -> OutcomeVerdict:

@@ -14,18 +14,7 @@ from onrecord.errors import ConsistencyError
 from onrecord.html import write_report
 from onrecord.runner import plan_run, regrade_run, start_run
 from tests.runner.conftest import onrecord
-
-
-def _lake_run(path: Path) -> None:
-    start_run(
-        path,
-        plan_run(
-            "frozenlake",
-            "tests.runner.helpers:walker",
-            seeds=[0, 1],
-            checks=["tests.runner.helpers:SHORT_V1"],
-        ),
-    )
+from tests.runner.test_regrade import _lake_run
 
 
 @pytest.fixture(scope="module")
