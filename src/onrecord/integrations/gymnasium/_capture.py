@@ -20,6 +20,7 @@ from onrecord.episode._coverage import coverage_issues, ending
 from onrecord.episode._history import unbatch
 from onrecord.errors import InputError, LifecycleError, MalformedStepError, PortabilityError
 from onrecord.integrations.gymnasium._columns import encode_steps, no_steps
+from onrecord.integrations.gymnasium._envspec import describe_spec
 from onrecord.integrations.gymnasium._recorder import (
     NOT_EXECUTED,
     EpisodeRecorder,
@@ -144,7 +145,7 @@ def _run(
     settings: dict[str, Any],
 ) -> EpisodeEvidence:
     recorder = EpisodeRecorder(env, observe, settings["max_steps"])
-    settings["spec"] = _spec(env)
+    settings["spec"] = describe_spec(env)
     settings["observation_space"] = describe_space(getattr(env, "observation_space", None))
     settings["action_space"] = describe_space(getattr(env, "action_space", None))
     record: dict[str, Any] = {"interact": None, "events": recorder.events}
@@ -316,24 +317,6 @@ def _close_quietly(env: Any) -> None:
         # would only hide that.
         with contextlib.suppress(Exception):
             close()
-
-
-def _spec(env: gym.Env[Any, Any]) -> dict[str, Any] | None:
-    spec = env.spec
-    if spec is None:
-        return None
-    kwargs, unportable = {}, []
-    for key, value in sorted(spec.kwargs.items()):
-        try:
-            kwargs[key] = to_portable(value, f"$.spec.kwargs.{key}")
-        except PortabilityError:
-            unportable.append(key)
-    return {
-        "id": spec.id,
-        "kwargs": kwargs,
-        "unportable_kwargs": unportable,
-        "max_episode_steps": spec.max_episode_steps,
-    }
 
 
 def _setup_failure(
