@@ -243,13 +243,24 @@ def plain_rows(conn: sqlite3.Connection, schema: str, table: dict[str, Any]) -> 
     return out
 
 
+def _as_sql_compares(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row's tags as SQLite compares values (as ``sqldiff`` does): 0.0 and -0.0 are one
+    value, so a sign-of-zero rewrite is no change in a diff (the state digest, over the
+    stored values, still tells them apart)."""
+    return tuple(("float", "0.0") if tagged == ("float", "-0.0") else tagged for tagged in row)
+
+
 def plain_diff(conn: sqlite3.Connection, made: list[dict[str, Any]]) -> dict[str, Any]:
     diff = {}
     for table in made:
         old, new = plain_rows(conn, "main", table), plain_rows(conn, "cur", table)
         part = (
             sorted(new[k] for k in new.keys() - old.keys()),
-            sorted((old[k], new[k]) for k in new.keys() & old.keys() if old[k] != new[k]),
+            sorted(
+                (old[k], new[k])
+                for k in new.keys() & old.keys()
+                if _as_sql_compares(old[k]) != _as_sql_compares(new[k])
+            ),
             sorted(old[k] for k in old.keys() - new.keys()),
         )
         if any(part):

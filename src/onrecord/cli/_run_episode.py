@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 from rich.console import Console
 
-from onrecord.cli._render import _styled, _table, literal, render_episode
+from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal, render_episode
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.errors import InputError
 
@@ -32,8 +32,10 @@ def render_run_episode(
 
     store = RunStore.open(run)
     records = {record.key: record for record in store.records()}
-    record = records.get(_key(wanted, records))  # type: ignore[arg-type]
+    key = _key(wanted, records)
+    record = None if key is None else records[key]
     if record is None:
+        _refuse_ambiguous(wanted, records)
         known = ", ".join(f"{case}#{repeat}" for case, repeat in sorted(records)[:8])
         raise InputError(
             f"--episode {wanted!r}: {run} recorded no such episode; give CASE#REPEAT, "
@@ -54,10 +56,25 @@ def render_run_episode(
 
 def _key(wanted: str, records: Mapping[tuple[str, int], Any]) -> tuple[str, int] | None:
     case, hash_sign, repeat = wanted.rpartition("#")
-    if hash_sign and repeat.isdigit() and (case, int(repeat)) in records:
+    # ASCII digits only: str.isdigit() also holds for '²', which int() refuses
+    # (`--episode 'case#²'` ended in a traceback and exit 1, a CI gate's "reject").
+    if hash_sign and repeat.isascii() and repeat.isdigit() and (case, int(repeat)) in records:
         return (case, int(repeat))
     runs = [key for key in records if key[0] == wanted]
     return runs[0] if len(runs) == 1 else None  # a case id alone, when unambiguous
+
+
+def _refuse_ambiguous(wanted: str, records: Mapping[tuple[str, int], Any]) -> None:
+    """A case id alone that ran several times: say so and name its episodes (it was
+    refused as "recorded no such episode", though the run recorded it several times)."""
+    repeats = sorted(repeat for case, repeat in records if case == wanted)
+    if len(repeats) > 1:
+        shown = ", ".join(f"{wanted}#{repeat}" for repeat in repeats[:8])
+        more = f" and {len(repeats) - 8} more" if len(repeats) > 8 else ""
+        raise InputError(
+            f"--episode {wanted!r}: the case ran {len(repeats)} times; give one episode "
+            f"as CASE#REPEAT: {shown}{more}"
+        )
 
 
 def _verdicts(console: Console, trial: Mapping[str, Any]) -> None:
@@ -76,18 +93,36 @@ def _verdicts(console: Console, trial: Mapping[str, Any]) -> None:
 
 def _tool_calls(console: Console, events: Any, steps: Container[int] | None) -> None:
     table = _table("step", "tool", "status", "arguments", "result or error")
+    events = list(events)
+    shown = 0
     for index, event in enumerate(events):
-        if steps is not None and index not in steps:
+        # By default, as for Gymnasium steps, the first FIRST_STEPS calls and every call
+        # that did not succeed: an episode of 100,000 calls printed every one of them.
+        # --steps selects by the step number the table shows (the world's, from 1), not
+        # by position: `--steps 5` printed the row labelled 6.
+        number = event.get("step", index)
+        wanted = number in steps if steps is not None else _shown_by_default(index, event)
+        if not wanted:
             continue
+        shown += 1
         outcome = event.get("error") if event.get("status") != "ok" else event.get("result")
         table.add_row(
-            str(event.get("step", index)),
+            str(number),
             literal(event.get("tool")),
             _styled(str(event.get("status"))),
             literal(_short(event.get("arguments"))),
             literal(_short(outcome)),
         )
     console.print(table)
+    if steps is None and shown < len(events):
+        console.print(
+            f"{len(events) - shown} successful calls after the first {FIRST_STEPS} left out; "
+            "more: --steps 100-160 (or --steps all)"
+        )
+
+
+def _shown_by_default(index: int, event: Any) -> bool:
+    return index < FIRST_STEPS or event.get("status") != "ok"
 
 
 def _short(value: Any) -> str:
