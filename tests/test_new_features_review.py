@@ -88,3 +88,17 @@ def test_gate_output_never_makes_a_run_fail_verification(lake: Path) -> None:
     done = onrecord("gate", str(lake), "--policy", str(policy), "--output", str(beside))
     assert done.returncode == 0, done.stdout + done.stderr
     assert onrecord("verify", str(lake)).returncode == 0
+
+
+def test_no_output_option_makes_a_fake_regrade(lake: Path) -> None:
+    # The same guard for every output option, not only gate's.
+    fake = lake / "regrades" / "mine"
+    for command in (
+        ("compare", str(lake), str(lake), "--json", str(fake / "c.json")),
+        ("report", str(lake), "-o", str(fake / "page.html")),
+    ):
+        done = onrecord(*command)
+        assert done.returncode == 3, (command, done.stdout, done.stderr)
+        assert "is not a regrade of the run" in done.stderr
+        assert not fake.exists()
+    assert onrecord("verify", str(lake)).returncode == 0

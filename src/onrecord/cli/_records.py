@@ -253,6 +253,7 @@ def output_path(path: str | Path, option: str) -> Path:
     target = Path(path)
     if target.is_dir():
         raise InputError(f"{option} {path} is a directory; give a file name inside it")
+    _refuse_inside_regrades(target, option)
     if not target.is_file():
         return target
     in_records = any((target.parent / name).is_file() for name in _INDEX_FILES)
@@ -274,3 +275,19 @@ def _is_record(path: Path) -> bool:
         and "digest" in data
         and str(data.get("schema", "")).startswith("onrecord.")
     )
+
+
+def _refuse_inside_regrades(output: Path, option: str) -> None:
+    """``--output RUN/regrades/NEW/decision.json`` created a directory among the run's
+    regrades that is not one (no changes.json): ``onrecord verify RUN`` failed from then
+    on. Writing into an existing regrade directory is allowed, like beside a run."""
+    folder = output.absolute().parent
+    for inner, regrades in zip((folder, *folder.parents), folder.parents, strict=False):
+        if regrades.name == "regrades" and (regrades.parent / "run.json").is_file():
+            if not (inner / "changes.json").is_file():
+                raise InputError(
+                    f"{option} {output}: {inner} is not a regrade of the run {regrades.parent}"
+                    "; a directory there would make the run fail verification; write it "
+                    "elsewhere"
+                )
+            return

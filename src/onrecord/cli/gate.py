@@ -13,7 +13,6 @@ from onrecord._canonical import atomic_write_bytes, canonical_bytes
 from onrecord.cli._records import named, output_path
 from onrecord.cli._render import make_console, render_decision
 from onrecord.compare import load_source
-from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport
 
@@ -40,8 +39,6 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load, decide, save, print, exit with the decision's code."""
     output = output_path(args.output, "--output") if args.output else None
-    if output is not None:
-        _refuse_inside_regrades(output)
     # Errors name the file: with REPORT and POLICY swapped, the message said "schema is
     # 'onrecord.report/v1', expected 'onrecord.policy/v1'", not which file was wrong.
     source = _run_directory(Path(args.report))
@@ -67,22 +64,6 @@ def _run_directory(path: Path) -> Path | None:
     if (folder / "run.json").is_file() or (folder / "changes.json").is_file():
         return folder
     return None
-
-
-def _refuse_inside_regrades(output: Path) -> None:
-    """``--output RUN/regrades/NEW/decision.json`` created a directory among the run's
-    regrades that is not one (no changes.json): ``onrecord verify RUN`` failed from then
-    on. Writing into an existing regrade directory is allowed, like beside a run."""
-    folder = output.absolute().parent
-    for inner, regrades in zip((folder, *folder.parents), folder.parents, strict=False):
-        if regrades.name == "regrades" and (regrades.parent / "run.json").is_file():
-            if not (inner / "changes.json").is_file():
-                raise InputError(
-                    f"--output {output}: {inner} is not a regrade of the run {regrades.parent}"
-                    "; a directory there would make the run fail verification; write the "
-                    "decision elsewhere"
-                )
-            return
 
 
 def _never_accept_partial(decision: PolicyDecision, missing: tuple[str, ...]) -> PolicyDecision:
