@@ -453,3 +453,42 @@ def test_text_that_is_not_utf8_is_recorded_and_regrades_identically(tmp_path: Pa
     regrade = regrade_run(tmp_path / "run", name="again")
     assert regrade.changes == ()
     assert regrade.exit_code == result.exit_code
+
+
+def test_close_interrupted_while_a_batch_commits_waits_before_closing_the_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: a Ctrl-C in close()'s join closed the files while the commit thread was
+    # still writing them (into a closed, or a reused, file number).
+    import threading
+
+    from onrecord.runner._commit import GroupCommit
+
+    started, release = threading.Event(), threading.Event()
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        if threading.current_thread().name == "onrecord-run-commit":
+            started.set()
+            release.wait(5)
+        real_fsync(fd)
+
+    commit = GroupCommit(tmp_path, period=0.01)
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    commit.add(b'{"line": 1}\n', b"", {})
+    assert started.wait(5)  # the thread is inside a batch
+    real_join = threading.Thread.join
+    calls: list[int] = []
+
+    def interrupted_join(self: threading.Thread, timeout: float | None = None) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            threading.Timer(0.2, release.set).start()  # the batch ends a little later
+            raise KeyboardInterrupt
+        real_join(self, timeout)
+
+    monkeypatch.setattr(threading.Thread, "join", interrupted_join)
+    with pytest.raises(KeyboardInterrupt):
+        commit.close()
+    assert not commit._thread.is_alive()  # waited for before the files were closed
+    assert (tmp_path / "episodes.jsonl").read_bytes() == b'{"line": 1}\n'

@@ -23,6 +23,7 @@ resuming cuts the bytes and the line off and runs those episodes again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -118,8 +119,19 @@ class GroupCommit:
             elif not self._reported:  # the thread failed after the last call
                 self._raise_failure()
         finally:
+            # Never close a file the thread may still be writing: after a Ctrl-C in the
+            # join above, its number could be reused by the next file opened, and the
+            # batch written there.
+            self._wait_for_thread()
             for fd in (self._episodes, self._actions, self._errors):
                 os.close(fd)
+
+    def _wait_for_thread(self) -> None:
+        while self._thread.is_alive():
+            # Only reached when an interrupt is already on its way out of close(): a
+            # further one must not stop the wait (a batch takes a few fsyncs).
+            with contextlib.suppress(KeyboardInterrupt):
+                self._thread.join()
 
     def _loop(self, period: float) -> None:
         while not self._stop.wait(period):
