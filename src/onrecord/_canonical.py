@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from onrecord._nesting import MAX_NESTING, TooDeep, refuse_deep, too_deep
 from onrecord.errors import DigestMismatch, PortabilityError, SchemaError
 
 __all__ = [
@@ -263,7 +264,7 @@ def to_portable(value: Any, path: str = "$") -> Any:
             raw = None
         copy = None if raw is None else orjson.loads(raw)
         if type(copy) is type(value) and copy == value:
-            _refuse_deep(copy, raw, path)
+            refuse_deep(copy, raw, path)
             return copy
     try:
         try:
@@ -271,45 +272,10 @@ def to_portable(value: Any, path: str = "$") -> Any:
         except _NotFast:
             copy = _walk(value, path)
     except RecursionError:
-        raise _too_deep(path) from None
+        raise too_deep(path) from None
     if type(copy) is dict or type(copy) is list:
-        _refuse_deep(copy, None, path)
+        refuse_deep(copy, None, path)
     return copy
-
-
-MAX_NESTING = 200
-"""Deepest nesting of lists and objects a portable value may have. orjson writes at most
-254 levels, and a record holds a value some levels down (``steps.info[i]``, a trial's
-check evidence): a deeper value would be refused only when the record is sealed, without
-its path, or (deeper still) raise RecursionError."""
-
-_HEADROOM = 254 - MAX_NESTING
-
-
-def _refuse_deep(copy: Any, raw: bytes | None, path: str) -> None:
-    # Nesting never exceeds the number of brackets: two counts in C clear almost every
-    # value; larger ones are written again inside _HEADROOM levels of lists.
-    if raw is not None and raw.count(b"[") + raw.count(b"{") <= MAX_NESTING:
-        return
-    wrapped = copy
-    for _ in range(_HEADROOM):
-        wrapped = [wrapped]
-    try:
-        orjson.dumps(wrapped)
-    except orjson.JSONEncodeError:
-        raise _too_deep(path) from None
-
-
-class TooDeep(PortabilityError):
-    """A value nested deeper than ``MAX_NESTING`` (or containing itself)."""
-
-
-def _too_deep(path: str) -> PortabilityError:
-    return TooDeep(
-        f"{path} is nested more than {MAX_NESTING} levels of lists and objects deep (or "
-        "contains itself), more than a record can hold; flatten it",
-        path,
-    )
 
 
 class _NotFast(Exception):

@@ -15,6 +15,7 @@ from numbers import Integral
 from pathlib import Path
 from typing import Any
 
+from onrecord._lock_diff import where_differ
 from onrecord._stats import exact_mean, mcnemar_exact_p, symmetric_bootstrap_ci
 from onrecord.errors import ComparisonRefused, InputError
 from onrecord.report import EvaluationReport, Trial
@@ -146,7 +147,7 @@ def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str
         reasons.append(
             "environment settings differ (environment/observer ids, max_steps, "
             "options, spec or completion): "
-            + _where_differ(lock_a.get("environments"), lock_b.get("environments"), "environments")
+            + where_differ(lock_a.get("environments"), lock_b.get("environments"), "environments")
         )
     cases_a = {(c["case_id"], c["content_digest"]): c["trials"] for c in lock_a.get("cases", [])}
     cases_b = {(c["case_id"], c["content_digest"]): c["trials"] for c in lock_b.get("cases", [])}
@@ -171,45 +172,9 @@ def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str
         reasons.append(
             "lock settings differ (e.g. the seeds, the policy or the model settings the "
             "reports were made for): "
-            + "; ".join(_where_differ(extra_a.get(key), extra_b.get(key), key) for key in differing)
+            + "; ".join(where_differ(extra_a.get(key), extra_b.get(key), key) for key in differing)
         )
     return reasons
-
-
-_SHOWN_DIFFERENCES = 4
-
-
-def _where_differ(a: Any, b: Any, path: str) -> str:
-    """Where two lock values differ, as ``path: A …, B …`` (the first few places): "lock
-    settings differ: run" did not say that it was the seeds."""
-    found: list[str] = []
-    _collect_differences(a, b, path, found)
-    shown = "; ".join(found[:_SHOWN_DIFFERENCES])
-    more = len(found) - _SHOWN_DIFFERENCES
-    return shown + (f"; and {more} more" if more > 0 else "")
-
-
-def _collect_differences(a: Any, b: Any, path: str, found: list[str]) -> None:
-    if len(found) > _SHOWN_DIFFERENCES:
-        return
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b), key=str):
-            if a.get(key) != b.get(key):
-                _collect_differences(
-                    a.get(key), b.get(key), f"{path}.{key}" if path else key, found
-                )
-        return
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for index, (item_a, item_b) in enumerate(zip(a, b, strict=True)):
-            if item_a != item_b:
-                _collect_differences(item_a, item_b, f"{path}[{index}]", found)
-        return
-    found.append(f"{path or 'value'}: {_short(a)} in A, {_short(b)} in B")
-
-
-def _short(value: Any) -> str:
-    text = "nothing" if value is None else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _CORE_LOCK_KEYS = ("library", "checks", "environments", "cases")
