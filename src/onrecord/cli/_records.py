@@ -30,7 +30,7 @@ from onrecord.errors import (
 )
 from onrecord.policy import POLICY_SCHEMA, AcceptancePolicy
 from onrecord.report import REPORT_SCHEMA, EvaluationReport
-from onrecord.runner._graded import check_graded
+from onrecord.runner._graded import Sources, check_graded, graded_source
 
 __all__ = ["Bundle", "load_any", "named", "output_path"]
 
@@ -161,18 +161,19 @@ def _run_directory(path: Path) -> Bundle:
     from onrecord.runner import RunStore
 
     store = RunStore.open(path)
-    count = 0
+    sources: Sources = {}
     for record in store.records():  # canonical bytes, digests, run id, action-log blocks
         store.saved_episode(record)  # and the side files, by sha256
-        count += 1
+        sources[record.key] = graded_source(record)
+    count = len(sources)
     items: list[Any] = []
     report = _optional(path / "report.json", EvaluationReport.load)
-    if report is not None:
-        check_graded(store, report, str(path / "report.json"))  # not another run's
+    if report is not None:  # not another run's (the records were read just now)
+        check_graded(store, report, str(path / "report.json"), sources)
         items += [report, *_decision(path / "decision.json", report)]
     regrades = sorted(p for p in (path / "regrades").glob("*") if p.is_dir())
     for regrade in regrades:
-        _regrade_directory(regrade, store)
+        _regrade_directory(regrade, store, sources)
     expected = store.protocol.episodes
     return Bundle(
         "run directory",
@@ -182,7 +183,7 @@ def _run_directory(path: Path) -> Bundle:
     )
 
 
-def _regrade_directory(path: Path, store: Any = None) -> Bundle:
+def _regrade_directory(path: Path, store: Any = None, sources: Sources | None = None) -> Bundle:
     changes = load_record_bytes((path / "changes.json").read_bytes(), str(path / "changes.json"))
     if changes.get("schema") != _REGRADE:
         raise SchemaError(f"{path / 'changes.json'}: schema is {changes.get('schema')!r}")
@@ -194,7 +195,7 @@ def _regrade_directory(path: Path, store: Any = None) -> Bundle:
 
         store = RunStore.open(run)
     if store is not None:
-        check_graded(store, report, str(path / "report.json"))
+        check_graded(store, report, str(path / "report.json"), sources)
     items = [report, *_decision(path / "decision.json", report)]
     return Bundle(
         "regrade directory",

@@ -15,17 +15,27 @@ from onrecord.errors import ConsistencyError
 from onrecord.report import EvaluationReport
 
 if TYPE_CHECKING:
-    from onrecord.runner._store import RunStore
+    from onrecord.runner._store import EpisodeRecord, RunStore
 
-__all__ = ["check_graded"]
+__all__ = ["Sources", "check_graded", "graded_source"]
+
+Sources = dict[tuple[str, int], Any]
+"""(case_id, repeat) → the evidence its record's trial graded."""
 
 
-def check_graded(store: RunStore, report: EvaluationReport, where: str) -> None:
+def graded_source(record: EpisodeRecord) -> Any:
+    """What the trial an episode record carries graded (its ``Trial.source``)."""
+    return record.data["trial"].get("source")
+
+
+def check_graded(
+    store: RunStore, report: EvaluationReport, where: str, sources: Sources | None = None
+) -> None:
     """Raise ``ConsistencyError`` unless every trial of ``report`` grades an episode
-    recorded in ``store`` (verifying every record on the way)."""
-    sources: dict[tuple[str, int], Any] = {
-        record.key: record.data["trial"].get("source") for record in store.records()
-    }
+    recorded in ``store`` (verifying every record on the way, unless the caller already
+    read them and gives their ``sources``)."""
+    if sources is None:
+        sources = {record.key: graded_source(record) for record in store.records()}
     keys = [(str(trial.case["case_id"]), trial.repeat) for trial in report.trials]
     for key in keys:
         if key not in sources:
