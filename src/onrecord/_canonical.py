@@ -1,31 +1,24 @@
-"""Canonical JSON, digests and the portable value codec.
+"""Canonical JSON, digests, atomic record files, and state bytes.
 
 One serializer (orjson) produces every byte that is hashed: UTF-8, sorted keys, no
-whitespace, no NaN or Infinity. ``to_portable`` turns user values (``info`` dicts,
-observer output, options, metadata) into plain JSON values *once*, at the boundary,
-so everything downstream can hash with a single C call.
-
-NumPy: a scalar is stored as its exact Python value (``float32`` and ``float64`` are
-exactly representable as JSON doubles; integers and booleans are exact). An array is
-stored as ``{"$ndarray": {"dtype", "shape", "data"}}`` so that dtype and shape come
-back on decode; ``from_portable`` restores it.
+whitespace, no NaN or Infinity. The portable value codec (``to_portable``) lives in
+``_portable`` and is re-exported here.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import tempfile
 from collections.abc import Mapping
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
-from onrecord._nesting import MAX_NESTING, TooDeep, refuse_deep, too_deep
+from onrecord._nesting import MAX_NESTING, TooDeep
+from onrecord._portable import NDARRAY_TAG, PASSTHROUGH, from_portable, to_portable, walk
 from onrecord.errors import DigestMismatch, PortabilityError, SchemaError
 
 __all__ = [
@@ -45,9 +38,7 @@ __all__ = [
     "to_portable",
 ]
 
-NDARRAY_TAG = "$ndarray"
 _OPTIONS = orjson.OPT_SORT_KEYS
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 
 def canonical_bytes(value: Any) -> bytes:
@@ -133,11 +124,7 @@ def load_record_bytes(raw: bytes, what: str) -> dict[str, Any]:
     return data
 
 
-# orjson writes datetimes and dataclasses natively; these hand them to ``default``
-# instead, which refuses them: they have no JSON form, and writing one as text would
-# be the silent stringification portable values rule out.
-_PASSTHROUGH = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-_STATE_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_SORT_KEYS | _PASSTHROUGH
+_STATE_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_SORT_KEYS | PASSTHROUGH
 
 
 def state_bytes(value: Any, path: str = "$") -> bytes:
@@ -156,7 +143,7 @@ def state_bytes(value: Any, path: str = "$") -> bytes:
         reraise_interrupt(exc)
         raw = b""
     if not raw:
-        _walk(value, path)  # raises with the path when something is not portable
+        walk(value, path)  # raises with the path when something is not portable
         raise PortabilityError(
             f"{path} could not be serialized; return plain JSON values or numpy numbers and arrays",
             path,
@@ -167,7 +154,7 @@ def state_bytes(value: Any, path: str = "$") -> bytes:
     # An array beside the null or string never reads back equal (it comes back a list),
     # and the comparison would convert every element: go straight to the next test.
     if (_holds_array(value) or not _reads_back_equal(raw, value)) and (nulls or _not_plain(value)):
-        _walk(value, path)
+        walk(value, path)
     return raw
 
 
@@ -243,190 +230,3 @@ def _numpy_fallback(value: Any) -> Any:
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
         return value.item()
     raise TypeError(f"unsupported type {type(value).__name__}")
-
-
-def to_portable(value: Any, path: str = "$") -> Any:
-    """Return a detached copy of ``value`` made of plain JSON types.
-
-    Refuses, with the JSON path of the value, anything that would not come back
-    unchanged: NaN/Infinity, integers beyond 64 bits, non-string keys, objects of
-    unknown type, and nesting deeper than ``MAX_NESTING``. Never stringifies silently.
-    """
-    if type(value) is dict or type(value) is list:
-        # One C round trip copies plain JSON containers, kept only when it equals the
-        # original: numpy values, odd keys and unknown types make orjson refuse, and
-        # what it would change (a NaN written as null, a UUID or an enum written as
-        # its value, a tuple as a list) compares unequal. Those take the walks below,
-        # which decide and explain.
-        try:
-            raw: bytes | None = orjson.dumps(value, option=_PASSTHROUGH)
-        except TypeError:
-            raw = None
-        copy = None if raw is None else orjson.loads(raw)
-        if type(copy) is type(value) and copy == value:
-            refuse_deep(copy, raw, path)
-            return copy
-    try:
-        try:
-            copy = _fast(value)
-        except _NotFast:
-            copy = _walk(value, path)
-    except RecursionError:
-        raise too_deep(path) from None
-    if type(copy) is dict or type(copy) is list:
-        refuse_deep(copy, None, path)
-    return copy
-
-
-class _NotFast(Exception):
-    """Raised inside the fast walk; the path-tracking walk then decides and explains."""
-
-
-_FLOATS = (float, np.float64, np.float32)
-
-
-def _fast(value: Any) -> Any:
-    # The hot path of every capture: no path strings, exact-type dispatch only.
-    kind = type(value)
-    if kind is float or kind is np.float64 or kind is np.float32:
-        if value - value == 0.0:  # false for NaN and +-inf
-            return float(value)
-        raise _NotFast
-    if kind is bool or value is None or (kind is str and value.isascii()):
-        return value
-    if kind is int:
-        if _INT_MIN <= value <= _INT_MAX:
-            return value
-        raise _NotFast
-    if kind is dict:
-        out = {}
-        for key, item in value.items():
-            if type(key) is not str or not key.isascii():
-                raise _NotFast
-            out[key] = _fast(item)
-        return out
-    if kind is list or kind is tuple:
-        return [float(x) if type(x) in _FLOATS and x - x == 0.0 else _fast(x) for x in value]
-    raise _NotFast
-
-
-def _walk(value: Any, path: str) -> Any:
-    kind = type(value)
-    if kind is bool or value is None:
-        return value
-    if kind is str:
-        return _checked_str(value, path)
-    if kind is float:
-        if math.isfinite(value):
-            return value
-        raise PortabilityError(
-            f"{path} is {value!r}; non-finite numbers have no JSON "
-            "form: replace it with null or a finite value",
-            path,
-        )
-    if kind is int:
-        return _checked_int(value, path)
-    if kind is dict:
-        return {
-            _checked_key(key, path): _walk(item, f"{path}.{key}") for key, item in value.items()
-        }
-    if kind is list or kind is tuple:
-        return [_walk(item, f"{path}[{index}]") for index, item in enumerate(value)]
-    return _to_portable_slow(value, path)
-
-
-def _to_portable_slow(value: Any, path: str) -> Any:
-    if isinstance(value, np.ndarray):
-        return _array_to_portable(value, path)
-    if isinstance(value, Enum):  # as orjson writes it: an Enum member is its value
-        return _walk(value.value, path)
-    if isinstance(value, str):  # str.__str__: a mixin Enum's str() is its name (and a
-        return _checked_str(str.__str__(value), path)  # numpy.str_ is text, as orjson says)
-    if isinstance(value, np.generic):
-        return _walk(value.item(), path) if value.dtype.kind in "biuf" else _refuse(value, path)
-    if isinstance(value, float):
-        return _walk(float(value), path)
-    if isinstance(value, int):
-        return _checked_int(int(value), path)
-    if isinstance(value, Mapping):
-        return _walk(dict(value), path)
-    if isinstance(value, list | tuple):
-        return _walk(list(value), path)
-    return _refuse(value, path)
-
-
-def _refuse(value: Any, path: str) -> Any:
-    raise PortabilityError(
-        f"{path} holds a {type(value).__module__}.{type(value).__qualname__}, which has no "
-        "lossless JSON form; convert it to str, int, float, bool, None, list, dict or a "
-        "numpy array before returning it",
-        path,
-    )
-
-
-def _checked_str(value: str, path: str) -> str:
-    if value.isascii():
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise PortabilityError(
-            f"{path} holds a string with a lone surrogate ({value[exc.start]!r} at "
-            f"{exc.start}), which UTF-8 JSON cannot hold; decode the text it came from "
-            "with errors='replace', or keep it as a list of code points",
-            path,
-        ) from exc
-    return value
-
-
-def _checked_int(value: int, path: str) -> int:
-    if _INT_MIN <= value <= _INT_MAX:
-        return value
-    raise PortabilityError(
-        f"{path} is {value}, beyond the 64-bit range JSON readers keep "
-        "exactly; store it as a string",
-        path,
-    )
-
-
-def _checked_key(key: Any, path: str) -> str:
-    if type(key) is str:
-        return _checked_str(key, path)
-    raise PortabilityError(
-        f"{path} has the key {key!r} of type {type(key).__name__}; "
-        "JSON object keys must be strings: convert the key with str()",
-        path,
-    )
-
-
-def _array_to_portable(array: np.ndarray, path: str) -> dict[str, Any]:
-    if array.dtype.kind not in "biuf":
-        _refuse(array, path)
-    if array.dtype.kind == "f" and not np.isfinite(array).all():
-        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
-        raise PortabilityError(
-            f"{path}{list(bad)} is {array[bad]!r}; non-finite numbers "
-            "have no JSON form: replace it with a finite value",
-            path,
-        )
-    return {
-        NDARRAY_TAG: {
-            "dtype": array.dtype.str,
-            "shape": list(array.shape),
-            "data": array.ravel().tolist(),
-        }
-    }
-
-
-def from_portable(value: Any) -> Any:
-    """Decode what ``to_portable`` made: tagged arrays come back as numpy arrays."""
-    if isinstance(value, dict):
-        tagged = value.get(NDARRAY_TAG) if len(value) == 1 else None
-        if tagged is not None:
-            return np.asarray(tagged["data"], dtype=np.dtype(tagged["dtype"])).reshape(
-                tagged["shape"]
-            )
-        return {key: from_portable(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [from_portable(item) for item in value]
-    return value
