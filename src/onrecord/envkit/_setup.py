@@ -6,12 +6,12 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from onrecord.envkit._sql import Table
+from onrecord.envkit._sql import Table, quote
 from onrecord.envkit.snapshot import Snapshot
 from onrecord.envkit.tools import Tool
 from onrecord.errors import InputError
 
-__all__ = ["declared_tools", "hidden_layouts", "open_world"]
+__all__ = ["declared_tools", "drop_temp_objects", "hidden_layouts", "open_world"]
 
 
 def declared_tools(tools: Iterable[Tool]) -> dict[str, Tool]:
@@ -36,7 +36,7 @@ def hidden_layouts(snapshot: Snapshot, hidden: Sequence[str]) -> dict[str, Table
     return {name: layouts[name] for name in hidden}
 
 
-def open_world(path: Path) -> sqlite3.Connection:
+def open_world(path: Path, *, foreign_keys: bool = False) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     # WAL: readers never block the writer and never see a half-restored state.
@@ -45,4 +45,21 @@ def open_world(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = OFF")
     # REPLACE conflicts must fire DELETE triggers, or the audit would miss rows.
     conn.execute("PRAGMA recursive_triggers = ON")
+    # SQLite enforces REFERENCES (and runs ON DELETE CASCADE) only when asked, per
+    # connection; cascaded changes fire the audit's triggers like any other.
+    conn.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
     return conn
+
+
+def drop_temp_objects(conn: sqlite3.Connection) -> None:
+    """Drop what tools created in the connection's TEMP schema. It is the connection's,
+    not the file's, so neither a page copy nor an undo resets it: a TEMP table would
+    carry one episode's scratch rows into the next, and a TEMP trigger on a user table
+    would fire in later episodes, and during the undo itself (writing rows the reset
+    then misses)."""
+    objects = conn.execute(
+        "SELECT type, name FROM temp.sqlite_schema WHERE type IN ('trigger', 'view', 'table')"
+    ).fetchall()
+    # Triggers and views first: they may name the tables dropped after them.
+    for kind, name in sorted(objects, key=lambda item: item[0] == "table"):
+        conn.execute(f"DROP {kind.upper()} IF EXISTS temp.{quote(name)}")

@@ -163,14 +163,18 @@ def diff_matches_expected(episode: ToolEpisode) -> OutcomeVerdict:
     return passed("the end-state diff matches the expected diff")
 
 
-@check("envkit/diff_satisfies_rules", "1")
+@check("envkit/diff_satisfies_rules", "2")
 def diff_satisfies_rules(episode: ToolEpisode) -> OutcomeVerdict:
-    """The end-state diff obeys every rule in the task's ``expected_output["rules"]``."""
+    """The end-state diff obeys every rule in the task's ``expected_output["rules"]``.
+
+    Version 2: a rule naming a table or column the episode's database does not have is
+    the task's mistake (an evaluator error), no longer a rule that matches nothing."""
     rules = _expected(episode).get("rules")
     if rules is None:
         return not_measured("the task has no expected_output['rules'] to check")
+    tables = {name: table.columns for name, table in episode.tables.items()}
     try:  # an empty or malformed list is the task's mistake: an evaluator error
-        problems = check_rules(episode.diff, rules)
+        problems = check_rules(episode.diff, rules, tables=tables)
     except InputError as exc:
         raise InputError(f"the task's expected_output['rules']: {exc}") from exc
     if problems:

@@ -23,7 +23,7 @@ from onrecord.case import EvalCase
 from onrecord.envkit import _outcome
 from onrecord.envkit._guard import CALL_SAVEPOINT, INTERNAL, StatementGuard
 from onrecord.envkit._portable import portable
-from onrecord.envkit._setup import declared_tools, hidden_layouts, open_world
+from onrecord.envkit._setup import declared_tools, drop_temp_objects, hidden_layouts, open_world
 from onrecord.envkit._undo import RowUndo
 from onrecord.envkit.audit import CTX, AuditEvent, audit_tables, events_from_raw, read_audit
 from onrecord.envkit.context import ToolContext, ToolRejected, Tracer
@@ -78,7 +78,10 @@ class ToolWorld:
         path: str | os.PathLike[str] | None = None,
         hidden: Sequence[str] = (),
         tracer: Tracer | None = None,
+        foreign_keys: bool = False,
     ) -> None:
+        if type(foreign_keys) is not bool:
+            raise InputError(f"ToolWorld foreign_keys must be True or False, got {foreign_keys!r}")
         self.snapshot = snapshot
         self.tools = declared_tools(tools)
         self.hidden = hidden_layouts(snapshot, hidden)
@@ -89,7 +92,7 @@ class ToolWorld:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="onrecord-world-")
             path = Path(self._tmpdir.name) / "world.db"
         self.path = Path(path)
-        self.conn = open_world(self.path)
+        self.conn = open_world(self.path, foreign_keys=foreign_keys)
         self._guard = StatementGuard()
         self.conn.set_authorizer(self._guard)
         self.run_id: str | None = None
@@ -130,6 +133,7 @@ class ToolWorld:
         _check_reset(seed, run_id, case)  # before anything is undone
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK" + INTERNAL)
+        drop_temp_objects(self.conn)  # the connection's, so no restore resets it
         if self._undo is None or not self._undo.undo(self.conn):
             self.snapshot.restore_into(self.conn)
             if self._undo is not None:

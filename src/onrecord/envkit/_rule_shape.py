@@ -1,0 +1,146 @@
+"""The shape of a rule: which fields each kind needs, what a count may be, and how
+``where``/``to`` values are written so they compare with a diff's values. A rule that
+would be misread (a misspelt bound would be no bound at all) is an ``InputError``."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from onrecord._canonical import to_portable
+from onrecord.envkit._sql import BLOB_TAG, encode_reals, portable_value
+from onrecord.envkit._text import RawText
+from onrecord.errors import InputError
+
+__all__ = [
+    "FIELDS",
+    "Count",
+    "checked_count",
+    "checked_names",
+    "checked_rule",
+    "column_values",
+    "rule_list",
+]
+
+Count = int | Mapping[str, int]
+Rule = dict[str, Any]
+FIELDS: dict[str, tuple[str, ...]] = {
+    "created": ("table", "where", "count"),
+    "deleted": ("table", "where", "count"),
+    "changed": ("table", "where", "count", "to"),
+    "unchanged": ("table",),
+    "only_tables": ("tables",),
+    "no_other_changes": (),
+}
+"""The fields each kind of rule needs."""
+
+
+def checked_count(count: Any, where: str) -> Count:
+    """``count`` if it is a valid count: a misspelt bound (``{"min": 1, "mx": 1}``)
+    would otherwise be no bound at all, and accept any number of rows."""
+    if type(count) is int and count >= 0:
+        return count
+    if isinstance(count, Mapping):
+        known = set(count) <= {"min", "max"}
+        bounds = list(count.values())
+        if (
+            known
+            and all(type(bound) is int and bound >= 0 for bound in bounds)
+            and count.get("min", 0) <= count.get("max", count.get("min", 0))
+        ):
+            return count
+    raise InputError(
+        f"{where}: count must be a non-negative int or {{'min': a, 'max': b}} with "
+        f"non-negative ints a <= b (either may be left out), got {count!r}"
+    )
+
+
+def checked_rule(rule: Any) -> None:
+    """Refuse a hand-written rule (e.g. from a task's JSON) that would be misread."""
+    kind = rule.get("rule") if isinstance(rule, Mapping) else None
+    if kind not in FIELDS:
+        raise InputError(
+            f"unknown rule {rule!r}; build rules with created(), changed(), "
+            "deleted(), unchanged(), only_tables() or no_other_changes()"
+        )
+    fields = FIELDS[kind]
+    missing = [name for name in fields if name not in rule]
+    if missing:
+        raise InputError(f"rule {rule!r} lacks the fields {missing}; build it with {kind}()")
+    # A misspelt field ("too" for "to", "max" beside "count") would be ignored.
+    unknown = sorted(set(rule) - {"rule", *fields}, key=repr)
+    if unknown:
+        raise InputError(
+            f"rule {rule!r} has the unknown fields {unknown}; {kind}() rules have only "
+            f"the fields {['rule', *fields]}"
+        )
+    tables = rule.get("tables")
+    if ("table" in fields and not isinstance(rule["table"], str)) or (
+        "tables" in fields
+        and not (isinstance(tables, list | tuple) and all(isinstance(n, str) for n in tables))
+    ):
+        raise InputError(f"rule {rule!r}: name tables as strings; build it with {kind}()")
+    for name in ("where", "to"):
+        if name in fields and not isinstance(rule[name], Mapping):
+            raise InputError(f"rule {rule!r}: field {name!r} must map columns to values")
+    if "count" in fields:
+        checked_count(rule["count"], f"rule {rule!r}")
+
+
+def checked_names(rule: Rule, tables: Mapping[str, Collection[str]]) -> None:
+    """Refuse a rule naming a table or column the database does not have: it would
+    match no row, so ``count=0``, ``unchanged`` and ``only_tables`` would pass whatever
+    the episode did."""
+    named = [rule["table"]] if "table" in rule else list(rule.get("tables", ()))
+    unknown = [name for name in named if name not in tables]
+    if unknown:
+        raise InputError(
+            f"rule {rule!r} names the tables {unknown}, which the database does not "
+            f"have; its tables: {sorted(tables)}"
+        )
+    for field in ("where", "to"):
+        columns = tables[rule["table"]] if field in rule else ()
+        missing = [column for column in rule.get(field, {}) if column not in columns]
+        if missing:
+            raise InputError(
+                f"rule {rule!r}: {rule['table']} has no columns {missing} (its "
+                f"{field!r} could match no row); its columns: {list(columns)}"
+            )
+
+
+def column_values(values: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Column values as the diff holds them: SQLite stores a bool as 0 or 1, a BLOB
+    arrives as ``{"$blob": hex}`` and TEXT that is not UTF-8 as ``{"$text": hex}``
+    (``bytes`` and ``RawText`` are turned into those here)."""
+    given = dict(values or {})
+    portable: dict[str, Any] = to_portable(
+        {
+            column: {BLOB_TAG: bytes(value).hex()}
+            if isinstance(value, bytes | bytearray | memoryview)
+            else portable_value(value)
+            if type(value) is RawText
+            else int(value)
+            if type(value) is bool
+            else encode_reals(value)  # an infinity as {"$real": ...}: JSON has none
+            for column, value in given.items()
+        },
+        "$.where",
+    )
+    return portable
+
+
+def rule_list(rules: Any) -> list[Any]:
+    """``rules`` as a list, read once (a generator checked and then applied would be
+    empty the second time, and pass any diff)."""
+    if isinstance(rules, str | bytes | Mapping):
+        raise InputError(f"rules must be a list of rules, got {type(rules).__name__}")
+    try:
+        listed = list(rules)
+    except TypeError:
+        raise InputError(f"rules must be a list of rules, got {type(rules).__name__}") from None
+    if not listed:
+        raise InputError(
+            "rules is empty: no rule to check, so any diff would pass; list at least one "
+            "rule (to require that nothing changes, use [no_other_changes()])"
+        )
+    return listed
