@@ -48,8 +48,9 @@ def test_unreadable_answers_are_model_errors(reference: Any, answer: Any, messag
 @pytest.mark.parametrize(
     ("answer", "message"),
     [
-        ({"samples": "not numbers"}, "could not be read"),
-        ({"samples": [[1.0, [2.0]]]}, "could not be read"),
+        # Read like "mean": text and ragged particles are "not numeric".
+        ({"samples": "not numbers"}, "samples is not numeric"),
+        ({"samples": [[1.0, [2.0]]]}, "samples is not numeric"),
         ({"mean": RaisingArray()}, "device lost"),
         ({"mean": [[[10**400] * 4] * 4] * 2}, "OverflowError"),
         ({"samples": np.zeros((2, 0, 4, 4))}, "no particles"),

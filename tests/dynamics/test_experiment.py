@@ -45,6 +45,10 @@ def test_smoke_run_replays_and_detects_tampering(tmp_path: Path) -> None:
     replay = onrecord("worldmodel", "analyze", "--replay", str(run_dir))
     assert replay.returncode == 0, replay.stderr
     assert f"verified {len(manifest)} files" in replay.stdout
+    # The Python API takes the directory as a str too, as run_experiment does.
+    from onrecord.dynamics.experiment import replay as replay_tables
+
+    assert replay_tables(str(run_dir))["verified_files"] == len(manifest)
 
     forecasts = run_dir / "forecasts" / "heldout" / "bayes-linear_v1.jsonl"
     forecasts.write_bytes(forecasts.read_bytes().replace(b'"status":"ok"', b'"status":"ko"', 1))

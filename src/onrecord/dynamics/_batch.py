@@ -18,20 +18,16 @@ import numpy as np
 from onrecord._canonical import to_portable
 from onrecord.dynamics._capture import (
     ForecastSpec,
-    ModelError,
     _sealed,
-    check_array,
     check_state_key,
-    numeric_array,
     plan_scope,
     prepared,
-    read_answer,
-    refuse_non_numbers,
     simulator_problem,
 )
 from onrecord.dynamics._envs import Coordinate
 from onrecord.dynamics._evidence import ForecastEvidence
 from onrecord.dynamics._protocol import Prediction, WorldModel
+from onrecord.dynamics._response import ModelError, check_array, numeric_array, read_answer
 from onrecord.errors import InputError, OnrecordError
 
 __all__ = ["batch_predictor", "capture_forecasts", "request_predictor"]
@@ -98,8 +94,11 @@ def batch_predictor(predict: BatchPredict | WorldModel) -> BatchPredict:
     if isinstance(predict, WorldModel):
         return predict.predict
     if not callable(predict):
+        members = ("model_id", "fit", "predict", "describe")
+        missing = [name for name in members if not hasattr(predict, name)]
+        hint = f" (a WorldModel also needs {missing})" if hasattr(predict, "predict") else ""
         raise InputError(
-            f"predict must be a WorldModel or a callable, got {type(predict).__name__}"
+            f"predict must be a WorldModel or a callable, got {type(predict).__name__}{hint}"
         )
     return predict
 
@@ -129,18 +128,19 @@ def _run_group(
     if actions.ndim == 1:  # zero actions
         actions = actions.reshape(len(records), 0)
     try:
-        mean, std, metadata = _answer(call, initial, actions, len(records), steps, dim)
+        mean, std, metadata, sampled = _answer(call, initial, actions, len(records), steps, dim)
     except ModelError as exc:
         error = {"type": "ModelError", "message": str(exc)}
         return [_sealed(r, "model_error", None, dict(error)) for r in records]
     return [
-        _row(r, mean[n], None if std is None else std[n], metadata) for n, r in enumerate(records)
+        _row(r, mean[n], None if std is None else std[n], metadata, sampled)
+        for n, r in enumerate(records)
     ]
 
 
 def _answer(
     call: BatchPredict, initial: np.ndarray, actions: np.ndarray, count: int, steps: int, dim: int
-) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
+) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any], bool]:
     try:
         answer = call(initial.copy(), actions.copy())
     except Exception as exc:
@@ -150,8 +150,11 @@ def _answer(
 
 def _read(
     answer: Any, count: int, steps: int, dim: int
-) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
+) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any], bool]:
+    """Mean, std, metadata, and whether the std is the spread of particles."""
+    sampled = False
     if isinstance(answer, Prediction):
+        sampled = answer.samples is not None
         answer = {"mean": answer.mean, "standard_deviation": answer.std}
     if not isinstance(answer, Mapping):
         raise ModelError(
@@ -163,6 +166,7 @@ def _read(
         raise ModelError(f"the model returned unknown fields {unknown}")
     if "samples" in answer and answer["samples"] is not None:
         mean, std = _from_samples(answer["samples"], count, steps, dim)
+        sampled = True
     elif "mean" in answer:
         mean = _batch_array(answer["mean"], count, steps, dim, "mean")
         raw = answer.get("standard_deviation")
@@ -173,7 +177,7 @@ def _read(
         metadata = to_portable(dict(answer.get("metadata") or {}), "$.metadata")
     except (OnrecordError, TypeError, ValueError) as exc:
         raise ModelError(f"metadata is not portable JSON: {exc}") from None
-    return mean, std, metadata
+    return mean, std, metadata, sampled
 
 
 def _batch_array(value: Any, count: int, steps: int, dim: int, name: str) -> np.ndarray:
@@ -189,8 +193,7 @@ def _batch_array(value: Any, count: int, steps: int, dim: int, name: str) -> np.
 def _from_samples(
     value: Any, count: int, steps: int, dim: int
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    samples = np.asarray(value, dtype=np.float64)
-    refuse_non_numbers(value, "samples")
+    samples = numeric_array(value, "samples")
     if samples.ndim != 4 or samples.shape[0] != count or samples.shape[2:] != (steps, dim):
         raise ModelError(
             f"samples has shape {list(samples.shape)}, expected [{count}, S, {steps}, {dim}]"
@@ -203,7 +206,11 @@ def _from_samples(
 
 
 def _row(
-    record: dict[str, Any], mean: np.ndarray, std: np.ndarray | None, metadata: dict[str, Any]
+    record: dict[str, Any],
+    mean: np.ndarray,
+    std: np.ndarray | None,
+    metadata: dict[str, Any],
+    sampled: bool,
 ) -> ForecastEvidence:
     steps, dim = mean.shape
     try:
@@ -211,7 +218,12 @@ def _row(
         if std is not None:
             check_array(std, steps, dim, "standard_deviation")
             if not (std > 0).all():
-                raise ModelError("standard_deviation must be positive everywhere")
+                if not sampled or not (std >= 0).all():
+                    raise ModelError("standard_deviation must be positive everywhere")
+                # Particles that agree exactly (a deterministic coordinate, a grid world's
+                # first step) are a point mass, which has no Gaussian density: the
+                # forecast keeps its mean, as with a single particle, instead of being lost.
+                std = None
     except ModelError as exc:
         return _sealed(record, "model_error", None, {"type": "ModelError", "message": str(exc)})
     response = {

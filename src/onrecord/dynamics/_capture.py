@@ -10,27 +10,21 @@ and the model is never called.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import orjson
 
 from onrecord._canonical import to_portable
-from onrecord._exceptions import exception_text, json_text
 from onrecord.dynamics._envs import Coordinate
 from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence
-from onrecord.errors import InputError, OnrecordError
+from onrecord.dynamics._response import ModelError, check_response, read_answer
+from onrecord.errors import InputError
 
 __all__ = ["ForecastSpec", "capture_forecast", "reference_states"]
 
 Predict = Callable[[dict[str, Any]], Any]
-_RESPONSE_KEYS = frozenset({"states", "standard_deviation", "metadata"})
 _SIMULATOR_PHASES = ("factory", "reset", "step", "cleanup")
-_T = TypeVar("_T")
-
-
-class ModelError(OnrecordError):
-    """Internal: the model's answer cannot be used; recorded, never raised to callers."""
 
 
 class ForecastSpec:
@@ -253,76 +247,6 @@ def plan_scope(episode: Any, planned_actions: Any, horizons: list[int]) -> tuple
     return plan, "planned"
 
 
-def check_response(response: Any, steps: int, dim: int) -> dict[str, Any]:
-    """The portable response, or ``ModelError`` saying what is wrong with it."""
-    if not isinstance(response, Mapping) or "states" not in response:
-        raise ModelError(
-            f"the model returned {type(response).__name__}, not a mapping with 'states'"
-        )
-    unknown = sorted(set(map(str, response)) - _RESPONSE_KEYS)
-    if unknown:
-        raise ModelError(
-            f"the model returned unknown fields {unknown}; allowed are {sorted(_RESPONSE_KEYS)}"
-        )
-    states = check_array(response["states"], steps, dim, "states")
-    std = response.get("standard_deviation")
-    deviations = None if std is None else check_array(std, steps, dim, "standard_deviation")
-    if deviations is not None and not (deviations > 0).all():
-        raise ModelError("standard_deviation must be positive everywhere")
-    try:
-        metadata = to_portable(dict(response.get("metadata") or {}), "$.metadata")
-    except (OnrecordError, TypeError, ValueError) as exc:
-        raise ModelError(f"metadata is not portable JSON: {exc}") from None
-    return {
-        "states": states.tolist(),
-        "metadata": metadata,
-        "standard_deviation": None if deviations is None else deviations.tolist(),
-    }
-
-
-def check_array(value: Any, steps: int, dim: int, name: str) -> np.ndarray:
-    """``value`` as a finite float array of shape ``[steps, dim]``."""
-    array = numeric_array(value, name)
-    if steps == 0 and array.size == 0:
-        array = array.reshape(0, dim)  # "[]" is the one vector per action of no actions
-    if array.shape != (steps, dim):
-        raise ModelError(
-            f"{name} has shape {list(array.shape)}; expected one vector of {dim} "
-            f"numbers per action, i.e. [{steps}, {dim}]"
-        )
-    if not np.isfinite(array).all():
-        raise ModelError(f"{name} holds non-finite values")
-    return array
-
-
-# NumPy converts text ("0.5", b"1"), booleans and datetimes to floats without a word;
-# none of them is a predicted number, so an answer holding them is the model's error.
-_NOT_NUMERIC = frozenset("USbMmV")
-
-
-def numeric_array(value: Any, name: str) -> np.ndarray:
-    """``value`` as a float64 array, refusing text, booleans and dates."""
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ModelError(f"{name} is not numeric: {exc}") from None
-    refuse_non_numbers(value, name)
-    return array
-
-
-def refuse_non_numbers(value: Any, name: str) -> None:
-    """``ModelError`` when ``value`` converted to floats only because NumPy parses text,
-    booleans and dates."""
-    dtype = value.dtype if isinstance(value, np.ndarray) else np.asarray(value).dtype
-    if dtype.kind in _NOT_NUMERIC:
-        raise ModelError(f"{name} is not numeric: it holds {dtype} values; return floats")
-
-
-def error_record(exc: BaseException) -> dict[str, str]:
-    """``{"type", "message"}`` of an exception (a model's ``__str__`` may be broken)."""
-    return {"type": json_text(type(exc).__name__), "message": exception_text(exc)[:2000]}
-
-
 def capture_forecast(
     episode: Any,
     predict: Predict,
@@ -377,19 +301,6 @@ def _call(predict: Predict, request: dict[str, Any], steps: int, dim: int) -> di
     if orjson.dumps(detached) != original:
         raise ModelError("the model mutated its request; copy it before changing it")
     return read_answer(check_response, answer, steps, dim)
-
-
-def read_answer(check: Callable[..., _T], answer: Any, *args: Any) -> _T:
-    """``check(answer, *args)``; any failure while reading the model's answer (a huge
-    int, an ``__array__`` or ``__getitem__`` that raises) is the model's, not the caller's."""
-    try:
-        return check(answer, *args)
-    except ModelError:
-        raise
-    except Exception as exc:
-        raise ModelError(
-            f"the model's answer could not be read: {type(exc).__name__}: {exc}"
-        ) from None
 
 
 def _sealed(

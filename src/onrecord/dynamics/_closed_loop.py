@@ -27,7 +27,7 @@ from onrecord.case import EvalCase
 from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._planners import Planner
 from onrecord.dynamics._protocol import WorldModel
-from onrecord.dynamics._references import capture_on
+from onrecord.dynamics._references import capture_on, native_action
 from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
 
 __all__ = ["CLOSED_LOOP_SCHEMA", "ClosedLoopRun", "load_runs", "run_closed_loop", "save_runs"]
@@ -93,7 +93,8 @@ def _run_once(
                 )
                 return "model error"
             predicted.append(choice.predicted_return)
-            _, _, terminated, truncated, _ = env.step(choice.action)
+            action = native_action(choice.action, env.action_space)
+            _, _, terminated, truncated, _ = env.step(action)
             if terminated or truncated:
                 return "ended"
         return "step budget used"

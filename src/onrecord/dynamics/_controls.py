@@ -11,6 +11,7 @@ h>=2 everywhere.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,12 @@ from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._evidence import ForecastEvidence
 from onrecord.dynamics._metrics import portable_number, wrap_angles
 from onrecord.dynamics._protocol import FloatArray
-from onrecord.dynamics._references import capture_plan, check_start_state, random_plan
+from onrecord.dynamics._references import (
+    capture_plan,
+    check_start_state,
+    fresh_action,
+    random_plan,
+)
 from onrecord.errors import InputError
 
 __all__ = ["EffectTable", "PairedReference", "capture_pairs", "effect_table"]
@@ -80,10 +86,11 @@ def capture_pairs(
         follow = random_plan(simulator, length - 1, rng)
         base_start, variant_start = list(start), list(start)
         if kind == "action":
-            base_plan = [simulator.actions[0], *follow]
-            variant_plan = [simulator.actions[1], *follow]
+            base_plan = [fresh_action(simulator, 0), *follow]
+            variant_plan = [fresh_action(simulator, 1), *copy.deepcopy(follow)]
         else:
-            base_plan = variant_plan = [simulator.actions[0], *follow]
+            base_plan = [fresh_action(simulator, 0), *follow]
+            variant_plan = copy.deepcopy(base_plan)  # one arm's plan is not the other's
             variant_start = [s + o for s, o in zip(start, offset or (), strict=True)]
         arm_seed = seed * 100_000 + n
         base = capture_plan(

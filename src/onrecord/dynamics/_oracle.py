@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._models import _check_inputs
 from onrecord.dynamics._protocol import FloatArray, Prediction, Transitions
+from onrecord.dynamics._references import native_action
 
 __all__ = ["OracleModel"]
 
@@ -60,7 +61,9 @@ class OracleModel:
         self.simulator.set_state(env, state)
         out = np.empty((len(actions), len(state)))
         for step, action in enumerate(actions):
-            env.step(np.asarray(action) if np.ndim(action) else int(action))
+            # In the space's own dtype, as the reference executed it: Pendulum computes in
+            # the torque's dtype, so a float64 torque gave other numbers (~1e-9 rad).
+            env.step(native_action(action, env.action_space) if np.ndim(action) else int(action))
             out[step] = np.asarray(env.state, dtype=np.float64)
         return out
 

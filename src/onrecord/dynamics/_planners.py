@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._protocol import FloatArray, WorldModel
+from onrecord.dynamics._references import fresh_action
 from onrecord.errors import CaptureError, InputError
 
 __all__ = [
@@ -116,7 +117,7 @@ def _choose(
     best = np.flatnonzero(scores >= scores.max() - 1e-12)
     pick = int(best[rng.integers(len(best))]) if len(best) > 1 else int(best[0])
     plan = tuple(int(i) for i in plans[pick])
-    return PlanChoice(simulator.actions[plan[0]], plan, float(returns[pick]))
+    return PlanChoice(fresh_action(simulator, plan[0]), plan, float(returns[pick]))
 
 
 def _check_length(length: int) -> None:

@@ -77,6 +77,7 @@ class Transitions:
         before: list[Any] = []
         acts: list[Any] = []
         after: list[Any] = []
+        episodes = list(episodes)
         for episode in episodes:
             previous = _state_vector(episode.initial.get("state"), state_key)
             for step in episode.transitions():
@@ -86,6 +87,15 @@ class Transitions:
                     acts.append(step["action"])
                     after.append(current)
                 previous = current
+        if not before:
+            # Otherwise the shape check below would report "(0,) and (0,)" arrays.
+            ended = sorted({str(getattr(e, "ended", None)) for e in episodes})
+            raise InputError(
+                f"the {len(episodes)} episodes hold no transition with an observed "
+                f"{state_key!r} vector before and after the action (they ended: "
+                f"{', '.join(ended) or 'no episodes given'}); check that they ran and that "
+                f"the observer returns {{{state_key!r}: [numbers]}}"
+            )
         return cls(
             np.asarray(before, dtype=np.float64),
             np.asarray(acts),

@@ -3,16 +3,26 @@ from a given internal state (``reset(options={"state": [...]})``)."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from onrecord.case import EvalCase
 from onrecord.dynamics._envs import Simulator
 from onrecord.errors import InputError
 
-__all__ = ["capture_on", "capture_plan", "check_start_state", "random_plan"]
+__all__ = [
+    "capture_on",
+    "capture_plan",
+    "check_plan",
+    "check_start_state",
+    "fresh_action",
+    "native_action",
+    "random_plan",
+]
 
 
 def random_plan(simulator: Simulator, length: int, rng: np.random.Generator) -> list[Any]:
@@ -21,7 +31,15 @@ def random_plan(simulator: Simulator, length: int, rng: np.random.Generator) -> 
     if isinstance(length, bool) or not isinstance(length, int | np.integer) or length < 0:
         raise InputError(f"length must be a whole number of actions >= 0, got {length!r}")
     picks = rng.integers(0, len(simulator.actions), length)
-    return [simulator.actions[int(i)] for i in picks]
+    return [fresh_action(simulator, int(i)) for i in picks]
+
+
+def fresh_action(simulator: Simulator, index: int) -> Any:
+    """``simulator.actions[index]``, as a copy when it is a (Box) list: handing out the
+    simulator's own list let ``plan[0][0] *= 0.5`` change the action set of every later
+    plan, planner and control of that simulator."""
+    action = simulator.actions[index]
+    return copy.deepcopy(action) if isinstance(action, list) else action
 
 
 def capture_plan(
@@ -40,11 +58,11 @@ def capture_plan(
     """
     actions = list(plan)
     check_start_state(simulator, start_state)
+    check_plan(simulator, actions)
 
     def interact(env: Any, observation: Any, info: Any) -> str:
         for action in actions:
-            native = np.asarray(action, dtype=np.float32) if isinstance(action, list) else action
-            _, _, terminated, truncated, _ = env.step(native)
+            _, _, terminated, truncated, _ = env.step(native_action(action, env.action_space))
             if terminated or truncated:
                 return "ended"
         return "plan complete"
@@ -59,6 +77,51 @@ def capture_plan(
     return capture_on(
         simulator, interact, case=case, seed=seed, max_steps=max(len(actions), 1), options=options
     )
+
+
+def native_action(action: Any, space: Any) -> Any:
+    """How a plan's action is sent to the environment: a Box action (a list or array of
+    numbers) as an array of the space's dtype. A plain list makes Gymnasium warn on every
+    step, and a float64 array is not in a float32 Box at all. Other actions are unchanged.
+    """
+    if isinstance(space, gym.spaces.Box) and _array_like(action):
+        return np.asarray(action, dtype=space.dtype)
+    return action
+
+
+def check_plan(simulator: Simulator, actions: Sequence[Any]) -> None:
+    """``InputError`` for a Box action its space's dtype cannot hold exactly (0.1 in a
+    float32 Box): executed, it would be rounded, the episode would record the rounded
+    numbers, and the plan would no longer match what was executed, so
+    ``capture_forecast(planned_actions=plan)`` would refuse it."""
+    if not any(_array_like(action) for action in actions):
+        return
+    try:
+        env = simulator.make()
+        space = env.action_space
+        env.close()
+    except Exception:  # the capture records a failing environment as its setup error
+        return
+    if not isinstance(space, gym.spaces.Box) or space.dtype is None or space.dtype.kind != "f":
+        return
+    for index, action in enumerate(actions):
+        try:
+            values = np.asarray(action, dtype=np.float64)
+        except (TypeError, ValueError):
+            continue  # not numbers: the environment refuses it as an invalid action
+        executed = values.astype(space.dtype).astype(np.float64)
+        if not np.array_equal(executed, values, equal_nan=True):
+            raise InputError(
+                f"action {index} of the plan, {values.tolist()!r:.80}, is not exactly a "
+                f"{space.dtype} number: it would be executed, and recorded, as "
+                f"{executed.tolist()!r:.80}, which no longer matches the plan; round the "
+                f"plan (or the Simulator's actions) first, e.g. "
+                f"np.asarray(action, dtype=np.{space.dtype}), and forecast that plan"
+            )
+
+
+def _array_like(action: Any) -> bool:
+    return isinstance(action, list | tuple | np.ndarray) and np.ndim(action) > 0
 
 
 def check_start_state(simulator: Simulator, start_state: Any, name: str = "start_state") -> None:

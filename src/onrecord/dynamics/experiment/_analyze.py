@@ -8,6 +8,7 @@ No model and no simulator is called.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +71,13 @@ def _check_protocol(saved: Any, expected: Any, where: str = "protocol.json") -> 
             _check_protocol(item, expected[0], f"{where}[{index}]")
 
 
-def replay(root: Path) -> dict[str, Any]:
+def replay(root: str | os.PathLike[str]) -> dict[str, Any]:
     """Verify a run directory and return its recomputed tables (equal to the saved ones)."""
+    # A str as well as a Path, as run_experiment takes it (a str raised a TypeError).
+    return _replay(Path(root))
+
+
+def _replay(root: Path) -> dict[str, Any]:
     files = verify_manifest(root)
     protocol = read_json(root / "protocol.json")
     _check_protocol(protocol, build_protocol(smoke=protocol.get("smoke") is True))
