@@ -69,7 +69,10 @@ def test_report_renders_and_matches_its_json(remittance_run: Path, tmp_path: Pat
         assert float(shown["pass_rate"]) == check["pass_rate"]
     # The script rendered the first failing episode's detail view from the data.
     first = next(e for e in data["episodes"] if e["outcome"] != "pass")
-    view = re.search(r'<div id="episode-view" data-episode="([^"]+)">(.*?)</div>', dom, re.S)
+    # The view is the last element of its section (long text in it holds <div>s too).
+    view = re.search(
+        r'<div id="episode-view" data-episode="([^"]+)">(.*?)</div></section>', dom, re.S
+    )
     assert view
     assert view.group(1) == f"{first['case_id']}#{first['repeat']}"
     detail = view.group(2)

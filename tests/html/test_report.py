@@ -12,7 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from onrecord.html import report_data, write_comparison, write_report
-from onrecord.html._page import embed_json
+from onrecord.html._page import (
+    NAME_CHARS,
+    TEXT_CHARS,
+    TEXT_LINES,
+    embed_json,
+    esc,
+    long_text,
+)
 from onrecord.report import EvaluationReport
 from onrecord.runner import plan_run, start_run
 from tests.runner.conftest import onrecord
@@ -105,6 +112,44 @@ def test_hostile_text_cannot_break_out_of_the_page(tmp_path: Path) -> None:
     assert "<img src=x" not in page
     assert page.count("<script") == 2
     assert _embedded(page)["tasks"][0]["case_id"] == hostile
+
+
+class _Tags(HTMLParser):
+    """The elements of a fragment, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+
+
+@given(st.text(max_size=700))
+def test_long_text_keeps_every_character_as_text(value: str) -> None:
+    parser = _Tags()
+    parser.feed(long_text(value))
+    parser.close()
+    full = esc(value)
+    if len(value) <= TEXT_CHARS and value.count("\n") < 6:
+        assert long_text(value) == full  # short text is as before
+        return
+    # Before: the whole message inline. Now its first part, then all of it.
+    assert parser.tags == ["details", "summary", "span", "span", "span", "div"]
+    assert long_text(value).endswith(f'<div class="full">{full}</div></details>')
+
+
+def test_long_text_markup_is_text_and_the_script_agrees_on_the_limits() -> None:
+    hostile = "x" * 400 + "</details><script>alert(1)</script>"
+    shown = long_text(hostile)
+    assert "<script>" not in shown
+    assert shown.count("</details>") == 1
+    # report.js renders the episode view with the same limits as the page's tables.
+    from onrecord.html._script import EPISODE_SCRIPT
+
+    assert f"TEXT = {TEXT_CHARS}, NAME = {NAME_CHARS}, VALUE = 160, LINES = {TEXT_LINES};" in (
+        EPISODE_SCRIPT
+    )
 
 
 @given(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from onrecord.runner import (
     regrade_run,
     start_run,
 )
+from onrecord.runner._job import EpisodeJob, JobResult
 from tests.runner.conftest import onrecord
 
 HERE = "tests.runner.test_compare_runs_probe"
@@ -76,12 +78,20 @@ def _measure(run: Path, name: str) -> list[float]:
     return [float(r["trial"]["measures"][name]) for r in records]
 
 
+class _LastFirst(ProcessPoolExecutor):
+    """A pool whose results reach the store last first: the pool's own completion order
+    is usually shuffled, but not always (one worker may finish every chunk in turn)."""
+
+    def run(self, jobs: Sequence[EpisodeJob]) -> Iterator[JobResult]:
+        yield from reversed(list(super().run(jobs)))
+
+
 @pytest.fixture(scope="module")
 def two_agents(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("agents")
     seeds = list(range(40))
     start_run(root / "a", plan_run("frozenlake", f"{HERE}:coin_a", seeds=seeds))
-    with ProcessPoolExecutor(2, chunk_size=3) as pool:
+    with _LastFirst(2, chunk_size=3) as pool:
         start_run(root / "b", plan_run("frozenlake", f"{HERE}:coin_b", seeds=seeds), executor=pool)
     return root / "a", root / "b"
 

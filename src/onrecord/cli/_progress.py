@@ -1,4 +1,5 @@
-"""The progress bar of ``onrecord run``: episodes done, rate, failures so far."""
+"""Progress on stderr: the bar of ``onrecord run`` (episodes done, rate, failures so far)
+and the steps of ``onrecord worldmodel run``; plain lines where no bar is drawn."""
 
 from __future__ import annotations
 
@@ -17,11 +18,37 @@ from rich.progress import (
 from onrecord.runner import JobResult
 from onrecord.runner import Progress as RunProgress
 
-__all__ = ["BarProgress"]
+__all__ = ["BarProgress", "StepProgress"]
 
 
 LINE_INTERVAL = 10.0
 """Seconds between the plain progress lines written where no bar is drawn."""
+
+
+def _live(console: Console) -> bool:
+    """Whether ``console`` redraws a bar: a terminal that is not ``TERM=dumb``."""
+    return console.is_terminal and not console.is_dumb_terminal
+
+
+class _Lines:
+    """The plain lines written instead of a bar (a CI log, a file, ``TERM=dumb``): text
+    without markup or control characters, and at most one every ``LINE_INTERVAL``
+    seconds unless the caller has a reason (a start, an end)."""
+
+    def __init__(self, console: Console, *, enabled: bool) -> None:
+        self.console = console
+        self.enabled = enabled and not _live(console)
+        self.last = time.perf_counter()
+
+    def due(self) -> bool:
+        """Whether ``LINE_INTERVAL`` seconds have passed since the last line."""
+        return time.perf_counter() - self.last >= LINE_INTERVAL
+
+    def write(self, text: str) -> None:
+        if not self.enabled:
+            return
+        self.last = time.perf_counter()
+        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 class BarProgress(RunProgress):
@@ -35,9 +62,8 @@ class BarProgress(RunProgress):
         self.console = console
         self.failed = self.incomplete = self.errors = self.done_now = 0
         self.total = self.done_before = 0
-        self._started = self._last_line = time.perf_counter()
-        live = console.is_terminal and not console.is_dumb_terminal
-        self._lines = enabled and not live
+        self._started = time.perf_counter()
+        self._lines = _Lines(console, enabled=enabled)
         self._bar = Progress(
             TextColumn("[bold]episodes"),
             BarColumn(),
@@ -50,13 +76,13 @@ class BarProgress(RunProgress):
             TimeElapsedColumn(),
             TimeRemainingColumn(),
             console=console,
-            disable=not enabled or not live,
+            disable=not enabled or not _live(console),
             transient=False,
         )
         self._task = self._bar.add_task("run", total=0, rate="-", failed=0, incomplete=0, errors=0)
 
     def start(self, total: int, done: int) -> None:
-        self._started = self._last_line = time.perf_counter()
+        self._started = self._lines.last = time.perf_counter()
         self.total, self.done_before = total, done
         self._bar.update(self._task, total=total, completed=done)
         self._bar.start()
@@ -78,20 +104,14 @@ class BarProgress(RunProgress):
             incomplete=self.incomplete,
             errors=self.errors,
         )
-        if time.perf_counter() - self._last_line >= LINE_INTERVAL:
+        if self._lines.due():
             self._line()
 
     def _line(self) -> None:
-        if not self._lines:
-            return
-        self._last_line = time.perf_counter()
-        self.console.print(
+        self._lines.write(
             f"episodes {self.done_before + self.done_now}/{self.total} · {self.rate:.1f} ep/s "
             f"· failed {self.failed} · incomplete {self.incomplete} · errors {self.errors} "
-            f"· {self.elapsed:.0f} s",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
+            f"· {self.elapsed:.0f} s"
         )
 
     @property
@@ -107,3 +127,52 @@ class BarProgress(RunProgress):
     def stop(self) -> None:
         self._bar.stop()
         self._line()
+
+
+class StepProgress:
+    """Progress of a command made of ``total`` named steps (``onrecord worldmodel run``):
+    a transient bar on a terminal. Where no bar is drawn (a CI log, a file, ``TERM=dumb``)
+    a plain line ``NAME 5/17 · heldout forecasts done · 3 s`` after the first step, at
+    most one every ``LINE_INTERVAL`` seconds, and one after the last step (or the step
+    reached when stopped early): before, such a log stayed silent until the results."""
+
+    def __init__(self, console: Console, name: str, total: int, *, enabled: bool = True) -> None:
+        self.name, self.total = name, total
+        self.done = self._shown = 0
+        self.label = ""
+        self._started = time.perf_counter()
+        self._lines = _Lines(console, enabled=enabled)
+        self._bar = Progress(
+            console=console, transient=True, disable=not enabled or not _live(console)
+        )
+        self._task = self._bar.add_task(name, total=total)
+
+    def __enter__(self) -> StepProgress:
+        self._started = self._lines.last = time.perf_counter()
+        self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def step(self, label: str) -> None:
+        """One step, ``label``, is done."""
+        self.done += 1
+        self.label = label
+        self._bar.update(self._task, advance=1, description=label)
+        if self._shown == 0 or self.done >= self.total or self._lines.due():
+            self._line()
+
+    def stop(self) -> None:
+        """Remove the bar; a last line when the log has not shown the step reached."""
+        self._bar.stop()
+        if self.done > self._shown:
+            self._line()
+
+    def _line(self) -> None:
+        self._shown = self.done
+        # A step more than planned reads 18/18, not 18/17.
+        self._lines.write(
+            f"{self.name} {self.done}/{max(self.total, self.done)} · {self.label} done · "
+            f"{time.perf_counter() - self._started:.0f} s"
+        )

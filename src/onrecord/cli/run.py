@@ -30,6 +30,7 @@ from onrecord.runner import (
 from onrecord.runner._config import split_names
 from onrecord.runner._lock import LOCK_NAME
 from onrecord.runner._protocol import tasks_from
+from onrecord.runner._timeout import parse_timeout
 
 __all__ = ["config_from_args", "register"]
 
@@ -56,6 +57,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("-r", "--repeats", type=int, help="repeats per task and seed")
     parser.add_argument("-s", "--seeds", help="seeds: 0,1,2 or 0-9 (default 0)")
     parser.add_argument("--max-steps", type=int, help="most actions per episode")
+    parser.add_argument(
+        "--episode-timeout",
+        metavar="SECONDS",
+        help="stop an episode still running after SECONDS; it is not recorded and a resume "
+        "retries it (default: no limit; on --resume: the run's)",
+    )
     parser.add_argument(
         "--checks",
         action="append",
@@ -107,6 +114,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         workers=args.workers,
         address=args.address,
         out=args.out,
+        episode_timeout=parse_timeout(args.episode_timeout, "--episode-timeout"),
     )
     return base.merged(flags)
 
@@ -189,10 +197,15 @@ def run(args: argparse.Namespace) -> int:
     progress = BarProgress(errors, enabled=not args.no_progress)
     try:
         with executor:
+            limit = config.episode_timeout  # on resume, None keeps the run's own
             if args.resume or expect is None:
-                result = resume_run(out, expect=expect, executor=executor, progress=progress)
+                result = resume_run(
+                    out, expect=expect, executor=executor, progress=progress, episode_timeout=limit
+                )
             else:
-                result = start_run(out, expect, executor=executor, progress=progress)
+                result = start_run(
+                    out, expect, executor=executor, progress=progress, episode_timeout=limit
+                )
     except KeyboardInterrupt:
         errors.print(
             f"interrupted; finished episodes are saved: `onrecord run --resume "
@@ -306,11 +319,12 @@ def _summary(
     for notice in result.notices:
         console.print(f"[yellow]repaired:[/] {literal(notice)}")
     recorded = len(result.report.trials)
+    limit = "" if result.episode_timeout is None else f", {result.episode_timeout:g} s per episode"
     console.print(
         f"[bold]run[/] {literal(result.store.run_id)} → {literal(result.store.path)}  "
         f"{recorded}/{result.expected} episodes recorded "
         f"({result.recorded_now} now, {progress.rate:.1f} ep/s, {executor} × "
-        f"{workers})"
+        f"{workers}{limit})"
     )
     render_report(console, result.report)
     render_decision(console, result.decision)

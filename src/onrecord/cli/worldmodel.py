@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
+from onrecord.cli._progress import StepProgress
 from onrecord.cli._render import emit, make_console
 
 __all__ = ["register"]
@@ -44,6 +44,11 @@ def register(subparsers: Any) -> None:
         help="new or empty directory for protocol, evidence, reports, plots",
     )
     run.add_argument("--smoke", action="store_true", help="small sizes (seconds, for CI)")
+    run.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (nor the plain progress lines written when stderr is not a terminal)",
+    )
     run.set_defaults(func=_run)
     analyze = commands.add_parser(
         "analyze",
@@ -61,15 +66,14 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     from onrecord.dynamics.experiment import run_experiment
 
-    console = Console(stderr=True)
+    progress = StepProgress(
+        Console(stderr=True), "world-model steps", _STEPS_FULL, enabled=not args.no_progress
+    )
     try:
-        with Progress(console=console, transient=True) as progress:
-            bar = progress.add_task("world-model experiment", total=_STEPS_FULL)
-
-            def step(label: str) -> None:
-                progress.update(bar, advance=1, description=label)
-
-            tables = run_experiment(args.output_dir, smoke=args.smoke, step=step)
+        # On a terminal a bar; in a CI log or a file, plain lines (before: nothing at all
+        # until the tables, so a long run looked hung).
+        with progress:
+            tables = run_experiment(args.output_dir, smoke=args.smoke, step=progress.step)
     except KeyboardInterrupt:
         # Plain print, named like every other command's message (rich wrapped it at 80
         # columns in a CI log, without saying which command was interrupted).

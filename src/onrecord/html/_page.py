@@ -9,7 +9,26 @@ from typing import Any
 
 import orjson
 
-__all__ = ["attr", "cell", "document", "embed_json", "esc", "fixed", "percent", "table"]
+__all__ = [
+    "NAME_CHARS",
+    "TEXT_CHARS",
+    "attr",
+    "cell",
+    "document",
+    "embed_json",
+    "esc",
+    "fixed",
+    "long_text",
+    "percent",
+    "table",
+]
+
+TEXT_CHARS = 300
+"""Characters of a long message (a check's reason, a finding) shown before "show all"."""
+NAME_CHARS = 120
+"""Characters of a long name (a task id, a check name) shown before "show all"."""
+TEXT_LINES = 6
+"""Lines of a long message shown before "show all" (``report.js`` uses the same)."""
 
 CSS = """
 :root{--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--muted:#57606a;--line:#d0d7de;
@@ -35,7 +54,15 @@ tr.selected td{background:#fff8c5}.episodes tr{cursor:pointer}
 del{color:var(--bad)}ins{color:var(--ok);text-decoration:none}
 input[type=search]{padding:.3rem;width:20rem;max-width:100%}.svg-chart{max-width:100%}
 td.tag{overflow-wrap:normal;white-space:nowrap}.scroll{overflow-x:auto}
+.msg,.long .preview,.long .full{white-space:pre-wrap;overflow-wrap:anywhere}
+details.long>summary{cursor:pointer;list-style:none}
+details.long>summary::-webkit-details-marker{display:none}
+details.long>summary::before{content:"\\25B8\\A0"}
+details.long[open]>summary::before{content:"\\25BE\\A0"}
+details.long[open] .preview,details.long[open] .show{display:none}
+.long .full{max-height:24em;overflow:auto}
 @media print{body{max-width:none;padding:0}input[type=search]{display:none}
+.long .full{max-height:none;overflow:visible}
 .badge,.decision,tr.created td,tr.deleted td{print-color-adjust:exact;
 -webkit-print-color-adjust:exact}
 .decision,tr,figure,svg{break-inside:avoid}h2,h3{break-after:avoid}}
@@ -92,11 +119,33 @@ def percent(value: float | None) -> str:
     return fixed(value, 1, scale=100.0, suffix="%")
 
 
-def cell(text: Any, *, css: str = "", data: dict[str, Any] | None = None) -> str:
+def long_text(value: Any, limit: int = TEXT_CHARS) -> str:
+    """Escaped text that, when longer than ``limit`` characters or ``TEXT_LINES`` lines,
+    shows its first part and all of it on request (``<details>``): a message of thousands
+    of characters no longer fills the screen, and none of it is cut off. The same markup
+    as ``long`` in ``report.js``."""
+    text = "" if value is None else str(value)
+    lines = text.count("\n") + 1
+    if len(text) <= limit and lines <= TEXT_LINES:
+        return esc(text)
+    head = "\n".join(text.split("\n", TEXT_LINES)[:TEXT_LINES])[:limit]
+    return (
+        f'<details class="long"><summary><span class="preview">{esc(head)}…</span> '
+        f'<span class="meta">(<span class="show">show all, </span>{len(text)} characters, '
+        f"{lines} line{'s' if lines > 1 else ''})</span></summary>"
+        f'<div class="full">{esc(text)}</div></details>'
+    )
+
+
+def cell(
+    text: Any, *, css: str = "", data: dict[str, Any] | None = None, limit: int | None = None
+) -> str:
     """One ``<td>`` with optional class and ``data-*`` attributes (raw values for tests
-    and scripts, the text for people)."""
+    and scripts, the text for people); text longer than ``limit`` characters shows its
+    first part and all of it on request (``long_text``)."""
     attributes = "".join(f' data-{attr(k)}="{attr(v)}"' for k, v in (data or {}).items())
-    return f'<td class="{esc(css)}"{attributes}>{esc(text)}</td>'
+    content = esc(text) if limit is None else long_text(text, limit)
+    return f'<td class="{esc(css)}"{attributes}>{content}</td>'
 
 
 def table(

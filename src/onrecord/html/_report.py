@@ -7,7 +7,18 @@ from typing import Any
 
 import orjson
 
-from onrecord.html._page import attr, cell, document, esc, fixed, percent, table
+from onrecord.html._page import (
+    NAME_CHARS,
+    TEXT_CHARS,
+    attr,
+    cell,
+    document,
+    esc,
+    fixed,
+    long_text,
+    percent,
+    table,
+)
 from onrecord.html._script import EPISODE_SCRIPT
 from onrecord.html._svg import horizon_chart, interval_chart
 
@@ -59,7 +70,9 @@ def _config(config: Mapping[str, Any]) -> str:
 
 def _decision(data: Mapping[str, Any]) -> str:
     decision = data["decision"]
-    findings = "".join(f"<li>{esc(item)}</li>" for item in data["findings"])
+    # A finding names checks and tasks, a reason what the policy saw: either can run to
+    # thousands of characters, shown in part and in full on request.
+    findings = "".join(f"<li>{long_text(item)}</li>" for item in data["findings"])
     if decision is None:
         badge = '<span class="badge indeterminate" id="decision">no policy</span>'
         reasons = "<p>This report file has no decision next to it; run `onrecord gate`.</p>"
@@ -72,7 +85,7 @@ def _decision(data: Mapping[str, Any]) -> str:
         shown, more = decision["reasons"][:_REASONS], len(decision["reasons"]) - _REASONS
         reasons = (
             '<ul id="reasons">'
-            + "".join(f"<li>{esc(r)}</li>" for r in shown)
+            + "".join(f"<li>{long_text(r)}</li>" for r in shown)
             + (f'<li class="meta">… {more} more, in decision.json</li>' if more > 0 else "")
             + "</ul>"
             if shown
@@ -102,7 +115,7 @@ def _checks(data: Mapping[str, Any]) -> str:
     checks = data["summary"]["checks"]
     rows = [
         f'<tr data-check="{attr(c["name"])}">'
-        + cell(c["name"])
+        + cell(c["name"], limit=NAME_CHARS)
         + cell(data["versions"].get(c["name"], ""))
         + cell(c["passed"], css="num", data={"field": "passed", "value": c["passed"]})
         + cell(c["failed"], css="num", data={"field": "failed", "value": c["failed"]})
@@ -169,13 +182,13 @@ def _pass_hat_k(data: Mapping[str, Any]) -> str:
 def _tasks(data: Mapping[str, Any]) -> str:
     rows = [
         f'<tr data-task="{attr(t["case_id"])}">'
-        + cell(t["case_id"])
+        + cell(t["case_id"], limit=NAME_CHARS)
         + cell(t["episodes"], css="num")
         + cell(t["pass"], css="num pass")
         + cell(t["fail"], css="num fail")
         + cell(t["incomplete"], css="num incomplete")
         + cell(percent(t["pass_rate"]), css="num", data={"value": t["pass_rate"]})
-        + cell(", ".join(t["failing_checks"]))
+        + cell(", ".join(t["failing_checks"]), limit=TEXT_CHARS)
         + "</tr>"
         for t in data["tasks"]
     ]
@@ -203,13 +216,16 @@ def _episodes(data: Mapping[str, Any]) -> str:
         # Keyboard users reach and open an episode like a button (Enter or Space).
         f'<tr data-index="{index}" data-key="{attr(e["case_id"])}#{e["repeat"]}" '
         'tabindex="0" aria-controls="episode-view">'
-        + cell(e["case_id"])
+        + cell(e["case_id"], limit=NAME_CHARS)
         + cell(e["repeat"], css="num")
         + cell(e["seed"], css="num")
         # One-word outcomes stay whole ("terminat|ed" when a long task name took the room).
         + cell(e["outcome"], css=f"tag {e['outcome']}")
         + cell(e["ended"], css="tag")
-        + cell(", ".join(r["name"] for r in e["results"] if r["status"] != "pass"))
+        + cell(
+            ", ".join(r["name"] for r in e["results"] if r["status"] != "pass"),
+            limit=TEXT_CHARS,
+        )
         + "</tr>"
         for index, e in enumerate(episodes)
     ]

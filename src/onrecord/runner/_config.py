@@ -19,6 +19,7 @@ from onrecord.case import EvalCase
 from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy
 from onrecord.runner._protocol import MAX_EPISODES, MAX_SEED
+from onrecord.runner._timeout import check_timeout
 
 __all__ = ["RunConfig", "load_config", "load_tasks", "parse_seeds", "split_names"]
 
@@ -38,6 +39,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "workers": (int,),
     "address": (str,),
     "out": (str,),
+    "episode_timeout": (float, int),
 }
 
 
@@ -60,6 +62,8 @@ class RunConfig:
     workers: int | None = None
     address: str | None = None
     out: str | None = None
+    episode_timeout: float | None = None
+    """Seconds an episode may take (not part of the protocol: a resume may change it)."""
 
     def merged(self, overrides: RunConfig) -> RunConfig:
         """This config with every field ``overrides`` sets replaced; the environment
@@ -159,7 +163,7 @@ def load_config(path: str | Path) -> RunConfig:
         )
     for key, value in data.items():
         if not isinstance(value, _TYPES[key]) or isinstance(value, bool):
-            expected = " or ".join(_TYPE_NAMES[t] for t in _TYPES[key])
+            expected = _EXPECTED.get(key) or " or ".join(_TYPE_NAMES[t] for t in _TYPES[key])
             raise InputError(f"{source}: {key} must be {expected}, got {value!r}")
     for key in ("tasks", "checks"):
         if isinstance(data.get(key), list) and not all(isinstance(i, str) for i in data[key]):
@@ -194,6 +198,7 @@ def split_names(value: str | list[str], where: str) -> list[str]:
 
 
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table"}
+_EXPECTED = {"episode_timeout": "a number of seconds (e.g. 300 or 2.5; leave it out for no limit)"}
 
 
 def _normalized(data: dict[str, Any], source: Path) -> RunConfig:
@@ -203,6 +208,10 @@ def _normalized(data: dict[str, Any], source: Path) -> RunConfig:
             values[key] = split_names(values[key], f"{source}: {key}")
     if "seeds" in values:
         values["seeds"] = parse_seeds(values["seeds"], f"{source}: seeds")
+    if "episode_timeout" in values:
+        values["episode_timeout"] = check_timeout(
+            values["episode_timeout"], f"{source}: episode_timeout"
+        )
     for key in ("tasks_file", "out", "policy"):
         if isinstance(values.get(key), str):
             if not values[key].strip():

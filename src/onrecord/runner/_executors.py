@@ -10,12 +10,16 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
-from collections.abc import Iterator, Sequence
+import shutil
+import tempfile
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from onrecord.errors import InputError
 from onrecord.runner._job import EpisodeJob, JobResult, run_chunk
+from onrecord.runner._timeout import marker_key, start_pool_worker, take_markers
 
 __all__ = [
     "EXECUTORS",
@@ -113,12 +117,19 @@ class ProcessPoolExecutor(Executor):
             raise InputError(f"workers must be a positive integer, got {workers!r}")
         self.workers = workers
         self.chunk_size = chunk_size
+        # Where a worker ended by the episode timeout's watchdog leaves word of it;
+        # removed by close(), or when the executor is dropped unclosed.
+        self._notes = tempfile.mkdtemp(prefix="onrecord-timeouts-")
+        self._remove_notes = weakref.finalize(self, shutil.rmtree, self._notes, True)
         self._pool = self._new_pool()
         self._stopped = False
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
         return cf.ProcessPoolExecutor(
-            max_workers=self.workers, mp_context=multiprocessing.get_context("spawn")
+            max_workers=self.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=start_pool_worker,
+            initargs=(self._notes,),
         )
 
     def run(self, jobs: Sequence[EpisodeJob]) -> Iterator[JobResult]:
@@ -141,17 +152,20 @@ class ProcessPoolExecutor(Executor):
                         results = future.result()
                     except BrokenProcessPool:
                         broken = True
-                        yield from chunk.lost(retries)
+                        yield from chunk.lost(retries, self._timed_out)
                         continue
                     yield from results
                 if broken:  # every chunk still in flight died with the pool
                     for chunk in pending.values():
-                        yield from chunk.lost(retries)
+                        yield from chunk.lost(retries, self._timed_out)
                     pending.clear()
                     self._restart()
         finally:
             if pending:  # interrupted (Ctrl-C, an error while appending)
                 self._stop_workers()
+
+    def _timed_out(self, names: Sequence[str]) -> dict[str, str]:
+        return take_markers(self._notes, names)
 
     def _restart(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=not self._stopped)
@@ -199,6 +213,7 @@ class ProcessPoolExecutor(Executor):
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=not self._stopped)
+        self._remove_notes()
 
 
 @dataclass(frozen=True)
@@ -207,13 +222,22 @@ class _Chunk:
     alone: bool
     """Run by itself after a worker died: if its worker dies too, this job killed it."""
 
-    def lost(self, retries: list[EpisodeJob]) -> Iterator[JobResult]:
-        """The worker running this chunk died: the job that killed it is an error, any
+    def lost(
+        self, retries: list[EpisodeJob], timed_out: Callable[[Sequence[str]], dict[str, str]]
+    ) -> Iterator[JobResult]:
+        """The worker running this chunk died: a job whose time limit's watchdog ended
+        it (``timed_out`` reads their notes) or the job that killed it is an error, any
         other is queued to run again, alone."""
+        names = {marker_key(job.context.run_id, *job.key): job for job in self.jobs}
+        notes = timed_out(list(names)) if any(j.context.episode_timeout for j in self.jobs) else {}
+        for name, message in notes.items():
+            job = names[name]
+            yield JobResult(job.key[0], job.repeat, error=message)
+        rest = [job for name, job in names.items() if name not in notes]
         if not self.alone:
-            retries.extend(self.jobs)
+            retries.extend(rest)
             return
-        yield from self.failed(
+        yield from _Chunk(rest, alone=True).failed(
             "the worker process running this episode died (os._exit, a signal or out of "
             "memory); a resume retries it"
         )

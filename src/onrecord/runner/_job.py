@@ -8,6 +8,7 @@ parent does no per-episode serialization.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import traceback
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,7 @@ from onrecord.episode import EPISODE_SCHEMA, OutcomeCheck
 from onrecord.errors import InputError
 from onrecord.runner._provider import EnvironmentProvider, EpisodeOutput, EpisodeSpec
 from onrecord.runner._registry import EnvironmentRef, build_provider, load_agent, load_checks
+from onrecord.runner._timeout import TimedOut, marker_key, run_limited
 
 __all__ = [
     "EPISODE_RECORD_SCHEMA",
@@ -56,6 +58,9 @@ class RunContext:
     """Most actions per episode."""
     options: Mapping[str, Any] | None = None
     """Reset options."""
+    episode_timeout: float | None = None
+    """Seconds an episode (run and grade) may take before it is stopped and not recorded
+    (None: no limit). Not part of the protocol: it never changes a recorded episode."""
 
 
 @dataclass(frozen=True)
@@ -108,13 +113,7 @@ _CACHE: dict[str, tuple[EnvironmentProvider, Any, list[OutcomeCheck]]] = {}
 def _resolved(context: RunContext) -> tuple[EnvironmentProvider, Any, list[OutcomeCheck]]:
     # Built once per worker process: the provider may hold an expensive template (a
     # snapshot database) that each episode copies.
-    key = content_digest(
-        {
-            "environment": context.environment.to_dict(),
-            "agent": context.agent,
-            "checks": list(context.checks),
-        }
-    )
+    key = _cache_key(context)
     if key not in _CACHE:
         provider = build_provider(context.environment)
         checks = load_checks(provider, context.checks)
@@ -129,8 +128,42 @@ def _resolved(context: RunContext) -> tuple[EnvironmentProvider, Any, list[Outco
     return _CACHE[key]
 
 
+def _cache_key(context: RunContext) -> str:
+    return content_digest(
+        {
+            "environment": context.environment.to_dict(),
+            "agent": context.agent,
+            "checks": list(context.checks),
+        }
+    )
+
+
 def run_job(job: EpisodeJob) -> JobResult:
-    """Run, grade and serialize one episode. Harness failures come back as ``error``."""
+    """Run, grade and serialize one episode. Harness failures come back as ``error``, and
+    so does an episode stopped by the run's ``episode_timeout``."""
+    limit = job.context.episode_timeout
+    if limit is None:
+        return _run_job(job)
+    case_id, repeat = job.key
+    outcome = run_limited(
+        limit, lambda: _run_job(job), marker_key(job.context.run_id, case_id, repeat)
+    )
+    if isinstance(outcome, TimedOut):
+        # Stopped anywhere, perhaps mid-reset of a reused tool world: the next episode
+        # gets a provider (and agent) built afresh.
+        _forget(job.context)
+        return JobResult(case_id, repeat, error=outcome.message)
+    return outcome
+
+
+def _forget(context: RunContext) -> None:
+    entry = _CACHE.pop(_cache_key(context), None)
+    if entry is not None:  # a world left mid-call may refuse to close: dropped anyway
+        with contextlib.suppress(Exception):
+            entry[0].close()
+
+
+def _run_job(job: EpisodeJob) -> JobResult:
     case_id, repeat = job.key
     try:
         provider, agent, checks = _resolved(job.context)

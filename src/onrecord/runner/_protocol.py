@@ -104,8 +104,9 @@ class RunProtocol:
         """The policy object."""
         return AcceptancePolicy.from_dict(self.policy)
 
-    def context(self, run_id: str) -> RunContext:
-        """The settings every job shares."""
+    def context(self, run_id: str, *, episode_timeout: float | None = None) -> RunContext:
+        """The settings every job shares (the time limit is the run's, not the protocol's:
+        it never changes what a recorded episode holds)."""
         return RunContext(
             run_id,
             self.environment,
@@ -114,12 +115,13 @@ class RunProtocol:
             dict(self.check_versions),
             self.max_steps,
             self.options,
+            episode_timeout,
         )
 
-    def jobs(self, run_id: str) -> list[EpisodeJob]:
+    def jobs(self, run_id: str, *, episode_timeout: float | None = None) -> list[EpisodeJob]:
         """Every episode in a fixed order: task, then seed, then repeat. A case's repeat
         number counts across seeds: seed index × repeats + repeat."""
-        context = self.context(run_id)
+        context = self.context(run_id, episode_timeout=episode_timeout)
         return [
             EpisodeJob(context, task, index * self.repeats + repeat, seed)
             for task in self.tasks

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 from onrecord.errors import InputError
 from onrecord.runner._executors import Executor, _Chunk, _chunks, _next
 from onrecord.runner._job import EpisodeJob, JobResult, _resolved, run_job
+from onrecord.runner._timeout import start_worker
 
 __all__ = ["RayExecutor"]
 
@@ -75,11 +78,13 @@ class RayExecutor(Executor):
         chunks = iter(_chunks(jobs, self.workers, self.chunk_size))
         retries: list[EpisodeJob] = []  # jobs of a chunk whose worker died, run alone
         pending: dict[Any, _Chunk] = {}
+        # Names the notes of workers ended by the episode timeout's watchdog this run.
+        notes = f"{_NOTES}{secrets.token_hex(8)}:"
         try:
             while True:
                 # A bounded number of tasks in flight keeps memory flat on huge runs.
                 while len(pending) < self._in_flight and (chunk := _next(chunks, retries)):
-                    pending[self._remote.remote(chunk.jobs)] = chunk
+                    pending[self._remote.remote(chunk.jobs, notes)] = chunk
                 if not pending:
                     return
                 finished, _ = ray.wait(list(pending), num_returns=1)
@@ -92,7 +97,7 @@ class RayExecutor(Executor):
                         continue
                     except ray.exceptions.RayError as exc:
                         if _worker_lost(ray, exc):  # the worker (or its node) died
-                            yield from chunk.lost(retries)
+                            yield from chunk.lost(retries, partial(_take_notes, notes))
                         else:  # Ray could not run it (runtime_env setup, ...): no retry
                             yield from chunk.failed(_ray_failure(exc))
                         continue
@@ -213,14 +218,64 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-def _run_on_node(jobs: Sequence[EpisodeJob]) -> list[JobResult]:
+_NOTES = "onrecord-timeout:"
+"""Prefix of the keys (in Ray's key-value store) of the notes a worker ended by the
+episode timeout's watchdog leaves for the driver."""
+
+
+def _note_on_cluster(prefix: str) -> Callable[[str, str], None]:
+    def note(name: str, message: str) -> None:
+        from ray.experimental import internal_kv
+
+        internal_kv._internal_kv_put(
+            f"{prefix}{name}".encode(), message.encode(), overwrite=True, namespace="onrecord"
+        )
+
+    return note
+
+
+def _take_notes(prefix: str, names: Sequence[str]) -> dict[str, str]:
+    """The notes left for ``names`` (read once); none if Ray's store cannot be read (the
+    episode then reads as its worker dying)."""
+    found = {}
+    try:
+        from ray.experimental import internal_kv
+
+        for name in names:
+            key = f"{prefix}{name}".encode()
+            value = internal_kv._internal_kv_get(key, namespace="onrecord")
+            if value is not None:
+                found[name] = bytes(value).decode()
+                internal_kv._internal_kv_del(key, namespace="onrecord")
+    except Exception:  # a private Ray API: moved, or not available to this client
+        return found
+    return found
+
+
+def _in_worker() -> bool:
+    """Whether this process is a Ray worker (never the driver, which a watchdog must not
+    end); False when Ray cannot tell."""
+    try:
+        from ray._private.worker import WORKER_MODE, global_worker
+
+        return bool(global_worker.mode == WORKER_MODE)
+    except Exception:
+        return False
+
+
+def _run_on_node(jobs: Sequence[EpisodeJob], notes: str | None = None) -> list[JobResult]:
     """``run_chunk`` in a Ray worker. The driver loaded the environment, agent and
     checks when it planned the run, so a node that cannot load them runs another Python
     environment: the loader's own advice (PYTHONPATH for ``onrecord run``) is about the
     driver, so say where it failed and what a node needs."""
     results: list[JobResult] = []
+    watched = notes is None  # the watchdog is set up for the first job with a limit
     for job in jobs:
         case_id, repeat = job.key
+        if not watched and job.context.episode_timeout is not None and notes is not None:
+            watched = True
+            if _in_worker():
+                start_worker(_note_on_cluster(notes))
         try:
             _resolved(job.context)  # cached per worker: run_job finds it there
         except Exception as exc:

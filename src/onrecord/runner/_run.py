@@ -25,6 +25,7 @@ from onrecord.runner._registry import (
     resolve_environment,
 )
 from onrecord.runner._store import DECISION_SCHEMA, RunStore, RunWriter
+from onrecord.runner._timeout import check_timeout, refuse_unenforceable
 
 __all__ = [
     "DECISION_SCHEMA",
@@ -89,6 +90,8 @@ class RunResult(Graded):
     """Episodes this invocation could not record, with the reason."""
     notices: tuple[str, ...]
     """Repairs made before resuming (a partial record cut off, ...)."""
+    episode_timeout: float | None = None
+    """The time limit per episode this invocation applied (None: none)."""
 
 
 def plan_run(
@@ -197,11 +200,16 @@ def start_run(
     executor: Executor | None = None,
     progress: Progress | None = None,
     run_id: str | None = None,
+    episode_timeout: float | None = None,
 ) -> RunResult:
-    """Create the run directory and run every episode of ``protocol``."""
+    """Create the run directory and run every episode of ``protocol``. An episode still
+    running after ``episode_timeout`` seconds is stopped and not recorded (a resume
+    retries it); the limit is kept with the run for resumes."""
+    limit = check_timeout(episode_timeout)
+    _refuse_unenforceable(executor, limit)  # before the directory is made
     run_id = run_id or f"run-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
-    store = RunStore.create(path, run_id, protocol)
-    return _execute(store, executor, progress)
+    store = RunStore.create(path, run_id, protocol, episode_timeout=limit)
+    return _execute(store, executor, progress, limit)
 
 
 def resume_run(
@@ -210,10 +218,15 @@ def resume_run(
     expect: RunProtocol | None = None,
     executor: Executor | None = None,
     progress: Progress | None = None,
+    episode_timeout: float | None = None,
 ) -> RunResult:
     """Run the episodes a run directory does not hold yet. ``expect``, when given, must
-    equal the stored protocol (flags on the command line must not silently change it)."""
+    equal the stored protocol (flags on the command line must not silently change it).
+    ``episode_timeout`` replaces, for this resume, the limit the run was started with."""
+    given = check_timeout(episode_timeout)
     store = RunStore.open(path)
+    limit = store.episode_timeout if given is None else given
+    _refuse_unenforceable(executor, limit)
     from onrecord import __version__
 
     if store.library_version != __version__:
@@ -229,7 +242,13 @@ def resume_run(
             + "\nresume without them, or start a new "
             "run in another --out directory"
         )
-    return _execute(store, executor, progress)
+    return _execute(store, executor, progress, limit)
+
+
+def _refuse_unenforceable(executor: Executor | None, limit: float | None) -> None:
+    """Episodes of the in-process executor run here: refuse a limit they cannot keep."""
+    if executor is None or isinstance(executor, InProcessExecutor):
+        refuse_unenforceable(limit)
 
 
 def _verify_check_versions(store: RunStore) -> None:
@@ -256,12 +275,15 @@ def _verify_check_versions(store: RunStore) -> None:
         )
 
 
-def _execute(store: RunStore, executor: Executor | None, progress: Progress | None) -> RunResult:
+def _execute(
+    store: RunStore, executor: Executor | None, progress: Progress | None, limit: float | None
+) -> RunResult:
     progress = progress or Progress()
     executor = executor or InProcessExecutor()
     errors: list[str] = []
     with RunWriter(store) as writer:
-        jobs = [job for job in store.protocol.jobs(store.run_id) if job.key not in writer.done]
+        planned = store.protocol.jobs(store.run_id, episode_timeout=limit)
+        jobs = [job for job in planned if job.key not in writer.done]
         before = len(writer.done)
         progress.start(store.protocol.episodes, before)
         try:
@@ -276,7 +298,14 @@ def _execute(store: RunStore, executor: Executor | None, progress: Progress | No
         notices = tuple(writer.notices)
     report, decision = grade_store(store)
     return RunResult(
-        store, report, decision, store.protocol.episodes, recorded_now, tuple(errors), notices
+        store,
+        report,
+        decision,
+        store.protocol.episodes,
+        recorded_now,
+        tuple(errors),
+        notices,
+        limit,
     )
 
 

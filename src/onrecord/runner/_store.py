@@ -46,6 +46,7 @@ from onrecord.runner._repair import (
     cut_torn_line,
     refuse_lost_records,
 )
+from onrecord.runner._timeout import check_timeout
 
 __all__ = ["DECISION_SCHEMA", "RUN_SCHEMA", "EpisodeRecord", "RunStore", "RunWriter"]
 
@@ -78,9 +79,17 @@ class RunStore:
 
     # -- opening -------------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | os.PathLike[str], run_id: str, protocol: RunProtocol) -> RunStore:
+    def create(
+        cls,
+        path: str | os.PathLike[str],
+        run_id: str,
+        protocol: RunProtocol,
+        *,
+        episode_timeout: float | None = None,
+    ) -> RunStore:
         """Start a new run directory; refuses one that already holds anything. Locked
-        first, and for the ``RunWriter``: two runs must not both write ``run.json``."""
+        first, and for the ``RunWriter``: two runs must not both write ``run.json``.
+        ``episode_timeout`` is kept beside the protocol for resumes to use."""
         target = Path(path)
         if target.exists() and not target.is_dir():
             raise InputError(
@@ -96,7 +105,7 @@ class RunStore:
                     f"{target} already exists and is not empty; pass --resume to "
                     "continue the run in it, or choose another --out directory"
                 )
-            store = cls._write_manifest(target, run_id, protocol)
+            store = cls._write_manifest(target, run_id, protocol, episode_timeout)
         except BaseException:
             if not had_lock:  # a refused directory is left as it was found; removed while
                 (target / LOCK_NAME).unlink(missing_ok=True)  # still held (see _lock.py)
@@ -106,7 +115,9 @@ class RunStore:
         return store
 
     @classmethod
-    def _write_manifest(cls, target: Path, run_id: str, protocol: RunProtocol) -> RunStore:
+    def _write_manifest(
+        cls, target: Path, run_id: str, protocol: RunProtocol, episode_timeout: float | None
+    ) -> RunStore:
         manifest: dict[str, Any] = {
             "schema": RUN_SCHEMA,
             "run_id": run_id,
@@ -114,6 +125,8 @@ class RunStore:
             "library": {"name": "onrecord", "version": __version__},
             "protocol": protocol.to_dict(),
         }
+        if episode_timeout is not None:  # outside the protocol: resumes may change it
+            manifest["episode_timeout"] = check_timeout(episode_timeout)
         manifest["digest"] = content_digest(manifest)
         atomic_write_bytes(target / "run.json", record_bytes(manifest))
         return cls(target, manifest)
@@ -146,6 +159,13 @@ class RunStore:
     def run_id(self) -> str:
         """The run's identifier."""
         return str(self.manifest["run_id"])
+
+    @property
+    def episode_timeout(self) -> float | None:
+        """The time limit per episode the run was started with (None: no limit)."""
+        return check_timeout(
+            self.manifest.get("episode_timeout"), f"{self.file('run.json')}: episode_timeout"
+        )
 
     @property
     def library_version(self) -> str:
