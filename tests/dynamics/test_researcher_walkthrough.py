@@ -165,6 +165,28 @@ def test_complex_predictions_are_model_errors_not_silently_made_real() -> None:
         assert "complex" in forecast.error["message"]
 
 
+def test_booleans_beside_numbers_are_model_errors_not_ones() -> None:
+    # NumPy turns [[0.1, True]] into [[0.1, 1.0]] without a word: the docs say booleans
+    # are a model error, and a lone True beside numbers slipped through as 1.0.
+    plan = torque_plan(5, 4)
+    episode = capture_plan(PENDULUM, plan, case_id="bools", seed=5)
+
+    def answer(hidden: Any) -> Any:
+        def model(request: dict[str, Any]) -> dict[str, Any]:
+            states = [list(map(float, request["initial_state"])) for _ in request["actions"]]
+            states[-1][0] = hidden
+            return {"states": states}
+
+        return model
+
+    for hidden in (True, np.bool_(False)):
+        forecast = pendulum_forecast(episode, answer(hidden), plan)
+        assert forecast.status == "model_error"
+        assert forecast.error is not None
+        assert "booleans" in forecast.error["message"]
+    assert pendulum_forecast(episode, answer(1.0), plan).status == "ok"
+
+
 # --- discrete states and particles ----------------------------------------------------
 
 
@@ -345,3 +367,18 @@ def test_the_own_model_examples_in_the_docs_run_and_print_what_they_say(
     assert steps["bayes-linear-blind/v1"] == steps["random-walk/v1"] == 200
     # Accurate next-step angles, useless to the planner: usefulness rejects it.
     assert lines[6:] == ["bayes-linear/v1 accept", "bayes-linear-blind/v1 reject"]
+
+
+def test_a_run_cut_by_the_environments_time_limit_reached_the_cap() -> None:
+    # Pendulum truncates at 200 steps: with max_steps above that, every run lasts as long
+    # as it can, yet "reached cap" read 0 because it only compared with max_steps.
+    from onrecord.dynamics._closed_loop_stats import closed_loop_summary
+
+    runs = run_closed_loop(
+        PENDULUM, PersistenceModel(PENDULUM), ExhaustivePlanner(1), seeds=[0, 1], max_steps=250
+    )
+    assert [len(run.episode.transitions()) for run in runs] == [200, 200]
+    assert all(run.episode.ended == "truncated" for run in runs)
+    model = runs[0].record["model_id"]  # its own scale: the rows are all this test reads
+    (row,) = closed_loop_summary(runs, random_model=model, oracle_model=model, draws=10)
+    assert row["reached_cap"] == 2

@@ -92,7 +92,11 @@ def _row(
         "budget": per_seed[seeds[0]].record["budget"],
         "steps": steps.tolist(),
         "mean_steps": float(steps.mean()),
-        "reached_cap": int((steps >= cap).sum()),
+        # Cut off by max_steps or by the environment's own time limit (which comes first
+        # when max_steps is larger): either way the run lasted as long as it could.
+        "reached_cap": sum(
+            bool(n >= cap or per_seed[s].episode.ended == "truncated") for n, s in zip(steps, seeds)
+        ),
         "failed_runs": failed,
         "mean_return": None,
         "return_ci": None,

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
+import orjson
 
 from onrecord._canonical import to_portable
 from onrecord.errors import OnrecordError
@@ -83,6 +84,8 @@ def numeric_array(value: Any, name: str) -> np.ndarray:
         raw = value if isinstance(value, np.ndarray) else np.asarray(value)
     except (TypeError, ValueError) as exc:
         raise ModelError(f"{name} is not numeric: {exc}") from None
+    if raw is not value and raw.dtype.kind in "iuf":  # an array's dtype says it all
+        _refuse_hidden_booleans(value, name)
     if raw.dtype.kind in _NOT_NUMERIC:
         hint = " (take .real yourself if the imaginary part is known to be zero)"
         raise ModelError(
@@ -93,6 +96,31 @@ def numeric_array(value: Any, name: str) -> np.ndarray:
         return raw.astype(np.float64, copy=False)
     except (TypeError, ValueError) as exc:
         raise ModelError(f"{name} is not numeric: {exc}") from None
+
+
+def _refuse_hidden_booleans(value: Any, name: str) -> None:
+    """A boolean beside numbers (``[[0.1, True]]``) becomes 1.0 in a numeric array: look
+    for one in the JSON form of a nested list (one C call), or element by element when it
+    has none (a type orjson cannot write)."""
+    try:
+        raw = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY)
+        found = raw.find(b"true") >= 0 or raw.find(b"false") >= 0
+    except TypeError:
+        found = _holds_boolean(value)
+    if found:
+        raise ModelError(f"{name} is not numeric: it holds booleans; return real floats")
+
+
+def _holds_boolean(value: Any) -> bool:
+    if isinstance(value, bool | np.bool_):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind == "b" or (
+            value.dtype.kind == "O" and any(map(_holds_boolean, value.ravel()))
+        )
+    if isinstance(value, list | tuple):
+        return any(map(_holds_boolean, value))
+    return False
 
 
 def read_answer(check: Callable[..., _T], answer: Any, *args: Any) -> _T:
