@@ -95,7 +95,8 @@ def _row(
         # Cut off by max_steps or by the environment's own time limit (which comes first
         # when max_steps is larger): either way the run lasted as long as it could.
         "reached_cap": sum(
-            bool(n >= cap or per_seed[s].episode.ended == "truncated") for n, s in zip(steps, seeds)
+            bool(n >= cap or per_seed[s].episode.ended == "truncated")
+            for n, s in zip(steps, seeds, strict=True)
         ),
         "failed_runs": failed,
         "mean_return": None,
