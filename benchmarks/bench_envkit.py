@@ -168,6 +168,84 @@ def _vs_sqldiff(snapshot: Snapshot, world: ToolWorld, scan: float, folder: Path)
     )
 
 
+FK_SCHEMA = """
+CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT NOT NULL, balance REAL NOT NULL);
+CREATE TABLE items (id INTEGER PRIMARY KEY,
+                    account INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    amount REAL NOT NULL, memo TEXT);
+"""
+
+
+def bench_foreign_keys(folder: Path, rows: int = 100_000) -> list[str]:
+    """Reset of a world that enforces foreign keys (``ToolWorld(..., foreign_keys=True)``)
+    against the same world without: both undo the audited rows (before, enforcement
+    forced a page copy, the third figure)."""
+
+    def populate(conn: sqlite3.Connection, rng: random.Random) -> None:
+        conn.executemany(
+            "INSERT INTO accounts VALUES (?, ?, ?)", [(i, f"acct-{i}", 0.0) for i in range(100)]
+        )
+        conn.executemany(
+            "INSERT INTO items VALUES (?, ?, ?, ?)",
+            [(i, i % 100, round(rng.uniform(1, 1000), 2), f"memo {i}") for i in range(rows)],
+        )
+
+    snapshot = Snapshot.build(f"bench-fk-{rows}", FK_SCHEMA, populate, seed=1)
+    worlds = [
+        ToolWorld(snapshot, [], path=folder / f"fk-{enforced}.db", foreign_keys=enforced)
+        for enforced in (True, False)
+    ]
+
+    def episode(world: ToolWorld) -> float:
+        """An episode's writes (8 updates, an account with two items, deleted: with
+        enforcement the delete cascades to them), then the timed reset and the next
+        query (which pays for any statement the reset made stale)."""
+        conn = world.conn
+        conn.execute("BEGIN")
+        conn.executemany(
+            "UPDATE items SET amount = amount + 1 WHERE id = ?", [(i,) for i in range(8)]
+        )
+        conn.execute("INSERT INTO accounts VALUES (100, 'new', 0.0)")
+        conn.executemany("INSERT INTO items VALUES (?, 100, 1.0, 'new')", [(rows,), (rows + 1,)])
+        conn.execute("DELETE FROM accounts WHERE id = 100")
+        conn.execute("COMMIT")
+        start = time.perf_counter()
+        world.reset()
+        conn.execute("SELECT count(*) FROM accounts").fetchone()
+        return time.perf_counter() - start
+
+    try:
+        on = off = float("inf")
+        for _ in range(15):  # interleaved: a noisy spell slows both
+            on = min(on, episode(worlds[0]))
+            off = min(off, episode(worlds[1]))
+        enforced = worlds[0].conn
+        copy = timed_after(
+            lambda: enforced.execute("UPDATE items SET memo = 'x' WHERE id = 1"),
+            lambda: (
+                snapshot.connection.backup(enforced),
+                enforced.execute("SELECT count(*) FROM accounts").fetchone(),
+            ),
+        )
+    finally:
+        for world in worlds:
+            world.close()
+    return [
+        row(
+            f"reset + next query, foreign_keys on vs off ({rows // 1000}k rows)",
+            f"{on * 1e3:.2f} ms {on / off:.2f}x",
+            "<= 3x",
+            on / off <= 3,
+        ),
+        row(
+            "  foreign_keys on: undo vs page copy (the reset before)",
+            f"{on * 1e3:.2f} ms {on / copy:.3f}x",
+            "info",
+            True,
+        ),
+    ]
+
+
 def bench_triggers(rows: int = 20_000) -> str:
     """Extra time per UPDATE with the audit triggers vs the same table without them."""
     audited = build(rows)
@@ -268,6 +346,7 @@ def main() -> None:
         )
         for rows in (1_000, 100_000):
             print("\n".join(bench_size(rows, folder)))
+        print("\n".join(bench_foreign_keys(folder)))
         print("-- writes and log")
         print(bench_triggers())
         print(bench_log(folder))

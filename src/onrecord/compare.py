@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from onrecord._lock_diff import where_differ
+from onrecord._natural import natural_key
 from onrecord._stats import exact_mean, mcnemar_exact_p, symmetric_bootstrap_ci
 from onrecord.errors import ComparisonRefused, InputError
 from onrecord.report import EvaluationReport, Trial
@@ -108,9 +109,9 @@ class Comparison:
     pairs: int
     """Number of paired trials."""
     checks: tuple[CheckComparison, ...]
-    """Per check."""
+    """Per check, in natural order (numbers in names by value: ``h4`` before ``h16``)."""
     measures: tuple[MeasureComparison, ...]
-    """Per continuous measure."""
+    """Per continuous measure, in natural order."""
     report_a: str
     """Digest of A."""
     report_b: str
@@ -195,14 +196,17 @@ def compare_reports(
         raise ComparisonRefused(reasons)
     trials_b = {trial.key: trial for trial in b.trials}
     pairs = [(trial, trials_b[trial.key]) for trial in a.trials]
-    checks = tuple(_compare_check(name, pairs) for name in a.check_names)
+    # Natural order: a world model's horizons read h1, h4, h8, h16, h32 (as text h16
+    # and h32 came before h4), tasks task-2 before task-10.
+    checks = tuple(_compare_check(name, pairs) for name in sorted(a.check_names, key=natural_key))
     names = sorted(
         {
             name
             for trial_a, trial_b in pairs
             for name in trial_a.measures
             if name in trial_b.measures
-        }
+        },
+        key=natural_key,
     )
     measures = tuple(_compare_measure(name, pairs, resamples, seed) for name in names)
     return Comparison(len(pairs), checks, measures, a.digest, b.digest)

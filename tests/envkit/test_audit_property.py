@@ -127,7 +127,7 @@ def test_cascades_and_task_triggers_are_audited(ops: list[Any], enforce: bool) -
             assert steps <= set(range(1, len(ops) + 1))
             for created in audit.get("child", {}).get("created", []):
                 assert created["v"] == "stamped"  # the trigger's update is in the diff
-            world.reset()  # enforced keys: a page copy; otherwise the rows are undone
+            world.reset()  # the schema has triggers of its own: a page copy
             assert full_state(world.conn) == pristine
             assert world.state_digest() == snap.digest
             world.conn.execute("PRAGMA foreign_keys = OFF")

@@ -428,5 +428,20 @@ def test_the_envkit_page_runs_a_tool_world_under_onrecord_run(
         assert "decision: accept" in out
         run = json.loads((tmp_path / "runs/careful/run.json").read_text())
         assert run["protocol"]["environment"]["name"] == "stockroom:make"
+        # graded with the envkit checks over each ToolEpisode, and the page's own check
+        command[3] = "sloppy"
+        assert main([*command, "--out", "runs/sloppy", "--no-progress"]) == 1
+        report = json.loads((tmp_path / "runs/sloppy/report.json").read_text())
+        failing = {
+            (trial["case"]["case_id"], result["name"])
+            for trial in report["trials"]
+            for result in trial["results"]
+            if result["status"] == "fail"
+        }
+        assert failing == {("pick-nut", "no_other_item_touched")}
+        names = {result["name"] for result in report["trials"][0]["results"]}
+        assert {"envkit/diff_satisfies_rules", "envkit/rejected_calls_changed_nothing"} < names
+        assert main(["show", "runs/sloppy", "--episode", "pick-nut#0"]) == 0
+        assert "recount" in capsys.readouterr().out
     finally:
         sys.modules.pop("stockroom", None)

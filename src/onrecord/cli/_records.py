@@ -1,160 +1,84 @@
 """Open and verify any record onrecord writes, by its schema (files) or layout (dirs).
 
-A file holds one record (episode evidence, a report, a policy, a forecast, a run's
-``run.json`` / ``decision.json``, a regrade's ``changes.json``, a manifest) or JSON Lines
-of them (forecasts, episodes). A directory is a run, a regrade, a saved tool-world
-episode or an experiment output directory with a sha256 manifest.
+A file holds one record (episode evidence, a report, a policy, a forecast, a decision, a
+comparison, a run's ``run.json`` / ``decision.json``, a regrade's ``changes.json``, a
+manifest, ...) or JSON Lines of them (forecasts, episodes, closed-loop records); see
+``_record_files``. A directory is a run, a regrade, a saved tool-world episode, an
+experiment output directory with a sha256 manifest, or an evidence file's ``.blobs``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
 from onrecord._canonical import content_digest, load_record_bytes
-from onrecord.dynamics import ForecastEvidence
-from onrecord.dynamics._evidence import FORECAST_SCHEMA
-from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
-from onrecord.errors import (
-    ConsistencyError,
-    DigestMismatch,
-    EvidenceError,
-    InputError,
-    OnrecordError,
-    SchemaError,
-)
-from onrecord.policy import POLICY_SCHEMA, AcceptancePolicy
-from onrecord.report import REPORT_SCHEMA, EvaluationReport
+from onrecord.cli._bundle import Bundle, digested, named
+from onrecord.cli._decisions import COMPARISON_SCHEMA, DECISION_SCHEMA, check_decision_body
+from onrecord.cli._record_files import KINDS, verify_file
+from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
+from onrecord.report import EvaluationReport
 from onrecord.runner._graded import Sources, check_graded, graded_source
 
-__all__ = ["Bundle", "load_any", "named", "output_path"]
+__all__ = ["Bundle", "directory", "load_any", "named", "output_path", "run_decision_file"]
 
-_RUN, _DECISION, _REGRADE = "onrecord.run/v1", "onrecord.run.decision/v1", "onrecord.run.regrade/v1"
+_DECISION, _REGRADE = "onrecord.run.decision/v1", "onrecord.run.regrade/v1"
 _TOOL_EPISODE, _MANIFEST = "onrecord.envkit.episode/v1", "onrecord.manifest/v1"
-_SINGLE: dict[str, Callable[[dict[str, Any]], Any]] = {
-    EPISODE_SCHEMA: EpisodeEvidence.from_dict,
-    REPORT_SCHEMA: EvaluationReport.from_dict,
-    POLICY_SCHEMA: AcceptancePolicy.from_dict,
-    FORECAST_SCHEMA: ForecastEvidence.from_dict,
-}
-_LINES = (EPISODE_SCHEMA, FORECAST_SCHEMA)
-
-
-@dataclass(frozen=True)
-class Bundle:
-    """A verified record that is not one object: a directory or a JSON Lines file."""
-
-    kind: str
-    """What it is, e.g. ``run directory``."""
-    digest: str
-    """The digest that pins it (its manifest's or first record's)."""
-    summary: str
-    """One line: what was verified."""
-    items: tuple[Any, ...] = ()
-    """Verified contents to show (forecasts, episodes, a report and decision, ...)."""
-    changes: tuple[dict[str, Any], ...] = field(default=())
-    """A regrade's changed verdicts."""
 
 
 def load_any(path: str | Path) -> Any:
     """Load and verify any onrecord record; errors name the file (and line) at fault."""
     target = Path(path)
     if target.is_dir():
-        return _directory(target)
+        return directory(target)
     if target.suffix == ".jsonl" and (target.parent / "run.json").is_file():
-        return _directory(target.parent)  # a run's log: only verifiable as the whole run
-    raw = target.read_bytes()
-    if b"\n" in raw.rstrip(b"\n"):  # canonical JSON is one line: several are JSON Lines
-        return _lines(target, raw)
-    return _file(target, load_record_bytes(raw, str(target)))
+        return directory(target.parent)  # a run's log: only verifiable as the whole run
+    return verify_file(target)
 
 
-def _file(path: Path, data: dict[str, Any]) -> Any:
-    schema = data.get("schema")
-    if schema in _SINGLE:
-        return named(path, lambda: _SINGLE[str(schema)](data))
-    if schema in (_RUN, _REGRADE, _TOOL_EPISODE, _MANIFEST) and path.parent.is_dir():
-        return _directory(path.parent)  # a directory's index file: verify the whole
-    if schema == _DECISION:
-        return named(path, lambda: _decision_file(path, data))
-    raise SchemaError(
-        f"{path}: unknown schema {schema!r}; onrecord reads {', '.join(_SINGLE)}, run "
-        "and regrade directories, tool-world episodes and experiment output directories"
-    )
-
-
-def _decision_file(path: Path, data: dict[str, Any]) -> Bundle:
-    _digested(path, data)
-    summary = f"{data['decision']['decision']}, {data['recorded']} of {data['expected']} episodes"
+def run_decision_file(path: Path, data: dict[str, Any]) -> Bundle:
+    """``RUN/decision.json`` (or a regrade's): digest, a decision that follows from its
+    requirements, and, beside its report, that it decides that report."""
+    digested(path, data)
+    decision = data["decision"]
+    check_decision_body(path, decision)
+    if data.get("report_digest") != decision["report_digest"]:
+        raise ConsistencyError(f"{path} names two reports: it was changed after saving")
+    report = path.with_name("report.json")
+    if report.is_file() and EvaluationReport.load(report).digest != data["report_digest"]:
+        raise ConsistencyError(f"{path} decides a report other than the report.json beside it")
+    summary = f"{decision['decision']}, {data['recorded']} of {data['expected']} episodes"
     return Bundle("run decision", data["digest"], summary, (data,))
 
 
-def _lines(path: Path, raw: bytes) -> Bundle:
-    items = []
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        if not line:
-            continue
-        where = f"{path}: line {number}"
-        data = load_record_bytes(line + b"\n", where)
-        if data.get("schema") not in _LINES:
-            hint = " (verify the run directory instead)" if path.name == "episodes.jsonl" else ""
-            raise SchemaError(
-                f"{where}: schema {data.get('schema')!r} is not one onrecord writes as "
-                f"JSON Lines ({', '.join(_LINES)}){hint}"
-            )
-        items.append(named(Path(where), partial(_SINGLE[str(data["schema"])], data)))
-    kinds = sorted({type(item).__name__ for item in items})
-    return Bundle(
-        f"{'/'.join(kinds)} lines", items[0].digest, f"{len(items)} records", tuple(items)
-    )
-
-
-_T = TypeVar("_T")
-
-
-def named(path: Path, load: Callable[[], _T]) -> _T:
-    """Run a loader; its error names the file, and a malformed field is a schema error
-    (a record can be digest-consistent and still hold garbage)."""
-    try:
-        return load()
-    except OnrecordError as exc:
-        if str(path) in str(exc):
-            raise
-        raise _same_kind(exc, f"{path}: {exc}") from exc
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise SchemaError(f"{path}: malformed record ({type(exc).__name__}: {exc})") from exc
-
-
-def _same_kind(exc: OnrecordError, message: str) -> OnrecordError:
-    kind = type(exc)
-    for candidate in (SchemaError, DigestMismatch, ConsistencyError, EvidenceError, InputError):
-        if issubclass(kind, candidate):
-            return candidate(message)
-    return OnrecordError(message)
-
-
-def _digested(path: Path, data: dict[str, Any]) -> None:
-    if data.get("digest") != content_digest(data):
-        raise DigestMismatch(f"{path} does not match its digest: it was changed after saving")
-
-
-def _directory(path: Path) -> Bundle:
+def directory(path: Path) -> Bundle:
+    """Verify a run, regrade, tool-world episode or experiment output directory, or an
+    evidence file's ``.blobs`` folder."""
     if (path / "run.json").is_file():
         return named(path, lambda: _run_directory(path))
     if (path / "changes.json").is_file():
         return named(path, lambda: _regrade_directory(path))
     if (path / "manifest.json").is_file():
         return named(path, lambda: _manifest_directory(path))
+    evidence = path.with_name(path.name.removesuffix(".blobs"))
+    if path.name.endswith(".blobs") and evidence.is_file():
+        return named(path, lambda: _blobs(path, evidence))
     raise InputError(
         f"{path} is a directory; give the path of a saved record file, or of a run, "
         "regrade, tool-world episode or experiment output directory (this one has no "
         "run.json, changes.json or manifest.json)"
     )
+
+
+def _blobs(path: Path, evidence: Path) -> Bundle:
+    from onrecord.episode import EpisodeEvidence
+
+    episode = EpisodeEvidence.load(evidence)  # every blob it references, by sha256
+    count = sum(1 for _ in path.iterdir())
+    return Bundle("episode blobs", episode.digest, f"{count} blobs of {evidence.name}")
 
 
 def _run_directory(path: Path) -> Bundle:
@@ -187,7 +111,7 @@ def _regrade_directory(path: Path, store: Any = None, sources: Sources | None = 
     changes = load_record_bytes((path / "changes.json").read_bytes(), str(path / "changes.json"))
     if changes.get("schema") != _REGRADE:
         raise SchemaError(f"{path / 'changes.json'}: schema is {changes.get('schema')!r}")
-    _digested(path / "changes.json", changes)
+    digested(path / "changes.json", changes)
     report = EvaluationReport.load(path / "report.json")
     run = path.resolve().parent.parent
     if store is None and (run / "run.json").is_file():
@@ -210,7 +134,8 @@ def _decision(path: Path, report: EvaluationReport) -> Iterator[Any]:
     data = load_record_bytes(path.read_bytes(), str(path))
     if data.get("schema") != _DECISION:
         raise SchemaError(f"{path}: schema is {data.get('schema')!r}, expected {_DECISION!r}")
-    _digested(path, data)
+    digested(path, data)
+    check_decision_body(path, data["decision"])
     if data.get("report_digest") != report.digest:
         raise ConsistencyError(f"{path} decides a report other than the report.json beside it")
     yield data
@@ -240,7 +165,9 @@ def _manifest_directory(path: Path) -> Bundle:
         if analysis.problems:
             raise DigestMismatch(f"{path}: " + "; ".join(analysis.problems[:5]))
         return Bundle("ledger output", manifest["digest"], f"{len(manifest['sha256'])} files")
-    raise SchemaError(f"{path / 'manifest.json'}: unknown schema {schema!r}")
+    raise SchemaError(
+        f"{path / 'manifest.json'}: unknown schema {schema!r}; onrecord verify reads {KINDS}"
+    )
 
 
 _INDEX_FILES = ("run.json", "changes.json", "manifest.json")
@@ -255,6 +182,7 @@ def output_path(path: str | Path, option: str) -> Path:
     if target.is_dir():
         raise InputError(f"{option} {path} is a directory; give a file name inside it")
     _refuse_inside_regrades(target, option)
+    _refuse_inside_manifest(target, option)
     if not target.is_file():
         return target
     in_records = any((target.parent / name).is_file() for name in _INDEX_FILES)
@@ -263,8 +191,14 @@ def output_path(path: str | Path, option: str) -> Path:
     return target
 
 
+# What `gate --output` and `compare --json` write: made again by running the command
+# again, which may replace them.
+_REMADE = frozenset({DECISION_SCHEMA, COMPARISON_SCHEMA})
+
+
 def _is_record(path: Path) -> bool:
-    """Whether ``path`` starts with a saved onrecord record (a digest-carrying object)."""
+    """Whether ``path`` starts with a saved onrecord record (a digest-carrying object)
+    that no output option writes."""
     with path.open("rb") as handle:
         first = handle.readline(1 << 26)
     try:
@@ -275,7 +209,28 @@ def _is_record(path: Path) -> bool:
         isinstance(data, dict)
         and "digest" in data
         and str(data.get("schema", "")).startswith("onrecord.")
+        and data.get("schema") not in _REMADE
     )
+
+
+def _refuse_inside_manifest(output: Path, option: str) -> None:
+    """A world-model, ledger or tool-world output directory lists every file it holds in
+    its manifest: ``compare --json``, ``--html`` or ``gate --output`` into it made
+    ``onrecord verify`` refuse the directory ("added ['c.json']")."""
+    for folder in output.absolute().parents:
+        manifest = folder / "manifest.json"
+        if manifest.is_file():
+            try:
+                schema = orjson.loads(manifest.read_bytes()).get("schema")
+            except (orjson.JSONDecodeError, AttributeError):
+                return
+            if isinstance(schema, str) and schema.startswith("onrecord."):
+                raise InputError(
+                    f"{option} {output} is inside {folder}, whose manifest.json lists every "
+                    "file it holds: a file written there would make it fail verification; "
+                    "write it elsewhere"
+                )
+            return
 
 
 def _refuse_inside_regrades(output: Path, option: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Container, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -27,7 +27,6 @@ __all__ = [
     "render_bundle",
     "render_comparison",
     "render_decision",
-    "render_episode",
     "render_forecasts",
     "render_policy",
     "render_report",
@@ -110,6 +109,10 @@ _STATUS_STYLE = {
     "evaluator_error": "magenta",
     "model_error": "magenta",
     "ok": "green",
+    # what became of a tool call (a tool world's action log, its Gymnasium face)
+    "rejected": "red",
+    "error": "red",
+    "finished": "green",
 }
 
 
@@ -124,10 +127,7 @@ def _table(*headers: str, **options: Any) -> Table:
 
 
 FIRST_STEPS = 40
-
-
-def _shown_by_default(attempt: dict[str, Any]) -> bool:
-    return bool(attempt["index"] < FIRST_STEPS or attempt["status"] != "ok")
+"""Steps (or tool calls) an episode view shows by default, besides those that failed."""
 
 
 def _styled(text: str) -> str:
@@ -137,47 +137,6 @@ def _styled(text: str) -> str:
 
 def _interval(bounds: tuple[float, float]) -> str:
     return f"[{bounds[0]:.2f}, {bounds[1]:.2f}]"
-
-
-def render_episode(
-    console: Console, episode: EpisodeEvidence, steps: Container[int] | None = None
-) -> None:
-    """Header facts, then one row per attempted step: those in ``steps``, or by default
-    the first ``FIRST_STEPS`` and every attempt that did not succeed (the ones a
-    reviewer looks for), with a marker where steps are left out."""
-    case, env = episode.case, episode.environment
-    console.print(
-        f"[bold]episode[/] {literal(case['case_id'])}  env={literal(env['environment_id'])}  "
-        f"observer={literal(env['observer_id'])}  seed={literal(env['seed'])}  "
-        f"ended={_styled(episode.ended)}  sha256:{episode.digest[:16]}"
-    )
-    attempts = episode.attempts()
-    shown = [
-        attempt
-        for attempt in attempts
-        if (attempt["index"] in steps if steps is not None else _shown_by_default(attempt))
-    ]
-    table = _table("step", "status", "action", "error", "state")
-    previous = -1
-    for attempt in shown:
-        if attempt["index"] != previous + 1:
-            table.add_row("…", f"{attempt['index'] - previous - 1} steps", "", "", "")
-        previous = attempt["index"]
-        error = attempt["error"]["message"] if attempt["error"] else ""
-        table.add_row(
-            str(attempt["index"]),
-            _styled(attempt["status"]),
-            literal(attempt["action"]),
-            literal(error[:60]),
-            literal(str(attempt["state"])[:60]),
-        )
-    if previous + 1 < len(attempts):
-        table.add_row("…", f"{len(attempts) - previous - 1} steps", "", "", "")
-    console.print(table)
-    if steps is None and len(shown) < len(attempts):
-        console.print("more: onrecord show FILE --steps 100-160 (or --steps all)")
-    for issue in episode.coverage_issues:
-        console.print(f"[yellow]coverage:[/] {literal(issue)}")
 
 
 def render_report(console: Console, report: EvaluationReport) -> None:

@@ -11,23 +11,24 @@ from collections.abc import Container, Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
 from rich.console import Console
 
-from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal, render_episode
+from onrecord.cli._episode_view import Cells, render_episode
+from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.errors import InputError
 
-__all__ = ["render_run_episode"]
+__all__ = ["render_run_episode", "render_tool_calls"]
 
 _TEXT = 80
+"""Characters of arguments, a result or an error shown before ``… (N characters)``."""
 
 
 def render_run_episode(
-    console: Console, run: Path, wanted: str, steps: Container[int] | None
+    console: Console, run: Path, wanted: str, steps: Container[int] | None, *, full: bool = False
 ) -> None:
     """Find ``wanted`` (``case_id#repeat``, or a case id when it ran once) in the run
-    directory ``run`` (verified already) and print it."""
+    directory ``run`` (verified already) and print it; ``full``: long values whole."""
     from onrecord.runner import RunStore
 
     store = RunStore.open(run)
@@ -48,10 +49,12 @@ def render_run_episode(
     )
     _verdicts(console, data["trial"])
     saved = store.saved_episode(record)
+    command = f"onrecord show {run} --episode {wanted}"
     if saved.evidence.get("schema") == EPISODE_SCHEMA:
-        render_episode(console, EpisodeEvidence.from_dict(dict(saved.evidence)), steps)
+        evidence = EpisodeEvidence.from_dict(dict(saved.evidence))
+        render_episode(console, evidence, steps, full=full, command=command)
     else:
-        _tool_calls(console, saved.action_log, steps)
+        render_tool_calls(console, saved.action_log, steps, full=full, command=command)
 
 
 def _key(wanted: str, records: Mapping[tuple[str, int], Any]) -> tuple[str, int] | None:
@@ -91,9 +94,19 @@ def _verdicts(console: Console, trial: Mapping[str, Any]) -> None:
         console.print(f"  coverage: {literal(issue)}")
 
 
-def _tool_calls(console: Console, events: Any, steps: Container[int] | None) -> None:
+def render_tool_calls(
+    console: Console,
+    events: Any,
+    steps: Container[int] | None,
+    *,
+    full: bool = False,
+    command: str = "onrecord show FILE",
+) -> None:
+    """A tool world's action log, one row per call (by default the first ``FIRST_STEPS``
+    and every call that did not succeed); long values shortened unless ``full``."""
     table = _table("step", "tool", "status", "arguments", "result or error")
     events = list(events)
+    cell = Cells(full=full)
     shown = 0
     for index, event in enumerate(events):
         # By default, as for Gymnasium steps, the first FIRST_STEPS calls and every call
@@ -105,26 +118,34 @@ def _tool_calls(console: Console, events: Any, steps: Container[int] | None) -> 
         if not wanted:
             continue
         shown += 1
-        outcome = event.get("error") if event.get("status") != "ok" else event.get("result")
         table.add_row(
             str(number),
             literal(event.get("tool")),
             _styled(str(event.get("status"))),
-            literal(_short(event.get("arguments"))),
-            literal(_short(outcome)),
+            cell(event.get("arguments"), _TEXT),
+            cell(_outcome(event), _TEXT),
         )
     console.print(table)
     if steps is None and shown < len(events):
         console.print(
             f"{len(events) - shown} successful calls after the first {FIRST_STEPS} left out; "
-            "more: --steps 100-160 (or --steps all)"
+            f"more: {command} --steps 100-160 (or --steps all)"
         )
+    cell.notice(console, command)
+
+
+def _outcome(event: Any) -> Any:
+    """The result of a call that succeeded, else its error as ``type: message``."""
+    if event.get("status") == "ok":
+        return event.get("result")
+    error = event.get("error")
+    if isinstance(error, Mapping) and set(error) == {"type", "message"}:
+        return f"{error['type']}: {error['message']}"
+    return error
 
 
 def _shown_by_default(index: int, event: Any) -> bool:
     return index < FIRST_STEPS or event.get("status") != "ok"
 
 
-def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else orjson.dumps(value).decode()
-    return text if len(text) <= _TEXT else text[: _TEXT - 1] + "…"
+_tool_calls = render_tool_calls  # its earlier name (tests import it)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from onrecord._canonical import atomic_write_bytes, canonical_bytes
+from onrecord._canonical import atomic_write_bytes
+from onrecord.cli._decisions import comparison_record
 from onrecord.cli._records import output_path
 from onrecord.cli._render import emit, make_console, render_comparison
 from onrecord.compare import compare_sources, load_source
@@ -27,7 +28,12 @@ def register(subparsers: Any) -> None:
         "report_a", metavar="A", help="report file, run directory or RUN/regrades/NAME"
     )
     parser.add_argument("report_b", metavar="B")
-    parser.add_argument("--json", metavar="FILE", help="also save the comparison as JSON")
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help="also save the comparison as JSON (with schema and digest: `onrecord verify` "
+        "reads it)",
+    )
     parser.add_argument(
         "--html",
         metavar="FILE",
@@ -59,6 +65,6 @@ def run(args: argparse.Namespace) -> int:
             raise
     comparison = compare_sources(load_source(args.report_a), load_source(args.report_b))
     if json is not None:  # before printing: a closed stdout must not lose the file
-        atomic_write_bytes(json, canonical_bytes(comparison.to_dict()) + b"\n")
+        atomic_write_bytes(json, comparison_record(comparison))  # `onrecord verify` reads it
     render_comparison(make_console(), comparison)
     return 0

@@ -9,7 +9,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from onrecord._canonical import atomic_write_bytes, canonical_bytes
+from onrecord._canonical import atomic_write_bytes
+from onrecord.cli._decisions import decision_record
 from onrecord.cli._records import named, output_path
 from onrecord.cli._render import make_console, render_decision
 from onrecord.compare import load_source
@@ -32,7 +33,11 @@ def register(subparsers: Any) -> None:
         "report", metavar="REPORT", help="a report file, or a run or regrade directory"
     )
     parser.add_argument("--policy", required=True, metavar="POLICY")
-    parser.add_argument("--output", metavar="FILE", help="also save the decision as JSON")
+    parser.add_argument(
+        "--output",
+        metavar="FILE",
+        help="also save the decision as JSON (with schema and digest: `onrecord verify` reads it)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -51,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     policy = named(Path(args.policy), lambda: AcceptancePolicy.load(args.policy))
     decision = _never_accept_partial(policy.evaluate(report), missing)
     if output is not None:  # before printing: a closed stdout must not lose the file
-        atomic_write_bytes(output, canonical_bytes(decision.to_dict()) + b"\n")
+        atomic_write_bytes(output, decision_record(decision))  # `onrecord verify` reads it
     render_decision(make_console(), decision)
     return decision.exit_code
 

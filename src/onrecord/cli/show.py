@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Container
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from onrecord.cli._episode_view import render_episode
 from onrecord.cli._records import Bundle, load_any
 from onrecord.cli._render import (
     make_console,
     render_bundle,
-    render_episode,
     render_forecasts,
     render_policy,
     render_report,
 )
-from onrecord.cli._run_episode import render_run_episode
+from onrecord.cli._run_episode import render_run_episode, render_tool_calls
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
 from onrecord.report import EvaluationReport
+
+if TYPE_CHECKING:
+    from onrecord.envkit import ToolEpisode
 
 __all__ = ["register"]
 
@@ -48,6 +52,12 @@ def register(subparsers: Any) -> None:
         metavar="CASE#REPEAT",
         help="with a run directory: one episode's verdicts and steps or tool calls",
     )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="print actions, errors, states, arguments and results whole (by default a "
+        "long one is cut and followed by its length)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -60,17 +70,38 @@ def run(args: argparse.Namespace) -> int:
         run_dir = Path(args.file)
         if not (isinstance(record, Bundle) and (run_dir / "run.json").is_file()):
             raise InputError(f"--episode needs a run directory, not {args.file}")
-        render_run_episode(console, run_dir, args.episode, steps)
+        render_run_episode(console, run_dir, args.episode, steps, full=args.full)
     elif isinstance(record, Bundle):
         render_bundle(console, record)
+        episode = _tool_episode(Path(args.file))
+        if episode is not None:  # its calls, as `--episode` shows a run's
+            command = f"onrecord show {args.file}"
+            render_tool_calls(console, episode.actions, steps, full=args.full, command=command)
     else:
-        _render(console, record, steps)
+        _render(console, record, steps, full=args.full, command=f"onrecord show {args.file}")
     return 0
 
 
-def _render(console: Console, record: Any, steps: Container[int] | None) -> None:
+def _tool_episode(path: Path) -> ToolEpisode | None:
+    """The saved tool-world episode (``save_episode``) at ``path``, or None."""
+    from onrecord.envkit import EPISODE_SCHEMA as TOOL_EPISODE_SCHEMA
+    from onrecord.envkit import ToolEpisode
+
+    manifest = path / "manifest.json"
+    if not manifest.is_file():
+        return None
+    try:
+        schema = json.loads(manifest.read_bytes()).get("schema")
+    except (ValueError, AttributeError):
+        return None
+    return ToolEpisode.load(path) if schema == TOOL_EPISODE_SCHEMA else None
+
+
+def _render(
+    console: Console, record: Any, steps: Container[int] | None, *, full: bool, command: str
+) -> None:
     if isinstance(record, EpisodeEvidence):
-        render_episode(console, record, steps)
+        render_episode(console, record, steps, full=full, command=command)
     elif isinstance(record, EvaluationReport):
         render_report(console, record)
     elif isinstance(record, AcceptancePolicy):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from onrecord.cli._record_files import KINDS
 from onrecord.cli._records import Bundle, load_any
 from onrecord.cli._render import emit, plain
 
@@ -15,11 +16,11 @@ def register(subparsers: Any) -> None:
     """Add the ``verify`` subcommand."""
     parser = subparsers.add_parser(
         "verify",
-        help="verify saved records: evidence, reports, policies, forecasts, run directories",
-        description="Verify the schema, digest and internal consistency of saved records: "
-        "episode evidence, reports, policies, forecasts (JSON or JSON Lines), run and "
-        "regrade directories, tool-world episodes and experiment output directories. "
-        "Exit 0 when every one verifies, 3 otherwise.",
+        help="verify saved records: evidence, reports, decisions, run directories, ...",
+        description="Verify the schema, digest and internal consistency of any file "
+        f"onrecord writes: {KINDS}. A file that is not a record (an HTML page, its data, "
+        "a foreign file) is refused saying what it is. Exit 0 when every one verifies, 3 "
+        "otherwise (the error names the file and what failed).",
     )
     parser.add_argument("files", nargs="+", metavar="FILE")
     parser.set_defaults(func=run)

@@ -13,8 +13,13 @@ restore left (no table, index or trigger was created, dropped or altered) and so
 ``user_version`` and ``application_id``, no other connection committed a write (one
 without ``recursive_triggers`` deletes the rows an ``INSERT OR REPLACE`` displaces
 without firing the audit's delete trigger), the history is gapless (its event numbers are
-exactly ``1..seq``, so no audit row was deleted), foreign-key enforcement is off (a
-cascade would change rows the history does not list).
+exactly ``1..seq``, so no audit row was deleted).
+Foreign-key enforcement (``ToolWorld(..., foreign_keys=True)``) is switched off for the
+undo alone: the cascades an episode's statements caused fired the audit's triggers and
+are in its history like any change, but the undo's own deletes would cascade again (to
+rows the history does not list) and its deletes and inserts, in no particular order,
+could be refused half-way. The rows put back are the snapshot's, unchecked, as a page
+copy puts them back.
 A history or a snapshot row holding TEXT that is not UTF-8 (which Python cannot read
 back, nor bind as TEXT) makes the undo give way to the full restore, which copies bytes.
 Checked once per world: every table is audited, the only triggers are the audit's, no
@@ -55,6 +60,13 @@ _HEADER = (
     "SELECT * FROM pragma_schema_version, pragma_user_version, pragma_application_id, "
     "pragma_data_version"
 )
+
+
+# Marked as onrecord's (INTERNAL): a tool's identical text must never find these cached
+# statements, which the guard refuses to tools.
+_KEYS_OFF = "PRAGMA foreign_keys = OFF" + INTERNAL
+_KEYS_ON = "PRAGMA foreign_keys = ON" + INTERNAL
+_SEQ = f"SELECT seq FROM {CTX}"
 
 
 @dataclass(frozen=True)
@@ -100,8 +112,21 @@ class RowUndo:
         needed instead."""
         if not self.usable or self._cookie is None:
             return False
-        if conn.execute("PRAGMA foreign_keys").fetchone()[0]:
-            return False
+        # The pragma is a no-op inside a transaction, so it is set around the undo's.
+        # Setting it expires every prepared statement of the connection (each is prepared
+        # again on its next use), so it is left alone when the history is empty.
+        enforced = conn.execute("PRAGMA foreign_keys").fetchone()[0]
+        if not enforced or not conn.execute(_SEQ).fetchone()[0]:
+            return self._in_transaction(conn)
+        conn.execute(_KEYS_OFF)
+        try:
+            return self._in_transaction(conn)
+        finally:
+            if conn.in_transaction:  # a failed COMMIT: the pragma must still come back
+                conn.execute("ROLLBACK" + INTERNAL)
+            conn.execute(_KEYS_ON)
+
+    def _in_transaction(self, conn: sqlite3.Connection) -> bool:
         conn.execute("BEGIN IMMEDIATE" + INTERNAL)
         try:
             done = self._undo(conn)
@@ -116,7 +141,7 @@ class RowUndo:
     def _undo(self, conn: sqlite3.Connection) -> bool:
         if conn.execute(_HEADER).fetchone() != self._cookie:
             return False
-        seq = conn.execute(f"SELECT seq FROM {CTX}").fetchone()[0]
+        seq = conn.execute(_SEQ).fetchone()[0]
         if seq > UNDO_LIMIT:
             return False
         touched = self._touched(conn, seq)

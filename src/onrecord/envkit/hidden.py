@@ -3,6 +3,10 @@
 Declare hidden tables with ``ToolWorld(..., hidden=["case_notes"])``; tools read them
 with ``ctx.reveal(table, key)``, which logs ``{"table", "key"}`` in the event's ``reads``.
 The helpers here turn the saved log and audit into "read X before writing Y" verdicts.
+A table name the episode's database does not have (a typo in a check) is an
+``InputError`` naming the tables it has, so a check built on them is an evaluator error
+rather than a verdict about nothing; so is reading a table that is not hidden (only
+reveals of hidden tables are logged, so no step ever reads it).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from onrecord._canonical import canonical_bytes
 from onrecord.envkit._sql import portable_value
 from onrecord.envkit.episode import ToolEpisode
 from onrecord.episode import OutcomeCheck, OutcomeVerdict
+from onrecord.errors import InputError
 
 __all__ = ["ANY", "read_before_write", "read_before_write_check", "read_steps", "write_steps"]
 
@@ -37,8 +42,34 @@ def _same_number(key: Any) -> Any:
     return portable_value(key)
 
 
+def _known(episode: ToolEpisode, table: Any, helper: str) -> None:
+    """Refuse a table the episode's database does not have: it would match nothing, and
+    a check would pass or fail on a misspelt name without saying so."""
+    tables = episode.tables
+    if type(table) is not str or table not in tables:
+        raise InputError(
+            f"{helper}: the episode's database has no table {table!r}; its tables are "
+            f"{sorted(tables)} (names as the schema declares them, letter case included)"
+        )
+
+
+def _hidden(episode: ToolEpisode, table: Any, helper: str) -> None:
+    """Refuse a table no step can read: only reveals of hidden tables are logged."""
+    _known(episode, table, helper)
+    hidden = sorted(episode.manifest.get("hidden", ()))
+    if table not in hidden:
+        raise InputError(
+            f"{helper}: {table!r} is not a hidden table of this episode, and reads are "
+            f"logged only for hidden tables (ctx.reveal), so no step ever reads it; "
+            f"hidden tables: {hidden or 'none'}"
+        )
+
+
 def read_steps(episode: ToolEpisode, table: str, key: Any = ANY) -> list[int]:
-    """Steps whose successful call revealed a record of ``table`` (with ``key``)."""
+    """Steps whose successful call revealed a record of ``table`` (with ``key``).
+
+    ``InputError`` when ``table`` is not one of the episode's hidden tables."""
+    _hidden(episode, table, "read_steps")
     return [
         event["step"]
         for event in episode.actions
@@ -51,7 +82,10 @@ def read_steps(episode: ToolEpisode, table: str, key: Any = ANY) -> list[int]:
 
 
 def write_steps(episode: ToolEpisode, table: str, key: Any = ANY) -> list[int]:
-    """Steps at which a row of ``table`` (with ``key``) was inserted, updated or deleted."""
+    """Steps at which a row of ``table`` (with ``key``) was inserted, updated or deleted.
+
+    ``InputError`` when the episode's database has no table ``table``."""
+    _known(episode, table, "write_steps")
     return sorted(
         {
             change["step"]
@@ -67,10 +101,13 @@ def read_before_write(
     """Pass when a record of ``read`` was revealed before the first change to ``write``.
 
     ``read`` and ``write`` are a table name or ``(table, key)``. Not measured when
-    ``write`` never changed (nothing to judge the order of).
+    ``write`` never changed (nothing to judge the order of). ``InputError`` when ``read``
+    is not a hidden table of the episode or ``write`` not a table of its database.
     """
     read_table, read_key = (read, ANY) if isinstance(read, str) else read
     write_table, write_key = (write, ANY) if isinstance(write, str) else write
+    _hidden(episode, read_table, "read_before_write")
+    _known(episode, write_table, "read_before_write")
     writes = write_steps(episode, write_table, write_key)
     reads = read_steps(episode, read_table, read_key)
     facts = {"read_steps": reads, "write_steps": writes}

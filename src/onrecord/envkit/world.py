@@ -255,12 +255,12 @@ class ToolWorld:
                     "were rolled back"
                 )
             result = portable(result, "$.result")
+            self.conn.execute(_RELEASE_CALL)  # commits: a deferred foreign key may refuse
         except BaseException as exc:
             self._undo_call()
             return self._failure(spec, self._forbidden_or(exc))
         finally:
             self._running = None
-        self.conn.execute(_RELEASE_CALL)
         if not spec.writes:
             return {"status": "ok", "result": result, "error": None}
         self.state_version += 1

@@ -10,7 +10,7 @@ from typing import Any
 from onrecord import __version__
 from onrecord.compare import compare_sources, load_source
 from onrecord.errors import ComparisonRefused
-from onrecord.html._page import attr, cell, document, esc, table
+from onrecord.html._page import NAME_CHARS, attr, cell, document, esc, long_text, table
 from onrecord.report import EvaluationReport
 
 __all__ = ["comparison_data", "failed_comparison_page", "load_report", "render_comparison_page"]
@@ -71,25 +71,49 @@ def failed_comparison_page(source_a: str | Path, source_b: str | Path, error: st
     )
 
 
-def _pair_text(pair: Mapping[str, Any]) -> str:
-    return f"{pair['case_id']}#{pair['repeat']}: {pair['a']}→{pair['b']}"
+def _pair(pair: Mapping[str, Any]) -> str:
+    """``task#repeat: pass→fail``; a long task id shows its first part and all of it on
+    request, the outcome below it."""
+    case_id, outcome = str(pair["case_id"]), f"#{pair['repeat']}: {pair['a']}→{pair['b']}"
+    shown = long_text(case_id, NAME_CHARS)
+    if shown == esc(case_id):  # short: one line, as before
+        return esc(case_id + outcome)
+    return f'{shown}<span class="outcome">{esc(outcome)}</span>'
+
+
+def _discordant(name: str, pairs: list[Mapping[str, Any]]) -> str:
+    """A check's discordant episodes, folded; a long check name shows its first part in
+    the summary and all of it (on request) above the list."""
+    short = name[:NAME_CHARS] + "…" if len(name) > NAME_CHARS else name
+    full = (
+        f'<div class="meta check-name">{long_text(name, NAME_CHARS)}</div>' if short != name else ""
+    )
+    items = "".join(f'<li class="discordant">{_pair(pair)}</li>' for pair in pairs)
+    return (
+        f"<details><summary>{esc(short)}: {len(pairs)} discordant episodes</summary>"
+        f"{full}<ul>{items}</ul></details>"
+    )
 
 
 def render_comparison_page(data: Mapping[str, Any]) -> str:
     """The complete HTML of a comparison."""
     title = f"{data['a']['label']} vs {data['b']['label']}"
+    # Labels, check names, task ids and reasons of any length keep their rows a few
+    # lines high: the first part, then all of it on request (as on the report page).
     head = (
-        f'<header><h1>Comparison</h1><p class="meta">A = {esc(data["a"]["label"])} '
-        f"<code>{esc(data['a']['digest'][:16])}</code> · B = {esc(data['b']['label'])} "
-        f"<code>{esc(data['b']['digest'][:16])}</code> · {esc(data['generator'])}</p>"
+        f'<header><h1>Comparison</h1><div class="meta" id="sides">'
+        f"A = {long_text(data['a']['label'], NAME_CHARS)} "
+        f"<code>{esc(data['a']['digest'][:16])}</code> · "
+        f"B = {long_text(data['b']['label'], NAME_CHARS)} "
+        f"<code>{esc(data['b']['digest'][:16])}</code> · {esc(data['generator'])}</div>"
         "</header>"
     )
     if data["refused"] is not None:
-        reasons = "".join(f"<li>{esc(reason)}</li>" for reason in data["refused"])
+        reasons = "".join(f"<li>{long_text(reason)}</li>" for reason in data["refused"])
         body = (
             f'<section class="decision" id="refused"><h2><span class="badge reject">'
             f"refused</span></h2><p>The two runs cannot be compared honestly:</p>"
-            f"<ul>{reasons}</ul></section>"
+            f'<ul id="reasons">{reasons}</ul></section>'
         )
     else:
         body = _checks(data["comparison"]) + _measures(data["comparison"])
@@ -101,7 +125,7 @@ def _checks(comparison: Mapping[str, Any]) -> str:
     for check in comparison["checks"]:
         rows.append(
             f'<tr data-check="{attr(check["name"])}">'
-            + cell(check["name"])
+            + cell(check["name"], limit=NAME_CHARS)
             + "".join(
                 cell(check[k], css="num", data={"field": k, "value": check[k]})
                 for k in ("both_pass", "only_a", "only_b", "both_fail", "unmeasured")
@@ -114,15 +138,7 @@ def _checks(comparison: Mapping[str, Any]) -> str:
             + "</tr>"
         )
         if check["discordant"]:
-            items = "".join(
-                f'<li class="discordant">{esc(_pair_text(pair))}</li>'
-                for pair in check["discordant"]
-            )
-            details.append(
-                f"<details><summary>{esc(check['name'])}: "
-                f"{len(check['discordant'])} discordant episodes</summary>"
-                f"<ul>{items}</ul></details>"
-            )
+            details.append(_discordant(check["name"], check["discordant"]))
     if not comparison["pairs"]:
         # An empty table read as "nothing differs"; nothing was compared.
         return (
@@ -152,7 +168,7 @@ def _measures(comparison: Mapping[str, Any]) -> str:
         return ""
     rows = [
         f'<tr data-measure="{attr(m["name"])}">'
-        + cell(m["name"])
+        + cell(m["name"], limit=NAME_CHARS)
         + cell(m["pairs"], css="num")
         + cell(f"{m['mean_a']:.4g}", css="num")
         + cell(f"{m['mean_b']:.4g}", css="num")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from onrecord._natural import natural_key
 from onrecord._stats import pass_hat_k, wilson_interval
 from onrecord.report._results import Trial
 
@@ -54,7 +55,7 @@ class ReportSummary:
     interval: tuple[float, float]
     """95 % Wilson interval of that rate."""
     checks: tuple[CheckSummary, ...]
-    """Per-check summaries, sorted by name."""
+    """Per-check summaries, by name in natural order (``h4`` before ``h16``)."""
     pass_hat_k: dict[int, float]
     """pass^k for k = 1 .. the largest number of repeats of any case."""
 
@@ -101,7 +102,7 @@ def summarize(trials: Sequence[Trial], check_names: Sequence[str]) -> ReportSumm
         outcomes=outcomes,
         pass_rate=outcomes["pass"] / len(trials) if trials else None,
         interval=wilson_interval(outcomes["pass"], len(trials)),
-        checks=tuple(_check_summary(trials, name) for name in check_names),
+        checks=tuple(_check_summary(trials, name) for name in sorted(check_names, key=natural_key)),
         pass_hat_k={k: value for k, value in hat.items() if value is not None},
     )
 

@@ -9,6 +9,7 @@ By concept::
     InProcessExecutor, ProcessPoolExecutor,
     RayExecutor, make_executor                     where episodes run
     EnvironmentProvider, GymnasiumProvider,
+    ToolWorldProvider, ENVKIT_CHECKS,
     EpisodeSpec, EpisodeOutput, SavedEpisode,
     register_environment, agent_factory,
     AgentContext                                   plugging environments and agents in
@@ -43,9 +44,11 @@ from onrecord.runner._registry import (
 from onrecord.runner._regrade import Regrade, VerdictChange, regrade_run
 from onrecord.runner._run import Progress, RunResult, grade_store, plan_run, resume_run, start_run
 from onrecord.runner._store import EpisodeRecord, RunStore
+from onrecord.runner._toolprovider import ENVKIT_CHECKS, ToolWorldProvider
 
 __all__ = [
     "COMPLETED",
+    "ENVKIT_CHECKS",
     "EXECUTORS",
     "AgentContext",
     "EnvironmentProvider",
@@ -68,6 +71,7 @@ __all__ = [
     "RunResult",
     "RunStore",
     "SavedEpisode",
+    "ToolWorldProvider",
     "VerdictChange",
     "agent_factory",
     "fingerprint",

@@ -142,6 +142,11 @@ class EnvironmentProvider:
         """Built-in agents by name."""
         return {}
 
+    def check_task(self, case: EvalCase) -> None:
+        """Raise ``InputError`` for a task this environment cannot run (e.g. one from a
+        ``--tasks-file`` without what its checks need); called for every task when a run
+        is planned. Accepts every task by default."""
+
     def run_episode(self, spec: EpisodeSpec, agent: Any) -> EpisodeOutput:
         """Run one episode of ``agent`` on a fresh environment."""
         raise NotImplementedError

@@ -3,19 +3,36 @@
 from __future__ import annotations
 
 import contextlib
-import os
+import logging
 import secrets
-import socket
+import time
 from collections.abc import Callable, Iterator, Sequence
-from functools import partial
 from typing import Any
 
 from onrecord.errors import InputError
 from onrecord.runner._executors import Executor, _Chunk, _chunks, _next
 from onrecord.runner._job import EpisodeJob, JobResult, _resolved, run_job
+from onrecord.runner._raycluster import (
+    check_connected,
+    connect,
+    first_line,
+    require_cpus,
+    through_client,
+    waiting_message,
+)
 from onrecord.runner._timeout import start_worker
 
 __all__ = ["RayExecutor"]
+
+log = logging.getLogger("onrecord.runner.ray")
+"""Where a run that waits on its cluster says so (a warning: shown on stderr unless
+logging is configured otherwise)."""
+
+WAIT_NOTICE = 30.0
+"""Seconds without any of a run's tasks running before it says what it waits for (then
+again after twice as long, up to every ``10 * WAIT_NOTICE`` seconds)."""
+_NOTE_TIMEOUT = 10.0
+"""Seconds to leave, or read, an episode's timeout note."""
 
 
 class RayExecutor(Executor):
@@ -29,7 +46,10 @@ class RayExecutor(Executor):
     ``workers`` bounds how many tasks run at once (default: every CPU of the cluster).
     ``runtime_env`` goes with the cluster connection this executor makes, or with each
     task on a cluster the caller connected to; a cluster the caller connected to is left
-    connected by ``close()``.
+    connected by ``close()``. If Ray is connected already, ``address`` must name that
+    cluster (or be left out): another one is refused. A cluster without CPUs is refused;
+    a run whose tasks wait for free CPUs says so (a warning on the
+    ``onrecord.runner.ray`` logger).
     """
 
     name = "ray"
@@ -57,16 +77,33 @@ class RayExecutor(Executor):
         self._ray = ray
         self._started = not ray.is_initialized()
         if self._started:
-            _connect(ray, address, runtime_env)
-        remote = ray.remote(num_cpus=1, max_retries=0)(_run_on_node)
+            connect(ray, address, runtime_env)
+        else:
+            # The address used to be ignored: the run went to the connected cluster.
+            check_connected(ray, address)
+        try:
+            # Before, a cluster without CPUs made the run wait forever, silently.
+            cpus = require_cpus(ray)
+        except InputError:
+            self.close()
+            raise
+        # A task yields once when it starts, then its results: the run knows whether
+        # any of its tasks runs. Ray Client cannot wait on such tasks: there, a task
+        # returns its results only.
+        self._streams = not through_client(ray)
+        remote = ray.remote(num_cpus=1, max_retries=0)(
+            _run_on_node if self._streams else _run_chunk
+        )
+        notes = ray.remote(num_cpus=0, max_restarts=0)(_Notes)
         if runtime_env is not None and not self._started:
             # ray.init's runtime_env is the connection's: on a cluster the caller had
             # connected to already it was silently dropped (the modules it should bring
             # were missing on the workers). A task's own runtime_env applies there too.
             remote = remote.options(runtime_env=runtime_env)
+            notes = notes.options(runtime_env=runtime_env)
         self._remote: Any = remote
-        cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
-        self.workers = workers or max(1, int(cpus))
+        self._notes: Any = notes
+        self.workers = workers or cpus
         # Ray runs as many tasks at once as the cluster has CPUs, so --workers N only
         # bounds concurrency (a shared cluster, an agent's rate-limited API) if at most N
         # tasks are submitted; without it, a few tasks queued per CPU keep every CPU busy.
@@ -78,30 +115,27 @@ class RayExecutor(Executor):
         chunks = iter(_chunks(jobs, self.workers, self.chunk_size))
         retries: list[EpisodeJob] = []  # jobs of a chunk whose worker died, run alone
         pending: dict[Any, _Chunk] = {}
-        # Names the notes of workers ended by the episode timeout's watchdog this run.
-        notes = f"{_NOTES}{secrets.token_hex(8)}:"
+        running: set[Any] = set()  # tasks that said they started (unknown: none)
+        # Where workers ended by the episode timeout's watchdog leave word of it.
+        board = self._notes.remote() if any(map(_limited, jobs)) else None
+        waiting = _Waiting()
         try:
             while True:
                 # A bounded number of tasks in flight keeps memory flat on huge runs.
                 while len(pending) < self._in_flight and (chunk := _next(chunks, retries)):
-                    pending[self._remote.remote(chunk.jobs, notes)] = chunk
+                    pending[self._remote.remote(chunk.jobs, board, _DRIVER)] = chunk
                 if not pending:
                     return
-                finished, _ = ray.wait(list(pending), num_returns=1)
+                timeout = None if running else waiting.left()
+                finished, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
+                if not finished and (notice := waiting.notice(ray, len(pending), self._streams)):
+                    log.warning(notice)  # none of the run's tasks runs: say what it waits for
                 for ref in finished:
-                    chunk = pending.pop(ref)
-                    try:
-                        results = ray.get(ref)
-                    except ray.exceptions.RayTaskError as exc:  # raised, not died: no retry
-                        yield from chunk.failed(_task_failure(exc))
-                        continue
-                    except ray.exceptions.RayError as exc:
-                        if _worker_lost(ray, exc):  # the worker (or its node) died
-                            yield from chunk.lost(retries, partial(_take_notes, notes))
-                        else:  # Ray could not run it (runtime_env setup, ...): no retry
-                            yield from chunk.failed(_ray_failure(exc))
-                        continue
-                    yield from results
+                    yield from self._collect(ref, pending, running, retries, board)
+                if running or (finished and not self._streams):
+                    waiting.reset()
+                if not running:
+                    waiting.idle()
         finally:
             # Interrupted (Ctrl-C, an error while appending): stop the tasks in flight
             # rather than let them run on (a hung agent would hold its CPU for good).
@@ -109,80 +143,84 @@ class RayExecutor(Executor):
                 # It may have finished meanwhile, or the cluster be gone already.
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
+            if board is not None:
+                with contextlib.suppress(Exception):
+                    ray.kill(board)
+
+    def _collect(
+        self,
+        ref: Any,
+        pending: dict[Any, _Chunk],
+        running: set[Any],
+        retries: list[EpisodeJob],
+        board: Any,
+    ) -> Iterator[JobResult]:
+        """The next item of a task that has one: that it started, or its results."""
+        ray = self._ray
+        chunk = pending[ref]
+        try:
+            results = ray.get(next(ref) if self._streams else ref)
+        except StopIteration:  # no results: not expected of Ray, but never lose the jobs
+            del pending[ref]
+            running.discard(ref)
+            yield from chunk.failed("the Ray task ended without its results; a resume retries it")
+            return
+        except ray.exceptions.RayTaskError as exc:  # raised, not died: no retry
+            del pending[ref]
+            running.discard(ref)
+            yield from chunk.failed(_task_failure(exc))
+            return
+        except ray.exceptions.RayError as exc:
+            del pending[ref]
+            running.discard(ref)
+            if _worker_lost(ray, exc):  # the worker (or its node) died
+                yield from chunk.lost(retries, lambda names: _take_notes(ray, board, names))
+            else:  # Ray could not run it (runtime_env setup, ...): no retry
+                yield from chunk.failed(_ray_failure(exc))
+            return
+        if results is None:  # it started
+            running.add(ref)
+            return
+        del pending[ref]  # its last item
+        running.discard(ref)
+        yield from results
 
     def close(self) -> None:
         if self._started and self._ray.is_initialized():
             self._ray.shutdown()
 
 
-_CONNECT_TIMEOUT = 10.0
+class _Waiting:
+    """When a run none of whose tasks runs says what it waits for: after
+    ``WAIT_NOTICE`` seconds, then after twice as long each time (at most
+    ``10 * WAIT_NOTICE`` seconds apart)."""
 
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self.idle()
 
-def _connect(ray: Any, address: str | None, runtime_env: dict[str, Any] | None) -> None:
-    """``ray.init``, with its failures as bad input naming the address (exit 3)."""
-    target, source = _target(address)
-    where = f"connect to the Ray cluster at {target}" if target else "start or find a Ray cluster"
-    if target:
-        # Ray retries an address where nothing answers for about 13 minutes (20 tries of
-        # 40 s), printing log lines: a plain TCP connection tells at once.
-        _check_reachable(target, source)
-    try:
-        ray.init(
-            address=address,
-            include_dashboard=False,
-            log_to_driver=False,
-            runtime_env=runtime_env,
-        )
-    except Exception as exc:
-        # Ray raises ConnectionError (an OSError, which the CLI would report as "a
-        # file"), ValueError, RuntimeError...: name the cluster and the usual causes.
-        hint = (
-            "; is the address right and the cluster up? (a cluster started with token "
-            "authentication needs RAY_AUTH_MODE=token and its token here too)"
-            if target
-            else ""
-        )
-        raise InputError(f"could not {where}: {_first_line(exc)}{hint}") from exc
+    def idle(self) -> None:
+        """None of the run's tasks is known to run (since now, unless that was so
+        already)."""
+        if self.since is None:
+            self.since = time.monotonic()
+            self.interval = WAIT_NOTICE
+            self.due = self.since + self.interval
 
+    def reset(self) -> None:
+        """Some task of the run runs, or (not knowing when tasks start) one finished."""
+        self.since = None
 
-def _target(address: str | None) -> tuple[str | None, str]:
-    """The ``host:port`` (or ``ray://``) address ``ray.init(address)`` will connect to,
-    if known, and where it came from; None when it starts a local cluster or resolves
-    the address itself (``auto``, ``local``, other ``scheme://`` clients)."""
-    if address is not None:
-        return (None if address in ("auto", "local") else address), "the given address"
-    if environ := os.environ.get("RAY_ADDRESS"):
-        return (None if environ in ("auto", "local") else environ), "RAY_ADDRESS"
-    try:  # the address a `ray start --head` on this machine left behind for ray.init()
-        from ray._private.utils import read_ray_address
+    def left(self) -> float:
+        """Seconds until the next notice is due."""
+        return max(0.0, self.due - time.monotonic())
 
-        last = read_ray_address()
-    except Exception:  # Ray's private helper moved: Ray will find it (or not) itself
-        return None, ""
-    return (last or None), "left by the last `ray start` on this machine; `ray stop` clears it"
-
-
-def _check_reachable(target: str, source: str) -> None:
-    scheme, sep, rest = target.partition("://")
-    if sep and scheme != "ray":
-        return  # another Ray client (its own URL format): let Ray connect
-    hostport = rest if sep else target
-    host, colon, port = hostport.rpartition(":")
-    if not colon and sep:  # ray://host: Ray Client's default port
-        host, port = hostport, "10001"
-    host = host.strip("[]")  # [::1]:6379
-    if not host or not port.isdigit():
-        raise InputError(
-            f"the Ray address {target!r} ({source}) is not host:port or ray://host:port"
-        )
-    try:
-        socket.create_connection((host, int(port)), timeout=_CONNECT_TIMEOUT).close()
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise InputError(
-            f"no Ray cluster answers at {target} ({source}): {reason}; is the address "
-            "right, the cluster up and its port reachable from here?"
-        ) from exc
+    def notice(self, ray: Any, waiting: int, known: bool) -> str | None:
+        now = time.monotonic()
+        message = waiting_message(ray, waiting, now - (self.since or now), started_known=known)
+        self.interval = min(self.interval * 2, 10 * WAIT_NOTICE)
+        self.due = now + self.interval
+        return message
 
 
 def _worker_lost(ray: Any, exc: BaseException) -> bool:
@@ -203,79 +241,81 @@ def _ray_failure(exc: BaseException) -> str:
     # Before, every Ray error was taken for a dead worker: a runtime_env that cannot be
     # set up read "died (os._exit, a signal or out of memory)", after a retry per job.
     return (
-        f"Ray could not run the task: {_first_line(exc)}; the episodes did not start; "
+        f"Ray could not run the task: {first_line(exc)}; the episodes did not start; "
         "a resume retries them"
     )
 
 
-def _first_line(exc: BaseException) -> str:
-    """``Type: message`` of ``exc`` in one line; Ray's multi-line messages (a remote
-    traceback) also give their last line, where the cause is."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    text = lines[0] if lines else ""
-    if len(lines) > 1:
-        text += f" ... {lines[-1]}"
-    return f"{type(exc).__name__}: {text}"
+def _limited(job: EpisodeJob) -> bool:
+    """Whether ``job`` has a time limit (a stand-in job without a context has none)."""
+    return getattr(getattr(job, "context", None), "episode_timeout", None) is not None
 
 
-_NOTES = "onrecord-timeout:"
-"""Prefix of the keys (in Ray's key-value store) of the notes a worker ended by the
-episode timeout's watchdog leaves for the driver."""
+class _Notes:
+    """A run's notes from workers ended by the episode timeout's watchdog, keyed by job
+    (an actor: Ray's public API, where the key-value store it replaces was private)."""
+
+    def __init__(self) -> None:
+        self.notes: dict[str, str] = {}
+
+    def put(self, name: str, message: str) -> None:
+        self.notes[name] = message
+
+    def take(self, names: Sequence[str]) -> dict[str, str]:
+        return {name: self.notes.pop(name) for name in names if name in self.notes}
 
 
-def _note_on_cluster(prefix: str) -> Callable[[str, str], None]:
+def _take_notes(ray: Any, board: Any, names: Sequence[str]) -> dict[str, str]:
+    """The notes left for ``names`` (read once); none if the board cannot be read (the
+    episode then reads as its worker dying)."""
+    if board is None:
+        return {}
+    try:
+        return dict(ray.get(board.take.remote(list(names)), timeout=_NOTE_TIMEOUT))
+    except Exception:  # the actor died, or never started (a runtime_env it lacks)
+        return {}
+
+
+def _note_on(board: Any) -> Callable[[str, str], None]:
     def note(name: str, message: str) -> None:
-        from ray.experimental import internal_kv
+        import ray
 
-        internal_kv._internal_kv_put(
-            f"{prefix}{name}".encode(), message.encode(), overwrite=True, namespace="onrecord"
-        )
+        ray.get(board.put.remote(name, message), timeout=_NOTE_TIMEOUT)
 
     return note
 
 
-def _take_notes(prefix: str, names: Sequence[str]) -> dict[str, str]:
-    """The notes left for ``names`` (read once); none if Ray's store cannot be read (the
-    episode then reads as its worker dying)."""
-    found = {}
-    try:
-        from ray.experimental import internal_kv
-
-        for name in names:
-            key = f"{prefix}{name}".encode()
-            value = internal_kv._internal_kv_get(key, namespace="onrecord")
-            if value is not None:
-                found[name] = bytes(value).decode()
-                internal_kv._internal_kv_del(key, namespace="onrecord")
-    except Exception:  # a private Ray API: moved, or not available to this client
-        return found
-    return found
+_DRIVER = secrets.token_hex(8)
+"""This process's token: each process importing this module draws its own, so a task
+given the driver's token runs in a worker (a watchdog may end it) unless it equals the
+token here (it runs in the driver, which is never ended). Ray's own way to tell is
+private (``ray._private.worker``)."""
 
 
-def _in_worker() -> bool:
-    """Whether this process is a Ray worker (never the driver, which a watchdog must not
-    end); False when Ray cannot tell."""
-    try:
-        from ray._private.worker import WORKER_MODE, global_worker
-
-        return bool(global_worker.mode == WORKER_MODE)
-    except Exception:
-        return False
+def _run_on_node(
+    jobs: Sequence[EpisodeJob], board: Any = None, driver: str = _DRIVER
+) -> Iterator[list[JobResult] | None]:
+    """``_run_chunk`` as a Ray task that yields None when it starts, then the results."""
+    yield None
+    yield _run_chunk(jobs, board, driver)
 
 
-def _run_on_node(jobs: Sequence[EpisodeJob], notes: str | None = None) -> list[JobResult]:
-    """``run_chunk`` in a Ray worker. The driver loaded the environment, agent and
-    checks when it planned the run, so a node that cannot load them runs another Python
-    environment: the loader's own advice (PYTHONPATH for ``onrecord run``) is about the
-    driver, so say where it failed and what a node needs."""
+def _run_chunk(
+    jobs: Sequence[EpisodeJob], board: Any = None, driver: str = _DRIVER
+) -> list[JobResult]:
+    """``run_chunk`` in a Ray worker.
+
+    The driver loaded the environment, agent and checks when it planned the run, so a
+    node that cannot load them runs another Python environment: the loader's own advice
+    (PYTHONPATH for ``onrecord run``) is about the driver, so say where it failed and
+    what a node needs."""
     results: list[JobResult] = []
-    watched = notes is None  # the watchdog is set up for the first job with a limit
+    watched = board is None or driver == _DRIVER  # no watchdog in the driver
     for job in jobs:
         case_id, repeat = job.key
-        if not watched and job.context.episode_timeout is not None and notes is not None:
-            watched = True
-            if _in_worker():
-                start_worker(_note_on_cluster(notes))
+        if not watched and job.context.episode_timeout is not None:
+            watched = True  # the watchdog is set up for the first job with a limit
+            start_worker(_note_on(board))
         try:
             _resolved(job.context)  # cached per worker: run_job finds it there
         except Exception as exc:

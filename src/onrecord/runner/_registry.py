@@ -181,7 +181,11 @@ def resolve_environment(name: str, config: Mapping[str, Any] | None = None) -> E
         raise InputError(_unknown_environment(name))
     provider = build_provider(ref)
     try:
-        if ref.kind == "provider" and provider.environment_id == name and ":" in name:
+        # build_provider wraps a factory's gymnasium.Env in a GymnasiumProvider named
+        # after the factory: record it as such. A provider the factory built itself
+        # (its environment_id may happen to equal the name) stays a provider.
+        wrapped = type(provider) is GymnasiumProvider and provider.environment_id == name
+        if ref.kind == "provider" and wrapped and ":" in name:
             return EnvironmentRef(name, "env", name, config)
         return ref
     finally:

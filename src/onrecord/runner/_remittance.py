@@ -7,9 +7,7 @@ Config: ``size`` (background rows of every task's snapshot, default each task's 
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from onrecord.case import EvalCase
@@ -22,31 +20,14 @@ from onrecord.domains.remittance import (
     ScriptedAgent,
     full_policy,
     load_tasks,
-    remittance_trial,
 )
 from onrecord.domains.remittance._run import MAX_STEPS
-from onrecord.envkit import ToolEpisode
+from onrecord.envkit import ToolWorld
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
-from onrecord.report import Trial
-from onrecord.runner._provider import (
-    AGENT_FACTORY_MARK,
-    AgentContext,
-    AgentFactory,
-    EnvironmentProvider,
-    EpisodeOutput,
-    EpisodeSpec,
-    SavedEpisode,
-    agent_factory,
-    failing_agent,
-)
-from onrecord.runner._toolworld import (
-    episode_from_evidence,
-    rebuild_episode,
-    table_layouts,
-    tool_evidence,
-)
+from onrecord.runner._provider import AgentFactory, agent_factory
+from onrecord.runner._toolrunner import ToolWorldRunner
 
 __all__ = ["RemittanceProvider", "remittance"]
 
@@ -55,7 +36,7 @@ def _reference(name: str) -> AgentFactory:
     return agent_factory(lambda context: ScriptedAgent(name, context.case.input))
 
 
-class RemittanceProvider(EnvironmentProvider):
+class RemittanceProvider(ToolWorldRunner):
     """Remittance tasks on fresh tool worlds; one snapshot per task, reset per episode."""
 
     default_max_steps = MAX_STEPS
@@ -67,6 +48,7 @@ class RemittanceProvider(EnvironmentProvider):
         tasks_file: str | None = None,
         kinds: Sequence[str] | None = None,
     ) -> None:
+        super().__init__()
         tasks = load_tasks(tasks_file)
         if kinds is not None:
             tasks = _of_kinds(tasks, kinds)
@@ -76,20 +58,41 @@ class RemittanceProvider(EnvironmentProvider):
             tasks = tuple(dataclasses.replace(task, size=size) for task in tasks)
         self._tasks = {task.task_id: task for task in tasks}
         self._envs: dict[str, RemittanceEnvironment] = {}
-        self._schemas: dict[str, list[dict[str, Any]]] = {}
-        self._layouts: dict[str, dict[str, dict[str, list[str]]]] = {}
-        self._workdir = tempfile.TemporaryDirectory(prefix="onrecord-remittance-")
         self.environment_id = "onrecord.domains.remittance/v1"
 
     def _env(self, case_id: str) -> RemittanceEnvironment:
         if case_id not in self._envs:
             if case_id not in self._tasks:
-                raise InputError(f"unknown remittance task {case_id!r}")
-            env = RemittanceEnvironment(self._tasks[case_id])
-            self._envs[case_id] = env
-            self._schemas[case_id] = env.world.tool_schemas()
-            self._layouts[case_id] = table_layouts(env.world)
+                raise InputError(
+                    f"unknown remittance task {case_id!r}: a remittance task is built from "
+                    "its task file ([[task]] entries; --env-config tasks_file=FILE), not "
+                    "given as a --tasks-file case"
+                )
+            self._envs[case_id] = RemittanceEnvironment(self._tasks[case_id])
         return self._envs[case_id]
+
+    def _world_key(self, case: EvalCase) -> str:
+        return str(case.identity["case_id"])
+
+    def _build_world(self, case: EvalCase) -> ToolWorld:
+        return self._env(self._world_key(case)).world
+
+    def _episode_case(self, case: EvalCase) -> EvalCase:
+        env = self._env(self._world_key(case))
+        if env.case.identity != case.identity:
+            raise InputError(
+                f"task {case.case_id!r} differs from the run's recorded "
+                "task (its content digest changed); start a new run"
+            )
+        return env.case
+
+    def check_task(self, case: EvalCase) -> None:
+        self._episode_case(case)  # a task that is not one of this domain's is refused
+
+    def _close_worlds(self) -> None:
+        for env in self._envs.values():
+            env.close()
+        self._envs.clear()
 
     def tasks(self) -> Sequence[EvalCase]:
         return [self._env(task_id).case for task_id in self._tasks]
@@ -104,53 +107,6 @@ class RemittanceProvider(EnvironmentProvider):
 
     def reference_agents(self) -> Mapping[str, AgentFactory]:
         return {name: _reference(name) for name in AGENTS}
-
-    def run_episode(self, spec: EpisodeSpec, agent: Any) -> EpisodeOutput:
-        env = self._env(str(spec.case.identity["case_id"]))
-        if env.case.identity != spec.case.identity:
-            raise InputError(
-                f"task {spec.case.case_id!r} differs from the run's recorded "
-                "task (its content digest changed); start a new run"
-            )
-        try:
-            act = (
-                agent(AgentContext(spec.case, spec.repeat, spec.seed))
-                if getattr(agent, AGENT_FACTORY_MARK, False)
-                else agent(spec.case.input)
-            )
-        except Exception as exc:  # the agent's failure, recorded in its episode
-            act = failing_agent(f"building the agent raised {type(exc).__name__}: {exc}", exc)
-        played = env.play(act, seed=spec.seed, run_id=spec.run_id, max_steps=spec.max_steps)
-        tools = self._schemas[env.task.task_id]
-        evidence = tool_evidence(
-            env.world,
-            ending=played.ending,
-            agent_error=played.agent_error,
-            tools=tools,
-            layouts=self._layouts[env.task.task_id],
-        )
-        events = list(played.actions)
-        subject = episode_from_evidence(evidence, events, env.world.path, tools)
-        return EpisodeOutput(evidence, subject, events)
-
-    def load_subject(self, saved: SavedEpisode) -> ToolEpisode:
-        env = self._env(str(saved.evidence["task_id"]))
-        return rebuild_episode(
-            saved.evidence,
-            saved.action_log,
-            env.snapshot,
-            self._schemas[env.task.task_id],
-            Path(self._workdir.name),
-        )
-
-    def trial(self, subject: Any, checks: Sequence[OutcomeCheck], repeat: int) -> Trial:
-        return remittance_trial(subject, checks, repeat)
-
-    def close(self) -> None:
-        for env in self._envs.values():
-            env.close()
-        self._envs.clear()
-        self._workdir.cleanup()
 
 
 def _of_kinds(tasks: tuple[RemittanceTask, ...], kinds: Any) -> tuple[RemittanceTask, ...]:

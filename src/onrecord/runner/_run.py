@@ -123,6 +123,8 @@ def plan_run(
         agent = resolve_agent(provider, agent)
         loaded = load_checks(provider, checks)
         cases = _select_tasks(provider.tasks(), tasks, environment)
+        for case in cases:  # tasks from a file meet the environment's needs too
+            provider.check_task(case)
         chosen = policy if policy is not None else provider.default_policy(loaded)
         if not isinstance(chosen, AcceptancePolicy):
             raise InputError(

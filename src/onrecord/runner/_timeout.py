@@ -9,7 +9,7 @@ as for Ctrl-C. The previous SIGALRM handler and timer are put back after every e
 Code a signal cannot stop (stuck in C, or catching ``BaseException`` and carrying on)
 is ended with its process, in worker processes only (process pool, Ray), never in the
 user's own: a watchdog thread ends the worker ``os._exit`` after a grace period, first
-leaving a note (a file for the pool, Ray's key-value store for Ray) so that the parent
+leaving a note (a file for the pool, an actor of the run for Ray) so that the parent
 reports a timeout rather than a dead worker.
 """
 

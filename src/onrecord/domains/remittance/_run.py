@@ -24,11 +24,12 @@ from onrecord.domains.remittance._generator import insert_rows
 from onrecord.domains.remittance._scenarios import build_scenario
 from onrecord.domains.remittance._schema import SCHEMA
 from onrecord.domains.remittance._tasks import RemittanceTask
-from onrecord.domains.remittance._tools import HIDDEN_TABLES, TOOLS, WRITE_TOOLS
-from onrecord.envkit import Snapshot, ToolEpisode, ToolWorld, save_episode, tool_episode_trial
+from onrecord.domains.remittance._tools import HIDDEN_TABLES, TOOLS
+from onrecord.envkit import Snapshot, ToolEpisode, ToolWorld, save_episode
 from onrecord.envkit.gym import ToolWorldEnv
 from onrecord.episode import OutcomeCheck
 from onrecord.report import Trial
+from onrecord.runner._toolplay import play_tool_world, tool_world_trial
 
 __all__ = ["Agent", "EpisodeRun", "PlayedEpisode", "RemittanceEnvironment", "remittance_trial"]
 
@@ -105,22 +106,16 @@ class RemittanceEnvironment:
     ) -> PlayedEpisode:
         """Reset, let ``agent`` act until it finishes, raises or runs out of steps, and
         keep the episode in memory (``run`` saves it; the runner records it)."""
-        self.world.reset(seed=seed, run_id=run_id, case=self.case)
-        last: dict[str, Any] | None = None
-        ending, error = "step_limit", None
-        for step in range(max_steps):
-            observation = {"task": self.brief, "tools": self._schemas, "step": step, "last": last}
-            try:
-                action = agent(observation)
-            except Exception as exc:  # the agent's own failure is evidence, not a crash
-                ending, error = "agent_error", f"{type(exc).__name__}: {exc}"
-                break
-            tool, arguments = _split(action)
-            event = self.world.call(tool, arguments)
-            last = {key: event[key] for key in ("tool", "status", "result", "error")}
-            if event["tool"] == "finish" and event["status"] == "ok":
-                ending = "finished"
-                break
+        ending, error = play_tool_world(
+            self.world,
+            self.case,
+            agent,
+            task=self.brief,
+            tools=self._schemas,
+            seed=seed,
+            run_id=run_id,
+            max_steps=max_steps,
+        )
         return PlayedEpisode(ending, error, self.world.log.events)
 
     def run(
@@ -147,44 +142,10 @@ class RemittanceEnvironment:
         self.world.close()
 
 
-def _split(action: Any) -> tuple[Any, Any]:
-    if isinstance(action, Mapping) and "tool" in action:
-        return action["tool"], action.get("arguments")
-    return action, None  # the world logs it as an unknown tool
-
-
 def remittance_trial(
     episode: ToolEpisode, checks: Sequence[OutcomeCheck], repeat: int = 0
 ) -> Trial:
     """The kit's trial plus a coverage issue when the log does not end with a successful
-    ``finish`` (the agent crashed, gave up or hit the step limit)."""
-    trial = tool_episode_trial(episode, checks, repeat)
-    actions = episode.actions
-    done = [i for i, e in enumerate(actions) if e["tool"] == "finish" and e["status"] == "ok"]
-    if done:
-        # Calls after the finish are refused (the world has ended) and change nothing: a
-        # read is harmless, but a write attempt means "done" was not the agent's last
-        # word (without the kit's guard it would have landed), so it is not accepted.
-        late = [e for e in actions[done[0] + 1 :] if e["tool"] in WRITE_TOOLS]
-        if not late:
-            return trial
-        issue = (
-            f"the agent finished at step {actions[done[0]]['step']}, then tried "
-            f"{late[0]['tool']} at step {late[0]['step']} (refused: nothing changed)"
-        )
-    else:
-        last = (
-            f"after step {actions[-1]['step']} ({actions[-1]['tool']})"
-            if actions
-            else "before its first call"
-        )
-        issue = f"the episode ended {last} without a successful finish call"
-    return Trial(
-        trial.case,
-        trial.repeat,
-        trial.source,
-        trial.results,
-        (*trial.coverage_issues, issue),
-        trial.measures,
-        trial.settings,
-    )
+    ``finish`` (the agent crashed, gave up or hit the step limit), or when the agent tried
+    a write after it."""
+    return tool_world_trial(episode, checks, repeat)

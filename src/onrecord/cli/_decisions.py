@@ -1,0 +1,249 @@
+"""Decisions and comparisons as saved records, and their checks.
+
+``onrecord gate --output`` saves ``onrecord.decision/v1`` (the schema the remittance
+suite's ``NAME.decision.json`` has), the ledger experiment ``onrecord.ledger-decision/v1``
+and ``onrecord compare --json`` ``onrecord.comparison/v1``: each carries a digest, and
+what it says must follow from its own numbers (a decision from its requirements'
+statuses, a p-value from its discordant counts). A decision beside the report it
+decides (``decision.json`` / ``report.json``, ``NAME.decision.json`` /
+``NAME.report.json``) must decide that report, and with the policy it names found
+nearby (``policy.json`` beside it or up to two folders up) is decided again.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from onrecord._canonical import content_digest, record_bytes
+from onrecord._stats import mcnemar_exact_p
+from onrecord.cli._bundle import Bundle, digested
+from onrecord.compare import Comparison
+from onrecord.errors import ConsistencyError, OnrecordError, SchemaError
+from onrecord.policy import AcceptancePolicy, PolicyDecision
+from onrecord.report import EvaluationReport
+
+__all__ = [
+    "COMPARISON_SCHEMA",
+    "DECISION_SCHEMA",
+    "LEDGER_DECISION_SCHEMA",
+    "check_decision_body",
+    "comparison_record",
+    "decision_record",
+    "verify_comparison",
+    "verify_decision",
+]
+
+DECISION_SCHEMA = "onrecord.decision/v1"
+LEDGER_DECISION_SCHEMA = "onrecord.ledger-decision/v1"
+COMPARISON_SCHEMA = "onrecord.comparison/v1"
+_INCOMPLETE = "the run is incomplete: "  # the reason `onrecord gate` adds for a partial run
+
+
+def _sealed(schema: str, body: Mapping[str, Any]) -> bytes:
+    record = {"schema": schema, **body}
+    return record_bytes({**record, "digest": content_digest(record)})
+
+
+def decision_record(decision: PolicyDecision) -> bytes:
+    """What ``onrecord gate --output`` writes: the decision with schema and digest."""
+    return _sealed(DECISION_SCHEMA, decision.to_dict())
+
+
+def comparison_record(comparison: Comparison) -> bytes:
+    """What ``onrecord compare --json`` writes: the comparison with schema and digest."""
+    return _sealed(COMPARISON_SCHEMA, comparison.to_dict())
+
+
+def _expect(condition: bool, path: Path, problem: str) -> None:
+    if not condition:
+        raise SchemaError(f"{path}: {problem}")
+
+
+_K = TypeVar("_K")
+
+
+def _field(path: Path, data: Mapping[str, Any], key: str, kind: type[_K]) -> _K:
+    value = data.get(key)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise SchemaError(f"{path}: '{key}' must be a {kind.__name__}, not {value!r:.40}")
+    return value
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def check_decision_body(path: Path, body: Mapping[str, Any]) -> None:
+    """A decision's fields, and that its verdict and reasons follow from its
+    requirements' statuses and coverage issues as ``AcceptancePolicy.evaluate`` decides
+    (or, saved by ``onrecord gate`` for a partial run, an accept made indeterminate)."""
+    requirements = _field(path, body, "requirements", list)
+    issues, reasons = (
+        _field(path, body, "coverage_issues", list),
+        _field(path, body, "reasons", list),
+    )
+    for field in ("report_digest", "policy_digest"):
+        _expect(isinstance(body.get(field), str), path, f"'{field}' must be a digest")
+    _expect(all(isinstance(item, str) for item in [*issues, *reasons]), path, "reasons are text")
+    for index, item in enumerate(requirements):
+        _expect(
+            isinstance(item, dict)
+            and isinstance(item.get("check"), str)
+            and type(item.get("critical")) is bool
+            and item.get("status") in ("met", "failed", "undecided")
+            and all(_count(item.get(k)) for k in ("passed", "failed", "unmeasured", "cases"))
+            and isinstance(item.get("explanation"), str),
+            path,
+            f"requirement {index} is malformed (check, critical, status, counts, explanation)",
+        )
+    if any(r["status"] == "failed" and r["critical"] for r in requirements):
+        verdict = "reject"
+    elif any(r["status"] == "undecided" for r in requirements) or issues:
+        verdict = "indeterminate"
+    else:
+        verdict = "accept"
+    expected = [r["explanation"] for r in requirements if r["status"] != "met"]
+    expected += [f"coverage: {issue}" for issue in issues]
+    partial = (
+        verdict == "accept"
+        and body.get("decision") == "indeterminate"
+        and len(reasons) == len(expected) + 1
+        and reasons[-1].startswith(_INCOMPLETE)
+    )
+    if not partial and (body.get("decision"), reasons) != (verdict, expected):
+        raise ConsistencyError(
+            f"{path} says {body.get('decision')!r}, but its requirements' statuses and "
+            f"coverage issues make it {verdict!r} (with their reasons): it was changed "
+            "after it was decided"
+        )
+
+
+def _beside(path: Path, kind: str) -> Path:
+    """``report.json`` beside ``decision.json``, ``NAME.report.json`` beside
+    ``NAME.decision.json``."""
+    name = path.name
+    if name.endswith(".decision.json"):
+        return path.with_name(name[: -len("decision.json")] + f"{kind}.json")
+    return path.with_name(f"{kind}.json")
+
+
+def _policy_near(path: Path, digest: str) -> Path | None:
+    for folder in (path.parent, *list(path.parent.parents)[:2]):
+        candidate = folder / "policy.json"
+        if candidate.is_file():
+            try:
+                if AcceptancePolicy.load(candidate).digest == digest:
+                    return candidate
+            except OnrecordError:
+                continue  # another file's problem, found on the way
+    return None
+
+
+def verify_decision(path: Path, data: dict[str, Any]) -> Bundle:
+    """A gate, remittance-suite or ledger decision (see the module's docstring)."""
+    digested(path, data)
+    body = {key: value for key, value in data.items() if key not in ("schema", "digest")}
+    _expect(
+        body.get("decision") in ("accept", "reject", "indeterminate"),
+        path,
+        "'decision' must be accept, reject or indeterminate",
+    )
+    check_decision_body(path, body)
+    kind = "ledger decision" if data["schema"] == LEDGER_DECISION_SCHEMA else "policy decision"
+    count = len(body["requirements"])
+    summary = f"{body['decision']}, {count} requirement{'s' if count != 1 else ''}"
+    report_path = _beside(path, "report")
+    if report_path.is_file():
+        report = EvaluationReport.load(report_path)
+        if report.digest != body["report_digest"]:
+            raise ConsistencyError(
+                f"{path} decides a report other than the {report_path.name} beside it"
+            )
+        summary += f"; decides {report_path.name}"
+        policy_path = _policy_near(path, body["policy_digest"])
+        if policy_path is not None:
+            again = AcceptancePolicy.load(policy_path).evaluate(report).to_dict()
+            if again != body:
+                raise ConsistencyError(
+                    f"{path} is not what {policy_path} decides for {report_path}: it was "
+                    "changed after it was decided"
+                )
+            summary += f", as {os.path.relpath(policy_path, path.parent)} decides"
+    return Bundle(kind, data["digest"], summary)
+
+
+def verify_comparison(path: Path, data: dict[str, Any]) -> Bundle:
+    """``onrecord compare --json``: digest, and counts and p-values that add up."""
+    digested(path, data)
+    pairs, checks = _field(path, data, "pairs", int), _field(path, data, "checks", list)
+    measures = _field(path, data, "measures", list)
+    for check in checks:
+        _check(path, check, pairs)
+    for measure in measures:
+        _expect(
+            isinstance(measure, dict)
+            and isinstance(measure.get("name"), str)
+            and _count(measure.get("pairs"))
+            and measure["pairs"] <= pairs
+            and all(_number(measure.get(k)) for k in ("mean_a", "mean_b", "mean_difference"))
+            and isinstance(measure.get("interval"), list)
+            and len(measure["interval"]) == 2
+            and all(_number(end) for end in measure["interval"])
+            and measure["interval"][0] <= measure["interval"][1],
+            path,
+            f"measure {measure.get('name') if isinstance(measure, dict) else measure!r} is "
+            "malformed (pairs, means, an interval from low to high)",
+        )
+    summary = (
+        f"{pairs} pairs, {len(checks)} checks, {len(measures)} measures; A "
+        f"{str(data.get('report_a'))[:12]} vs B {str(data.get('report_b'))[:12]}"
+    )
+    return Bundle("comparison", data["digest"], summary)
+
+
+_COUNTS = ("both_pass", "only_a", "only_b", "both_fail", "unmeasured")
+
+
+def _check(path: Path, check: Any, pairs: int) -> None:
+    _expect(
+        isinstance(check, dict)
+        and isinstance(check.get("name"), str)
+        and all(_count(check.get(k)) for k in _COUNTS)
+        and isinstance(check.get("discordant"), list),
+        path,
+        f"a check is malformed: {str(check)[:80]}",
+    )
+    name = check["name"]
+    if sum(check[k] for k in _COUNTS) != pairs:
+        raise ConsistencyError(f"{path}: check {name!r} counts do not add up to {pairs} pairs")
+    for pair in check["discordant"]:
+        _expect(
+            isinstance(pair, dict)
+            and isinstance(pair.get("case_id"), str)
+            and isinstance(pair.get("content_digest"), str)
+            and _count(pair.get("repeat"))
+            and {pair.get("a"), pair.get("b")} == {"pass", "fail"},
+            path,
+            f"check {name!r}: a discordant pair is malformed: {str(pair)[:80]}",
+        )
+    sides = [pair["a"] for pair in check["discordant"]]
+    if (sides.count("pass"), sides.count("fail")) != (check["only_a"], check["only_b"]) or len(
+        sides
+    ) != check["only_a"] + check["only_b"]:
+        raise ConsistencyError(
+            f"{path}: check {name!r} lists other discordant pairs than its A-only and B-only counts"
+        )
+    if check.get("p_value") != mcnemar_exact_p(check["only_a"], check["only_b"]):
+        raise ConsistencyError(
+            f"{path}: check {name!r} has p = {check.get('p_value')!r}, but its discordant "
+            f"counts ({check['only_a']}, {check['only_b']}) give "
+            f"{mcnemar_exact_p(check['only_a'], check['only_b'])!r}"
+        )

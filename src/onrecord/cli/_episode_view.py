@@ -1,0 +1,188 @@
+"""``onrecord show`` of an episode's steps: long values shortened where it says so, and
+what became of each call of a tool world's Gymnasium face.
+
+A 3,000-character action filled ~45 lines of the step table; an error or a state was
+cut at 60 characters without a word. A value longer than its column's limit is now cut
+to the limit and followed by ``… (N characters)``, and the command ends with how to see
+it whole (``--full``).
+
+A ``ToolWorldEnv`` step whose call was rejected or failed is a successful *step* (the
+capture status stays ``ok``: the env answered); what became of the *call* is in the
+step's ``info`` (``status``) and its observation (``error``), which the step table did
+not show, so every step read ``ok``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Container, Mapping
+from typing import Any
+
+import orjson
+from rich.console import Console
+
+from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal
+from onrecord.episode import EpisodeEvidence
+
+__all__ = ["ACTION", "ERROR", "STATE", "Cells", "render_episode", "tool_call", "tool_calls"]
+
+ACTION = ERROR = 160
+"""Characters of an action or an error shown before ``… (N characters)``."""
+STATE = 80
+"""Characters of an observed state shown (it was cut at 60, without a word)."""
+_DONE = frozenset({"ok", "finished"})
+"""Call statuses that are not worth a reviewer's attention by default."""
+
+
+class Cells:
+    """Turns values into table cells, shortening (unless ``full``) and counting."""
+
+    def __init__(self, *, full: bool) -> None:
+        self.full = full
+        self.shortened = 0
+
+    def __call__(self, value: Any, limit: int) -> str:
+        """``value`` as literal cell text, cut after ``limit`` characters with its length."""
+        text = value if isinstance(value, str) else _text(value)
+        if self.full or len(text) <= limit:
+            return literal(text)
+        self.shortened += 1
+        return f"{literal(text[:limit])}[dim]… ({len(text):,} characters)[/]"
+
+    def notice(self, console: Console, command: str) -> None:
+        """Say that values were shortened and how to see them whole."""
+        if self.shortened:
+            console.print(
+                f"{self.shortened} long value(s) shortened, each followed by its length; "
+                f"see them whole: {command} --full"
+            )
+
+
+def _text(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # not JSON (a record never holds one, but never crash on it)
+        return str(value)
+
+
+def tool_call(observation: Any, info: Any) -> dict[str, str] | None:
+    """What a ``ToolWorldEnv`` step's call came to: ``{"status", "error"}`` (``status``
+    ``ok``, ``rejected``, ``error`` or ``finished``; ``error`` "type: message" or
+    empty), or ``None`` for a step of any other environment.
+
+    A tool world's step has ``info`` ``{"state_version": int, ...}`` and an observation
+    that is the JSON text of an object with ``step`` and ``status``; ``info["status"]``
+    is the call's status even when the observation was replaced as ``too_long``."""
+    if not (
+        isinstance(info, Mapping)
+        and type(info.get("state_version")) is int
+        and isinstance(observation, str)
+        and observation.startswith("{")
+    ):
+        return None
+    try:
+        shown = json.loads(observation)
+    except ValueError:
+        return None
+    if not (
+        isinstance(shown, dict)
+        and isinstance(shown.get("status"), str)
+        and type(shown.get("step")) is int
+    ):
+        return None
+    status = info.get("status")
+    status = status if isinstance(status, str) else shown["status"]
+    error = shown.get("error")
+    if isinstance(error, Mapping):
+        error = f"{error.get('type')}: {error.get('message')}"
+    return {"status": status, "error": error if isinstance(error, str) else ""}
+
+
+def tool_calls(transitions: list[dict[str, Any]]) -> dict[int, dict[str, str]]:
+    """``tool_call`` of every step (by index) that is a tool world's; empty for others."""
+    calls = {}
+    for transition in transitions:
+        call = tool_call(transition["observation"], transition["info"])
+        if call is not None:
+            calls[transition["index"]] = call
+    return calls
+
+
+def render_episode(
+    console: Console,
+    episode: EpisodeEvidence,
+    steps: Container[int] | None = None,
+    *,
+    full: bool = False,
+    command: str = "onrecord show FILE",
+) -> None:
+    """Header facts, then one row per attempted step: those in ``steps``, or by default
+    the first ``FIRST_STEPS`` and every attempt that did not succeed (the ones a
+    reviewer looks for), with a marker where steps are left out. For a tool world's
+    steps, a ``call`` column says what became of each call (the step ``status`` stays
+    the capture's), its error is in ``error``, and a call that did not succeed is shown
+    by default like a failed step. ``command`` is how the notices name the command."""
+    case, env = episode.case, episode.environment
+    console.print(
+        f"[bold]episode[/] {literal(case['case_id'])}  env={literal(env['environment_id'])}  "
+        f"observer={literal(env['observer_id'])}  seed={literal(env['seed'])}  "
+        f"ended={_styled(episode.ended)}  sha256:{episode.digest[:16]}"
+    )
+    attempts = episode.attempts()
+    calls = tool_calls(episode.transitions())
+
+    def by_default(attempt: dict[str, Any]) -> bool:
+        call = calls.get(attempt["index"])
+        return bool(
+            attempt["index"] < FIRST_STEPS
+            or attempt["status"] != "ok"
+            or (call is not None and call["status"] not in _DONE)
+        )
+
+    shown = [
+        attempt
+        for attempt in attempts
+        if (attempt["index"] in steps if steps is not None else by_default(attempt))
+    ]
+    headers = ("step", "status", "call") if calls else ("step", "status")
+    table = _table(*headers, "action", "error", "state")
+    gap = ("",) * (len(headers) - 2 + 3)
+    cell = Cells(full=full)
+    previous = -1
+    for attempt in shown:
+        if attempt["index"] != previous + 1:
+            table.add_row("…", f"{attempt['index'] - previous - 1} steps", *gap)
+        previous = attempt["index"]
+        call = calls.get(attempt["index"])
+        error = attempt["error"]["message"] if attempt["error"] else ""
+        if call is not None and call["status"] not in _DONE:
+            error = error or call["error"]
+        status = [_styled(attempt["status"])]
+        if calls:
+            status.append(_styled(call["status"]) if call is not None else "")
+        table.add_row(
+            str(attempt["index"]),
+            *status,
+            cell(str(attempt["action"]), ACTION),
+            cell(error, ERROR),
+            cell(str(attempt["state"]), STATE),
+        )
+    if previous + 1 < len(attempts):
+        table.add_row("…", f"{len(attempts) - previous - 1} steps", *gap)
+    console.print(table)
+    if calls:
+        console.print(_call_summary(calls))
+    if steps is None and len(shown) < len(attempts):
+        console.print(f"more: {command} --steps 100-160 (or --steps all)")
+    cell.notice(console, command)
+    for issue in episode.coverage_issues:
+        console.print(f"[yellow]coverage:[/] {literal(issue)}")
+
+
+def _call_summary(calls: Mapping[int, Mapping[str, str]]) -> str:
+    """``tool calls: 4 ok, 3 rejected, 1 error`` over every step, shown or not."""
+    counts: dict[str, int] = {}
+    for call in calls.values():
+        counts[call["status"]] = counts.get(call["status"], 0) + 1
+    order = sorted(counts, key=lambda status: (status not in _DONE, status))
+    return "tool calls: " + ", ".join(f"{counts[status]} {_styled(status)}" for status in order)

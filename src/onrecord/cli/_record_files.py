@@ -1,0 +1,266 @@
+"""Verify one file, whatever onrecord wrote it as: found by its ``schema`` (JSON, or JSON
+Lines of records), or by the directory that pins it (a run, a tool-world episode, an
+experiment output directory with a sha256 manifest). A file onrecord did not write, or
+one that is a view rather than a record (an HTML page, its ``--json`` data), is refused
+saying what it is."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from onrecord._canonical import load_record_bytes
+from onrecord.cli._bundle import Bundle, digested, named
+from onrecord.cli._decisions import (
+    COMPARISON_SCHEMA,
+    DECISION_SCHEMA,
+    LEDGER_DECISION_SCHEMA,
+    verify_comparison,
+    verify_decision,
+)
+from onrecord.cli._experiments import (
+    MANIFEST_SCHEMA,
+    check_in_manifest,
+    experiment_root,
+    sha256_of,
+    verify_closed_loop,
+    verify_ledger_protocol,
+    verify_ledger_summary,
+    verify_remittance_summary,
+    verify_worldmodel_protocol,
+)
+from onrecord.dynamics import ForecastEvidence
+from onrecord.dynamics._closed_loop import CLOSED_LOOP_SCHEMA
+from onrecord.dynamics._evidence import FORECAST_SCHEMA
+from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
+from onrecord.errors import DigestMismatch, SchemaError
+from onrecord.policy import POLICY_SCHEMA, AcceptancePolicy
+from onrecord.report import REPORT_SCHEMA, EvaluationReport
+
+__all__ = ["KINDS", "verify_file"]
+
+RUN, RUN_DECISION = "onrecord.run/v1", "onrecord.run.decision/v1"
+REGRADE, TOOL_EPISODE = "onrecord.run.regrade/v1", "onrecord.envkit.episode/v1"
+_TOOL_PARTS = frozenset(f"onrecord.envkit.{part}/v1" for part in ("audit", "diff", "task"))
+_INDEX = frozenset({RUN, REGRADE, TOOL_EPISODE, MANIFEST_SCHEMA})
+_HEX64 = re.compile("[0-9a-f]{64}")
+_RECORD_MARK = b'"schema":"onrecord.'  # in every record onrecord writes, canonical
+_RUN_FILES = frozenset({".lock", "actions.jsonl", "episodes.jsonl", "errors.jsonl"})
+
+Check = Callable[[Path, dict[str, Any]], Any]
+_RECORDS: dict[str, Check] = {
+    EPISODE_SCHEMA: lambda path, data: EpisodeEvidence.load(path),  # and its .blobs/
+    REPORT_SCHEMA: lambda path, data: EvaluationReport.from_dict(data),
+    POLICY_SCHEMA: lambda path, data: _policy(path, data),
+    FORECAST_SCHEMA: lambda path, data: ForecastEvidence.from_dict(data),
+    CLOSED_LOOP_SCHEMA: lambda path, data: verify_closed_loop(path, [(str(path), data)]),
+    DECISION_SCHEMA: verify_decision,
+    LEDGER_DECISION_SCHEMA: verify_decision,
+    COMPARISON_SCHEMA: verify_comparison,
+    "onrecord.ledger-protocol/v1": verify_ledger_protocol,
+    "onrecord.ledger-summary/v1": verify_ledger_summary,
+    "onrecord.remittance-summary/v1": verify_remittance_summary,
+}
+_LINES = (EPISODE_SCHEMA, FORECAST_SCHEMA, CLOSED_LOOP_SCHEMA)
+KINDS = (
+    "episode evidence, reports, policies, forecasts, closed-loop records, decisions "
+    "(gate, run, ledger, remittance), comparisons, ledger and remittance protocols and "
+    "summaries, run and regrade directories, tool-world episodes, experiment output "
+    "directories and any file in them"
+)
+
+
+def verify_file(path: Path) -> Any:
+    """Verify the file ``path``: a record, JSON Lines of records, or a file of a directory
+    that pins it. Errors name the file (and line) and what failed."""
+    from onrecord.cli._records import run_decision_file
+
+    if _HEX64.fullmatch(path.name) and path.parent.name.endswith(".blobs"):
+        return named(path, lambda: _blob(path))
+    if _HEX64.fullmatch(path.name) and (path.parent.parent / "run.json").is_file():
+        return named(path, lambda: _side_file(path))
+    raw = path.read_bytes()
+    data = _json(raw)
+    if isinstance(data, dict) and isinstance(data.get("schema"), str):
+        schema = data["schema"]
+        if schema in _INDEX or (
+            schema in _TOOL_PARTS and (path.parent / "manifest.json").is_file()
+        ):
+            return _owner(path)  # a directory's file: verify the whole directory
+        if schema == RUN_DECISION:
+            return named(path, lambda: run_decision_file(path, load_record_bytes(raw, str(path))))
+        if schema in _TOOL_PARTS:
+            return named(path, lambda: _digest_only(path, load_record_bytes(raw, str(path))))
+        if schema in _RECORDS:
+            record = load_record_bytes(raw, str(path))  # byte for byte canonical
+            verified = named(path, partial(_RECORDS[schema], path, record))
+            root = experiment_root(path)
+            if root is not None:
+                named(path, partial(check_in_manifest, path, root))
+            return verified
+    elif data is None and _RECORD_MARK in raw:  # JSON Lines of records, or a damaged one
+        if b"\n" not in raw.rstrip(b"\n"):
+            load_record_bytes(raw, str(path))  # says it is not valid JSON any more
+        verified = _lines(path, raw)
+        root = experiment_root(path)
+        if root is not None:
+            named(path, partial(check_in_manifest, path, root))
+        return verified
+    return _other(path, raw, data)
+
+
+def _policy(path: Path, data: dict[str, Any]) -> AcceptancePolicy:
+    digested(path, data)  # first: "changed after saving", not the field it broke
+    return AcceptancePolicy.from_dict(data)
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _digest_only(path: Path, data: dict[str, Any]) -> Bundle:
+    """A tool-world episode's audit, diff or task record away from its episode."""
+    digested(path, data)
+    return Bundle(
+        "tool-world episode part",
+        data["digest"],
+        f"{data['schema']}; its episode's manifest.json is not beside it, so only its own "
+        "digest was checked",
+    )
+
+
+def _blob(path: Path) -> Bundle:
+    """A large array of episode evidence (``EVIDENCE.blobs/SHA256``): its bytes hash to
+    its name, and the evidence it belongs to verifies with it."""
+    if sha256_of(path) != path.name:
+        raise DigestMismatch(f"{path} does not match its sha256 (its name): it was changed")
+    evidence = path.parent.with_name(path.parent.name.removesuffix(".blobs"))
+    if not evidence.is_file():
+        raise SchemaError(f"{path}: the evidence it belongs to, {evidence}, is missing")
+    episode = EpisodeEvidence.load(evidence)
+    return Bundle("episode blob", path.name, f"of {evidence.name} ({episode.digest[:12]})")
+
+
+def _side_file(path: Path) -> Bundle:
+    """A run's side file (``RUN/files/SHA256``: an audit history, a row diff, a
+    database): its bytes hash to its name, and the run verifies with it."""
+    from onrecord.cli._records import directory
+
+    if sha256_of(path) != path.name:
+        raise DigestMismatch(f"{path} does not match its sha256 (its name): it was changed")
+    run = directory(path.parent.parent)
+    return Bundle("run side file", path.name, f"of {path.parent.parent.name} ({run.summary})")
+
+
+def _lines(path: Path, raw: bytes) -> Bundle:
+    items: list[Any] = []
+    loops: list[tuple[str, dict[str, Any]]] = []
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        if not line:
+            continue
+        where = f"{path}: line {number}"
+        data = load_record_bytes(line + b"\n", where)
+        schema = data.get("schema")
+        if schema not in _LINES:
+            hint = " (verify the run directory instead)" if path.name == "episodes.jsonl" else ""
+            raise SchemaError(
+                f"{where}: schema {schema!r} is not one onrecord writes as JSON Lines "
+                f"({', '.join(_LINES)}){hint}"
+            )
+        if schema == CLOSED_LOOP_SCHEMA:
+            loops.append((where, data))
+        elif schema == EPISODE_SCHEMA:
+            items.append(named(Path(where), partial(EpisodeEvidence.from_dict, data)))
+        else:
+            items.append(named(Path(where), partial(ForecastEvidence.from_dict, data)))
+    if loops and items:
+        raise SchemaError(f"{path} mixes closed-loop records with other records")
+    if loops:
+        return named(path, lambda: verify_closed_loop(path, loops))
+    kinds = sorted({type(item).__name__ for item in items})
+    return Bundle(
+        f"{'/'.join(kinds)} lines", items[0].digest, f"{len(items)} records", tuple(items)
+    )
+
+
+def _owner(path: Path) -> Any:
+    from onrecord.cli._records import directory
+
+    return directory(path.parent)
+
+
+def _other(path: Path, raw: bytes, data: Any) -> Any:
+    """A file without a known schema: verified through the directory that pins it, or
+    refused saying what it is."""
+    from onrecord.cli._records import directory
+
+    parent = path.parent
+    if path.name in _RUN_FILES and (parent / "run.json").is_file():
+        return directory(parent)  # a run's lock (its logs are read with the whole run)
+    manifest = (
+        _json((parent / "manifest.json").read_bytes())
+        if (parent / "manifest.json").is_file()
+        else None
+    )
+    if isinstance(manifest, dict) and manifest.get("schema") == TOOL_EPISODE:
+        return directory(parent)  # a tool-world episode's log or database
+    root = experiment_root(path)
+    if root is not None:
+        sha = named(path, partial(check_in_manifest, path, root))
+        if isinstance(data, dict) and data.get("schema") == "onrecord.worldmodel-protocol/v1":
+            return named(path, partial(verify_worldmodel_protocol, path, data, sha))
+        return Bundle(
+            "file of an experiment output",
+            sha,
+            f"its sha256 is the one {root.name}/manifest.json lists",
+        )
+    raise SchemaError(f"{path}: {_what(path, raw, data)}")
+
+
+def _what(path: Path, raw: bytes, data: Any) -> str:
+    """Why ``path`` is not a record onrecord can verify, and what to verify instead."""
+    schema = data.get("schema") if isinstance(data, dict) else None
+    head = raw[:4096].lstrip().lower()
+    if isinstance(schema, str) and schema == "onrecord.worldmodel-protocol/v1":
+        return (
+            "a world-model protocol carries no digest of its own: it is verified against "
+            "the manifest.json of the `worldmodel run` directory holding it, and no folder "
+            "above it has one (an interrupted run writes it last)"
+        )
+    if isinstance(schema, str):
+        newer = " (a newer version's?)" if schema.startswith("onrecord.") else ""
+        return (
+            f"unknown schema {schema!r}: not one this version of onrecord writes{newer}; "
+            f"onrecord verify reads {KINDS}"
+        )
+    if isinstance(data, dict) and str(data.get("generator", "")).startswith("onrecord"):
+        return (
+            "the data of an onrecord HTML page (`--json`), not a record: it carries no "
+            "digest; verify the run or report files the page was made from"
+        )
+    if head.startswith(b"<!doctype html") and b'id="onrecord-data"' in raw:
+        return (
+            "an onrecord HTML page, a view of a run or report, not a record: it carries "
+            "no digest; verify the run or report files the page was made from"
+        )
+    if raw.startswith(b"SQLite format 3\x00"):
+        return (
+            "a SQLite database, not a record: onrecord pins a database through the "
+            "directory that holds it (a tool-world episode's final.sqlite, a ledger "
+            "run's ledger.sqlite); verify that directory"
+        )
+    if isinstance(_json(raw.split(b"\n", 1)[0]), dict) and b'"tool"' in raw[:4096]:
+        return (
+            "an action log, not a record: it carries no digest of its own and is pinned "
+            "by the run or tool-world episode directory it belongs to; verify that"
+        )
+    what = "JSON without an onrecord schema" if data is not None else "not JSON"
+    return f"not a record onrecord writes ({what}); onrecord verify reads {KINDS}"

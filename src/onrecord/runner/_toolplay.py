@@ -1,0 +1,132 @@
+"""The tool-world agent loop, shared by ``ToolWorldProvider`` and the remittance domain.
+
+A tool-world agent is built once per episode and then called once per step:
+
+* ``act(observation) -> {"tool": name, "arguments": {...}}``, where the observation is
+  ``{"task", "tools", "step", "last"}``: the task's input, the tools' JSON schemas, the
+  step number (0 first) and the previous call's ``{"tool", "status", "result",
+  "error"}`` (``None`` at the first step). Anything that is not such a mapping is logged
+  as a call of an unknown tool (a rejected call; nothing changes).
+* It is built by the runner's agent: a function marked with ``agent_factory``, called
+  with the episode's ``AgentContext``; otherwise any callable, called with the task's
+  input (a class whose instances are ``act`` fits as it is).
+
+The episode ends at a successful call of the finish tool, when the agent raises, or at
+the step limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from onrecord.case import EvalCase
+from onrecord.envkit import ToolEpisode, ToolWorld, tool_episode_trial
+from onrecord.episode import OutcomeCheck
+from onrecord.report import Trial
+from onrecord.runner._provider import AGENT_FACTORY_MARK, AgentContext, EpisodeSpec, failing_agent
+
+__all__ = ["Act", "build_act", "play_tool_world", "tool_world_trial"]
+
+Act = Callable[[Mapping[str, Any]], Any]
+"""A tool-world agent for one episode: observation in, tool call out."""
+
+
+def build_act(agent: Any, spec: EpisodeSpec) -> Act:
+    """The ``act`` callable of one episode. A builder that raises, or builds something
+    that is not callable, gives an agent that raises at its first step: the agent's own
+    failure, recorded in its episode (``AgentSetupError``)."""
+    try:
+        if getattr(agent, AGENT_FACTORY_MARK, False):
+            act = agent(AgentContext(spec.case, spec.repeat, spec.seed))
+        else:
+            act = agent(spec.case.input)
+    except Exception as exc:  # the agent's failure, recorded in its episode
+        return failing_agent(f"building the agent raised {type(exc).__name__}: {exc}", exc)
+    if not callable(act):
+        return failing_agent(
+            "a tool-world agent must build a callable act(observation) -> "
+            f'{{"tool": ..., "arguments": {{...}}}}, got {type(act).__name__}'
+        )
+    return act  # type: ignore[no-any-return]
+
+
+def play_tool_world(
+    world: ToolWorld,
+    case: EvalCase,
+    act: Act,
+    *,
+    task: Any,
+    tools: Sequence[Mapping[str, Any]],
+    seed: int,
+    run_id: str | None,
+    max_steps: int,
+    finish_tool: str = "finish",
+) -> tuple[str, str | None]:
+    """Reset ``world`` for ``case`` and drive ``act`` until a successful ``finish_tool``
+    call, an exception from the agent or ``max_steps``; returns ``(ending, agent_error)``
+    (``finished``, ``agent_error`` or ``step_limit``). The end state, audit history, diff
+    and action log stay in the world until its next reset."""
+    world.reset(seed=seed, run_id=run_id, case=case)
+    last: dict[str, Any] | None = None
+    for step in range(max_steps):
+        observation = {"task": task, "tools": tools, "step": step, "last": last}
+        try:
+            action = act(observation)
+        except Exception as exc:  # the agent's own failure is evidence, not a crash
+            return "agent_error", f"{type(exc).__name__}: {exc}"
+        name, arguments = _split(action)
+        event = world.call(name, arguments)
+        last = {key: event[key] for key in ("tool", "status", "result", "error")}
+        if event["tool"] == finish_tool and event["status"] == "ok":
+            return "finished", None
+    return "step_limit", None
+
+
+def _split(action: Any) -> tuple[Any, Any]:
+    if isinstance(action, Mapping) and "tool" in action:
+        return action["tool"], action.get("arguments")
+    return action, None  # the world logs it as an unknown tool
+
+
+def tool_world_trial(
+    episode: ToolEpisode,
+    checks: Sequence[OutcomeCheck],
+    repeat: int = 0,
+    *,
+    finish_tool: str = "finish",
+) -> Trial:
+    """The kit's trial plus a coverage issue when the log does not end with a successful
+    ``finish_tool`` call (the agent crashed, gave up or hit the step limit), or when the
+    agent tried a write tool after it."""
+    trial = tool_episode_trial(episode, checks, repeat)
+    actions = episode.actions
+    writes = frozenset(episode.manifest.get("writes", ()))
+    done = [i for i, e in enumerate(actions) if e["tool"] == finish_tool and e["status"] == "ok"]
+    if done:
+        # Calls after the finish are refused (the world has ended) and change nothing: a
+        # read is harmless, but a write attempt means "done" was not the agent's last
+        # word (without the kit's guard it would have landed), so it is not accepted.
+        late = [e for e in actions[done[0] + 1 :] if e["tool"] in writes]
+        if not late:
+            return trial
+        issue = (
+            f"the agent finished at step {actions[done[0]]['step']}, then tried "
+            f"{late[0]['tool']} at step {late[0]['step']} (refused: nothing changed)"
+        )
+    else:
+        last = (
+            f"after step {actions[-1]['step']} ({actions[-1]['tool']})"
+            if actions
+            else "before its first call"
+        )
+        issue = f"the episode ended {last} without a successful {finish_tool} call"
+    return Trial(
+        trial.case,
+        trial.repeat,
+        trial.source,
+        trial.results,
+        (*trial.coverage_issues, issue),
+        trial.measures,
+        trial.settings,
+    )
