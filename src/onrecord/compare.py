@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Integral
 from pathlib import Path
@@ -132,12 +133,21 @@ class Comparison:
             ],
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Comparison:
+        """Rebuild a comparison from ``to_dict()``, or from what ``onrecord compare
+        --json`` saved (its ``schema`` and ``digest`` are left to ``onrecord verify``,
+        which checks them). A field missing or of the wrong shape is a ``SchemaError``."""
+        from onrecord._comparison_dict import comparison_from_dict
+
+        return comparison_from_dict(data)
+
 
 def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str]:
     """Every reason two locks make their reports incomparable (empty when comparable)."""
     reasons = []
     checks_a, checks_b = lock_a.get("checks", {}), lock_b.get("checks", {})
-    for name in sorted(set(checks_a) | set(checks_b)):
+    for name in sorted(set(checks_a) | set(checks_b), key=natural_key):
         version_a, version_b = checks_a.get(name), checks_b.get(name)
         if version_a is None or version_b is None:
             side = "A" if version_b is None else "B"
@@ -152,7 +162,8 @@ def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str
         )
     cases_a = {(c["case_id"], c["content_digest"]): c["trials"] for c in lock_a.get("cases", [])}
     cases_b = {(c["case_id"], c["content_digest"]): c["trials"] for c in lock_b.get("cases", [])}
-    only_a, only_b = sorted(set(cases_a) - set(cases_b)), sorted(set(cases_b) - set(cases_a))
+    only_a = sorted(set(cases_a) - set(cases_b), key=_case_order)
+    only_b = sorted(set(cases_b) - set(cases_a), key=_case_order)
     if only_a or only_b:
         reasons.append(
             f"case sets differ: {len(only_a)} only in A (e.g. "
@@ -160,7 +171,9 @@ def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str
             f"{[c[0] for c in only_b[:3]]})"
         )
     differing = [
-        key[0] for key in sorted(set(cases_a) & set(cases_b)) if cases_a[key] != cases_b[key]
+        key[0]
+        for key in sorted(set(cases_a) & set(cases_b), key=_case_order)
+        if cases_a[key] != cases_b[key]
     ]
     if differing:
         reasons.append(f"repeats or seeds differ for {len(differing)} cases (e.g. {differing[:3]})")
@@ -179,6 +192,11 @@ def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str
 
 
 _CORE_LOCK_KEYS = ("library", "checks", "environments", "cases")
+
+
+def _case_order(case: tuple[str, str]) -> tuple[Any, str]:
+    """(case id, content digest) in natural order of case id: task-2 before task-10."""
+    return natural_key(case[0]), case[1]
 
 
 def compare_reports(

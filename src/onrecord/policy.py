@@ -298,6 +298,15 @@ class AcceptancePolicy:
             )
         if data.get("schema", POLICY_SCHEMA) != POLICY_SCHEMA:
             raise SchemaError(f"schema is {data.get('schema')!r}, expected {POLICY_SCHEMA!r}")
+        # The digest before any field, as every record is verified: a tampered policy is
+        # reported as changed after saving, not by the field the change broke.
+        if verify_digest and "digest" in data:
+            actual = content_digest(data)
+            if data["digest"] != actual:
+                raise DigestMismatch(
+                    f"policy digest is {data['digest']!r} but its content hashes "
+                    f"to {actual!r}: it was changed after saving"
+                )
         _refuse_unknown_keys(data, _POLICY_KEYS, "the policy")
         items = data.get("requirements")
         if not isinstance(items, list):
@@ -313,11 +322,6 @@ class AcceptancePolicy:
             raise SchemaError(
                 "a saved policy needs its 'digest' field; to load a hand-written "
                 "policy use a .toml file or from_dict(..., verify_digest=False)"
-            )
-        if verify_digest and data["digest"] != content_digest(data):
-            raise DigestMismatch(
-                f"policy digest is {data['digest']!r} but its content hashes "
-                f"to {content_digest(data)!r}: it was changed after saving"
             )
         if verify_digest and policy.to_dict() != dict(data):
             raise DigestMismatch(

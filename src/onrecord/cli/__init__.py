@@ -1,5 +1,7 @@
 """The ``onrecord`` command line (``onrecord --help``)."""
 
-from onrecord.cli.main import main
+# From _app, not from the ``main`` module: importing the package must leave
+# ``onrecord.cli.main`` unimported, or ``python -m onrecord.cli.main`` warns (runpy).
+from onrecord.cli._app import main
 
 __all__ = ["main"]

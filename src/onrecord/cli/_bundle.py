@@ -35,6 +35,9 @@ class Bundle:
     """Verified contents to show (forecasts, episodes, a report and decision, ...)."""
     changes: tuple[dict[str, Any], ...] = field(default=())
     """A regrade's changed verdicts."""
+    record: Any = None
+    """The verified record itself, for ``show`` to print whole: a decision, comparison or
+    summary (its dict), or closed-loop records (a tuple of dicts)."""
 
 
 _T = TypeVar("_T")

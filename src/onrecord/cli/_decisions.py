@@ -177,7 +177,7 @@ def verify_decision(path: Path, data: dict[str, Any]) -> Bundle:
                     "changed after it was decided"
                 )
             summary += f", as {os.path.relpath(policy_path, path.parent)} decides"
-    return Bundle(kind, data["digest"], summary)
+    return Bundle(kind, data["digest"], summary, record=data)
 
 
 def verify_comparison(path: Path, data: dict[str, Any]) -> Bundle:
@@ -206,7 +206,7 @@ def verify_comparison(path: Path, data: dict[str, Any]) -> Bundle:
         f"{pairs} pairs, {len(checks)} checks, {len(measures)} measures; A "
         f"{str(data.get('report_a'))[:12]} vs B {str(data.get('report_b'))[:12]}"
     )
-    return Bundle("comparison", data["digest"], summary)
+    return Bundle("comparison", data["digest"], summary, record=data)
 
 
 _COUNTS = ("both_pass", "only_a", "only_b", "both_fail", "unmeasured")

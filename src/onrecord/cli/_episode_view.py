@@ -9,18 +9,20 @@ it whole (``--full``).
 A ``ToolWorldEnv`` step whose call was rejected or failed is a successful *step* (the
 capture status stays ``ok``: the env answered); what became of the *call* is in the
 step's ``info`` (``status``) and its observation (``error``), which the step table did
-not show, so every step read ``ok``.
+not show, so every step read ``ok``. Which steps are a tool world's, and what became of
+their calls, is ``onrecord._tool_steps``'s (the HTML report's episode view reads it too).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Container, Mapping
 from typing import Any
 
 import orjson
 from rich.console import Console
 
+from onrecord._tool_steps import DONE as _DONE
+from onrecord._tool_steps import tool_call, tool_calls
 from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal
 from onrecord.episode import EpisodeEvidence
 
@@ -30,8 +32,6 @@ ACTION = ERROR = 160
 """Characters of an action or an error shown before ``… (N characters)``."""
 STATE = 80
 """Characters of an observed state shown (it was cut at 60, without a word)."""
-_DONE = frozenset({"ok", "finished"})
-"""Call statuses that are not worth a reviewer's attention by default."""
 
 
 class Cells:
@@ -63,49 +63,6 @@ def _text(value: Any) -> str:
         return orjson.dumps(value).decode()
     except TypeError:  # not JSON (a record never holds one, but never crash on it)
         return str(value)
-
-
-def tool_call(observation: Any, info: Any) -> dict[str, str] | None:
-    """What a ``ToolWorldEnv`` step's call came to: ``{"status", "error"}`` (``status``
-    ``ok``, ``rejected``, ``error`` or ``finished``; ``error`` "type: message" or
-    empty), or ``None`` for a step of any other environment.
-
-    A tool world's step has ``info`` ``{"state_version": int, ...}`` and an observation
-    that is the JSON text of an object with ``step`` and ``status``; ``info["status"]``
-    is the call's status even when the observation was replaced as ``too_long``."""
-    if not (
-        isinstance(info, Mapping)
-        and type(info.get("state_version")) is int
-        and isinstance(observation, str)
-        and observation.startswith("{")
-    ):
-        return None
-    try:
-        shown = json.loads(observation)
-    except ValueError:
-        return None
-    if not (
-        isinstance(shown, dict)
-        and isinstance(shown.get("status"), str)
-        and type(shown.get("step")) is int
-    ):
-        return None
-    status = info.get("status")
-    status = status if isinstance(status, str) else shown["status"]
-    error = shown.get("error")
-    if isinstance(error, Mapping):
-        error = f"{error.get('type')}: {error.get('message')}"
-    return {"status": status, "error": error if isinstance(error, str) else ""}
-
-
-def tool_calls(transitions: list[dict[str, Any]]) -> dict[int, dict[str, str]]:
-    """``tool_call`` of every step (by index) that is a tool world's; empty for others."""
-    calls = {}
-    for transition in transitions:
-        call = tool_call(transition["observation"], transition["info"])
-        if call is not None:
-            calls[transition["index"]] = call
-    return calls
 
 
 def render_episode(

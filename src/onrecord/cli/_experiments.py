@@ -1,11 +1,12 @@
 """Records of the experiments onrecord runs, and files checked against a manifest.
 
 A ``worldmodel run`` or ``ledger run`` output directory ends with ``manifest.json``
-(``onrecord.manifest/v1``: each file's sha256); any file inside it is checked against
-that entry, and some have no other check (``tables.json``, ``models/*.json``, the
-world-model ``protocol.json``, plots, databases). Closed-loop decision records
-(``save_runs``) carry digests and reference their episodes by digest; the ledger's and
-the remittance suite's protocols and summaries carry digests too.
+(``onrecord.manifest/v1``: each file's sha256, sealed by the manifest's own digest; one
+without a digest, from an earlier version, is refused as unsealed); any file inside it
+is checked against that entry, and some have no other check (``tables.json``,
+``models/*.json``, the world-model ``protocol.json``, plots, databases). Closed-loop
+decision records (``save_runs``) carry digests and reference their episodes by digest;
+the ledger's and the remittance suite's protocols and summaries carry digests too.
 """
 
 from __future__ import annotations
@@ -61,13 +62,15 @@ def sha256_of(path: Path) -> str:
 
 def check_in_manifest(path: Path, root: Path) -> str:
     """``path``'s sha256, which ``root/manifest.json`` must list as it is."""
+    from onrecord.dynamics.experiment._store import unsealed_message
+
     where = root / "manifest.json"
     manifest = load_record_bytes(where.read_bytes(), str(where))
+    if "digest" in manifest:  # first: a rewritten manifest, not the entry it changed
+        digested(where, manifest)
     listed = manifest.get("files", manifest.get("sha256"))  # worldmodel, ledger
     if not isinstance(listed, dict):
         raise SchemaError(f"{where} is not a manifest: it has no 'files' or 'sha256' map")
-    if "digest" in manifest:
-        digested(where, manifest)
     name = path.absolute().relative_to(root.absolute()).as_posix()
     if name not in listed:
         raise DigestMismatch(
@@ -78,6 +81,8 @@ def check_in_manifest(path: Path, root: Path) -> str:
         raise DigestMismatch(
             f"{path} does not match its sha256 in {where}: it was changed after the run"
         )
+    if "digest" not in manifest:  # the file matches, but its entry could be rewritten
+        raise SchemaError(unsealed_message(where, f"{name} matches its sha256"))
     return sha
 
 
@@ -147,7 +152,12 @@ def verify_closed_loop(path: Path, records: list[tuple[str, dict[str, Any]]]) ->
     source = _episodes_of(path)
     if source is None:
         summary += "; their episodes not found beside them, so not checked"
-        return Bundle("closed-loop records", records[0][1]["digest"], summary)
+        return Bundle(
+            "closed-loop records",
+            records[0][1]["digest"],
+            summary,
+            record=tuple(record for _, record in records),
+        )
     episodes = {episode.digest: episode for episode in load_episodes(source)}
     loaded = load_runs(path, episodes)
     for (where, _), run in zip(records, loaded, strict=True):
@@ -162,6 +172,7 @@ def verify_closed_loop(path: Path, records: list[tuple[str, dict[str, Any]]]) ->
         records[0][1]["digest"],
         summary,
         tuple(run.episode for run in loaded),
+        record=tuple(record for _, record in records),
     )
 
 
@@ -191,6 +202,7 @@ def verify_ledger_summary(path: Path, data: dict[str, Any]) -> Bundle:
         "ledger summary",
         data["digest"],
         f"{len(data['episodes'])} attempts, {len(data['classic'])} classic runs",
+        record=data,
     )
 
 
@@ -206,7 +218,7 @@ def verify_remittance_summary(path: Path, data: dict[str, Any]) -> Bundle:
         raise SchemaError(f"{path}: 'agents' must map each agent to its decision")
     for name, row in agents.items():
         _same_decision(path, path.with_name(f"{name}.decision.json"), row["decision"])
-    return Bundle("remittance summary", data["digest"], f"{len(agents)} agents")
+    return Bundle("remittance summary", data["digest"], f"{len(agents)} agents", record=data)
 
 
 def _same_decision(path: Path, decision_file: Path, decision: Any) -> None:

@@ -138,15 +138,30 @@ def _digest_only(path: Path, data: dict[str, Any]) -> Bundle:
 
 
 def _blob(path: Path) -> Bundle:
-    """A large array of episode evidence (``EVIDENCE.blobs/SHA256``): its bytes hash to
-    its name, and the evidence it belongs to verifies with it."""
+    """A large array of episode evidence (``EVIDENCE.blobs/SHA256``, or the blobs folder
+    of JSON Lines of episodes): its bytes hash to its name, and the evidence it belongs
+    to verifies with it."""
     if sha256_of(path) != path.name:
         raise DigestMismatch(f"{path} does not match its sha256 (its name): it was changed")
     evidence = path.parent.with_name(path.parent.name.removesuffix(".blobs"))
     if not evidence.is_file():
         raise SchemaError(f"{path}: the evidence it belongs to, {evidence}, is missing")
-    episode = EpisodeEvidence.load(evidence)
-    return Bundle("episode blob", path.name, f"of {evidence.name} ({episode.digest[:12]})")
+    root = experiment_root(evidence)
+    if root is not None:
+        check_in_manifest(path, root)
+    owner = _owner_of(evidence)
+    return Bundle("episode blob", path.name, f"of {evidence.name} ({owner})")
+
+
+def _owner_of(evidence: Path) -> str:
+    """Verify the evidence file (one episode, or JSON Lines of them) a blobs folder
+    belongs to, with its blobs; say which it is."""
+    from onrecord.dynamics.experiment._store import load_episodes
+
+    if evidence.suffix == ".jsonl":
+        count = len(load_episodes(evidence))
+        return f"{count} episode{'s' if count != 1 else ''}"
+    return EpisodeEvidence.load(evidence).digest[:12]
 
 
 def _side_file(path: Path) -> Bundle:
@@ -161,8 +176,11 @@ def _side_file(path: Path) -> Bundle:
 
 
 def _lines(path: Path, raw: bytes) -> Bundle:
-    items: list[Any] = []
+    from onrecord.dynamics.experiment._store import verified_episodes
+
+    items: list[Any] = []  # in line order; an episode's place kept until it is verified
     loops: list[tuple[str, dict[str, Any]]] = []
+    episodes: list[tuple[str, dict[str, Any]]] = []
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line:
             continue
@@ -178,9 +196,13 @@ def _lines(path: Path, raw: bytes) -> Bundle:
         if schema == CLOSED_LOOP_SCHEMA:
             loops.append((where, data))
         elif schema == EPISODE_SCHEMA:
-            items.append(named(Path(where), partial(EpisodeEvidence.from_dict, data)))
+            episodes.append((where, data))
+            items.append(None)
         else:
             items.append(named(Path(where), partial(ForecastEvidence.from_dict, data)))
+    if episodes:  # with the blobs of their large arrays, from the file's .blobs/ folder
+        verified = iter(named(path, partial(verified_episodes, path, episodes)))
+        items = [next(verified) if item is None else item for item in items]
     if loops and items:
         raise SchemaError(f"{path} mixes closed-loop records with other records")
     if loops:

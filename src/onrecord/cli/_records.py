@@ -15,9 +15,10 @@ from typing import Any
 
 import orjson
 
-from onrecord._canonical import content_digest, load_record_bytes
+from onrecord._canonical import load_record_bytes
 from onrecord.cli._bundle import Bundle, digested, named
 from onrecord.cli._decisions import COMPARISON_SCHEMA, DECISION_SCHEMA, check_decision_body
+from onrecord.cli._experiments import check_in_manifest, experiment_root
 from onrecord.cli._record_files import KINDS, verify_file
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
 from onrecord.report import EvaluationReport
@@ -74,11 +75,22 @@ def directory(path: Path) -> Bundle:
 
 
 def _blobs(path: Path, evidence: Path) -> Bundle:
+    from onrecord.dynamics.experiment._store import load_episodes
     from onrecord.episode import EpisodeEvidence
 
-    episode = EpisodeEvidence.load(evidence)  # every blob it references, by sha256
-    count = sum(1 for _ in path.iterdir())
-    return Bundle("episode blobs", episode.digest, f"{count} blobs of {evidence.name}")
+    # Every blob it references, by sha256 (JSON Lines of episodes: one folder for all).
+    if evidence.suffix == ".jsonl":
+        episodes = load_episodes(evidence)
+    else:
+        episodes = [EpisodeEvidence.load(evidence)]
+    entries = sorted(path.iterdir())
+    root = experiment_root(path)
+    if root is not None:  # an experiment output pins its blobs too
+        for entry in entries:
+            check_in_manifest(entry, root)
+    count = len(entries)
+    digest = episodes[0].digest if episodes else "-"
+    return Bundle("episode blobs", digest, f"{count} blobs of {evidence.name}")
 
 
 def _run_directory(path: Path) -> Bundle:
@@ -154,10 +166,12 @@ def _manifest_directory(path: Path) -> Bundle:
         episode = ToolEpisode.load(path)
         return Bundle("tool-world episode", episode.digest, f"{episode.manifest['steps']} steps")
     if schema == _MANIFEST and "files" in manifest:  # a world-model experiment
-        from onrecord.dynamics.experiment._store import verify_manifest
+        from onrecord.dynamics.experiment._store import unsealed_message, verify_manifest
 
-        files = verify_manifest(path)
-        return Bundle("world-model output", content_digest(manifest), f"{len(files)} files")
+        verified = verify_manifest(path)
+        if not verified.sealed:  # every file matches, but the manifest could be rewritten
+            raise SchemaError(unsealed_message(path / "manifest.json"))
+        return Bundle("world-model output", verified.digest, f"{len(verified.files)} files")
     if schema == _MANIFEST and "sha256" in manifest:  # a ledger experiment
         from onrecord.domains.ledger import analyze_ledger_dir
 

@@ -12,10 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from onrecord.cli._records import Bundle
 from onrecord.compare import Comparison
-from onrecord.dynamics import ForecastEvidence
-from onrecord.episode import EpisodeEvidence
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport
 
@@ -24,7 +21,6 @@ __all__ = [
     "literal",
     "make_console",
     "plain",
-    "render_bundle",
     "render_comparison",
     "render_decision",
     "render_forecasts",
@@ -277,41 +273,3 @@ def render_forecasts(console: Console, forecasts: Sequence[Any]) -> None:
             forecast.digest[:16],
         )
     console.print(table)
-
-
-def render_bundle(console: Console, bundle: Bundle) -> None:
-    """A directory or JSON Lines file: what was verified, then its contents."""
-    console.print(f"[bold]{bundle.kind}[/] {literal(bundle.summary)}  sha256:{bundle.digest[:16]}")
-    forecasts = [item for item in bundle.items if isinstance(item, ForecastEvidence)]
-    if forecasts:
-        render_forecasts(console, forecasts)
-    episodes = [item for item in bundle.items if isinstance(item, EpisodeEvidence)]
-    if episodes:
-        table = _table("case", "seed", "ended", "steps", "sha256")
-        for episode in episodes:
-            table.add_row(
-                literal(episode.case["case_id"]),
-                literal(episode.environment["seed"]),
-                _styled(episode.ended),
-                str(len(episode.attempts())),
-                episode.digest[:16],
-            )
-        console.print(table)
-    for change in bundle.changes[:50]:
-        console.print(
-            f"  {literal(change['case_id'])}#{change['repeat']} {literal(change['check'])}: "
-            f"{literal(change['before'] or 'absent')} → {literal(change['after'] or 'absent')}"
-        )
-    if len(bundle.changes) > 50:
-        console.print(f"  … {len(bundle.changes) - 50} more changed verdicts")
-    for item in bundle.items:
-        if isinstance(item, EvaluationReport):
-            render_report(console, item)
-        elif isinstance(item, dict) and "decision" in item:
-            decision = item["decision"]
-            console.print(
-                f"decision: {_styled(decision['decision'])}  ({item['recorded']} of "
-                f"{item['expected']} episodes)"
-            )
-            for reason in decision["reasons"][:20]:
-                console.print(f"  - {literal(reason)}")

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
+from onrecord._natural import natural_key
 from onrecord.cli._episode_view import Cells, render_episode
 from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
@@ -37,7 +38,8 @@ def render_run_episode(
     record = None if key is None else records[key]
     if record is None:
         _refuse_ambiguous(wanted, records)
-        known = ", ".join(f"{case}#{repeat}" for case, repeat in sorted(records)[:8])
+        first = sorted(records, key=lambda key: (natural_key(key[0]), key[1]))[:8]
+        known = ", ".join(f"{case}#{repeat}" for case, repeat in first)
         raise InputError(
             f"--episode {wanted!r}: {run} recorded no such episode; give CASE#REPEAT, "
             f"e.g. {known or '(none recorded yet)'}"

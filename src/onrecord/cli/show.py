@@ -12,14 +12,9 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from onrecord.cli._episode_view import render_episode
+from onrecord.cli._record_views import render_bundle
 from onrecord.cli._records import Bundle, load_any
-from onrecord.cli._render import (
-    make_console,
-    render_bundle,
-    render_forecasts,
-    render_policy,
-    render_report,
-)
+from onrecord.cli._render import make_console, render_forecasts, render_policy, render_report
 from onrecord.cli._run_episode import render_run_episode, render_tool_calls
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import InputError

@@ -54,8 +54,10 @@ def register(subparsers: Any) -> None:
         "analyze",
         help="verify hashes and recompute every table",
         description="Check every file of a `worldmodel run` directory against its manifest "
-        "and recompute every table and report without calling a model or a simulator. "
-        "Exit 0 when everything matches, 3 when anything does not.",
+        "(and the manifest against its digest) and recompute every table and report "
+        "without calling a model or a simulator. Exit 0 when everything matches, 3 when "
+        "anything does not. A run written before manifests carried a digest still "
+        "replays, with a note on stderr.",
     )
     analyze.add_argument(
         "--replay", required=True, type=Path, metavar="DIR", help="a `worldmodel run` directory"
@@ -102,6 +104,15 @@ def _analyze(args: argparse.Namespace) -> int:
         f"verified {tables['verified_files']} files; every table and report recomputed "
         "from saved evidence matches"
     )
+    if not tables["manifest_sealed"]:
+        print(
+            f"onrecord worldmodel: note: {args.replay}/manifest.json has no digest (written "
+            "by an earlier onrecord version): the tables and reports were recomputed from "
+            "the evidence, but the files only the manifest pins (models/, plots/) may have "
+            "been replaced along with their entries; `onrecord verify` refuses such a "
+            "directory. Re-run the experiment for a sealed manifest",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -22,9 +22,16 @@ from onrecord._canonical import (
     digest_bytes,
     load_record_bytes,
 )
+from onrecord._exceptions import naming_file
 from onrecord.dynamics._evidence_schema import verify_shape
 from onrecord.dynamics._protocol import FloatArray
-from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
+from onrecord.errors import (
+    ConsistencyError,
+    DigestMismatch,
+    EvidenceError,
+    InputError,
+    SchemaError,
+)
 
 __all__ = [
     "FORECAST_SCHEMA",
@@ -125,8 +132,12 @@ class ForecastEvidence:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ForecastEvidence:
-        """Read and verify a forecast saved by ``save_json``."""
-        return cls.from_dict(load_record_bytes(Path(path).read_bytes(), str(path)))
+        """Read and verify a forecast saved by ``save_json``; errors name the file."""
+        data = load_record_bytes(Path(path).read_bytes(), str(path))
+        try:
+            return cls.from_dict(data)
+        except EvidenceError as exc:
+            raise naming_file(path, exc) from exc
 
     def to_bytes(self) -> bytes:
         """The exact bytes ``save_json`` writes: canonical JSON and a newline."""
@@ -338,12 +349,15 @@ def save_forecasts(path: str | os.PathLike[str], forecasts: Iterable[ForecastEvi
 
 def load_forecasts(path: str | os.PathLike[str]) -> list[ForecastEvidence]:
     """Read and verify every forecast of a JSON Lines file written by ``save_forecasts``."""
-    lines = Path(path).read_bytes().splitlines()
-    return [
-        ForecastEvidence.from_dict(load_record_bytes(line, f"{path}:{number}"))
-        for number, line in enumerate(lines, start=1)
-        if line
-    ]
+    forecasts = []
+    for number, line in enumerate(Path(path).read_bytes().splitlines(), start=1):
+        if line:
+            data = load_record_bytes(line, f"{path}:{number}")
+            try:
+                forecasts.append(ForecastEvidence.from_dict(data))
+            except EvidenceError as exc:  # the line at fault, as every loader names it
+                raise naming_file(f"{path}:{number}", exc) from exc
+    return forecasts
 
 
 def _unpickle_forecast(raw: bytes) -> ForecastEvidence:

@@ -19,7 +19,7 @@ import hashlib
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ __all__ = [
     "find_blob_dir",
     "is_blob",
     "load_blobs",
+    "load_blobs_of",
     "prune_blobs",
     "referenced_blobs",
     "save_blobs",
@@ -199,21 +200,33 @@ def load_blobs(folder: Path, data: Mapping[str, Any]) -> dict[str, bytes]:
     """Read the blobs ``data`` references from ``folder``, refusing any other entry.
     Nothing is trusted yet: a malformed record yields no blobs and fails verification
     with its own message."""
+    return load_blobs_of(folder, (data,))
+
+
+def load_blobs_of(folder: Path, records: Iterable[Mapping[str, Any]]) -> dict[str, bytes]:
+    """Read the blobs any of ``records`` references from ``folder`` (the one folder of a
+    JSON Lines file of episodes), refusing any entry none of them references. A
+    malformed record adds no blobs (and, as the folder cannot be judged without it, no
+    entry is refused): its verification fails with its own message."""
     found: dict[str, bytes] = {}
-    try:
-        metas = list(referenced_blobs(data))
-    except (KeyError, TypeError):
-        return found
-    wanted = {
-        meta["sha256"]
-        for meta in metas
-        if isinstance(meta, Mapping)
-        and isinstance(meta.get("sha256"), str)
-        and _HEX64.fullmatch(meta["sha256"])
-    }
+    wanted: set[str] = set()
+    judged = True
+    for data in records:
+        try:
+            metas = list(referenced_blobs(data))
+        except (KeyError, TypeError):
+            judged = False
+            continue
+        wanted.update(
+            meta["sha256"]
+            for meta in metas
+            if isinstance(meta, Mapping)
+            and isinstance(meta.get("sha256"), str)
+            and _HEX64.fullmatch(meta["sha256"])
+        )
     if not folder.is_dir():
         return found  # verification names what is missing
-    for entry in sorted(folder.iterdir()):
+    for entry in sorted(folder.iterdir()) if judged else ():
         if entry.name not in wanted and not _PARTIAL.fullmatch(entry.name):
             raise ConsistencyError(
                 f"{entry} is not a blob this evidence references: the folder holds "

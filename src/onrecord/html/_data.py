@@ -11,6 +11,7 @@ from typing import Any
 
 from onrecord import __version__
 from onrecord._canonical import content_digest, load_record_bytes
+from onrecord._natural import natural_key
 from onrecord.errors import DigestMismatch, InputError
 from onrecord.html._episode import episode_view
 from onrecord.html._timeline import TIMELINE_LIMIT
@@ -72,7 +73,9 @@ def report_data(
         # Before: "a run writes it when it finishes", which sent people to --resume.
         if store is None:
             raise InputError(f"--grading {grading!r} needs a run directory, not {path}")
-        names = sorted(p.parent.name for p in (path / "regrades").glob("*/report.json"))
+        names = sorted(
+            (p.parent.name for p in (path / "regrades").glob("*/report.json")), key=natural_key
+        )
         raise InputError(
             f"--grading {grading!r}: {path} has no regrade of that name "
             f"(regrades: {', '.join(names) or 'none; `onrecord regrade` makes one'})"
@@ -218,7 +221,8 @@ def _findings(
                     str(t.case["case_id"])
                     for t in report.trials
                     if (r := t.result(check["name"])) and r.status == "fail"
-                }
+                },
+                key=natural_key,  # task-2 before task-10, as everywhere else
             )
             findings.append(
                 f"{check['name']} failed in {check['failed']} of "
@@ -266,6 +270,7 @@ def _tasks(report: EvaluationReport) -> list[dict[str, Any]]:
                 row["failing_checks"].append(result.name)
     for row in rows.values():
         row["pass_rate"] = row["pass"] / row["episodes"]
+        row["failing_checks"].sort(key=natural_key)  # not whichever trial failed first
     return list(rows.values())
 
 
@@ -278,7 +283,7 @@ def _horizons(summary: Mapping[str, Any]) -> dict[str, list[list[Any]]]:
             series.setdefault(match["coordinate"], []).append(
                 [int(match["horizon"]), check["pass_rate"], *check["interval"]]
             )
-    return {name: sorted(points) for name, points in sorted(series.items())}
+    return {name: sorted(series[name]) for name in sorted(series, key=natural_key)}
 
 
 def _images(
@@ -309,7 +314,7 @@ def _images(
             "src": f"data:{kinds[item.suffix]};base64,"
             + base64.b64encode(item.read_bytes()).decode(),
         }
-        for item in sorted(folder.iterdir())
+        for item in sorted(folder.iterdir(), key=lambda item: natural_key(item.name))
         if item.suffix in kinds
     ]
 

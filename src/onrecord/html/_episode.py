@@ -1,5 +1,6 @@
 """One episode's detail view: its checks, its timeline (tool calls, or Gymnasium
-attempts), row diff and audit history, from the run's saved evidence."""
+attempts, with what became of each call when the environment is a tool world), row
+diff and audit history, from the run's saved evidence."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from onrecord._tool_steps import tool_calls
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.html._timeline import select_timeline
 from onrecord.report import Trial
@@ -62,10 +64,17 @@ def episode_view(
 
 
 def _gym_view(view: dict[str, Any], episode: EpisodeEvidence) -> None:
-    rewards = {t["index"]: t["reward"] for t in episode.transitions()}
+    """Every attempted step. A tool world's step (``ToolWorldEnv``) also has ``call``,
+    what became of its call (``ok``, ``rejected``, ``error``, ``finished``), and the
+    call's error: its ``status`` is the capture's, ``ok`` whenever the env answered, so a
+    rejected call read ``ok``."""
+    transitions = episode.transitions()
+    rewards = {t["index"]: t["reward"] for t in transitions}
+    calls = tool_calls(transitions)
     view["ended"] = episode.ended
-    view["timeline"] = [
-        {
+    timeline = []
+    for a in episode.attempts():
+        event = {
             "step": a["index"],
             "label": _short(a["action"]),
             "status": a["status"],
@@ -73,8 +82,17 @@ def _gym_view(view: dict[str, Any], episode: EpisodeEvidence) -> None:
             "error": (a["error"] or {}).get("message", ""),
             "state": _short(a["state"]),
         }
-        for a in episode.attempts()
-    ]
+        call = calls.get(a["index"])
+        if call is not None:
+            event["call"] = call["status"]
+            event["error"] = event["error"] or call["error"]
+        timeline.append(event)
+    view["timeline"] = timeline
+    if calls:  # over every step, shown or not
+        counts: dict[str, int] = {}
+        for call in calls.values():
+            counts[call["status"]] = counts.get(call["status"], 0) + 1
+        view["call_counts"] = counts
 
 
 def _tool_timeline(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -1,10 +1,13 @@
 """Which timeline events a long episode's detail view keeps: the first steps, the last
-ones and every step that did not succeed, so the step that failed is never cut off."""
+ones and every step that did not succeed, so the step that failed is never cut off (a
+tool world's Gymnasium step whose call did not succeed is one, though the step is ``ok``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from onrecord._tool_steps import DONE
 
 __all__ = ["TIMELINE_LIMIT", "select_timeline"]
 
@@ -26,7 +29,7 @@ def select_timeline(
     head = min(_HEAD, limit - tail)
     kept = set(range(head)) | set(range(total - tail, total))
     middle = range(head, total - tail)
-    failed = [p for p in middle if events[p].get("status") != "ok"]
+    failed = [p for p in middle if _failed(events[p])]
     kept.update(failed[: max(limit - len(kept), 0)])
     for position in middle:  # room left: more of the beginning, in order
         if len(kept) >= limit:
@@ -42,3 +45,8 @@ def select_timeline(
     if previous < total - 1:
         gaps.append([len(chosen), total - 1 - previous])
     return [events[position] for position in chosen], gaps
+
+
+def _failed(event: Mapping[str, Any]) -> bool:
+    """A step that did not succeed, or whose tool call did not (``call``)."""
+    return bool(event.get("status") != "ok" or event.get("call", "ok") not in DONE)

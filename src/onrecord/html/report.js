@@ -29,20 +29,33 @@ function table(cls, headers, rows){
     + '</tr></thead><tbody>' + rows.join('') + '</tbody></table>'; }
 function timeline(ep){
   // A long episode keeps its first and last steps and every step that did not succeed;
-  // a marker row stands for each run of steps left out.
+  // a marker row stands for each run of steps left out. A tool world played as a
+  // Gymnasium env: its steps' status is the capture's (ok when the env answered), so a
+  // call column says what became of each call (rejected, error, ...).
+  const calls = ep.timeline.some(e => e.call !== undefined);
   const gaps = new Map((ep.timeline_gaps || []).map(([at, n]) => [at, n]));
-  const gap = at => gaps.has(at) ? '<tr class="gap"><td colspan="5" class="meta">… '
-    + gaps.get(at) + ' steps not shown …</td></tr>' : '';
-  const rows = ep.timeline.map((e, at) => gap(at) + '<tr class="event '+esc(e.status)+'"><td class="num">'
+  const gap = at => gaps.has(at) ? '<tr class="gap"><td colspan="' + (calls ? 6 : 5)
+    + '" class="meta">… ' + gaps.get(at) + ' steps not shown …</td></tr>' : '';
+  const call = e => !calls ? '' : '<td class="tag call '+esc(e.call)+'">' + esc(e.call) + '</td>';
+  const rows = ep.timeline.map((e, at) => gap(at) + '<tr class="event '+esc(e.status)
+    + (e.call ? ' call-' + esc(e.call) : '') + '"><td class="num">'
     + esc(e.step) + '</td><td class="mono">' + long(e.arguments ? e.label + ' ' + e.arguments : e.label, TEXT)
-    + '</td><td class="tag '+esc(e.status)+'">' + esc(e.status) + '</td><td class="mono">'
+    + '</td><td class="tag '+esc(e.status)+'">' + esc(e.status) + '</td>' + call(e) + '<td class="mono">'
     + long(e.error || e.detail, TEXT) + '</td><td class="mono">' + long(e.state, TEXT) + '</td></tr>');
   rows.push(gap(ep.timeline.length));
   const more = ep.timeline_total > ep.timeline.length ?
     '<p class="meta">' + ep.timeline.length + ' of ' + ep.timeline_total + ' steps shown: the first, '
     + 'the last and those that did not succeed</p>' : '';
+  const headers = ['step', 'action', 'status', ...(calls ? ['call'] : []), 'result / error', 'state'];
   return '<h3>Timeline (' + ep.timeline_total + ' steps, ended: ' + esc(ep.ended) + ')</h3>'
-    + table('timeline', ['step', 'action', 'status', 'result / error', 'state'], rows) + more; }
+    + table('timeline', headers, rows) + more + (calls ? callSummary(ep) : ''); }
+function callSummary(ep){
+  // Over every step, shown or not: tool calls: 46 ok, 1 error, 3 rejected.
+  const counts = ep.call_counts || {};
+  const order = Object.keys(counts).sort((a, b) =>
+    ((a !== 'ok' && a !== 'finished') - (b !== 'ok' && b !== 'finished')) || (a < b ? -1 : a > b ? 1 : 0));
+  return '<p class="meta call-summary">tool calls: ' + order.map(s => counts[s] + ' <span class="'
+    + esc(s) + '">' + esc(s) + '</span>').join(', ') + '</p>'; }
 function diff(ep){
   if (!ep.diff) return '';
   const rows = [];

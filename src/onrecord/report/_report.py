@@ -194,6 +194,13 @@ class EvaluationReport:
             raise SchemaError(f"a report must be a JSON object, got {type(data).__name__}")
         if data.get("schema") != REPORT_SCHEMA:
             raise SchemaError(f"schema is {data.get('schema')!r}, expected {REPORT_SCHEMA!r}")
+        if "digest" in data:  # first, as every record: an edit is reported as an edit
+            actual = content_digest(data)
+            if data["digest"] != actual:
+                raise DigestMismatch(
+                    f"report digest is {data['digest']!r} but its content hashes to "
+                    f"{actual!r}: it was changed after saving"
+                )
         unknown = sorted(set(data) - {"schema", "lock", "trials", "digest"})
         if unknown:
             # The digest covers only what the report rebuilds: an added field would be

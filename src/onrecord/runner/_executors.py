@@ -8,9 +8,11 @@ or workers except the read-only provider template each worker builds for itself.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
 import os
 import shutil
+import signal
 import tempfile
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -197,7 +199,9 @@ class ProcessPoolExecutor(Executor):
         retries: list[EpisodeJob],
     ) -> bool:
         try:
-            pending[self._pool.submit(run_chunk, chunk.jobs)] = chunk
+            with _interrupts_held():  # the pool starts its workers inside submit
+                future = self._pool.submit(run_chunk, chunk.jobs)
+            pending[future] = chunk
         except BrokenProcessPool:  # a worker died since the last wait
             retries.extend(chunk.jobs)
             return False
@@ -214,6 +218,23 @@ class ProcessPoolExecutor(Executor):
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=not self._stopped)
         self._remove_notes()
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C back while the pool may start worker processes. A worker inherits the
+    signal mask, so it never takes a Ctrl-C meant for onrecord (the terminal sends it to
+    the whole process group): one that landed while a worker was still importing printed
+    that worker's traceback under the run's "interrupted" line. The parent stops its
+    workers itself; the held signal reaches it as soon as the pool has started them."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 @dataclass(frozen=True)

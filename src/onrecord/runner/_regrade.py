@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes
+from onrecord._natural import natural_key
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import ConsistencyError, InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
@@ -108,7 +109,8 @@ def regrade_run(
     changes = _changes(previous, report)
     versions = _version_changes(previous.lock["checks"], report.lock["checks"])
     unversioned = sorted(
-        {c.check for c in changes if c.before and c.after and c.check not in versions}
+        {c.check for c in changes if c.before and c.after and c.check not in versions},
+        key=natural_key,
     )
     # Written whole into a temporary directory, then renamed into place: a regrade killed
     # while saving leaves no half-written RUN/regrades/NAME that `verify RUN` refuses.
@@ -216,7 +218,8 @@ def contained(check: OutcomeCheck) -> OutcomeCheck:
 
 def _changes(before: EvaluationReport, after: EvaluationReport) -> list[VerdictChange]:
     old, new = trials_by_key(before.trials), trials_by_key(after.trials)
-    names = sorted(set(before.check_names) | set(after.check_names))
+    # Checks in natural order, as the report lists them (h4 before h16, not after h12).
+    names = sorted(set(before.check_names) | set(after.check_names), key=natural_key)
     changes = []
     for key in new:
         for check in names:
@@ -237,7 +240,7 @@ def _version_changes(
 ) -> dict[str, tuple[str | None, str | None]]:
     return {
         name: (old.get(name), new.get(name))
-        for name in sorted(set(old) | set(new))
+        for name in sorted(set(old) | set(new), key=natural_key)
         if old.get(name) != new.get(name)
     }
 

@@ -10,8 +10,9 @@ Layout::
     summary.json               decisions and the ablation
     manifest.json              sha256 of every other file
 
-``analyze_ledger_dir`` needs nothing but the directory: it checks every hash, reloads
-(and so re-verifies) every record, re-runs the checks on the saved evidence and
+``analyze_ledger_dir`` needs nothing but the directory: it checks the manifest's own
+digest (first: a manifest rewritten with a file would vouch for it) and every hash,
+reloads (and so re-verifies) every record, re-runs the checks on the saved evidence and
 recomputes each decision and the ablation.
 """
 
@@ -36,7 +37,7 @@ from onrecord.domains.ledger._experiment import (
     ablation,
 )
 from onrecord.episode import EpisodeEvidence, evaluate_episode
-from onrecord.errors import EvidenceError, InputError, SchemaError
+from onrecord.errors import DigestMismatch, EvidenceError, InputError, SchemaError
 
 __all__ = ["LedgerAnalysis", "analyze_ledger_dir", "save_ledger_result"]
 
@@ -181,6 +182,13 @@ def _verify_manifest(out: Path, analysis: LedgerAnalysis) -> dict[str, Any] | No
         analysis.problems.append(f"{MANIFEST}: {exc}")
         return None
     listed = manifest.get("sha256")
+    if manifest.get("schema") == "onrecord.manifest/v1" and not _sealed(manifest):
+        # First: a manifest rewritten along with a file it lists would vouch for it.
+        analysis.problems.append(
+            f"{MANIFEST}: does not match its digest: the manifest was changed after the "
+            "run (a file replaced together with its entry?); restore it or run again"
+        )
+        return None
     if manifest.get("schema") != "onrecord.manifest/v1" or not (
         isinstance(listed, dict) and all(isinstance(v, str) for v in listed.values())
     ):
@@ -206,6 +214,12 @@ def _verify_manifest(out: Path, analysis: LedgerAnalysis) -> dict[str, Any] | No
     return manifest
 
 
+def _sealed(record: dict[str, Any]) -> bool:
+    """Whether a record's ``digest`` is the digest of the rest of it (every ledger
+    record, the manifest included, has been written with one)."""
+    return record.get("digest") == content_digest(record)
+
+
 def analyze_ledger_dir(output_dir: str | Path) -> LedgerAnalysis:
     """Re-verify a saved experiment and recompute its decisions and ablation offline."""
     out = Path(output_dir)
@@ -222,6 +236,8 @@ def analyze_ledger_dir(output_dir: str | Path) -> LedgerAnalysis:
                 f"summary.json has schema {summary.get('schema')!r}, expected "
                 "'onrecord.ledger-summary/v1'"
             )
+        if not _sealed(summary):
+            raise DigestMismatch("summary.json does not match its digest: it was changed")
     except (OSError, EvidenceError, InputError) as exc:
         analysis.problems.append(f"cannot read the summary or policy: {exc}")
         return analysis

@@ -1,9 +1,9 @@
 """``onrecord worldmodel analyze --replay DIR``: verify and recompute, offline.
 
-Checks every sha256 in the manifest, verifies every record's digest, checks that each
-forecast's reference states match its saved episode, recomputes every table and report
-from the saved evidence, and refuses a directory whose saved tables or reports differ.
-No model and no simulator is called.
+Checks the manifest's own digest and every sha256 in it, verifies every record's digest,
+checks that each forecast's reference states match its saved episode, recomputes every
+table and report from the saved evidence, and refuses a directory whose saved tables or
+reports differ. No model and no simulator is called.
 """
 
 from __future__ import annotations
@@ -72,13 +72,16 @@ def _check_protocol(saved: Any, expected: Any, where: str = "protocol.json") -> 
 
 
 def replay(root: str | os.PathLike[str]) -> dict[str, Any]:
-    """Verify a run directory and return its recomputed tables (equal to the saved ones)."""
+    """Verify a run directory and return its recomputed tables (equal to the saved ones),
+    with ``verified_files`` (how many files the manifest pins) and ``manifest_sealed``
+    (False for a run written before manifests carried a digest: it still replays, but
+    nothing shows its manifest was not rewritten along with a file it lists)."""
     # A str as well as a Path, as run_experiment takes it (a str raised a TypeError).
     return _replay(Path(root))
 
 
 def _replay(root: Path) -> dict[str, Any]:
-    files = verify_manifest(root)
+    manifest = verify_manifest(root)
     protocol = read_json(root / "protocol.json")
     _check_protocol(protocol, build_protocol(smoke=protocol.get("smoke") is True))
     models = protocol["models"]
@@ -121,7 +124,8 @@ def _replay(root: Path) -> dict[str, Any]:
             "tables.json differs from the tables recomputed from the saved evidence"
         )
     _check_reports(root, protocol, evidence)
-    tables["verified_files"] = len(files)
+    tables["verified_files"] = len(manifest.files)
+    tables["manifest_sealed"] = manifest.sealed
     return tables
 
 

@@ -1,26 +1,50 @@
-"""Run-directory storage: JSON Lines of verified records and the sha256 manifest."""
+"""Run-directory storage: JSON Lines of verified records and the sealed sha256 manifest.
+
+``manifest.json`` (``onrecord.manifest/v1``) maps every other file of the directory to
+its sha256 and carries a ``digest`` of its own, like every other onrecord record: a file
+replaced together with its entry in the manifest no longer verifies. A manifest written
+before manifests were sealed has no digest; it still loads (``unsealed``), and
+``onrecord verify`` refuses it saying so.
+
+Episodes saved as JSON Lines keep their large arrays as the single-file form does: in one
+``<file>.jsonl.blobs/`` folder beside the file, holding exactly the blobs its episodes
+reference.
+"""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onrecord._canonical import atomic_write_bytes, canonical_bytes, load_record_bytes
-from onrecord.errors import DigestMismatch, SchemaError
+from onrecord._canonical import (
+    atomic_write_bytes,
+    canonical_bytes,
+    content_digest,
+    load_record_bytes,
+)
+from onrecord._exceptions import naming_file
+from onrecord.episode._blobs import find_blob_dir, load_blobs_of, prune_blobs, save_blobs
+from onrecord.errors import DigestMismatch, EvidenceError, SchemaError
 
 __all__ = [
+    "MANIFEST_SCHEMA",
+    "VerifiedManifest",
     "load_episodes",
     "read_json",
     "save_episodes",
     "sha256_file",
+    "unsealed_message",
+    "verified_episodes",
     "verify_manifest",
     "write_json",
     "write_manifest",
 ]
 
 MANIFEST = "manifest.json"
+MANIFEST_SCHEMA = "onrecord.manifest/v1"
 
 
 def write_json(path: Path, value: Any) -> Path:
@@ -34,39 +58,101 @@ def read_json(path: Path) -> Any:
 
 
 def save_episodes(path: Path, episodes: Iterable[Any]) -> Path:
-    """Episodes as JSON Lines, one canonical record each."""
-    return atomic_write_bytes(path, b"".join(e.to_bytes() for e in episodes))
+    """Episodes as JSON Lines, one canonical record each; their blobs (large
+    observations and actions) go to ``<path>.blobs/`` first, so no line ever points at a
+    missing blob, and blobs an earlier save to ``path`` left there are removed after."""
+    episodes = list(episodes)
+    blobs: dict[str, bytes] = {}
+    for episode in episodes:
+        blobs.update(episode.blobs)
+    save_blobs(path, blobs)
+    written = atomic_write_bytes(path, b"".join(e.to_bytes() for e in episodes))
+    prune_blobs(path, blobs)
+    return written
 
 
 def load_episodes(path: Path) -> list[Any]:
-    """Read and verify every episode of a JSON Lines file."""
-    from onrecord.episode import EpisodeEvidence
-
-    return [
-        EpisodeEvidence.from_dict(load_record_bytes(line, f"{path}:{n}"))
-        for n, line in enumerate(path.read_bytes().splitlines(), start=1)
+    """Read and verify every episode of a JSON Lines file, with the blobs its episodes
+    reference from ``<path>.blobs/``; an error names the line."""
+    numbered = [
+        (f"{path}:{number}", load_record_bytes(line, f"{path}:{number}"))
+        for number, line in enumerate(path.read_bytes().splitlines(), start=1)
         if line
     ]
+    return verified_episodes(path, numbered)
+
+
+def verified_episodes(path: Path, numbered: Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Verify the episode records of the JSON Lines file ``path`` (each given with the
+    place it is named by, its line), their blobs read from ``<path>.blobs/``: the folder
+    holds exactly the blobs some line references."""
+    from onrecord.episode import EpisodeEvidence
+
+    folder = find_blob_dir(path)
+    try:
+        blobs = load_blobs_of(folder, [record for _, record in numbered])
+    except EvidenceError as exc:
+        raise naming_file(path, exc) from exc
+    episodes = []
+    for where, record in numbered:
+        try:
+            episodes.append(EpisodeEvidence._from_dict(record, blobs, str(folder)))
+        except EvidenceError as exc:
+            raise naming_file(where, exc) from exc
+    return episodes
 
 
 def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """Hex sha256 of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_manifest(root: Path) -> dict[str, str]:
-    """Hash every file under ``root`` (except the manifest) and write the manifest."""
+    """Hash every file under ``root`` (except the manifest) and write the manifest,
+    sealed with its own digest."""
     files = {
         p.relative_to(root).as_posix(): sha256_file(p)
         for p in sorted(root.rglob("*"))
         if p.is_file() and p.name != MANIFEST
     }
-    write_json(root / MANIFEST, {"schema": "onrecord.manifest/v1", "files": files})
+    body = {"schema": MANIFEST_SCHEMA, "files": files}
+    write_json(root / MANIFEST, {**body, "digest": content_digest(body)})
     return files
 
 
-def verify_manifest(root: Path) -> dict[str, str]:
-    """Check every listed hash and that no file was added or removed."""
+@dataclass(frozen=True)
+class VerifiedManifest:
+    """What ``verify_manifest`` checked."""
+
+    files: dict[str, str]
+    """Every file of the directory (but the manifest) → its sha256."""
+    digest: str
+    """The manifest's digest (for an unsealed manifest, what its content hashes to)."""
+    sealed: bool
+    """False for a manifest without a digest of its own (written by an earlier version):
+    nothing shows that it was not rewritten along with a file it lists."""
+
+
+def unsealed_message(path: Path, checked: str = "every file matches its sha256") -> str:
+    """Why ``onrecord verify`` refuses the unsealed manifest ``path`` although
+    ``checked`` held, and what to do."""
+    return (
+        f"{path} has no digest: it was written by an earlier onrecord version, before "
+        "manifests were sealed, so nothing shows it was not rewritten along with a file "
+        f"it lists ({checked}). Re-run the experiment into a new directory for a sealed "
+        f"manifest; `onrecord worldmodel analyze --replay {path.parent}` still recomputes "
+        "every table and report from the saved evidence"
+    )
+
+
+def verify_manifest(root: Path) -> VerifiedManifest:
+    """Check the manifest's digest (when it has one), every listed hash, and that no
+    file was added or removed. An unsealed manifest (no digest) is verified as far as
+    it goes and returned with ``sealed=False``: the caller decides whether to accept it."""
     path = root / MANIFEST
     if not path.exists():
         if (root / "protocol.json").is_file():
@@ -76,17 +162,33 @@ def verify_manifest(root: Path) -> dict[str, str]:
             )
         raise SchemaError(f"{path} is missing: this is not a worldmodel run directory")
     manifest = read_json(path)
-    files = manifest.get("files") if isinstance(manifest, dict) else None
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("schema") != "onrecord.manifest/v1"
-        or not isinstance(files, dict)
-        or not all(isinstance(digest, str) for digest in files.values())
-    ):
-        raise SchemaError(
-            f"{path} is not an onrecord.manifest/v1 with a files -> sha256 map; "
-            "restore the manifest the run wrote, or re-run"
+    if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
+        raise SchemaError(_NOT_A_MANIFEST.format(path=path))
+    digest = content_digest(manifest)
+    sealed = "digest" in manifest
+    if sealed and manifest["digest"] != digest:
+        raise DigestMismatch(
+            f"{path} does not match its digest: the manifest was changed after the run; "
+            "restore it or re-run"
         )
+    files = manifest.get("files")
+    if (
+        not isinstance(files, dict)
+        or not all(isinstance(sha, str) for sha in files.values())
+        or set(manifest) - {"schema", "files", "digest"}
+    ):
+        raise SchemaError(_NOT_A_MANIFEST.format(path=path))
+    _check_files(root, files)
+    return VerifiedManifest(files, digest, sealed)
+
+
+_NOT_A_MANIFEST = (
+    "{path} is not an onrecord.manifest/v1 with a files -> sha256 map; "
+    "restore the manifest the run wrote, or re-run"
+)
+
+
+def _check_files(root: Path, files: Mapping[str, str]) -> None:
     present = {
         p.relative_to(root).as_posix()
         for p in root.rglob("*")
@@ -103,4 +205,3 @@ def verify_manifest(root: Path) -> dict[str, str]:
                 f"{name} does not match its sha256 in the manifest: it was "
                 "changed after the run; restore it or re-run"
             )
-    return files

@@ -1,0 +1,285 @@
+"""``onrecord show`` of a record ``verify`` returns as a ``Bundle``: a directory or JSON
+Lines file (its contents), and the records that were one line only: a decision (gate,
+run, remittance suite or ledger), a comparison, closed-loop records and a ledger or
+remittance summary, each printed whole from what ``verify`` checked.
+
+Before: ``show`` printed the line ``verify`` prints (``policy decision (reject, 8
+requirements)``) and nothing of the requirements, the p-values, the runs or the agents;
+a run's decision gave its reasons without the requirements' numbers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+
+from onrecord._natural import natural_key
+from onrecord.cli._bundle import Bundle
+from onrecord.cli._render import _styled, _table, literal, render_comparison, render_forecasts
+from onrecord.cli._render import render_report as _render_report
+from onrecord.dynamics import ForecastEvidence
+from onrecord.episode import EpisodeEvidence
+from onrecord.report import EvaluationReport
+
+__all__ = ["render_bundle", "render_decision_body"]
+
+_REQUIREMENT_STYLE = {"met": "green", "failed": "red", "undecided": "yellow"}
+View = Callable[[Console, Any, Sequence[Any]], None]
+
+
+def render_bundle(console: Console, bundle: Bundle) -> None:
+    """What was verified (``verify``'s line), then what it holds: the record it carries
+    (``Bundle.record``) as tables, or a directory's or JSON Lines file's contents."""
+    console.print(f"[bold]{bundle.kind}[/] {literal(bundle.summary)}  sha256:{bundle.digest[:16]}")
+    view = _VIEWS.get(_schema(bundle.record) or "")
+    if view is not None:
+        view(console, bundle.record, bundle.items)
+        return
+    forecasts = [item for item in bundle.items if isinstance(item, ForecastEvidence)]
+    if forecasts:
+        render_forecasts(console, forecasts)
+    episodes = [item for item in bundle.items if isinstance(item, EpisodeEvidence)]
+    if episodes:
+        table = _table("case", "seed", "ended", "steps", "sha256")
+        for episode in episodes:
+            table.add_row(
+                literal(episode.case["case_id"]),
+                literal(episode.environment["seed"]),
+                _styled(episode.ended),
+                str(len(episode.attempts())),
+                episode.digest[:16],
+            )
+        console.print(table)
+    for change in bundle.changes[:50]:
+        console.print(
+            f"  {literal(change['case_id'])}#{change['repeat']} {literal(change['check'])}: "
+            f"{literal(change['before'] or 'absent')} → {literal(change['after'] or 'absent')}"
+        )
+    if len(bundle.changes) > 50:
+        console.print(f"  … {len(bundle.changes) - 50} more changed verdicts")
+    for item in bundle.items:
+        if isinstance(item, EvaluationReport):
+            _render_report(console, item)
+        elif isinstance(item, dict) and "decision" in item:  # a run's (or regrade's)
+            note = f"  ({item['recorded']} of {item['expected']} episodes)"
+            render_decision_body(console, item["decision"], note)
+
+
+def _schema(record: Any) -> str | None:
+    first = record[0] if isinstance(record, tuple) and record else record
+    schema = first.get("schema") if isinstance(first, Mapping) else None
+    return schema if isinstance(schema, str) else None
+
+
+def _percent(value: float) -> str:
+    """A rate at one decimal, never rounded to 0.0 % or 100.0 % when it is neither."""
+    text = f"{value:.1%}"
+    if text == "100.0%" and value < 1:
+        return "99.9%"
+    if text == "0.0%" and value > 0:
+        return "0.1%"
+    return text
+
+
+def render_decision_body(console: Console, body: Mapping[str, Any], note: str = "") -> None:
+    """A decision's verdict, then one row per requirement: its status, the pass rate it
+    measured, the threshold it had to meet and why; then the reasons that are not a
+    requirement's (coverage issues, an incomplete run). ``note`` follows the verdict."""
+    console.print(f"decision: {_styled(str(body.get('decision')))}{literal(note)}")
+    table = _table(
+        "requirement", "critical", "status", "pass rate", "threshold", "cases", "unmeasured",
+        "reason",
+    )  # fmt: skip
+    explained = set()
+    for item in body.get("requirements", ()):
+        passed, failed = item.get("passed", 0), item.get("failed", 0)
+        measured = passed + failed
+        rate = (
+            f"{_percent(passed / measured)} ({passed} of {measured})"
+            if measured
+            else "n/a (none measured)"
+        )
+        status = str(item.get("status"))
+        style = _REQUIREMENT_STYLE.get(status)
+        table.add_row(
+            literal(item.get("check")),
+            "yes" if item.get("critical") else "no",
+            f"[{style}]{status}[/]" if style else literal(status),
+            rate,
+            _threshold(item),
+            literal(item.get("cases", "")),
+            literal(item.get("unmeasured", "")),
+            literal(item.get("explanation", "")),
+        )
+        explained.add(item.get("explanation"))
+    console.print(table)
+    other = [reason for reason in body.get("reasons", ()) if reason not in explained]
+    for reason in other[:20]:
+        console.print(f"  - {literal(reason)}")
+    if len(other) > 20:
+        console.print(f"  … {len(other) - 20} more reasons")
+
+
+def _threshold(item: Mapping[str, Any]) -> str:
+    """``≥ 95.0%``, with ``≥ 20 cases`` and ``coverage ≥ 90.0%`` when not the defaults."""
+    parts = []
+    if isinstance(item.get("min_pass_rate"), int | float):
+        parts.append(f"≥ {item['min_pass_rate']:.1%}")
+    if "min_cases" in item:
+        parts.append(f"≥ {literal(item['min_cases'])} cases")
+    if isinstance(item.get("min_coverage"), int | float):
+        parts.append(f"coverage ≥ {item['min_coverage']:.1%}")
+    return ", ".join(parts)
+
+
+def _decision(console: Console, record: Mapping[str, Any], items: Sequence[Any]) -> None:
+    render_decision_body(console, record)
+
+
+def _comparison(console: Console, record: Mapping[str, Any], items: Sequence[Any]) -> None:
+    from onrecord.compare import Comparison
+
+    render_comparison(console, Comparison.from_dict(record))
+
+
+def _closed_loop(console: Console, records: Sequence[Any], episodes: Sequence[Any]) -> None:
+    """One row per run. Its return and ending are its episode's, when the episodes were
+    found beside the records; the steps are the episode's, else one per planned step."""
+    found = {episode.digest: episode for episode in episodes}
+    errors = any(record.get("model_error") for record in records)
+    headers = ("model", "env", "seed", "steps", "return", "ended")
+    table = _table(*headers, *(("model error",) if errors else ()))
+    for record in records:
+        episode = found.get(record.get("episode"))
+        if episode is not None:
+            steps = str(len(episode.attempts()))
+            total = f"{sum(float(t['reward']) for t in episode.transitions()):.6g}"
+            ended = _styled(str(episode.ended))
+        else:
+            steps, total, ended = str(len(record.get("predicted_returns", ()))), "—", "—"
+        error = record.get("model_error")
+        cells = [
+            literal(record.get("model_id")),
+            literal(record.get("env_id")),
+            literal(record.get("seed")),
+            steps,
+            total,
+            ended,
+        ]
+        if errors:
+            cells.append(
+                literal(f"step {error['step']}: {error['type']}: {error['message']}")
+                if error
+                else ""
+            )
+        table.add_row(*cells)
+    console.print(table)
+    if not found:
+        console.print(
+            "return and ending are the episodes', which are not beside these records "
+            "(NAME.episodes.jsonl); steps: the steps planned"
+        )
+
+
+def _remittance_summary(console: Console, record: Mapping[str, Any], items: Sequence[Any]) -> None:
+    """Agent × decision, as the suite prints it: tasks per decision, the failing checks
+    (with how many tasks) and whether each task got the decision it must get; then what
+    weaker graders accept."""
+    table = _table(
+        "agent", "decision", "accept", "reject", "indet.", "failing checks (tasks)", "as expected"
+    )
+    for name, row in record["agents"].items():
+        decisions = row.get("task_decisions", {})
+        counts = Counter(decisions.values())
+        failing = Counter(c for checks in row.get("failing_checks", {}).values() for c in checks)
+        checks = ", ".join(f"{c} ({failing[c]})" for c in sorted(failing, key=natural_key))
+        wants = row.get("expected") or {}
+        table.add_row(
+            literal(name),
+            _styled(str(row["decision"])),
+            str(counts["accept"]),
+            str(counts["reject"]),
+            str(counts["indeterminate"]),
+            literal(checks or "—"),
+            "—"
+            if not wants
+            else "yes"
+            if all(decisions.get(task) == want for task, want in wants.items())
+            else "[red]no[/]",
+        )
+    console.print(table)
+    rows = [row for row in record.get("ablation", ()) if isinstance(row, Mapping)]
+    graders = (
+        [k.removesuffix("_decision") for k in rows[0] if k.endswith("_decision")] if rows else []
+    )
+    if graders:
+        ablation = _table(
+            "agent",
+            "episodes",
+            *(f"{g.replace('_', ' ')}: accepted (violating) → decision" for g in graders),
+            title="ablation: what weaker graders accept",
+        )
+        for row in rows:
+            cells = [
+                literal(f"{row.get(g)} ({row.get(f'{g}_violating')}) → {row.get(f'{g}_decision')}")
+                for g in graders
+            ]
+            ablation.add_row(literal(row.get("agent")), literal(row.get("episodes")), *cells)
+        console.print(ablation)
+    for mismatch in record.get("mismatches", ()):
+        console.print(f"[red]not as expected:[/] {literal(mismatch)}")
+
+
+def _ledger_summary(console: Console, record: Mapping[str, Any], items: Sequence[Any]) -> None:
+    """Each attempt's decision under each grader and the one it must get (``✗`` where
+    the full policy's differs), then the classic runs; then what weaker graders accept."""
+    table = _table("episode", "final answer", "final posting", "full policy", "required")
+    for row in record["episodes"]:
+        decisions = row["decisions"]
+        full = str(decisions.get("full_policy"))
+        mark = "" if full == row["expected"] else " [red]✗[/]"
+        table.add_row(
+            literal(row["name"]),
+            literal(decisions.get("final_answer", "")),
+            literal(decisions.get("final_posting", "")),
+            _styled(full) + mark,
+            literal(row["expected"]),
+        )
+    for row in record["classic"]:
+        mark = "" if row["decision"] == row.get("expected") else " [red]✗[/]"
+        table.add_row(
+            f"classic {literal(row['name'])}",
+            "",
+            "",
+            _styled(row["decision"]) + mark,
+            literal(row.get("expected", "")),
+        )
+    console.print(table)
+    rows = [row for row in record.get("ablation", ()) if isinstance(row, Mapping)]
+    if rows:
+        ablation = _table(
+            "grader",
+            "complete episodes",
+            "accepted",
+            "accepted but violating",
+            title="ablation: what weaker graders accept",
+        )
+        for row in rows:
+            keys = ("grader", "episodes", "accepted", "accepted_violating")
+            ablation.add_row(*(literal(row.get(key)) for key in keys))
+        console.print(ablation)
+    if record.get("ok") is False:
+        console.print("[red]not every decision is the one required[/]")
+
+
+_VIEWS: dict[str, View] = {
+    "onrecord.decision/v1": _decision,
+    "onrecord.ledger-decision/v1": _decision,
+    "onrecord.comparison/v1": _comparison,
+    "onrecord.closed-loop/v1": _closed_loop,
+    "onrecord.remittance-summary/v1": _remittance_summary,
+    "onrecord.ledger-summary/v1": _ledger_summary,
+}
