@@ -25,12 +25,13 @@ from contextlib import contextmanager
 
 from onrecord.envkit._sql import INTERNAL_PREFIX
 
-__all__ = ["CALL_SAVEPOINT", "INTERNAL", "StatementGuard"]
+__all__ = ["CALL_SAVEPOINT", "INTERNAL", "READ_ONLY", "StatementGuard"]
 
 INTERNAL = " -- onrecord"
 """Appended to onrecord's own transaction statements on the world's connection, so
 their cached statements are never the ones a tool's text finds."""
 CALL_SAVEPOINT = "onrecord_call"
+READ_ONLY = "a read-only tool (writes=False) wrote to the database; its changes were rolled back"
 
 _SCHEMA_CHANGES = {
     sqlite3.SQLITE_CREATE_INDEX: "CREATE INDEX",
@@ -44,6 +45,16 @@ _SCHEMA_CHANGES = {
     sqlite3.SQLITE_DROP_VIEW: "DROP VIEW",
     sqlite3.SQLITE_DROP_VTABLE: "DROP VIRTUAL TABLE",
     sqlite3.SQLITE_ALTER_TABLE: "ALTER TABLE",
+}
+_TEMP_CHANGES = {
+    sqlite3.SQLITE_CREATE_TEMP_INDEX: "CREATE INDEX",
+    sqlite3.SQLITE_CREATE_TEMP_TABLE: "CREATE TABLE",
+    sqlite3.SQLITE_CREATE_TEMP_TRIGGER: "CREATE TRIGGER",
+    sqlite3.SQLITE_CREATE_TEMP_VIEW: "CREATE VIEW",
+    sqlite3.SQLITE_DROP_TEMP_INDEX: "DROP INDEX",
+    sqlite3.SQLITE_DROP_TEMP_TABLE: "DROP TABLE",
+    sqlite3.SQLITE_DROP_TEMP_TRIGGER: "DROP TRIGGER",
+    sqlite3.SQLITE_DROP_TEMP_VIEW: "DROP VIEW",
 }
 _WRITES = {
     sqlite3.SQLITE_INSERT: "INSERT INTO",
@@ -68,21 +79,39 @@ _READING_PRAGMAS = frozenset(
 
 
 class StatementGuard:
-    """The world connection's authorizer; it refuses only while a tool runs."""
+    """The world connection's authorizer; it refuses only while a tool runs. It is also
+    the gate the TEMP write triggers ask (``_call_guard``)."""
 
     def __init__(self) -> None:
         self.active = False
         self.refused: str | None = None
         """Why the first statement refused during the current call was refused."""
+        self.step: int | None = None
+        """The context row's ``step`` while the running call's transaction is alive
+        (``None`` for a read-only call, which may change no row)."""
+        self.escaped = False
+        """Whether the gate refused a write because the call's transaction had ended."""
 
     @contextmanager
-    def tool_call(self) -> Iterator[None]:
+    def tool_call(self, step: int | None) -> Iterator[None]:
         """Guard the statements prepared inside the block (the tool's own code)."""
-        self.active, self.refused = True, None
+        self.active, self.refused, self.step, self.escaped = True, None, step, False
         try:
             yield
         finally:
             self.active = False
+
+    def may_write(self, step: int) -> bool:
+        """Whether a row of a user table may change now (``step`` is the context row's):
+        always outside tool calls; in a call, only inside its live transaction."""
+        if step == self.step or not self.active:
+            return True
+        if self.step is None:
+            if self.refused is None:
+                self.refused = READ_ONLY
+        else:
+            self.escaped = True
+        return False
 
     def __call__(
         self,
@@ -110,6 +139,16 @@ def refusal(action: int, arg1: str | None, arg2: str | None, source: str | None)
             "episode (the audit would not see the change); put it in the snapshot, or use "
             "a TEMP table for scratch work"
         )
+    # onrecord's TEMP triggers keep writes inside the call's transaction (_call_guard);
+    # a TEMP object of that name would also shadow onrecord's tables in unqualified SQL.
+    if action in _TEMP_CHANGES and (arg1 or "").startswith(INTERNAL_PREFIX):
+        return f"{_TEMP_CHANGES[action]} temp.{arg1}: that name is onrecord's own"
+    if (
+        action == sqlite3.SQLITE_FUNCTION
+        and (arg2 or "").startswith(INTERNAL_PREFIX)
+        and not (source or "").startswith(INTERNAL_PREFIX)
+    ):
+        return f"{arg2}(): that function is onrecord's own, for its triggers"
     if action == sqlite3.SQLITE_TRANSACTION:
         return (
             f"{arg1}: each tool call runs in onrecord's savepoint and is committed when the "

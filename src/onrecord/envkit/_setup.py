@@ -6,7 +6,9 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from onrecord.envkit._sql import Table, quote
+from onrecord.envkit._call_guard import WorldConnection
+from onrecord.envkit._guard import StatementGuard
+from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote
 from onrecord.envkit.snapshot import Snapshot
 from onrecord.envkit.tools import Tool
 from onrecord.errors import InputError
@@ -36,9 +38,11 @@ def hidden_layouts(snapshot: Snapshot, hidden: Sequence[str]) -> dict[str, Table
     return {name: layouts[name] for name in hidden}
 
 
-def open_world(path: Path, *, foreign_keys: bool = False) -> sqlite3.Connection:
+def open_world(path: Path, guard: StatementGuard, *, foreign_keys: bool = False) -> WorldConnection:
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, factory=WorldConnection
+    )
     # WAL: readers never block the writer and never see a half-restored state.
     conn.execute("PRAGMA journal_mode = WAL")
     # The file is rebuilt from the snapshot at every reset, so fsyncs buy nothing.
@@ -48,6 +52,8 @@ def open_world(path: Path, *, foreign_keys: bool = False) -> sqlite3.Connection:
     # SQLite enforces REFERENCES (and runs ON DELETE CASCADE) only when asked, per
     # connection; cascaded changes fire the audit's triggers like any other.
     conn.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
+    conn.set_authorizer(guard)
+    conn.guard = guard
     return conn
 
 
@@ -56,9 +62,11 @@ def drop_temp_objects(conn: sqlite3.Connection) -> None:
     not the file's, so neither a page copy nor an undo resets it: a TEMP table would
     carry one episode's scratch rows into the next, and a TEMP trigger on a user table
     would fire in later episodes, and during the undo itself (writing rows the reset
-    then misses)."""
+    then misses). onrecord's own (``_call_guard``'s triggers) stay."""
     objects = conn.execute(
-        "SELECT type, name FROM temp.sqlite_schema WHERE type IN ('trigger', 'view', 'table')"
+        "SELECT type, name FROM temp.sqlite_schema WHERE type IN ('trigger', 'view', 'table') "
+        "AND substr(name, 1, ?) != ?",
+        (len(INTERNAL_PREFIX), INTERNAL_PREFIX),
     ).fetchall()
     # Triggers and views first: they may name the tables dropped after them.
     for kind, name in sorted(objects, key=lambda item: item[0] == "table"):

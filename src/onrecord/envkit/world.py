@@ -4,8 +4,9 @@ Each tool call is one atomic unit in a savepoint, released (committed) when the 
 returns and rolled back when it is rejected or fails; a read-only tool that changed a
 row is failed and rolled back (a row count, where ``PRAGMA query_only`` would expire
 every prepared statement at each toggle). Statements that would escape the audit or the
-savepoint are refused as they are prepared (``_guard``). The file is in WAL mode,
-so a read-only observer connected to it always sees committed states only.
+savepoint are refused as they are prepared (``_guard``), and no row changes once
+SQLite has ended the call's transaction under the tool (``_call_guard``). The file is in
+WAL mode, so a read-only observer connected to it always sees committed states only.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import Any
 
 from onrecord.case import EvalCase
 from onrecord.envkit import _outcome
-from onrecord.envkit._guard import CALL_SAVEPOINT, INTERNAL, StatementGuard
+from onrecord.envkit._call_guard import TransactionEnded, install_gate, undo_call
+from onrecord.envkit._guard import CALL_SAVEPOINT, INTERNAL, READ_ONLY, StatementGuard
 from onrecord.envkit._portable import portable
 from onrecord.envkit._setup import declared_tools, drop_temp_objects, hidden_layouts, open_world
 from onrecord.envkit._undo import RowUndo
@@ -63,7 +65,6 @@ _ENDED = (
     "run: reset the world to start a new episode"
 )
 _SAVEPOINT = f"SAVEPOINT {CALL_SAVEPOINT}{INTERNAL}"
-_ROLLBACK_CALL = f"ROLLBACK TO {CALL_SAVEPOINT}{INTERNAL}"
 _RELEASE_CALL = f"RELEASE {CALL_SAVEPOINT}{INTERNAL}"
 
 
@@ -92,9 +93,8 @@ class ToolWorld:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="onrecord-world-")
             path = Path(self._tmpdir.name) / "world.db"
         self.path = Path(path)
-        self.conn = open_world(self.path, foreign_keys=foreign_keys)
         self._guard = StatementGuard()
-        self.conn.set_authorizer(self._guard)
+        self.conn = open_world(self.path, self._guard, foreign_keys=foreign_keys)
         self.run_id: str | None = None
         self.case: EvalCase | None = None
         self.seed = 0
@@ -113,6 +113,7 @@ class ToolWorld:
         self.reset()
         # Every reset restores the same snapshot, so the audit layout never changes.
         self._audit_layout = audit_tables(self.conn)
+        install_gate(self.conn, self._audit_layout, self._guard)
         self._undo = RowUndo(snapshot.connection, self.conn)
         self._undo.restored(self.conn)
 
@@ -239,26 +240,24 @@ class ToolWorld:
         return f"there is no tool named {_outcome.safe_repr(tool)}; available tools: {names}"
 
     def _run(self, spec: Tool, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-        self._guard.refused = None
+        self._guard.refused, self._guard.escaped = None, False
         self.conn.execute(_SAVEPOINT)
-        self._running = spec.name
+        self._running, returned = spec.name, False
         try:
             if spec.writes:
                 self.conn.execute(f"UPDATE {CTX} SET step = ?, version = version + 1", (self.step,))
             changes = self.conn.total_changes
-            with self._guard.tool_call():
+            with self._guard.tool_call(self.step if spec.writes else None):
                 result = spec.function(ctx, **args)
+            returned = True
             self._refuse_forbidden()
             if not spec.writes and self.conn.total_changes != changes:
-                raise ForbiddenStatement(
-                    "a read-only tool (writes=False) wrote to the database; its changes "
-                    "were rolled back"
-                )
+                raise ForbiddenStatement(READ_ONLY)
             result = portable(result, "$.result")
             self.conn.execute(_RELEASE_CALL)  # commits: a deferred foreign key may refuse
         except BaseException as exc:
-            self._undo_call()
-            return self._failure(spec, self._forbidden_or(exc))
+            ended = undo_call(self.conn) and returned  # after the tool returned: not its error
+            return self._failure(spec, self._forbidden_or(exc, ended))
         finally:
             self._running = None
         if not spec.writes:
@@ -274,16 +273,6 @@ class ToolWorld:
             )
         return {"status": "ok", "result": result, "error": None}
 
-    def _undo_call(self) -> None:
-        """Roll the call back, even if the tool managed to end onrecord's savepoint
-        (then whatever is still open is rolled back: no SQLite error escapes a call)."""
-        try:
-            self.conn.execute(_ROLLBACK_CALL)
-            self.conn.execute(_RELEASE_CALL)
-        except sqlite3.OperationalError:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK" + INTERNAL)
-
     def _failure(self, spec: Tool, exc: BaseException) -> dict[str, Any]:
         if isinstance(exc, ToolRejected):
             return _outcome.rejected("rule_violation", _outcome.message(exc))
@@ -294,19 +283,24 @@ class ToolWorld:
             return _outcome.failure(spec.name, "forbidden_statement", _outcome.message(exc))
         return _outcome.failure(spec.name, "tool_error", _outcome.describe(exc))
 
-    def _forbidden_or(self, exc: BaseException) -> BaseException:
-        """A refused statement is why the call failed, whatever the tool raised after
-        SQLite refused it (KeyboardInterrupt and the like still propagate)."""
+    def _forbidden_or(self, exc: BaseException, ended: bool) -> BaseException:
+        """A refused statement, or a transaction SQLite ended under the tool, is why the
+        call failed, whatever the tool raised after (KeyboardInterrupt and the like still
+        propagate)."""
         refused = self._guard.refused
         if refused is not None and isinstance(exc, Exception):
             return ForbiddenStatement(refused)
+        if (ended or self._guard.escaped) and isinstance(exc, Exception):
+            return TransactionEnded()
         return exc
 
     def _refuse_forbidden(self) -> None:
-        """Fail a call that tried a forbidden statement, even if the tool caught the
-        error SQLite raised for it and went on."""
+        """Fail a call that tried a forbidden statement, or whose transaction SQLite
+        ended, even if the tool caught the error SQLite raised and went on."""
         if self._guard.refused is not None:
             raise ForbiddenStatement(self._guard.refused)
+        if self._guard.escaped or not self.conn.in_transaction:
+            raise TransactionEnded()
 
     def inject_failure(self, tool: str) -> None:
         """Test only: the next call of ``tool`` commits its writes, then fails."""
