@@ -9,10 +9,7 @@ DIR``. The summary it reads is now checked against its own digest too.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -20,18 +17,7 @@ import pytest
 
 from onrecord._canonical import content_digest, record_bytes
 from onrecord.domains.ledger import analyze_ledger_dir, run_ledger_experiment, save_ledger_result
-
-
-def onrecord(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """The installed command line, as a real process."""
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "onrecord"), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+from tests.cli_process import onrecord
 
 
 @pytest.fixture(scope="module")

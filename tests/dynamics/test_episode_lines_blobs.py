@@ -9,9 +9,6 @@ saved episode, and ``load_episodes`` and ``onrecord verify`` read them from ther
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,18 +21,7 @@ from onrecord.dynamics.experiment._store import load_episodes, save_episodes, wr
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import ConsistencyError, SchemaError
 from onrecord.integrations.gymnasium import capture_episode
-
-
-def onrecord(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """The installed command line, as a real process."""
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "onrecord"), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+from tests.cli_process import onrecord
 
 
 class Frames(gym.Env[Any, int]):

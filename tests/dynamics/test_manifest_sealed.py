@@ -10,10 +10,7 @@ replays, with a note; ``verify`` refuses it as unsealed, exit 3.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +20,9 @@ from onrecord._canonical import content_digest
 from onrecord.dynamics.experiment import replay, run_experiment
 from onrecord.dynamics.experiment._store import read_json, sha256_file, write_json
 from onrecord.errors import DigestMismatch
+from tests.cli_process import onrecord
 
 pytestmark = pytest.mark.slow
-
-
-def onrecord(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """The installed command line, as a real process."""
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "onrecord"), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "COLUMNS": "200"},
-    )
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,6 @@ command line for `gate --output` and `compare --json`)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +29,7 @@ from onrecord.episode import evaluate_episodes
 from onrecord.examples import FROZENLAKE_AGENTS, frozenlake_task, run_gym_task
 from onrecord.integrations.gymnasium import capture_episode
 from onrecord.runner import plan_run, regrade_run, start_run
-
-
-def onrecord(*args: str) -> subprocess.CompletedProcess[str]:
-    """The command line, as a real process."""
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "onrecord"), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+from tests.cli_process import onrecord
 
 
 class _Big(gym.Env[Any, Any]):

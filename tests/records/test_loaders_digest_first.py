@@ -10,9 +10,6 @@ still gets its fields checked first. Forecast loaders now name the file and line
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,18 +24,7 @@ from onrecord.episode import evaluate_episodes
 from onrecord.errors import DigestMismatch, PolicyError, SchemaError
 from onrecord.examples import FROZENLAKE_AGENTS, frozenlake_task, run_gym_task
 from onrecord.report import EvaluationReport
-
-
-def onrecord(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """The installed command line, as a real process."""
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "onrecord"), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+from tests.cli_process import onrecord
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import orjson
 from onrecord import compare_reports
 from onrecord._natural import natural_key
 from onrecord.report import CheckResult, EvaluationReport, Trial
-from tests.records.conftest import onrecord
+from tests.cli_process import onrecord
 
 HORIZONS = [1, 4, 8, 16, 32, 60]
 NAMES = [f"dynamics/pole_angle/h{h}" for h in HORIZONS] + ["dynamics/x/h2"]

@@ -20,8 +20,8 @@ from onrecord.dynamics._closed_loop import run_closed_loop
 from onrecord.dynamics.experiment._store import save_episodes
 from onrecord.errors import SchemaError
 from onrecord.runner import plan_run, start_run
+from tests.cli_process import onrecord
 from tests.dynamics.test_closed_loop_probe2 import RaisingModel
-from tests.records.conftest import onrecord
 
 POLICY = """\
 name = "release"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from onrecord.cli.main import main
-from tests.records.conftest import onrecord
+from tests.cli_process import onrecord
 
 KINDS = {
     "episode": "EpisodeEvidence",

@@ -15,7 +15,7 @@ import pytest
 
 from onrecord._canonical import content_digest, record_bytes
 from onrecord.html import write_report
-from tests.records.conftest import onrecord
+from tests.cli_process import onrecord
 
 
 @pytest.fixture

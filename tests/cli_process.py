@@ -1,0 +1,21 @@
+"""The installed ``onrecord`` command, run as a real process (exit codes and output as a
+CI job sees them)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def onrecord(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``onrecord ARGS`` from this virtualenv, with a wide terminal for tables."""
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "onrecord"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, "COLUMNS": "200"},
+    )
