@@ -29,6 +29,7 @@ __all__ = [
     "canonical_bytes",
     "content_digest",
     "digest_bytes",
+    "file_sha256",
     "from_portable",
     "load_record_bytes",
     "no_string_values",
@@ -54,6 +55,12 @@ def canonical_bytes(value: Any) -> bytes:
 def digest_bytes(data: bytes) -> str:
     """sha256 hex digest of bytes."""
     return hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file's bytes, read in blocks (never the whole file in memory)."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def content_digest(record: Mapping[str, Any]) -> str:

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from onrecord._canonical import content_digest
+from onrecord._canonical import content_digest, file_sha256
 from onrecord.dynamics.experiment import replay, run_experiment
-from onrecord.dynamics.experiment._store import read_json, sha256_file, write_json
+from onrecord.dynamics.experiment._store import read_json, write_json
 from onrecord.errors import DigestMismatch
 from tests.cli_process import onrecord
 
@@ -44,7 +44,7 @@ def _replace_and_repin(root: Path, name: str, data: bytes) -> None:
     (leaving the manifest's digest as it was)."""
     (root / name).write_bytes(data)
     manifest = read_json(root / "manifest.json")
-    manifest["files"][name] = sha256_file(root / name)
+    manifest["files"][name] = file_sha256(root / name)
     write_json(root / "manifest.json", manifest)
 
 

@@ -11,13 +11,12 @@ the ledger's and the remittance suite's protocols and summaries carry digests to
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from onrecord._canonical import load_record_bytes
+from onrecord._canonical import file_sha256, load_record_bytes
 from onrecord.cli._bundle import Bundle, digested
 from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
 
@@ -25,7 +24,6 @@ __all__ = [
     "MANIFEST_SCHEMA",
     "check_in_manifest",
     "experiment_root",
-    "sha256_of",
     "verify_closed_loop",
     "verify_ledger_protocol",
     "verify_ledger_summary",
@@ -51,15 +49,6 @@ def experiment_root(path: Path) -> Path | None:
     return None
 
 
-def sha256_of(path: Path) -> str:
-    """Hex sha256 of a file's bytes, read in blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def check_in_manifest(path: Path, root: Path) -> str:
     """``path``'s sha256, which ``root/manifest.json`` must list as it is."""
     from onrecord.dynamics.experiment._store import unsealed_message
@@ -76,7 +65,7 @@ def check_in_manifest(path: Path, root: Path) -> str:
         raise DigestMismatch(
             f"{path} is not listed in {where}: it was added after the run; move it elsewhere"
         )
-    sha = sha256_of(path)
+    sha = file_sha256(path)
     if listed[name] != sha:
         raise DigestMismatch(
             f"{path} does not match its sha256 in {where}: it was changed after the run"

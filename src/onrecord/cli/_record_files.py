@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from onrecord._canonical import load_record_bytes
+from onrecord._canonical import file_sha256, load_record_bytes
 from onrecord.cli._bundle import Bundle, digested, named
 from onrecord.cli._decisions import (
     COMPARISON_SCHEMA,
@@ -27,7 +27,6 @@ from onrecord.cli._experiments import (
     MANIFEST_SCHEMA,
     check_in_manifest,
     experiment_root,
-    sha256_of,
     verify_closed_loop,
     verify_ledger_protocol,
     verify_ledger_summary,
@@ -141,7 +140,7 @@ def _blob(path: Path) -> Bundle:
     """A large array of episode evidence (``EVIDENCE.blobs/SHA256``, or the blobs folder
     of JSON Lines of episodes): its bytes hash to its name, and the evidence it belongs
     to verifies with it."""
-    if sha256_of(path) != path.name:
+    if file_sha256(path) != path.name:
         raise DigestMismatch(f"{path} does not match its sha256 (its name): it was changed")
     evidence = path.parent.with_name(path.parent.name.removesuffix(".blobs"))
     if not evidence.is_file():
@@ -169,7 +168,7 @@ def _side_file(path: Path) -> Bundle:
     database): its bytes hash to its name, and the run verifies with it."""
     from onrecord.cli._records import directory
 
-    if sha256_of(path) != path.name:
+    if file_sha256(path) != path.name:
         raise DigestMismatch(f"{path} does not match its sha256 (its name): it was changed")
     run = directory(path.parent.parent)
     return Bundle("run side file", path.name, f"of {path.parent.parent.name} ({run.summary})")

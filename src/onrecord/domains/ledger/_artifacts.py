@@ -18,13 +18,18 @@ recomputes each decision and the ablation.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from onrecord import AcceptancePolicy, __version__
-from onrecord._canonical import atomic_write_bytes, content_digest, load_record_bytes, record_bytes
+from onrecord._canonical import (
+    atomic_write_bytes,
+    content_digest,
+    file_sha256,
+    load_record_bytes,
+    record_bytes,
+)
 from onrecord.domains.ledger._checks import GRADERS, LEDGER_CHECKS
 from onrecord.domains.ledger._classic import CLASSIC_RUNS, classic_checks, classic_policy
 from onrecord.domains.ledger._experiment import (
@@ -138,20 +143,12 @@ def save_ledger_result(result: LedgerResult, output_dir: str | Path) -> Path:
         out / "summary.json", _record("onrecord.ledger-summary/v1", _summary(result))
     )
     files = {
-        str(p.relative_to(out)): _sha256(p)
+        str(p.relative_to(out)): file_sha256(p)
         for p in sorted(out.rglob("*"))
         if p.is_file() and p.name != MANIFEST
     }
     atomic_write_bytes(out / MANIFEST, _record("onrecord.manifest/v1", {"sha256": files}))
     return out
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dataclass
@@ -209,7 +206,7 @@ def _verify_manifest(out: Path, analysis: LedgerAnalysis) -> dict[str, Any] | No
             analysis.problems.append(f"{name}: names a file outside the directory")
         elif not path.is_file():
             analysis.problems.append(f"{name}: listed in the manifest but missing")
-        elif _sha256(path) != expected:
+        elif file_sha256(path) != expected:
             analysis.problems.append(f"{name}: sha256 differs from the manifest")
     return manifest
 

@@ -13,7 +13,6 @@ reference.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from onrecord._canonical import (
     atomic_write_bytes,
     canonical_bytes,
     content_digest,
+    file_sha256,
     load_record_bytes,
 )
 from onrecord._exceptions import naming_file
@@ -35,7 +35,6 @@ __all__ = [
     "load_episodes",
     "read_json",
     "save_episodes",
-    "sha256_file",
     "unsealed_message",
     "verified_episodes",
     "verify_manifest",
@@ -102,20 +101,11 @@ def verified_episodes(path: Path, numbered: Sequence[tuple[str, dict[str, Any]]]
     return episodes
 
 
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes, read in blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def write_manifest(root: Path) -> dict[str, str]:
     """Hash every file under ``root`` (except the manifest) and write the manifest,
     sealed with its own digest."""
     files = {
-        p.relative_to(root).as_posix(): sha256_file(p)
+        p.relative_to(root).as_posix(): file_sha256(p)
         for p in sorted(root.rglob("*"))
         if p.is_file() and p.name != MANIFEST
     }
@@ -200,7 +190,7 @@ def _check_files(root: Path, files: Mapping[str, str]) -> None:
             f"run directory {root} differs from its manifest: added {extra}, missing {missing}"
         )
     for name, digest in files.items():
-        if sha256_file(root / name) != digest:
+        if file_sha256(root / name) != digest:
             raise DigestMismatch(
                 f"{name} does not match its sha256 in the manifest: it was "
                 "changed after the run; restore it or re-run"
