@@ -84,15 +84,17 @@ def _percent(value: float) -> str:
     return text
 
 
-def render_decision_body(console: Console, body: Mapping[str, Any], note: str = "") -> None:
+def render_decision_body(
+    console: Console, body: Mapping[str, Any], note: str = "", *, reason_column: bool = True
+) -> None:
     """A decision's verdict, then one row per requirement: its status, the pass rate it
     measured, the threshold it had to meet and why; then the reasons that are not a
-    requirement's (coverage issues, an incomplete run). ``note`` follows the verdict."""
+    requirement's (coverage issues, an incomplete run). ``note`` follows the verdict.
+    Without ``reason_column`` every reason is a line of its own after the table, never
+    wrapped inside a cell: what a CI log of ``gate`` or ``run`` should let one grep."""
     console.print(f"decision: {_styled(str(body.get('decision')))}{literal(note)}")
-    table = _table(
-        "requirement", "critical", "status", "pass rate", "threshold", "cases", "unmeasured",
-        "reason",
-    )  # fmt: skip
+    columns = ["requirement", "critical", "status", "pass rate", "threshold", "cases"]
+    table = _table(*columns, "unmeasured", *(["reason"] if reason_column else []))
     explained = set()
     for item in body.get("requirements", ()):
         passed, failed = item.get("passed", 0), item.get("failed", 0)
@@ -112,9 +114,10 @@ def render_decision_body(console: Console, body: Mapping[str, Any], note: str = 
             _threshold(item),
             literal(item.get("cases", "")),
             literal(item.get("unmeasured", "")),
-            literal(item.get("explanation", "")),
+            *([literal(item.get("explanation", ""))] if reason_column else []),
         )
-        explained.add(item.get("explanation"))
+        if reason_column:  # else every reason follows the table as a whole line
+            explained.add(item.get("explanation"))
     console.print(table)
     other = [reason for reason in body.get("reasons", ()) if reason not in explained]
     for reason in other[:20]:

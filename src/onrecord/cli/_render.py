@@ -204,20 +204,12 @@ def render_policy(console: Console, policy: AcceptancePolicy) -> None:
 
 
 def render_decision(console: Console, decision: PolicyDecision) -> None:
-    """The decision first, then each requirement and reason."""
-    console.print(f"decision: {_styled(decision.decision)}")
-    table = _table("requirement", "status", "passed", "failed", "unmeasured")
-    for outcome in decision.outcomes:
-        table.add_row(
-            literal(outcome.requirement.check),
-            literal(outcome.status),
-            str(outcome.passed),
-            str(outcome.failed),
-            str(outcome.unmeasured),
-        )
-    console.print(table)
-    for reason in decision.reasons[:20]:
-        console.print(f"  - {literal(reason)}")
+    """The decision first, then each requirement with the pass rate it measured and the
+    threshold it had to meet (as ``onrecord show`` gives a saved decision), then every
+    reason on a line of its own."""
+    from onrecord.cli._record_views import render_decision_body  # it builds on this module
+
+    render_decision_body(console, decision.to_dict(), reason_column=False)
 
 
 def render_comparison(console: Console, comparison: Comparison) -> None:
