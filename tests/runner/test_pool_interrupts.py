@@ -5,9 +5,13 @@ stops them itself."""
 
 from __future__ import annotations
 
+import os
 import signal
+import threading
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from onrecord.runner import ProcessPoolExecutor, plan_run, start_run
 
@@ -37,3 +41,37 @@ def test_pool_workers_never_take_the_terminals_ctrl_c(tmp_path: Path) -> None:
     # ... while this process takes Ctrl-C as before: the mask is put back after submit.
     assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
     assert signal.SIGINT not in before
+
+
+def test_a_ctrl_c_taken_by_another_thread_waits_until_the_workers_are_started() -> None:
+    # The held mask covers the submitting thread only. A Ctrl-C taken by another thread
+    # (the pool's manager, a progress display) still raised KeyboardInterrupt in the
+    # main thread mid-submit, between starting a worker and sending it its start-up
+    # data: the worker printed "EOFError: Ran out of input" under "interrupted".
+    from onrecord.runner._executors import _interrupts_held
+
+    ready, sent = threading.Event(), threading.Event()
+
+    def other_thread() -> None:  # started before: SIGINT is not held here
+        ready.wait()
+        os.kill(os.getpid(), signal.SIGINT)  # to the process: this thread takes it
+        sent.set()
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    finished_inside = False
+
+    def submit_like() -> None:
+        nonlocal finished_inside
+        with _interrupts_held():
+            ready.set()
+            assert sent.wait(10)
+            worker.join()
+            for _ in range(100_000):  # bytecode boundaries, where a handler would run
+                pass
+            finished_inside = True
+
+    with pytest.raises(KeyboardInterrupt):
+        submit_like()
+    assert finished_inside
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
