@@ -34,31 +34,29 @@ that copies pages, the next statement re-parses the TEMP triggers with the schem
 (~6 µs each, three per table).
 
 Some of what ``ctx.connection`` offers acts without SQL, so neither the authorizer nor
-a trigger sees it; the world's connection (``WorldConnection``) refuses it while a tool
-runs: incremental BLOB writes (``blobopen``, which change a row without firing its
-triggers: the audit, the diff and the reset's undo would all miss the change),
-``set_authorizer`` (would lift the guard), ``close`` (would end the call's transaction
-and break the world) and functions named like onrecord's (would replace the gate).
+a trigger sees it; the world's connection (``_connection.WorldConnection``) refuses or
+scopes it (incremental BLOB writes, ``set_authorizer``, ``close``, functions named like
+onrecord's, which would replace the gate, and the rest of the connection's state).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from onrecord.envkit._guard import CALL_SAVEPOINT, INTERNAL, StatementGuard
 from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote
 from onrecord.envkit.audit import CTX
 from onrecord.errors import OnrecordError
 
-__all__ = ["GATE", "TransactionEnded", "WorldConnection", "install_gate", "undo_call"]
+__all__ = ["GATE", "TransactionEnded", "install_gate", "undo_call"]
 
 GATE = f"{INTERNAL_PREFIX}gate"
 """The SQL function the TEMP triggers ask (``StatementGuard.may_write``)."""
 
 _RAISE = (
-    "onrecord: write refused: the call''s transaction was rolled back, or the tool is read-only"
+    "onrecord: write refused: the call''s transaction was rolled back, the tool is read-only, "
+    "or the thread is one a tool left running"
 )
 _ROLLBACK_CALL = f"ROLLBACK TO {CALL_SAVEPOINT}{INTERNAL}"
 _RELEASE_CALL = f"RELEASE {CALL_SAVEPOINT}{INTERNAL}"
@@ -75,47 +73,6 @@ class TransactionEnded(OnrecordError):
             "an interrupt), undoing the call's writes, and the tool went on; its writes to "
             "the world's tables after that were refused, so it changed none of them"
         )
-
-
-class WorldConnection(sqlite3.Connection):
-    """The world's connection: refuses, while a tool runs, what would change the
-    database outside SQL (see the module docstring)."""
-
-    guard: StatementGuard | None = None
-
-    def _refuse(self, what: str, why: str) -> None:
-        guard = self.guard
-        if guard is not None and guard.active:
-            reason = f"{what}: {why}"
-            if guard.refused is None:
-                guard.refused = reason
-            raise sqlite3.DatabaseError(f"not authorized: {reason}")
-
-    def blobopen(
-        self, table: str, column: str, row: int, /, *, readonly: bool = False, name: str = "main"
-    ) -> sqlite3.Blob:
-        if not readonly:
-            self._refuse(
-                f"blobopen({table!r}, {column!r}) for writing",
-                "incremental BLOB writes fire no trigger, so the audit would not see the "
-                "change; open it with readonly=True, or write the value with UPDATE",
-            )
-        return super().blobopen(table, column, row, readonly=readonly, name=name)
-
-    def set_authorizer(self, authorizer_callback: Callable[..., int] | None) -> None:
-        self._refuse("set_authorizer", "the world's authorizer is onrecord's guard")
-        super().set_authorizer(authorizer_callback)
-
-    def close(self) -> None:
-        self._refuse("close", "the world's connection outlives every call")
-        super().close()
-
-    def create_function(
-        self, name: str, narg: int, func: Callable[..., Any] | None, *, deterministic: bool = False
-    ) -> None:
-        if name.lower().startswith(INTERNAL_PREFIX):
-            self._refuse(f"create_function({name!r})", "that name is onrecord's own")
-        super().create_function(name, narg, func, deterministic=deterministic)
 
 
 def install_gate(

@@ -20,6 +20,7 @@ comment (``INTERNAL``), so a tool's identical ``COMMIT`` is never served from th
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -76,6 +77,10 @@ _READING_PRAGMAS = frozenset(
     }
 )
 """Pragmas whose argument names what to read, not a value to set."""
+_STRAY_MAY = frozenset(
+    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+)
+"""What a thread a tool left running may still prepare: reads (and reading pragmas)."""
 
 
 class StatementGuard:
@@ -91,19 +96,50 @@ class StatementGuard:
         (``None`` for a read-only call, which may change no row)."""
         self.escaped = False
         """Whether the gate refused a write because the call's transaction had ended."""
+        self.strays: dict[int, threading.Thread] = {}
+        """Threads started during a call and still alive after it returned, by ident: a
+        tool's, whose SQL would otherwise run unguarded between calls, during a reset
+        or in a later episode. They may only read (``is_stray``)."""
 
     @contextmanager
     def tool_call(self, step: int | None) -> Iterator[None]:
         """Guard the statements prepared inside the block (the tool's own code)."""
+        self.claim_thread()  # whoever runs the call is the harness, never a stray
+        before = threading.enumerate()
         self.active, self.refused, self.step, self.escaped = True, None, step, False
         try:
             yield
         finally:
             self.active = False
+            after = threading.enumerate()
+            if after != before or self.strays:  # the common case costs one comparison
+                self._note_strays(before, after)
+
+    def _note_strays(self, before: list[threading.Thread], after: list[threading.Thread]) -> None:
+        known = set(before)
+        strays = {ident: t for ident, t in self.strays.items() if t.is_alive()}
+        for thread in after:
+            if thread not in known and thread.ident is not None and thread.is_alive():
+                strays[thread.ident] = thread
+        self.strays = strays
+
+    def claim_thread(self) -> None:
+        """The current thread runs the world's own code (a call, a reset): not a stray."""
+        if self.strays:
+            self.strays.pop(threading.get_ident(), None)
+
+    def is_stray(self) -> bool:
+        """Whether the current thread is one a tool left running (idents are reused, so
+        the thread itself is compared)."""
+        thread = self.strays.get(threading.get_ident())
+        return thread is not None and thread is threading.current_thread()
 
     def may_write(self, step: int) -> bool:
         """Whether a row of a user table may change now (``step`` is the context row's):
-        always outside tool calls; in a call, only inside its live transaction."""
+        always outside tool calls; in a call, only inside its live transaction. Never
+        from a thread a tool left running."""
+        if self.strays and self.is_stray():
+            return False
         if step == self.step or not self.active:
             return True
         if self.step is None:
@@ -121,6 +157,11 @@ class StatementGuard:
         database: str | None,
         source: str | None,
     ) -> int:
+        if self.strays and self.is_stray():
+            may = action in _STRAY_MAY or (action == sqlite3.SQLITE_PRAGMA and arg2 is None)
+            if may and refusal(action, arg1, arg2, source) is None:
+                return sqlite3.SQLITE_OK
+            return sqlite3.SQLITE_DENY  # not recorded: it is no running call's doing
         if not self.active:
             return sqlite3.SQLITE_OK
         reason = refusal(action, arg1, arg2, source)
@@ -143,12 +184,20 @@ def refusal(action: int, arg1: str | None, arg2: str | None, source: str | None)
     # a TEMP object of that name would also shadow onrecord's tables in unqualified SQL.
     if action in _TEMP_CHANGES and (arg1 or "").startswith(INTERNAL_PREFIX):
         return f"{_TEMP_CHANGES[action]} temp.{arg1}: that name is onrecord's own"
+    # A TEMP trigger on onrecord's context row would fire on the world's own statement
+    # that starts each call (outside the guard): writes attributed to the next call.
+    if action == sqlite3.SQLITE_CREATE_TEMP_TRIGGER and (arg2 or "").lower().startswith(
+        INTERNAL_PREFIX
+    ):
+        return f"CREATE TRIGGER temp.{arg1} ON {arg2}: that table is onrecord's own"
     if (
         action == sqlite3.SQLITE_FUNCTION
         and (arg2 or "").startswith(INTERNAL_PREFIX)
         and not (source or "").startswith(INTERNAL_PREFIX)
     ):
         return f"{arg2}(): that function is onrecord's own, for its triggers"
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() == "load_extension":
+        return "load_extension(): an extension is native code that outlives the call and the audit"
     if action == sqlite3.SQLITE_TRANSACTION:
         return (
             f"{arg1}: each tool call runs in onrecord's savepoint and is committed when the "

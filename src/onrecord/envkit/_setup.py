@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from onrecord.envkit._call_guard import WorldConnection
+from onrecord.envkit._connection import WorldConnection
 from onrecord.envkit._guard import StatementGuard
 from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote
 from onrecord.envkit.snapshot import Snapshot

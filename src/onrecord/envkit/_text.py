@@ -16,7 +16,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["TEXT_TAG", "RawText", "lossless", "raw_text", "reads_only", "undecodable"]
+__all__ = [
+    "TEXT_TAG",
+    "RawText",
+    "lossless",
+    "plain_rows",
+    "raw_text",
+    "reads_only",
+    "undecodable",
+]
 
 TEXT_TAG = "$text"
 _T = TypeVar("_T")
@@ -69,6 +77,21 @@ def raw_text(conn: sqlite3.Connection) -> Iterator[None]:
     """Within the block, ``conn`` reads TEXT with :meth:`RawText.decode`."""
     previous: Any = conn.text_factory
     conn.text_factory = RawText.decode
+    try:
+        yield
+    finally:
+        conn.text_factory = previous
+
+
+@contextmanager
+def plain_rows(conn: sqlite3.Connection) -> Iterator[None]:
+    """Within the block, ``conn`` reads TEXT as ``str`` whatever ``text_factory`` a tool
+    set for its call (``ToolContext.reveal`` logs what it read from such rows)."""
+    previous: Any = conn.text_factory
+    if previous is str:
+        yield
+        return
+    conn.text_factory = str
     try:
         yield
     finally:

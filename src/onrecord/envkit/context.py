@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 from onrecord.envkit._outcome import safe_repr
 from onrecord.envkit._portable import portable
 from onrecord.envkit._sql import Table, portable_value, quote, row_dict
-from onrecord.envkit._text import lossless, raw_text, reads_only, undecodable
+from onrecord.envkit._text import lossless, plain_rows, raw_text, reads_only, undecodable
 from onrecord.errors import InputError, OnrecordError, PortabilityError
 
 __all__ = ["ToolContext", "ToolRejected", "Tracer"]
@@ -98,7 +98,8 @@ class ToolContext:
             )
         where = " AND ".join(f"{quote(column)} = ?" for column in layout.key)
         sql = f"SELECT {layout.select_list()} FROM {quote(table)} WHERE {where}"
-        row = lossless(self.connection, lambda: self.execute(sql, values).fetchone())
+        with plain_rows(self.connection):  # a factory the tool set must not forge the read
+            row = lossless(self.connection, lambda: _first(self.execute(sql, values)))
         if row is None:  # nothing read: the key as asked for
             self.reads.append({"table": table, "key": _logged_key(values)})
             return None
@@ -113,6 +114,11 @@ class ToolContext:
     def reject(message: str) -> NoReturn:
         """Refuse the call (domain rule violation); nothing it wrote is kept."""
         raise ToolRejected(message)
+
+
+def _first(cursor: sqlite3.Cursor) -> Any:
+    cursor.row_factory = None  # applied as rows are fetched
+    return cursor.fetchone()
 
 
 def _rows(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:

@@ -132,6 +132,7 @@ class ToolWorld:
         connection re-parses the schema); in full when that cannot be proven exact."""
         self._refuse_nesting("reset")
         _check_reset(seed, run_id, case)  # before anything is undone
+        self.conn.end_episode()  # tools' functions and collations: see _connection
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK" + INTERNAL)
         drop_temp_objects(self.conn)  # the connection's, so no restore resets it
@@ -247,7 +248,7 @@ class ToolWorld:
             if spec.writes:
                 self.conn.execute(f"UPDATE {CTX} SET step = ?, version = version + 1", (self.step,))
             changes = self.conn.total_changes
-            with self._guard.tool_call(self.step if spec.writes else None):
+            with self.conn.tool_call(self.step if spec.writes else None):
                 result = spec.function(ctx, **args)
             returned = True
             self._refuse_forbidden()

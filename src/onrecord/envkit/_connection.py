@@ -1,0 +1,369 @@
+"""The world's connection: what lives on it, not in the file, stays within its scope.
+
+A reset restores the world's file; the connection's own state (limits, SQL functions,
+collations, callbacks, row and text factories) no restore touches, and neither the
+authorizer nor a trigger sees a tool change it through ``ctx.connection``. Left alone, a
+tool could change what every later episode reads (a replaced ``like`` or ``NOCASE``),
+crash the harness's own reads (``setlimit``), watch and slow its SQL (a trace callback
+or progress handler) or falsify its evidence (a row factory the digest reads through).
+So each is either scoped or refused:
+
+- scoped to the call: ``setlimit``, ``set_trace_callback``, ``set_progress_handler``,
+  ``row_factory`` and ``text_factory`` are put back (the world owner's, or the world's
+  own values) as soon as the tool returns, before the world's own statements run;
+- scoped to the episode: a function, aggregate, window function or collation a tool adds
+  under a new name stays for later calls of the episode (like a TEMP table) and is
+  removed at reset;
+- refused while a tool runs (``forbidden_statement``): replacing a function or collation
+  SQLite or the world owner defined (``like``, ``NOCASE``, ``BINARY``...: the harness's
+  own SQL relies on them), ``isolation_level`` (the world's transactions are onrecord's),
+  ``deserialize`` (swaps the database without triggers), incremental BLOB writes
+  (``blobopen``: no trigger fires, so the audit would miss the change),
+  ``set_authorizer`` (would lift the guard), ``close``.
+
+A thread a tool leaves running when its call returns (``StatementGuard.strays``) may
+only read: anything above, and any statement that writes, is refused from it at any
+time, so it cannot change the world between calls, during a reset or in a later episode.
+"""
+
+from __future__ import annotations
+
+import gc
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, SupportsIndex
+
+from onrecord.envkit._guard import StatementGuard
+from onrecord.envkit._sql import INTERNAL_PREFIX
+from onrecord.errors import OnrecordError
+
+__all__ = ["WorldConnection"]
+
+_Added = tuple[str, str, int]
+"""A registration a tool made: (method, name in lower case, argument count)."""
+_BASE = sqlite3.Connection
+_ROW_FACTORY: Any = _BASE.__dict__["row_factory"]
+_TEXT_FACTORY: Any = _BASE.__dict__["text_factory"]
+_ISOLATION: Any = _BASE.__dict__["isolation_level"]
+_STRAY = (
+    "a thread a tool started may not change the world's connection after its call "
+    "returned; join the thread before the tool returns"
+)
+_EXTENSION = "an extension is native code that outlives the call and the audit"
+_BUILT_IN = "SQLite or the world owner defines it, and the world's own SQL relies on it"
+
+
+class WorldConnection(sqlite3.Connection):
+    """The world's connection (see the module docstring)."""
+
+    guard: StatementGuard | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Names that exist before any tool runs: SQLite's, then the owner's (added as the
+        # owner registers them outside calls). Compared in lower case, as SQLite does.
+        self._functions = _function_names(self)
+        self._collations = {row[1].lower() for row in self.execute("PRAGMA collation_list")}
+        self._added: dict[_Added, None] = {}
+        """What tools registered this episode: (method, name, narg), removed at reset."""
+        self._limits: dict[int, int] = {}
+        """Limits a tool changed in the running call, with the values to put back."""
+        self._owner_trace: Callable[[str], object] | None = None
+        self._owner_progress: tuple[Callable[[], int | None] | None, int] = (None, 1)
+        self._callbacks_changed = False
+
+    # -- refusals ----------------------------------------------------------------------
+    def _refuse(self, what: str, why: str) -> None:
+        guard = self.guard
+        if guard is None:
+            return
+        self._refuse_stray(what)  # no call of its own to fail: only refused
+        if guard.active:
+            reason = f"{what}: {why}"
+            if guard.refused is None:
+                guard.refused = reason
+            raise sqlite3.DatabaseError(f"not authorized: {reason}")
+
+    def _refuse_stray(self, what: str) -> None:
+        """Refuse ``what`` to a thread a tool left running (a call may do it)."""
+        guard = self.guard
+        if guard is not None and guard.strays and guard.is_stray():
+            raise sqlite3.DatabaseError(f"not authorized: {what}: {_STRAY}")
+
+    def _in_tool(self) -> bool:
+        """Whether a tool's code is what is running now (its call, or a thread it left)."""
+        guard = self.guard
+        return guard is not None and (guard.active or (bool(guard.strays) and guard.is_stray()))
+
+    def blobopen(
+        self, table: str, column: str, row: int, /, *, readonly: bool = False, name: str = "main"
+    ) -> sqlite3.Blob:
+        if not readonly:
+            self._refuse(
+                f"blobopen({table!r}, {column!r}) for writing",
+                "incremental BLOB writes fire no trigger, so the audit would not see the "
+                "change; open it with readonly=True, or write the value with UPDATE",
+            )
+        return super().blobopen(table, column, row, readonly=readonly, name=name)
+
+    def set_authorizer(self, authorizer_callback: Callable[..., int] | None) -> None:
+        self._refuse("set_authorizer", "the world's authorizer is onrecord's guard")
+        super().set_authorizer(authorizer_callback)
+
+    def close(self) -> None:
+        self._refuse("close", "the world's connection outlives every call")
+        super().close()
+
+    def deserialize(self, data: Any, /, *, name: str = "main") -> None:
+        self._refuse(
+            "deserialize", "it would replace the database without a trigger firing, unaudited"
+        )
+        super().deserialize(data, name=name)
+
+    def enable_load_extension(self, enable: bool, /) -> None:
+        self._refuse("enable_load_extension", _EXTENSION)
+        super().enable_load_extension(enable)
+
+    def load_extension(self, name: str, /) -> None:
+        self._refuse("load_extension", _EXTENSION)
+        super().load_extension(name)
+
+    def interrupt(self) -> None:
+        self._refuse_stray("interrupt")  # would abort the world's own statements
+        super().interrupt()
+
+    @property  # type: ignore[override]
+    def isolation_level(self) -> str | None:
+        value: str | None = _ISOLATION.__get__(self)
+        return value
+
+    @isolation_level.setter
+    def isolation_level(self, value: str | None) -> None:
+        self._refuse(
+            "isolation_level",
+            "the world's connection runs each call in onrecord's savepoint and must stay "
+            "in autocommit mode between calls",
+        )
+        _ISOLATION.__set__(self, value)
+
+    # -- functions and collations: a tool's own names last for its episode -------------
+    def create_function(
+        self, name: str, narg: int, func: Callable[..., Any] | None, *, deterministic: bool = False
+    ) -> None:
+        added = self._register("create_function", name, narg)
+        super().create_function(name, narg, func, deterministic=deterministic)
+        self._added.update(added)
+
+    def create_aggregate(self, name: str, n_arg: int, aggregate_class: Any) -> None:
+        added = self._register("create_aggregate", name, n_arg)
+        super().create_aggregate(name, n_arg, aggregate_class)
+        self._added.update(added)
+
+    def create_window_function(self, name: str, num_params: int, aggregate_class: Any, /) -> None:
+        added = self._register("create_window_function", name, num_params)
+        super().create_window_function(name, num_params, aggregate_class)
+        self._added.update(added)
+
+    def create_collation(
+        self, name: str, callback: Callable[[str, str], SupportsIndex] | None, /
+    ) -> None:
+        added = self._register("create_collation", name, -1)
+        super().create_collation(name, callback)
+        self._added.update(added)
+
+    def _register(self, method: str, name: str, narg: int) -> dict[_Added, None]:
+        """Refuse what a tool may not register; what to remove at reset once registered."""
+        self._refuse_stray(f"{method}({name!r})")
+        key = name.lower() if isinstance(name, str) else ""
+        if key.startswith(INTERNAL_PREFIX):
+            self._refuse(f"{method}({name!r})", "that name is onrecord's own")
+        names = self._collations if method == "create_collation" else self._functions
+        if not self._in_tool():
+            names.add(key)  # the owner's: no tool may replace it, no reset removes it
+            for added in [item for item in self._added if item[1] == key]:
+                del self._added[added]
+            return {}
+        if key in names:
+            self._refuse(f"{method}({name!r})", f"{_BUILT_IN}; pick another name")
+        return {(method, key, narg): None}
+
+    # -- settings a tool may change for its call ---------------------------------------
+    def setlimit(self, category: int, limit: int, /) -> int:
+        if self._in_tool():
+            self._refuse_stray("setlimit")
+            self._limits.setdefault(category, super().getlimit(category))
+        return super().setlimit(category, limit)
+
+    def set_trace_callback(self, trace_callback: Callable[[str], object] | None) -> None:
+        if self._in_tool():
+            self._refuse_stray("set_trace_callback")
+            self._callbacks_changed = True
+        else:
+            self._owner_trace = trace_callback
+        super().set_trace_callback(trace_callback)
+
+    def set_progress_handler(
+        self, progress_handler: Callable[[], int | None] | None, n: int
+    ) -> None:
+        if self._in_tool():
+            self._refuse_stray("set_progress_handler")
+            self._callbacks_changed = True
+        else:
+            self._owner_progress = (progress_handler, n)
+        super().set_progress_handler(progress_handler, n)
+
+    @property
+    def row_factory(self) -> Any:
+        return _ROW_FACTORY.__get__(self)
+
+    @row_factory.setter
+    def row_factory(self, value: Any) -> None:
+        self._refuse_stray("row_factory")  # a call may, for itself
+        _ROW_FACTORY.__set__(self, value)
+
+    @property
+    def text_factory(self) -> Any:
+        return _TEXT_FACTORY.__get__(self)
+
+    @text_factory.setter
+    def text_factory(self, value: Any) -> None:
+        self._refuse_stray("text_factory")
+        _TEXT_FACTORY.__set__(self, value)
+
+    @contextmanager
+    def tool_call(self, step: int | None) -> Iterator[None]:
+        """Run the tool's code under the guard; put back what it may change for its call
+        alone as soon as it returns (before the world's own statements run)."""
+        assert self.guard is not None
+        with self.guard.tool_call(step):
+            try:
+                yield
+            finally:
+                self._end_call()
+
+    def _end_call(self) -> None:
+        if self._limits:
+            for category, limit in self._limits.items():
+                super().setlimit(category, limit)
+            self._limits.clear()
+        if self._callbacks_changed:
+            super().set_trace_callback(self._owner_trace)
+            super().set_progress_handler(*self._owner_progress)
+            self._callbacks_changed = False
+        if _ROW_FACTORY.__get__(self) is not None:
+            _ROW_FACTORY.__set__(self, None)
+        if _TEXT_FACTORY.__get__(self) is not str:
+            _TEXT_FACTORY.__set__(self, str)
+
+    def end_episode(self) -> None:
+        """At reset: the resetting thread is the harness's; remove what tools registered."""
+        if self.guard is not None:
+            self.guard.claim_thread()
+        self._end_call()
+        for method, name, narg in list(self._added):
+            try:
+                _unregister(self, method, name, narg)
+            except sqlite3.Error:
+                # SQLite refuses while a statement using it still runs (a cursor the tool
+                # kept unread); once collected, the statement is reset.
+                gc.collect()
+                try:
+                    _unregister(self, method, name, narg)
+                except sqlite3.Error as exc:
+                    raise OnrecordError(
+                        f"reset: cannot remove {name!r}, which a tool registered "
+                        f"({method}): a statement using it is still running, a cursor a "
+                        f"tool kept unread ({exc}); the next episode would see it"
+                    ) from exc
+            del self._added[(method, name, narg)]
+
+
+# SQLite's core functions, for builds without PRAGMA function_list (before 3.30, or
+# built with SQLITE_OMIT_INTROSPECTION_PRAGMAS), where the connection cannot list them.
+_CORE_FUNCTIONS = frozenset(
+    [
+        "abs",
+        "avg",
+        "changes",
+        "char",
+        "coalesce",
+        "count",
+        "cume_dist",
+        "date",
+        "datetime",
+        "dense_rank",
+        "first_value",
+        "format",
+        "glob",
+        "group_concat",
+        "hex",
+        "ifnull",
+        "iif",
+        "instr",
+        "json",
+        "json_extract",
+        "julianday",
+        "lag",
+        "last_insert_rowid",
+        "last_value",
+        "lead",
+        "length",
+        "like",
+        "likelihood",
+        "likely",
+        "lower",
+        "ltrim",
+        "max",
+        "min",
+        "nth_value",
+        "ntile",
+        "nullif",
+        "percent_rank",
+        "printf",
+        "quote",
+        "random",
+        "randomblob",
+        "rank",
+        "replace",
+        "round",
+        "row_number",
+        "rtrim",
+        "sign",
+        "soundex",
+        "sqlite_version",
+        "strftime",
+        "substr",
+        "substring",
+        "sum",
+        "time",
+        "total",
+        "total_changes",
+        "trim",
+        "typeof",
+        "unicode",
+        "unlikely",
+        "upper",
+        "zeroblob",
+    ]
+)
+
+
+def _function_names(conn: sqlite3.Connection) -> set[str]:
+    """The SQL functions the connection has before any tool runs, in lower case."""
+    try:
+        listed = {name.lower() for (name,) in conn.execute("SELECT name FROM pragma_function_list")}
+    except sqlite3.Error:
+        listed = set()
+    return listed | _CORE_FUNCTIONS
+
+
+def _unregister(conn: sqlite3.Connection, method: str, name: str, narg: int) -> None:
+    """Remove a registration. SQLite deletes a function given no implementation; of
+    Python's methods only ``create_window_function(name, narg, None)`` passes none
+    (``create_function(name, narg, None)`` registers one that raises), and it deletes
+    a scalar or aggregate function of that name and argument count alike."""
+    if method == "create_collation":
+        sqlite3.Connection.create_collation(conn, name, None)
+    else:
+        sqlite3.Connection.create_window_function(conn, name, narg, None)
