@@ -370,7 +370,7 @@ def test_a_correct_ledger_agent_is_accepted_whatever_the_reset_seed(
         scripted_interact((LedgerAction.POST, LedgerAction.FINISH)),
         case=EvalCase({"task": "Post the invoice once"}, case_id="ledger-seed"),
         environment_id="onrecord-ledger-probe3",
-        observer_id="ledger-readonly-sqlite-v1",
+        observer_id="ledger-readonly-sqlite-v2",
         observe=LedgerObserver(ledger),
         seed=seed,
         max_steps=5,

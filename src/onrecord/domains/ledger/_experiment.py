@@ -45,7 +45,7 @@ __all__ = [
 
 SEEDS = (7, 8)
 ENVIRONMENT_ID = "onrecord-ledger-v1"
-OBSERVER_ID = "ledger-readonly-sqlite-v1"
+OBSERVER_ID = "ledger-readonly-sqlite-v2"
 _P, _F = LedgerAction.POST, LedgerAction.FINISH
 _CHANGE, _RESTORE = LedgerAction.CHANGE_PROTECTED, LedgerAction.RESTORE_PROTECTED
 

@@ -123,9 +123,18 @@ class LedgerObserver:
                     connection, "SELECT * FROM protected_records ORDER BY record_id"
                 ),
                 "audit": _rows(connection, "SELECT * FROM audit_log ORDER BY audit_id"),
+                # The highest audit id ever handed out (AUTOINCREMENT never reuses one):
+                # deleting the newest audit rows leaves no gap among the rows left, but
+                # the sequence still counts them.
+                "audit_sequence": _audit_sequence(connection),
             }
         finally:
             connection.close()
+
+
+def _audit_sequence(connection: sqlite3.Connection) -> int:
+    row = connection.execute("SELECT seq FROM sqlite_sequence WHERE name = 'audit_log'").fetchone()
+    return int(row[0]) if row is not None else 0
 
 
 def _rows(connection: sqlite3.Connection, sql: str) -> list[dict[str, Any]]:
