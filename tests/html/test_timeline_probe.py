@@ -40,7 +40,7 @@ def test_selection_keeps_order_failures_and_the_end(statuses: list[str], limit: 
 
 
 def test_many_long_episodes_share_a_page_budget(tmp_path: Path) -> None:
-    from onrecord.html._data import _PAGE_STEPS
+    from onrecord.html._selection import PAGE_STEPS as _PAGE_STEPS
 
     # 60 CartPole episodes of 500 steps: 30 000 steps (300 such made a 27 MB page).
     start_run(tmp_path / "run", plan_run("cartpole", "balances", seeds=list(range(60))))

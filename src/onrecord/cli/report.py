@@ -29,8 +29,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--episodes",
         default="auto",
-        help="episodes with full detail: auto (all up to 300, else failing "
-        "ones), all, failing, or a number",
+        help="episodes with full detail (every episode is listed either way): auto "
+        "(all up to 300, else the failing and incomplete ones, up to 1,000), all, "
+        "failing, or a number (failing first)",
     )
     parser.add_argument("--plots", type=Path, help="directory of .svg/.png plots to embed")
     parser.add_argument("--json", type=Path, help="also save the page's data as JSON")

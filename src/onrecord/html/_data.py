@@ -13,8 +13,7 @@ from onrecord import __version__
 from onrecord._canonical import content_digest, load_record_bytes
 from onrecord._natural import natural_key
 from onrecord.errors import DigestMismatch, InputError
-from onrecord.html._episode import episode_view
-from onrecord.html._timeline import TIMELINE_LIMIT
+from onrecord.html._selection import episodes_data
 from onrecord.report import EvaluationReport
 from onrecord.runner import RunStore
 from onrecord.runner._graded import check_graded
@@ -22,11 +21,6 @@ from onrecord.runner._repair import DECISION_SCHEMA
 
 __all__ = ["report_data"]
 
-_DETAIL_LIMIT = 300
-# Timeline events on the whole page: 300 episodes of 500 steps made a 27 MB page. Each
-# detailed episode keeps at most its share of this (between 50 and TIMELINE_LIMIT).
-_PAGE_STEPS = 20_000
-_MIN_STEPS = 50
 _HORIZON = re.compile(r"^dynamics/(?P<coordinate>.+)/h(?P<horizon>\d+)$")
 
 
@@ -104,12 +98,14 @@ def report_data(
         "findings": _findings(report, decision, summary),
         "tasks": _tasks(report),
         "episodes": [],
+        "episode_index": None,
         "detail_note": "",
         "horizons": _horizons(summary),
         "images": _images(plots, report_file, run=path if store is not None else None),
     }
     if store is not None:
-        data["episodes"], data["detail_note"], recorded = _episodes(store, report, episodes)
+        views, index, note, recorded = episodes_data(store, report, episodes)
+        data.update(episodes=views, episode_index=index, detail_note=note)
         if recorded > len(report.trials):
             # A run stopped after recording more episodes than its last grading holds:
             # the page would otherwise present the older grading as the run's state.
@@ -317,43 +313,3 @@ def _images(
         for item in sorted(folder.iterdir(), key=lambda item: natural_key(item.name))
         if item.suffix in kinds
     ]
-
-
-def _episodes(
-    store: RunStore, report: EvaluationReport, mode: str
-) -> tuple[list[dict[str, Any]], str, int]:
-    """The detail views, the note on which were chosen, and how many episodes the run
-    directory holds (more than the report's when its grading is out of date)."""
-    trials = {(str(t.case["case_id"]), t.repeat): t for t in report.trials}
-    outcomes = {key: t.outcome_among(report.check_names) for key, t in trials.items()}
-    chosen, note = _choose(list(trials), mode, outcomes)
-    wanted = set(chosen)
-    steps = max(_MIN_STEPS, min(TIMELINE_LIMIT, _PAGE_STEPS // max(len(chosen), 1)))
-    views, recorded = [], set()
-    for record in store.records():
-        recorded.add(record.key)
-        if record.key in wanted:
-            trial = trials[record.key]
-            views.append(episode_view(store, record, trial, outcomes[record.key], steps))
-    order = {key: index for index, key in enumerate(trials)}
-    views.sort(key=lambda view: order[(view["case_id"], view["repeat"])])
-    return views, note, len(recorded)
-
-
-def _choose(
-    trials: list[tuple[str, int]], mode: str, outcomes: Mapping[tuple[str, int], str]
-) -> tuple[list[tuple[str, int]], str]:
-    bad = [key for key in trials if outcomes[key] != "pass"]
-    if mode == "all" or (mode == "auto" and len(trials) <= _DETAIL_LIMIT):
-        return trials, ""
-    if mode in ("auto", "failing"):
-        chosen = bad[:_DETAIL_LIMIT]
-    else:
-        limit = int(mode) if mode.isdigit() else -1
-        if limit < 0:  # before: "-5" silently meant 0
-            raise InputError(f"--episodes must be auto, all, failing or a number, got {mode!r}")
-        chosen = (bad + [key for key in trials if outcomes[key] == "pass"])[:limit]
-    return chosen, (
-        f"details of {len(chosen)} of {len(trials)} episodes (failing and "
-        "incomplete first); `onrecord report --episodes all` includes every one"
-    )

@@ -61,7 +61,9 @@ details.long>summary::before{content:"\\25B8\\A0"}
 details.long[open]>summary::before{content:"\\25BE\\A0"}
 details.long[open] .preview,details.long[open] .show{display:none}
 .long .full{max-height:24em;overflow:auto}
-@media print{body{max-width:none;padding:0}input[type=search]{display:none}
+.controls{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin:.5rem 0}
+.controls[hidden]{display:none}.controls select{max-width:100%;min-width:0}
+@media print{body{max-width:none;padding:0}input[type=search],.controls{display:none}
 .long .full{max-height:none;overflow:visible}
 .badge,.decision,tr.created td,tr.deleted td{print-color-adjust:exact;
 -webkit-print-color-adjust:exact}
@@ -149,10 +151,16 @@ def cell(
 
 
 def table(
-    headers: Sequence[str], rows: Iterable[str], *, css: str = "", element_id: str = ""
+    headers: Sequence[str],
+    rows: Iterable[str],
+    *,
+    css: str = "",
+    element_id: str = "",
+    data: dict[str, Any] | None = None,
 ) -> str:
-    """A table from pre-rendered ``<tr>`` rows."""
+    """A table from pre-rendered ``<tr>`` rows, with optional ``data-*`` attributes."""
     ident = f' id="{attr(element_id)}"' if element_id else ""
+    ident += "".join(f' data-{attr(k)}="{attr(v)}"' for k, v in (data or {}).items())
     head = "".join(f'<th scope="col">{esc(h)}</th>' for h in headers)
     # In a box that scrolls sideways: a table wider than a phone's screen (nine columns of
     # numbers) otherwise made the whole page scroll, the decision included.

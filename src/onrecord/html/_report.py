@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from onrecord.html._listing import episodes_section
 from onrecord.html._page import (
     NAME_CHARS,
     TEXT_CHARS,
@@ -26,6 +27,8 @@ __all__ = ["render_report_page"]
 
 _REASONS = 30
 """Policy reasons listed on the page (one per episode with a coverage issue is common)."""
+_ALL_K = 12
+"""pass^k values listed in full; beyond, the milestones."""
 
 
 def render_report_page(data: Mapping[str, Any]) -> str:
@@ -37,7 +40,7 @@ def render_report_page(data: Mapping[str, Any]) -> str:
             _checks(data),
             _pass_hat_k(data),
             _tasks(data),
-            _episodes(data),
+            episodes_section(data),
             _plots(data),
         )
     )
@@ -167,16 +170,40 @@ def _pass_hat_k(data: Mapping[str, Any]) -> str:
     values = data["summary"]["pass_hat_k"]
     if not values:
         return ""
+    shown = _milestones([int(k) for k in values])
     rows = [
         f"<tr>{cell(k)}" + cell(fixed(v, 3), css="num", data={"k": k, "value": v}) + "</tr>"
         for k, v in values.items()
+        if int(k) in shown
     ]
+    # A run of 304 seeds has 304 values of k: a table of 304 rows pushed the tasks and
+    # episodes a screen down each. The milestones, as `onrecord run` prints them.
+    more = (
+        f'<p class="meta">k = {", ".join(map(str, sorted(shown)))} of 1 to '
+        f"{max(shown)}; every value is in the page's <code>onrecord-data</code> JSON</p>"
+        if len(shown) < len(values)
+        else ""
+    )
     return (
         '<section id="passk-section"><h2>pass^k</h2><p class="meta">the chance that k '
         "repeats of a task all pass (every check, full coverage)</p>"
         + table(("k", "pass^k"), rows, element_id="passk")
+        + more
         + "</section>"
     )
+
+
+def _milestones(ks: list[int]) -> set[int]:
+    """Every k up to 12 values, else 1, 2, 3, 5, 10, 20, 50, 100, 200, 500, … and the
+    largest."""
+    if len(ks) <= _ALL_K:
+        return set(ks)
+    wanted = {1, 2, 3, 5, max(ks)}
+    step = 10
+    while step <= max(ks):
+        wanted |= {step, 2 * step, 5 * step}
+        step *= 10
+    return {k for k in ks if k in wanted}
 
 
 def _tasks(data: Mapping[str, Any]) -> str:
@@ -203,46 +230,6 @@ def _tasks(data: Mapping[str, Any]) -> str:
             element_id="tasks",
         )
         + "</section>"
-    )
-
-
-def _episodes(data: Mapping[str, Any]) -> str:
-    episodes = data["episodes"]
-    note = f'<p class="meta">{esc(data["detail_note"])}</p>' if data["detail_note"] else ""
-    if not episodes:
-        # `--episodes failing` on a run without failures: say so rather than vanish.
-        return f'<section id="episodes-section"><h2>Episodes</h2>{note}</section>' if note else ""
-    rows = [
-        # Keyboard users reach and open an episode like a button (Enter or Space).
-        f'<tr data-index="{index}" data-key="{attr(e["case_id"])}#{e["repeat"]}" '
-        'tabindex="0" aria-controls="episode-view">'
-        + cell(e["case_id"], limit=NAME_CHARS)
-        + cell(e["repeat"], css="num")
-        + cell(e["seed"], css="num")
-        # One-word outcomes stay whole ("terminat|ed" when a long task name took the room).
-        + cell(e["outcome"], css=f"tag {e['outcome']}")
-        + cell(e["ended"], css="tag")
-        + cell(
-            ", ".join(r["name"] for r in e["results"] if r["status"] != "pass"),
-            limit=TEXT_CHARS,
-        )
-        + "</tr>"
-        for index, e in enumerate(episodes)
-    ]
-    return (
-        '<section id="episodes-section"><h2>Episodes</h2><p class="meta">click an episode '
-        "(or focus it and press Enter) for its timeline, row diff, audit history and "
-        "failing checks</p>"
-        + note
-        + table(
-            ("task", "repeat", "seed", "outcome", "ended", "checks not passed"),
-            rows,
-            css="episodes",
-        )
-        + '<div id="episode-view"><noscript><p>The episode details (timeline, row diff, '
-        "audit history) need JavaScript; their data is in this page's "
-        "<code>onrecord-data</code> JSON, which <code>onrecord report --json FILE</code> "
-        "saves.</p></noscript></div></section>"
     )
 
 

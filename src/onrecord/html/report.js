@@ -23,6 +23,9 @@ function long(v, limit){
     + '<span class="meta">(<span class="show">show all, </span>' + t.length + ' characters, '
     + lines + ' line' + (lines > 1 ? 's' : '') + ')</span></summary><div class="full">'
     + esc(t) + '</div></details>'; }
+// An attribute keeps the raw value (data-key: a task id as the data has it).
+const attr = s => String(s).replace(/[&<>"']/g,
+  c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
 const json = v => typeof v === 'string' ? v : JSON.stringify(v);  // a row or a value
 function table(cls, headers, rows){
   return '<table class="'+cls+'"><thead><tr>' + headers.map(h => '<th scope="col">'+esc(h)+'</th>').join('')
@@ -89,31 +92,125 @@ function checks(ep){
   return '<h3>Checks not passed (' + bad.length + ' of ' + ep.results.length + ')</h3>'
     + (rows.length ? table('checks', ['check', 'status', 'message', 'evidence'], rows) : '<p>every check passed</p>')
     + (issues ? '<h3>Coverage issues</h3><ul>' + issues + '</ul>' : ''); }
+function heading(caseId, repeat, outcome){
+  // A long task id: its first part in the heading, all of it (on request) below.
+  const id = String(caseId), cut = id.length > NAME;
+  return '<h2>Episode ' + esc(cut ? cutAt(id, NAME) + '…' : id) + ' #' + esc(repeat)
+    + ' <span class="' + esc(outcome) + '">' + esc(outcome) + '</span></h2>'
+    + (cut ? '<div class="meta task-id">' + long(id, NAME) + '</div>' : ''); }
+function select(key){
+  if (!view) return false;
+  document.querySelectorAll('.episodes tr.selected').forEach(r => r.classList.remove('selected'));
+  const row = [...document.querySelectorAll('.episodes tr[data-key]')].find(r => r.dataset.key === key);
+  if (row) row.classList.add('selected');
+  view.dataset.episode = key;
+  return true; }
 function show(index){
   const ep = data.episodes[index];
-  if (!ep || !view) return;
-  document.querySelectorAll('.episodes tr.selected').forEach(r => r.classList.remove('selected'));
-  const row = document.querySelector('.episodes tr[data-index="'+index+'"]');
-  if (row) row.classList.add('selected');
-  view.dataset.episode = ep.case_id + '#' + ep.repeat;
-  // A long task id: its first part in the heading, all of it (on request) below.
-  const id = String(ep.case_id), cut = id.length > NAME;
-  view.innerHTML = '<h2>Episode ' + esc(cut ? cutAt(id, NAME) + '…' : id) + ' #' + esc(ep.repeat)
-    + ' <span class="' + esc(ep.outcome) + '">' + esc(ep.outcome) + '</span></h2>'
-    + (cut ? '<div class="meta task-id">' + long(id, NAME) + '</div>' : '')
-    + '<p class="meta">seed ' + esc(ep.seed)
+  if (!ep || !select(ep.case_id + '#' + ep.repeat)) return;
+  view.innerHTML = heading(ep.case_id, ep.repeat, ep.outcome) + '<p class="meta">seed ' + esc(ep.seed)
     + ' · fingerprint <code>' + esc(ep.fingerprint.slice(0, 16)) + '</code> · evidence <code>'
     + esc(String(ep.digest).slice(0, 16)) + '</code> · measures ' + esc(JSON.stringify(ep.measures))
     + '</p>' + checks(ep) + timeline(ep) + diff(ep) + audit(ep); }
+// Every episode is listed from a compact index (failing and incomplete first), a page
+// of rows at a time: 10,000 pre-rendered rows and detail views made a 63 MB page.
+const index = data.episode_index || {cases: [], endings: [], checks: [], rows: []};
+const list = document.querySelector('#episode-list tbody');
+const PAGE = Number((document.getElementById('episode-list') || {dataset: {}}).dataset.page) || 300;
+const keyOf = r => index.cases[r[0]] + '#' + r[1];
+const notPassed = r => r[5].map(c => index.checks[c]).join(', ');
+function summary(position){
+  // Listed without details (beyond the page's budget, or a passing episode of a large
+  // run): what the index knows, and the command that prints the rest.
+  const r = index.rows[position];
+  if (!r || !select(keyOf(r))) return;
+  const run = data.run ? data.run.path : 'RUN';
+  view.innerHTML = heading(index.cases[r[0]], r[1], r[3]) + '<p class="meta">seed ' + esc(r[2])
+    + ' · ended ' + esc(index.endings[r[4]]) + '</p>'
+    + (r[5].length ? '<h3>Checks not passed (' + r[5].length + ')</h3><ul class="not-passed">'
+      + r[5].map(c => '<li>' + long(index.checks[c], NAME) + '</li>').join('') + '</ul>'
+      : '<p>every check passed</p>')
+    + '<p class="not-detailed">This page lists this episode without its details (messages, '
+    + 'evidence, timeline, row diff): <code>onrecord show ' + esc(run) + ' --episode '
+    + esc(keyOf(r)) + '</code> prints them, <code>onrecord report --episodes all</code> '
+    + 'details every episode.</p>'; }
+function row(position){  // the markup of _listing._row
+  const r = index.rows[position], key = keyOf(r);
+  return '<tr data-row="' + position + '"' + (r[6] >= 0 ? ' data-index="' + r[6] + '"' : '')
+    + ' data-key="' + attr(key) + '" tabindex="0" aria-controls="episode-view">'
+    + '<td class="">' + long(index.cases[r[0]], NAME) + '</td><td class="num">' + esc(r[1])
+    + '</td><td class="num">' + esc(r[2]) + '</td><td class="tag ' + esc(r[3]) + '">' + esc(r[3])
+    + '</td><td class="tag">' + esc(index.endings[r[4]]) + '</td><td class="">'
+    + long(notPassed(r), TEXT) + '</td></tr>'; }
+const controls = document.getElementById('episode-controls');
+const find = document.getElementById('episode-filter');
+const byOutcome = document.getElementById('episode-outcome');
+const byCheck = document.getElementById('episode-check');
+const count = document.getElementById('episode-count');
+let matching = index.rows.map((_, i) => i), page = 0;
+function render(){
+  if (!list) return;
+  const pages = Math.max(1, Math.ceil(matching.length / PAGE));
+  page = Math.min(Math.max(page, 0), pages - 1);
+  const first = page * PAGE, shown = matching.slice(first, first + PAGE);
+  list.innerHTML = shown.map(row).join('');
+  const selected = view && view.dataset.episode;
+  if (selected) select(selected);
+  if (count) count.textContent = matching.length ? 'episodes ' + (first + 1) + '–'
+    + (first + shown.length) + ' of ' + matching.length
+    + (matching.length < index.rows.length ? ' found (' + index.rows.length + ' in all)' : '')
+    : 'no episode found (' + index.rows.length + ' in all)';
+  document.getElementById('episode-prev').disabled = page === 0;
+  document.getElementById('episode-next').disabled = page >= pages - 1; }
+function refilter(){
+  const q = find.value.trim().toLowerCase(), outcome = byOutcome.value;
+  const check = byCheck.value === '' ? -1 : Number(byCheck.value);
+  const keys = q ? index.cases.map(c => c.toLowerCase()) : null;
+  matching = [];
+  index.rows.forEach((r, i) => {
+    if (outcome && r[3] !== outcome) return;
+    if (check >= 0 && !r[5].includes(check)) return;
+    if (q && !(keys[r[0]] + '#' + r[1]).includes(q)) return;
+    matching.push(i); });
+  page = 0;
+  render(); }
 function openRow(row){
-  show(Number(row.dataset.index));
+  if (row.dataset.index !== undefined) show(Number(row.dataset.index));
+  else summary(Number(row.dataset.row));
   // The detail view is below the episode table: bring it into sight.
   if (view && view.scrollIntoView) view.scrollIntoView({block: 'start'}); }
-document.querySelectorAll('.episodes tr[data-index]').forEach(row => {
-  row.addEventListener('click', () => openRow(row));
-  row.addEventListener('keydown', event => {
-    if (event.target !== row) return;  // a long name's "show all" in the row opens itself
-    if (event.key === 'Enter' || event.key === ' ') { event.preventDefault(); openRow(row); } }); });
+if (list) {
+  // One listener for every row, whichever page is shown.
+  list.addEventListener('click', event => {
+    const row = event.target.closest('tr[data-row]');
+    if (row) openRow(row); });
+  list.addEventListener('keydown', event => {
+    const row = event.target;  // a long name's "show all" in the row opens itself
+    if (!row.matches || !row.matches('tr[data-row]')) return;
+    if (event.key === 'Enter' || event.key === ' ') { event.preventDefault(); openRow(row); } }); }
+if (controls && list) {
+  controls.hidden = false;  // the page hides them from readers without JavaScript
+  const more = document.getElementById('episode-more');
+  if (more) more.hidden = true;
+  find.addEventListener('input', refilter);
+  byOutcome.addEventListener('change', refilter);
+  byCheck.addEventListener('change', refilter);
+  document.getElementById('episode-prev').addEventListener('click', () => { page--; render(); });
+  document.getElementById('episode-next').addEventListener('click', () => { page++; render(); });
+  render();
+  // A check that did not pass in some episodes lists them from its row of the checks
+  // table: the way from "expected_changes failed in 912" to those 912.
+  document.querySelectorAll('#checks tr[data-check]').forEach(tr => {
+    const position = index.checks.indexOf(tr.dataset.check);
+    const cell = tr.querySelector('td[data-field="failed"]');
+    if (position < 0 || !cell) return;
+    const button = document.createElement('button');
+    button.type = 'button'; button.className = 'list-episodes'; button.textContent = 'list';
+    button.title = 'list the episodes in which this check did not pass';
+    button.addEventListener('click', () => {
+      find.value = ''; byOutcome.value = ''; byCheck.value = String(position); refilter();
+      document.getElementById('episodes-section').scrollIntoView({block: 'start'}); });
+    cell.append(' ', button); }); }
 const filter = document.getElementById('task-filter');
 if (filter) filter.hidden = false;  // the page hides it from readers without JavaScript
 if (filter) filter.addEventListener('input', () => {
@@ -124,6 +221,7 @@ if (filter) filter.addEventListener('input', () => {
 addEventListener('beforeprint', () =>
   document.querySelectorAll('details.long').forEach(d => { d.open = true; }));
 const firstBad = data.episodes.findIndex(e => e.outcome !== 'pass');
-show(firstBad >= 0 ? firstBad : 0);
+if (data.episodes.length) show(firstBad >= 0 ? firstBad : 0);
+else if (index.rows.length) summary(0);
 document.body.dataset.rendered = 'yes';
 })();
