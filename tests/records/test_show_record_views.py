@@ -109,7 +109,12 @@ def test_a_comparison_is_shown_as_compare_prints_it(runs: dict[str, Path], tmp_p
     assert done.returncode == 0, done.stderr
     text = _show(saved)
     printed = done.stdout[done.stdout.index("comparison ") :]
-    assert printed.strip() in text  # the very tables `onrecord compare` printed
+    tables = printed.split("\n", 1)[1]  # after compare's own header line
+    assert tables.strip() in text  # the very tables `onrecord compare` printed
+    # ... under one header line (show's own), not two saying the same.
+    headers = [line for line in text.splitlines() if line.startswith("comparison ")]
+    assert len(headers) == 1, headers
+    assert "2 pairs" in headers[0]
     rows = {row[0]: row for row in _rows(text)}
     assert rows["reached_goal"][1:7] == ["0", "2", "0", "0", "0", "0.5"]
     assert "reached_goal: frozenlake/goal#0: pass→fail" in text

@@ -145,7 +145,7 @@ def _decision(console: Console, record: Mapping[str, Any], items: Sequence[Any])
 def _comparison(console: Console, record: Mapping[str, Any], items: Sequence[Any]) -> None:
     from onrecord.compare import Comparison
 
-    render_comparison(console, Comparison.from_dict(record))
+    render_comparison(console, Comparison.from_dict(record), header=False)
 
 
 def _closed_loop(console: Console, records: Sequence[Any], episodes: Sequence[Any]) -> None:

@@ -212,12 +212,14 @@ def render_decision(console: Console, decision: PolicyDecision) -> None:
     render_decision_body(console, decision.to_dict(), reason_column=False)
 
 
-def render_comparison(console: Console, comparison: Comparison) -> None:
-    """Per check McNemar; per measure bootstrap interval."""
-    console.print(
-        f"[bold]comparison[/] {comparison.pairs} paired trials "
-        f"(A {comparison.report_a[:12]} vs B {comparison.report_b[:12]})"
-    )
+def render_comparison(console: Console, comparison: Comparison, *, header: bool = True) -> None:
+    """Per check McNemar; per measure bootstrap interval (``header=False`` when the
+    caller has already said what is compared, as ``show`` does)."""
+    if header:
+        console.print(
+            f"[bold]comparison[/] {comparison.pairs} paired trials "
+            f"(A {comparison.report_a[:12]} vs B {comparison.report_b[:12]})"
+        )
     table = _table("check", "both pass", "A only", "B only", "both fail", "unmeasured", "McNemar p")
     for check in comparison.checks:
         table.add_row(
