@@ -107,7 +107,7 @@ def _start_mark(initial: dict[str, Any]) -> int:
     """The last audit id handed out before the episode: ids up to it are not the
     episode's to account for, even if missing."""
     rows = max((row["audit_id"] for row in initial["audit"]), default=0)
-    return max(rows, initial.get("audit_sequence", 0))
+    return int(max(rows, initial.get("audit_sequence", 0)))
 
 
 def _protected_untouched(episode: EpisodeEvidence) -> OutcomeVerdict:
