@@ -187,11 +187,13 @@ def _manifest_directory(path: Path) -> Bundle:
 _INDEX_FILES = ("run.json", "changes.json", "manifest.json")
 
 
-def output_path(path: str | Path, option: str) -> Path:
+def output_path(path: str | Path, option: str, *, views: tuple[str, ...] = (".html",)) -> Path:
     """Where an output option (``-o``, ``--json``, ``--html``, ``--output``) may write.
     Never over a saved record: ``onrecord report RUN -o RUN/report.json`` (meant:
     ``--json``) replaced the run's report with HTML, and nothing re-creates it. Nor onto
-    a directory, which failed naming a temporary file."""
+    a directory, which failed naming a temporary file. A file in a run or regrade
+    directory is replaced only when its suffix is one of ``views`` (what the option
+    writes, a file no run record has)."""
     target = Path(path)
     if target.is_dir():
         raise InputError(f"{option} {path} is a directory; give a file name inside it")
@@ -200,7 +202,7 @@ def output_path(path: str | Path, option: str) -> Path:
     if not target.is_file():
         return target
     in_records = any((target.parent / name).is_file() for name in _INDEX_FILES)
-    if (in_records and target.suffix.lower() != ".html") or _is_record(target):
+    if (in_records and target.suffix.lower() not in views) or _is_record(target):
         raise InputError(f"{option} {path} would overwrite a saved record; give another file name")
     return target
 

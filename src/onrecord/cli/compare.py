@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes
+from onrecord.cli._ci_files import ci_output, refuse_same_file, stderr_notice
 from onrecord.cli._decisions import comparison_record
+from onrecord.cli._markdown import compare_markdown, refused_markdown
 from onrecord.cli._records import output_path
 from onrecord.cli._render import emit, make_console, render_comparison
 from onrecord.compare import compare_sources, load_source
-from onrecord.errors import InputError, OnrecordError
+from onrecord.errors import ComparisonRefused, OnrecordError
 
 __all__ = ["register"]
 
@@ -40,6 +44,13 @@ def register(subparsers: Any) -> None:
         help="also write a self-contained HTML page "
         "(written even when the comparison is refused, with the reasons)",
     )
+    parser.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help='also append a Markdown summary to FILE, e.g. "$GITHUB_STEP_SUMMARY" '
+        "(appended also when the comparison is refused, with the reasons; FILE '-': "
+        "stdout, instead of the tables)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -48,23 +59,41 @@ def run(args: argparse.Namespace) -> int:
     directories; an incomplete run is refused, naming its missing episodes."""
     html = output_path(args.html, "--html") if args.html else None
     json = output_path(args.json, "--json") if args.json else None
-    if html is not None and json is not None and html.resolve() == json.resolve():
-        raise InputError(f"--html and --json name the same file {html}; give two file names")
-    if html is not None:
-        from onrecord.html import write_comparison
-        from onrecord.html._compare import failed_comparison_page
-
-        try:
-            emit(f"wrote {write_comparison(args.report_a, args.report_b, html)[0]}")
-        except OnrecordError as exc:
-            # An interrupted run (no report.json) is refused too: the page says why,
-            # rather than leave no page, or last time's, under that name.
-            page = failed_comparison_page(args.report_a, args.report_b, str(exc))
-            atomic_write_bytes(html, page.encode())
-            emit(f"wrote {html}")
-            raise
-    comparison = compare_sources(load_source(args.report_a), load_source(args.report_b))
+    markdown = ci_output(args.markdown, "--markdown", ".md")
+    refuse_same_file((("--html", html), ("--json", json), ("--markdown", markdown)))
+    # With the Markdown on stdout, stdout carries nothing else.
+    notice = stderr_notice if markdown is not None and markdown.to_stdout else emit
+    try:
+        if html is not None:
+            _write_html(args.report_a, args.report_b, html, notice)
+        source_a, source_b = load_source(args.report_a), load_source(args.report_b)
+        comparison = compare_sources(source_a, source_b)
+    except ComparisonRefused as exc:
+        # Refused is a finding a CI summary should show; a file that cannot be read is
+        # bad input, and leaves the summary as it was.
+        if markdown is not None:
+            markdown.append(refused_markdown(args.report_a, args.report_b, exc.reasons))
+        raise
     if json is not None:  # before printing: a closed stdout must not lose the file
         atomic_write_bytes(json, comparison_record(comparison))  # `onrecord verify` reads it
+    if markdown is not None:
+        markdown.append(compare_markdown(comparison, source_a.label, source_b.label))
+        if markdown.to_stdout:
+            return 0
     render_comparison(make_console(), comparison)
     return 0
+
+
+def _write_html(a: str, b: str, html: Path, notice: Callable[[str], None]) -> None:
+    from onrecord.html import write_comparison
+    from onrecord.html._compare import failed_comparison_page
+
+    try:
+        notice(f"wrote {write_comparison(a, b, html)[0]}")
+    except OnrecordError as exc:
+        # An interrupted run (no report.json) is refused too: the page says why,
+        # rather than leave no page, or last time's, under that name.
+        page = failed_comparison_page(a, b, str(exc))
+        atomic_write_bytes(html, page.encode())
+        notice(f"wrote {html}")
+        raise

@@ -1,6 +1,7 @@
 """``onrecord gate REPORT --policy POLICY``: the CI gate (exit 0 / 1 / 2). REPORT is a
 report file, or a run or regrade directory (verified, and never accepted while planned
-episodes have no trial, as ``onrecord run`` decides)."""
+episodes have no trial, as ``onrecord run`` decides). ``--junit-xml`` and ``--markdown``
+put the decision where a CI system shows results (see docs/ci.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes
+from onrecord.cli._ci_facts import requirement_facts
+from onrecord.cli._ci_files import CiOutput, ci_output, refuse_same_file
 from onrecord.cli._decisions import decision_record
+from onrecord.cli._junit import gate_junit
+from onrecord.cli._markdown import gate_markdown
 from onrecord.cli._records import named, output_path
 from onrecord.cli._render import make_console, render_decision
 from onrecord.compare import load_source
@@ -38,27 +43,66 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="also save the decision as JSON (with schema and digest: `onrecord verify` reads it)",
     )
+    parser.add_argument(
+        "--junit-xml",
+        metavar="FILE",
+        help="also write the decision as JUnit XML for CI test reports: a test case per "
+        "requirement and one for the decision (FILE '-': stdout, instead of the table)",
+    )
+    parser.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help='also append a Markdown summary to FILE, e.g. "$GITHUB_STEP_SUMMARY" '
+        "(FILE '-': stdout, instead of the table)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Load, decide, save, print, exit with the decision's code."""
+    # Every output is checked before anything runs: a wrong path is exit 3, not a
+    # decision whose files are missing.
     output = output_path(args.output, "--output") if args.output else None
+    junit = ci_output(args.junit_xml, "--junit-xml", ".xml")
+    markdown = ci_output(args.markdown, "--markdown", ".md")
+    refuse_same_file((("--output", output), ("--junit-xml", junit), ("--markdown", markdown)))
     # Errors name the file: with REPORT and POLICY swapped, the message said "schema is
     # 'onrecord.report/v1', expected 'onrecord.policy/v1'", not which file was wrong.
     source = _run_directory(Path(args.report))
     if source is not None:  # verified: the run's own grading of its recorded episodes
         loaded = named(source, lambda: load_source(source))
-        report, missing = loaded.report, loaded.missing
+        report, missing, subject = loaded.report, loaded.missing, loaded.label
     else:
         report = named(Path(args.report), lambda: EvaluationReport.load(args.report))
-        missing = ()
+        missing, subject = (), str(args.report)
     policy = named(Path(args.policy), lambda: AcceptancePolicy.load(args.policy))
     decision = _never_accept_partial(policy.evaluate(report), missing)
     if output is not None:  # before printing: a closed stdout must not lose the file
         atomic_write_bytes(output, decision_record(decision))  # `onrecord verify` reads it
-    render_decision(make_console(), decision)
+    _write_ci(junit, markdown, decision, report, subject=subject, policy=policy.name)
+    if not any(item is not None and item.to_stdout for item in (junit, markdown)):
+        render_decision(make_console(), decision)
     return decision.exit_code
+
+
+def _write_ci(
+    junit: CiOutput | None,
+    markdown: CiOutput | None,
+    decision: PolicyDecision,
+    report: EvaluationReport,
+    *,
+    subject: str,
+    policy: str,
+) -> None:
+    """The JUnit XML file (replaced) and the Markdown summary (appended), for every
+    decision alike."""
+    if junit is None and markdown is None:
+        return
+    facts = requirement_facts(decision, report)
+    if junit is not None:
+        junit.replace(gate_junit(decision, facts, suite=subject, policy=policy))
+    if markdown is not None:
+        markdown.append(gate_markdown(decision, facts, subject=subject, policy=policy))
 
 
 def _run_directory(path: Path) -> Path | None:

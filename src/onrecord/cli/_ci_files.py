@@ -1,0 +1,132 @@
+"""Where ``gate --junit-xml`` and ``--markdown`` (and ``compare --markdown``) write: a
+file, checked before anything runs, or stdout for ``-``.
+
+A CI job that gates a release must not learn only at the end that its report path was
+wrong, nor find a half-written file: a missing directory is refused up front (exit 3,
+nothing written), JUnit XML is written atomically, and Markdown is appended in one write
+because ``$GITHUB_STEP_SUMMARY`` is a file that every step of a job appends to.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from onrecord._canonical import atomic_write_bytes
+from onrecord.cli._records import output_path
+from onrecord.cli._render import _silence_stdout
+from onrecord.errors import InputError
+
+__all__ = ["STDOUT", "CiOutput", "ci_output", "refuse_same_file", "stderr_notice"]
+
+STDOUT = "-"
+"""The file name that means stdout (the document replaces the terminal tables there)."""
+
+
+@dataclass(frozen=True)
+class CiOutput:
+    """A checked destination of one output option."""
+
+    option: str
+    """The option, e.g. ``--junit-xml``: errors name it."""
+    path: Path | None
+    """The file, or None for stdout."""
+
+    @property
+    def to_stdout(self) -> bool:
+        """Whether the document goes to stdout (``-``)."""
+        return self.path is None
+
+    def replace(self, data: bytes) -> None:
+        """Write ``data`` whole, atomically (a reader never sees half a file)."""
+        if self.path is None:
+            _write_stdout(data)
+        elif self.path.exists() and not self.path.is_file():  # /dev/stdout, a pipe
+            self.path.write_bytes(data)
+        else:
+            atomic_write_bytes(self.path, data)
+
+    def append(self, text: str) -> None:
+        """Append ``text``, after a blank line when the file has content, in one write:
+        another command appending to the same summary cannot interleave with it."""
+        data = text.encode()
+        if self.path is None:
+            _write_stdout(data)
+            return
+        regular = self.path.is_file()  # not /dev/stdout or a pipe: no seek, no fsync
+        with self.path.open("ab") as handle:
+            handle.write(_separator(_tail(self.path) if regular else b"") + data)
+            handle.flush()
+            if regular:
+                os.fsync(handle.fileno())
+
+
+def ci_output(value: str | None, option: str, suffix: str) -> CiOutput | None:
+    """The destination ``value`` names (None when the option was not given). Refused
+    (``InputError``, exit 3) before anything runs: a directory that does not exist, a
+    directory given as the file, and whatever ``output_path`` refuses (a saved record,
+    a file inside a manifest-pinned directory). A file with ``suffix`` in a run
+    directory may be replaced: no record of a run has that suffix."""
+    if value is None:
+        return None
+    if value == STDOUT:
+        return CiOutput(option, None)
+    target = output_path(value, option, views=(".html", suffix))
+    folder = target.absolute().parent
+    if not folder.is_dir():
+        what = "is not a directory" if folder.exists() else "does not exist"
+        raise InputError(
+            f"{option} {value}: the directory {folder} {what}; create it first "
+            f"(mkdir -p {shlex.quote(str(folder))}) or give a file in an existing directory"
+        )
+    return CiOutput(option, target)
+
+
+def refuse_same_file(outputs: Sequence[tuple[str, Path | CiOutput | None]]) -> None:
+    """Two output options naming the same file (one would replace the other), or two
+    sending their document to stdout (they would be mixed), are refused."""
+    seen: dict[Path | None, str] = {}
+    for option, output in outputs:
+        if output is None:
+            continue
+        path = output.path if isinstance(output, CiOutput) else output
+        key = None if path is None else path.resolve()
+        if key in seen:
+            where = "stdout (-)" if path is None else f"the same file {path}"
+            raise InputError(f"{seen[key]} and {option} both name {where}; give two file names")
+        seen[key] = option
+
+
+def _tail(path: Path) -> bytes:
+    """The last two bytes of a file."""
+    with path.open("rb") as handle:
+        handle.seek(max(0, handle.seek(0, os.SEEK_END) - 2))
+        return handle.read()
+
+
+def _separator(end: bytes) -> bytes:
+    """What makes the text already in a file end in a blank line (so a heading appended
+    after it starts a block of its own), given its last two bytes."""
+    if not end or end == b"\n\n":
+        return b""
+    return b"\n" if end.endswith(b"\n") else b"\n\n"
+
+
+def stderr_notice(text: str) -> None:
+    """A ``wrote FILE`` line kept off stdout while stdout carries a document."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def _write_stdout(data: bytes) -> None:
+    # Bytes, not text: the document is UTF-8 whatever the locale (an ASCII locale would
+    # otherwise turn "≥" into an escape inside the XML or Markdown).
+    try:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:  # `| head`: the decision's exit code still stands
+        _silence_stdout()

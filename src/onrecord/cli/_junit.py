@@ -1,0 +1,139 @@
+"""``onrecord gate --junit-xml``: a decision as JUnit XML, the test-report format GitLab,
+Jenkins, Azure Pipelines, CircleCI and GitHub's test-report actions read.
+
+One ``<testsuite>`` per gate, one ``<testcase>`` per policy requirement (classname
+``onrecord.gate.requirement``, name the requirement's check pattern) and one for the
+decision (classname ``onrecord.gate``, name ``decision``). JUnit has four outcomes;
+each status maps to the one whose meaning it shares:
+
+* met → passed;
+* failed, critical → ``<failure>``: the check was measured and fell short;
+* failed, advisory → ``<skipped>``: a tolerated failure that does not reject, as pytest
+  reports an expected failure (xfail); shown, but not red;
+* undecided → ``<error>``: the test could not conclude (nothing matched, results not
+  measured or an evaluator error, too few cases). It makes the decision indeterminate,
+  which must never look green, and skipped usually does;
+* the decision: accept → passed, reject → ``<failure>``, indeterminate → ``<error>``.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+
+from onrecord import __version__
+from onrecord.cli._ci_facts import RequirementFacts, clean
+from onrecord.policy import PolicyDecision
+
+__all__ = ["gate_junit"]
+
+_MESSAGE = 1000  # a message attribute is shown on one line; the text holds the rest
+
+
+def gate_junit(
+    decision: PolicyDecision, facts: Sequence[RequirementFacts], *, suite: str, policy: str
+) -> bytes:
+    """The JUnit XML document of a gate: ``suite`` names the report or run, ``policy``
+    the policy applied."""
+    cases = [_requirement_case(item, name) for item, name in zip(facts, _names(facts), strict=True)]
+    cases.append(_decision_case(decision))
+    counts = {
+        "tests": str(len(cases)),
+        "failures": str(sum(case.find("failure") is not None for case in cases)),
+        "errors": str(sum(case.find("error") is not None for case in cases)),
+        "skipped": str(sum(case.find("skipped") is not None for case in cases)),
+        "time": "0",  # nothing is timed: the file stays the same for the same inputs
+    }
+    root = ET.Element("testsuites", {"name": "onrecord gate", **counts})
+    testsuite = ET.SubElement(root, "testsuite", {"name": _line(suite), **counts})
+    properties = ET.SubElement(testsuite, "properties")
+    for name, value in (
+        ("onrecord.decision", decision.decision),
+        ("onrecord.exit_code", str(decision.exit_code)),
+        ("onrecord.policy", policy),
+        ("onrecord.policy_digest", decision.policy_digest),
+        ("onrecord.report_digest", decision.report_digest),
+        ("onrecord.version", __version__),
+    ):
+        ET.SubElement(properties, "property", name=name, value=clean(value, _MESSAGE))
+    testsuite.extend(cases)
+    ET.indent(root)
+    document: bytes = ET.tostring(root, encoding="UTF-8", xml_declaration=True)
+    return document + b"\n"
+
+
+def _names(facts: Sequence[RequirementFacts]) -> list[str]:
+    """Each requirement's check pattern, numbered when a policy repeats one (two
+    thresholds for one check): CI tools merge test cases of equal name."""
+    patterns = [item.outcome.requirement.check for item in facts]
+    return [
+        _line(pattern) + (f" (requirement {index})" if patterns.count(pattern) > 1 else "")
+        for index, pattern in enumerate(patterns, start=1)
+    ]
+
+
+def _line(text: str) -> str:
+    """An attribute shown on one line (a name, a message): newlines become spaces."""
+    return clean(text, _MESSAGE).replace("\n", " ").replace("\t", " ")
+
+
+def _case(classname: str, name: str) -> ET.Element:
+    return ET.Element("testcase", classname=classname, name=name, time="0")
+
+
+def _requirement_case(item: RequirementFacts, name: str) -> ET.Element:
+    case = _case("onrecord.gate.requirement", name)
+    outcome = item.outcome
+    if outcome.status == "met":
+        ET.SubElement(case, "system-out").text = _details(item)
+        return case
+    if outcome.status == "undecided":
+        tag, kind = "error", "undecided"
+    elif outcome.requirement.critical:
+        tag, kind = "failure", "failed"
+    else:
+        tag, kind = "skipped", "advisory-failed"
+    child = ET.SubElement(case, tag, message=_line(outcome.explanation), type=kind)
+    child.text = _details(item)
+    return case
+
+
+def _details(item: RequirementFacts) -> str:
+    """The numbers behind a requirement's status, then the results that did not pass."""
+    outcome = item.outcome
+    lines = [
+        clean(outcome.explanation),
+        f"measured pass rate: {item.rate}, 95% interval {item.interval}",
+        f"threshold: {item.threshold} ({_kind(outcome.requirement.critical)})",
+        f"measured cases: {outcome.cases}; unmeasured results: {outcome.unmeasured}",
+        f"matched checks: {clean(', '.join(outcome.matched) or '(none)')}",
+    ]
+    if item.unpassed and outcome.status != "met":
+        shown = len(item.unpassed)
+        lines += ["", f"results that did not pass (first {shown} of {shown + item.more}):"]
+        lines += [
+            f"  {clean(u.episode, 200)}  {clean(u.check, 200)}  {u.status}: {clean(u.reason)}"
+            for u in item.unpassed
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _kind(critical: bool) -> str:
+    return "critical" if critical else "advisory"
+
+
+def _decision_case(decision: PolicyDecision) -> ET.Element:
+    case = _case("onrecord.gate", "decision")
+    reasons = [f"- {clean(reason)}" for reason in decision.reasons[:50]]
+    if len(decision.reasons) > 50:
+        reasons.append(f"… {len(decision.reasons) - 50} more reasons")
+    text = f"{decision.decision} (exit {decision.exit_code})\n" + "".join(
+        f"{line}\n" for line in reasons
+    )
+    if decision.decision == "accept":  # its reasons, if any, are advisory failures
+        ET.SubElement(case, "system-out").text = text
+        return case
+    tag = "failure" if decision.decision == "reject" else "error"
+    headline = _line(f"{decision.decision}: {decision.headline}")
+    ET.SubElement(case, tag, message=headline, type=decision.decision).text = text
+    return case

@@ -1,0 +1,201 @@
+"""``--markdown``: GitHub-flavoured Markdown summaries of ``gate`` and ``compare``, for
+``$GITHUB_STEP_SUMMARY`` (or a merge-request comment).
+
+Record text — a case id, a check's reason, a policy's check pattern — is the agent's or
+the user's. ``text`` makes it literal: a ``|`` cannot end a table cell, a newline cannot
+end a row, and backticks, emphasis, links, math and HTML are shown as typed, never
+rendered (a reason such as ``<img src=…>`` or ``**accept**`` must not restyle the page
+that decides a release).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from onrecord import __version__
+from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, clean
+from onrecord.compare import Comparison
+from onrecord.policy import PolicyDecision
+
+__all__ = ["compare_markdown", "gate_markdown", "refused_markdown", "table", "text"]
+
+_ICONS = {"accept": "✅", "reject": "❌", "indeterminate": "⚠️"}
+_STATUS = {"met": "✅ met", "failed": "❌ failed", "undecided": "⚠️ undecided"}
+_REASONS = 20  # listed in full; the rest counted (the terminal output has them all)
+_PAIRS = 10  # discordant pairs listed per check, as the terminal output lists them
+
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# Inline syntax GitHub renders (code, emphasis, links and images, footnotes, math,
+# strikethrough, table cells, headings): backslash-escaped, which shows the character.
+_INLINE = re.compile(r"[\\`*_\[\]|~#!$]")
+# Block syntax at the start of a list item's text: a nested list, a numbered one.
+_BULLET = re.compile(r"^[-+]")
+_NUMBERED = re.compile(r"^(\d+)([.)])")
+
+
+def text(value: object, limit: int = 500) -> str:
+    """``value`` as literal Markdown on one line (newlines become ``<br>``)."""
+    cleaned = clean(value, limit).replace("\t", " ").strip()
+    escaped = _INLINE.sub(lambda match: "\\" + match.group(), cleaned)
+    escaped = "".join(_ENTITIES.get(char, char) for char in escaped)
+    escaped = _NUMBERED.sub(r"\1\\\2", _BULLET.sub(r"\\\g<0>", escaped))
+    return escaped.replace("\n", "<br>")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A GFM table; cells must already be Markdown (``text`` for record text)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def gate_markdown(
+    decision: PolicyDecision, facts: Sequence[RequirementFacts], *, subject: str, policy: str
+) -> str:
+    """The summary of one gate: the decision, each requirement with its measured pass
+    rate, interval and threshold, the reasons, and the first results that did not pass."""
+    verdict = decision.decision
+    lines = [
+        f"### {_ICONS[verdict]} onrecord gate: {verdict} (exit {decision.exit_code})",
+        "",
+        f"{text(subject)} · policy {text(policy)} · {text(decision.headline)}",
+        "",
+    ]
+    headers = ("requirement", "critical", "status", "pass rate", "95% interval", "threshold")
+    rows = [_requirement_row(item) for item in facts]
+    lines += [*table((*headers, "cases", "unmeasured"), rows), ""]
+    lines += _reasons(decision.reasons)
+    lines += _unpassed(facts)
+    lines.append(
+        f"<sub>report sha256:{decision.report_digest[:16]} · policy "
+        f"sha256:{decision.policy_digest[:16]} · onrecord {__version__}</sub>"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _requirement_row(item: RequirementFacts) -> tuple[str, ...]:
+    outcome = item.outcome
+    return (
+        text(outcome.requirement.check),
+        "yes" if outcome.requirement.critical else "no",
+        _STATUS[outcome.status],
+        item.rate,
+        item.interval,
+        item.threshold,
+        str(outcome.cases),
+        str(outcome.unmeasured),
+    )
+
+
+def _reasons(reasons: Sequence[str]) -> list[str]:
+    if not reasons:
+        return []
+    lines = ["**Reasons**", ""] + [f"- {text(reason)}" for reason in reasons[:_REASONS]]
+    if len(reasons) > _REASONS:
+        lines.append(f"- … {len(reasons) - _REASONS} more (the command's output lists them all)")
+    return [*lines, ""]
+
+
+def _unpassed(facts: Sequence[RequirementFacts]) -> list[str]:
+    """The first results that did not pass, of each requirement not met."""
+    shown = [item for item in facts if item.outcome.status != "met" and item.unpassed]
+    if not shown:
+        return []
+    rows = [
+        (
+            text(item.outcome.requirement.check),
+            text(u.episode, 200),
+            text(u.check, 200),
+            u.status,
+            text(u.reason),
+        )
+        for item in shown
+        for u in item.unpassed
+    ]
+    lines = [f"**Results that did not pass** (first {FIRST_UNPASSED} per requirement)", ""]
+    lines += table(("requirement", "episode", "check", "status", "reason"), rows)
+    more = sum(item.more for item in shown)
+    if more:
+        lines += ["", f"… and {more} more (`onrecord report` lists every episode)"]
+    return [*lines, ""]
+
+
+def compare_markdown(comparison: Comparison, label_a: str, label_b: str) -> str:
+    """The summary of one comparison: McNemar per check with the discordant pairs, the
+    paired bootstrap interval per measure."""
+    lines = [
+        f"### onrecord compare: {comparison.pairs} paired trials",
+        "",
+        f"A: {text(label_a)} (sha256:{comparison.report_a[:16]}) · "
+        f"B: {text(label_b)} (sha256:{comparison.report_b[:16]})",
+        "",
+        *_checks(comparison),
+        *_discordant(comparison),
+        *_measures(comparison),
+        f"<sub>onrecord {__version__}</sub>",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _checks(comparison: Comparison) -> list[str]:
+    headers = ("check", "both pass", "A only", "B only", "both fail", "unmeasured", "McNemar p")
+    rows = [
+        (
+            text(c.name),
+            *(str(n) for n in (c.both_pass, c.only_a, c.only_b, c.both_fail, c.unmeasured)),
+            f"{c.p_value:.4g}",
+        )
+        for c in comparison.checks
+    ]
+    return [*table(headers, rows), ""]
+
+
+def _measures(comparison: Comparison) -> list[str]:
+    if not comparison.measures:
+        return []
+    headers = ("measure", "pairs", "mean A", "mean B", "B − A", "95% bootstrap interval")
+    rows = [
+        (
+            text(m.name),
+            str(m.pairs),
+            f"{m.mean_a:.4g}",
+            f"{m.mean_b:.4g}",
+            f"{m.mean_difference:+.4g}",
+            f"[{m.interval[0]:+.4g}, {m.interval[1]:+.4g}]",
+        )
+        for m in comparison.measures
+    ]
+    return ["**Measures** (B − A, paired bootstrap)", "", *table(headers, rows), ""]
+
+
+def _discordant(comparison: Comparison) -> list[str]:
+    rows = [
+        (text(check.name), text(f"{pair.case_id}#{pair.repeat}", 200), *_sides(pair.passed_a))
+        for check in comparison.checks
+        for pair in check.discordant[:_PAIRS]
+    ]
+    if not rows:
+        return []
+    lines = [f"**Discordant pairs** (first {_PAIRS} per check)", ""]
+    lines += table(("check", "episode", "A", "B"), rows)
+    more = sum(max(0, len(check.discordant) - _PAIRS) for check in comparison.checks)
+    if more:
+        lines += ["", f"… and {more} more (`onrecord compare --json` lists them all)"]
+    return [*lines, ""]
+
+
+def _sides(passed_a: bool) -> tuple[str, str]:
+    return ("pass", "fail") if passed_a else ("fail", "pass")
+
+
+def refused_markdown(source_a: str, source_b: str, reasons: Sequence[str]) -> str:
+    """Why two reports were not compared (``onrecord compare`` exits 3)."""
+    lines = [
+        "### ⛔ onrecord compare: refused (exit 3)",
+        "",
+        f"A: {text(source_a)} · B: {text(source_b)}",
+        "",
+        *_reasons(reasons),
+        f"<sub>onrecord {__version__}</sub>",
+    ]
+    return "\n".join(lines) + "\n"
