@@ -5,7 +5,6 @@ stops them itself."""
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 from pathlib import Path
@@ -54,7 +53,9 @@ def test_a_ctrl_c_taken_by_another_thread_waits_until_the_workers_are_started() 
 
     def other_thread() -> None:  # started before: SIGINT is not held here
         ready.wait()
-        os.kill(os.getpid(), signal.SIGINT)  # to the process: this thread takes it
+        # To this thread itself: taken before pthread_kill returns. (Sent to the process,
+        # the kernel may pick a third, sleeping thread and deliver it later.)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
         sent.set()
 
     worker = threading.Thread(target=other_thread)

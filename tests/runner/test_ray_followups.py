@@ -218,7 +218,9 @@ def test_a_worker_ended_by_the_timeout_is_reported_without_rays_private_store(
     agent = "tests.runner.test_ray_followups:breaks_rays_store_then_hangs"
     protocol = plan_run("frozenlake", agent, seeds=range(3))
     with RayExecutor(chunk_size=3) as executor:
-        result = start_run(tmp_path / "run", protocol, executor=executor, episode_timeout=0.5)
+        # 4 s, not 0.5: the limit covers a worker importing the agent's module (and
+        # Gymnasium) in its first episode, slower than 0.5 s on a loaded CI machine.
+        result = start_run(tmp_path / "run", protocol, executor=executor, episode_timeout=4)
     # Before: the note went through Ray's private store; without it, the episode read
     # "the worker process running this episode died", after running it twice.
     assert len(result.errors) == 1, result.errors

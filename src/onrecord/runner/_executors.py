@@ -21,6 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from onrecord.errors import InputError
+from onrecord.runner._interrupts import interrupts_kept
 from onrecord.runner._job import EpisodeJob, JobResult, run_chunk
 from onrecord.runner._timeout import marker_key, start_pool_worker, take_markers
 
@@ -100,7 +101,13 @@ class InProcessExecutor(Executor):
 
     def run(self, jobs: Sequence[EpisodeJob]) -> Iterator[JobResult]:
         for job in jobs:
-            yield from run_chunk([job])
+            # The episode runs here: a Ctrl-C it swallowed (an agent catching
+            # BaseException, sqlite3 making one "not authorized") stops the run, and
+            # the episode it disturbed is not recorded. Yielded outside: the handler
+            # must not be left in place while the caller runs.
+            with interrupts_kept():
+                results = run_chunk([job])
+            yield from results
 
 
 class ProcessPoolExecutor(Executor):

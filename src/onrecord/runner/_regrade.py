@@ -18,6 +18,7 @@ from onrecord.episode import OutcomeCheck
 from onrecord.errors import ConsistencyError, InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
+from onrecord.runner._interrupts import interrupts_kept
 from onrecord.runner._provider import EnvironmentProvider
 from onrecord.runner._registry import build_provider, load_checks
 from onrecord.runner._run import Graded, save_grading, trials_by_key
@@ -98,12 +99,16 @@ def regrade_run(
         (Trial.from_dict(record.data["trial"]) for record in records),
         lock_extra=protocol.lock_extra(),
     )
-    provider = build_provider(protocol.environment)
-    try:
-        loaded = [contained(check) for check in _load(provider, specs)]
-        trials = [_regraded(store, provider, loaded, record) for record in records]
-    finally:
-        provider.close()
+    # A Ctrl-C swallowed while a world is rebuilt or a check runs (sqlite3 makes one
+    # "not authorized") read as an edited run directory, or as a check's error that the
+    # regrade then saved as a changed verdict: it stops the regrade instead.
+    with interrupts_kept():
+        provider = build_provider(protocol.environment)
+        try:
+            loaded = [contained(check) for check in _load(provider, specs)]
+            trials = [_regraded(store, provider, loaded, record) for record in records]
+        finally:
+            provider.close()
     report = EvaluationReport.from_trials(trials, lock_extra=protocol.lock_extra())
     decision = (policy or protocol.acceptance_policy).evaluate(report)
     changes = _changes(previous, report)

@@ -16,6 +16,7 @@ from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
 from onrecord.runner._executors import Executor, InProcessExecutor
+from onrecord.runner._interrupts import interrupts_kept
 from onrecord.runner._job import JobResult
 from onrecord.runner._protocol import RunProtocol, tasks_from
 from onrecord.runner._registry import (
@@ -117,32 +118,37 @@ def plan_run(
                 f"{field} must be a non-empty list of names, got {names!r}"
                 + (f"; leave {field} out for the default" if field == "tasks" else "")
             )
-    ref = resolve_environment(environment, environment_config)
-    provider = build_provider(ref)
-    try:
-        agent = resolve_agent(provider, agent)
-        loaded = load_checks(provider, checks)
-        cases = _select_tasks(provider.tasks(), tasks, environment)
-        for case in cases:  # tasks from a file meet the environment's needs too
-            provider.check_task(case)
-        chosen = policy if policy is not None else provider.default_policy(loaded)
-        if not isinstance(chosen, AcceptancePolicy):
-            raise InputError(
-                f"environment {environment!r}: default_policy() returned "
-                f"{type(chosen).__name__}, not an AcceptancePolicy; pass --policy FILE"
+    # A Ctrl-C the environment's own code swallowed (sqlite3 turns one raised in an
+    # authorizer into "not authorized") is an interrupt, not the provider failing.
+    with interrupts_kept():
+        ref = resolve_environment(environment, environment_config)
+        provider = build_provider(ref)
+        try:
+            agent = resolve_agent(provider, agent)
+            loaded = load_checks(provider, checks)
+            cases = _select_tasks(provider.tasks(), tasks, environment)
+            for case in cases:  # tasks from a file meet the environment's needs too
+                provider.check_task(case)
+            chosen = policy if policy is not None else provider.default_policy(loaded)
+            if not isinstance(chosen, AcceptancePolicy):
+                raise InputError(
+                    f"environment {environment!r}: default_policy() returned "
+                    f"{type(chosen).__name__}, not an AcceptancePolicy; pass --policy FILE"
+                )
+            steps = (
+                max_steps if max_steps is not None else getattr(provider, "default_max_steps", 1000)
             )
-        steps = max_steps if max_steps is not None else getattr(provider, "default_max_steps", 1000)
-    except OnrecordError:
-        raise
-    except Exception as exc:
-        # A custom provider's own code (tasks(), reference_agents(), ...) failing is bad
-        # input naming it (exit 3), not a traceback whose exit code 1 reads as reject.
-        raise InputError(
-            f"environment {environment!r} ({ref.target}) failed while planning the run: "
-            f"{type(exc).__name__}: {exc}{_where(exc)}"
-        ) from exc
-    finally:
-        provider.close()
+        except OnrecordError:
+            raise
+        except Exception as exc:
+            # A custom provider's own code (tasks(), reference_agents(), ...) failing is bad
+            # input naming it (exit 3), not a traceback whose exit code 1 reads as reject.
+            raise InputError(
+                f"environment {environment!r} ({ref.target}) failed while planning the run: "
+                f"{type(exc).__name__}: {exc}{_where(exc)}"
+            ) from exc
+        finally:
+            provider.close()
     return RunProtocol(
         ref,
         agent,
@@ -256,11 +262,12 @@ def _refuse_unenforceable(executor: Executor | None, limit: float | None) -> Non
 def _verify_check_versions(store: RunStore) -> None:
     """Refuse before running anything when a check's version changed since the run
     started: every worker would refuse its episodes, one error per episode."""
-    provider = build_provider(store.protocol.environment)
-    try:
-        loaded = load_checks(provider, store.protocol.checks)
-    finally:
-        provider.close()
+    with interrupts_kept():  # not "the checks changed" from a swallowed Ctrl-C
+        provider = build_provider(store.protocol.environment)
+        try:
+            loaded = load_checks(provider, store.protocol.checks)
+        finally:
+            provider.close()
     now = {check.name: check.version for check in loaded}
     was = dict(store.protocol.check_versions)
     changed = [
