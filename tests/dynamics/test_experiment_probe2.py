@@ -51,3 +51,22 @@ def test_ctrl_c_stops_with_a_message_not_a_traceback(tmp_path: Path) -> None:
     assert "interrupted" in err
     assert "Traceback" not in err
     assert not (root / "manifest.json").exists()
+
+
+def test_ctrl_c_before_anything_is_written_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Interrupted while checking `--model` (before protocol.json): the message said the
+    # directory was incomplete and had to be deleted, although nothing was written.
+    import onrecord.dynamics.experiment as experiment
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(experiment, "run_experiment", interrupted)
+    root = tmp_path / "run"
+    assert main(["worldmodel", "run", "--smoke", "--output-dir", str(root)]) == 130
+    err = capsys.readouterr().err
+    assert f"interrupted before anything was written to {root}" in err
+    assert "incomplete" not in err
+    assert not root.exists()

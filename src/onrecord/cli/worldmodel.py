@@ -45,6 +45,14 @@ def register(subparsers: Any) -> None:
     )
     run.add_argument("--smoke", action="store_true", help="small sizes (seconds, for CI)")
     run.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="MODULE:FACTORY",
+        help="your own model beside the built-in ones (repeatable): FACTORY(simulator) "
+        "returns a WorldModel; the module must be importable (PYTHONPATH)",
+    )
+    run.add_argument(
         "--no-progress",
         action="store_true",
         help="no progress bar (nor the plain progress lines written when stderr is not a terminal)",
@@ -69,16 +77,28 @@ def _run(args: argparse.Namespace) -> int:
     from onrecord.dynamics.experiment import run_experiment
 
     progress = StepProgress(
-        Console(stderr=True), "world-model steps", _STEPS_FULL, enabled=not args.no_progress
+        Console(stderr=True),
+        "world-model steps",
+        _STEPS_FULL + len(args.model),  # one closed-loop step per --model
+        enabled=not args.no_progress,
     )
     try:
         # On a terminal a bar; in a CI log or a file, plain lines (before: nothing at all
         # until the tables, so a long run looked hung).
         with progress:
-            tables = run_experiment(args.output_dir, smoke=args.smoke, step=progress.step)
+            tables = run_experiment(
+                args.output_dir, smoke=args.smoke, step=progress.step, user_models=args.model
+            )
     except KeyboardInterrupt:
         # Plain print, named like every other command's message (rich wrapped it at 80
         # columns in a CI log, without saying which command was interrupted).
+        if not (args.output_dir / "protocol.json").exists():  # e.g. while checking --model
+            print(
+                f"onrecord worldmodel: interrupted before anything was written to "
+                f"{args.output_dir}",
+                file=sys.stderr,
+            )
+            return 130
         print(
             f"onrecord worldmodel: interrupted: {args.output_dir} is incomplete (no "
             "manifest.json) and cannot be replayed; delete it and run again into a new or "
@@ -122,6 +142,13 @@ def _fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}g}"
     return str(value)
+
+
+def _errors(table: dict[str, Any]) -> str:
+    """Forecasts a model failed are outside the denominator: say how many there were, or
+    a model that failed every time reads as "0/0", as if it had not been asked."""
+    failed = table["model_errors"] + table["simulator_errors"]
+    return f" ({failed} of {table['forecasts']} failed)" if failed else ""
 
 
 def _print(tables: dict[str, Any]) -> None:
@@ -168,7 +195,7 @@ def _print(tables: dict[str, Any]) -> None:
                     model,
                     row["coordinate"],
                     str(row["horizon"]),
-                    f"{row['measured']}/{row['denominator']}",
+                    f"{row['measured']}/{row['denominator']}" + _errors(table),
                     _fmt(row["mae"]),
                     _fmt(row["skill"]),
                     _fmt(row["coverage_90"]),

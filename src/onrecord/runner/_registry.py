@@ -114,7 +114,7 @@ def import_object(path: str) -> Any:
             # Workers import it too: the current directory is not on their path.
             hint = (
                 "; a module of your own must be importable: install it, or set "
-                "PYTHONPATH to the folder that holds it (e.g. PYTHONPATH=. onrecord run ...)"
+                "PYTHONPATH to the folder that holds it (e.g. PYTHONPATH=. onrecord ...)"
             )
         raise InputError(
             f"cannot import {module_name!r} for {path!r}: {type(exc).__name__}: {exc}{hint}"

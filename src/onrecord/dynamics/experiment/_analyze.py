@@ -16,9 +16,9 @@ from onrecord._canonical import canonical_bytes
 from onrecord.dynamics._closed_loop import load_runs
 from onrecord.dynamics._evidence import ForecastEvidence, load_forecasts
 from onrecord.dynamics.experiment._protocol import build_protocol
-from onrecord.dynamics.experiment._run import slug
 from onrecord.dynamics.experiment._store import load_episodes, read_json, verify_manifest
 from onrecord.dynamics.experiment._tables import Evidence, compute_tables, decisions
+from onrecord.dynamics.experiment._user_models import slug, user_slugs
 from onrecord.errors import ConsistencyError, SchemaError
 
 __all__ = ["replay"]
@@ -85,6 +85,8 @@ def _replay(root: Path) -> dict[str, Any]:
     protocol = read_json(root / "protocol.json")
     _check_protocol(protocol, build_protocol(smoke=protocol.get("smoke") is True))
     models = protocol["models"]
+    # --model models are known by their record in the protocol: never imported here.
+    users = user_slugs(protocol)
     evidence = Evidence()
     for split, target in (("development", evidence.development), ("heldout", evidence.heldout)):
         episodes = _by_digest(root / "data" / f"{split}.episodes.jsonl")
@@ -113,8 +115,12 @@ def _replay(root: Path) -> dict[str, Any]:
         )
     for env_id in protocol["other_envs"]:
         episodes = _by_digest(root / "data" / env_id / "heldout.episodes.jsonl")
+        # Built-in ids hold no "_", so a file name gives the id back; a user model's id
+        # (which may) is looked up in its protocol record.
         evidence.other[env_id] = {
-            path.stem.replace("_", "/"): _linked(load_forecasts(path), episodes)
+            users[env_id].get(path.stem, path.stem.replace("_", "/")): _linked(
+                load_forecasts(path), episodes
+            )
             for path in sorted((root / "forecasts" / env_id).glob("*.jsonl"))
         }
     tables = compute_tables(protocol, evidence)

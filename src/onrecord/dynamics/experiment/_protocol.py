@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["HORIZONS", "build_protocol"]
@@ -23,10 +24,15 @@ def _seeds(start: int, count: int) -> list[int]:
     return list(range(start, start + count))
 
 
-def build_protocol(*, smoke: bool) -> dict[str, Any]:
-    """Every choice of the experiment, fixed before any environment is run."""
+def build_protocol(*, smoke: bool, user_models: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """Every choice of the experiment, fixed before any environment is run.
+
+    ``user_models`` are the records of ``--model`` models (spec, model_id, describe,
+    other_envs): their ids follow the built-in ones in ``models``. Without any, the
+    protocol has no ``user_models`` field, as before ``--model`` existed.
+    """
     size = {key: pair[1 if smoke else 0] for key, pair in _SIZES.items()}
-    return {
+    protocol: dict[str, Any] = {
         "schema": "onrecord.worldmodel-protocol/v1",
         "smoke": smoke,
         "env_id": "CartPole-v1",
@@ -77,3 +83,7 @@ def build_protocol(*, smoke: bool) -> dict[str, Any]:
         "other_envs": ["Pendulum-v1", "Acrobot-v1"],
         "bootstrap": {"draws": 2000, "seed": 0},
     }
+    if user_models:
+        protocol["models"] += [record["model_id"] for record in user_models]
+        protocol["user_models"] = [dict(record) for record in user_models]
+    return protocol

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +26,17 @@ from onrecord.dynamics._references import capture_plan, random_plan
 from onrecord.dynamics.experiment._protocol import build_protocol
 from onrecord.dynamics.experiment._store import save_episodes, write_json, write_manifest
 from onrecord.dynamics.experiment._tables import Evidence, compute_tables, decisions
+from onrecord.dynamics.experiment._user_models import (
+    UserModel,
+    fitted,
+    load_user_models,
+    slug,
+)
 from onrecord.errors import InputError
 
 __all__ = ["build_models", "run_experiment", "slug"]
 
 Step = Callable[[str], None]
-
-
-def slug(model_id: str) -> str:
-    """A file-name-safe form of a model id."""
-    return model_id.replace("/", "_")
 
 
 def build_models(simulator: Simulator) -> list[WorldModel]:
@@ -91,20 +92,35 @@ def _pair_forecasts(
     return base, variant
 
 
-def run_experiment(output_dir: Path, *, smoke: bool, step: Step | None = None) -> dict[str, Any]:
-    """Run the whole protocol into ``output_dir`` (which must be empty or absent)."""
+def run_experiment(
+    output_dir: Path,
+    *,
+    smoke: bool,
+    step: Step | None = None,
+    user_models: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Run the whole protocol into ``output_dir`` (which must be empty or absent).
+
+    ``user_models`` are ``"package.module:factory"`` specs (``--model``), run through
+    every stage beside the built-in models; they are imported, built and checked before
+    anything is written (``InputError`` otherwise).
+    """
     root = Path(output_dir)
     _check_new(root)
     tick = step or (lambda _label: None)
     protocol = build_protocol(smoke=smoke)
+    users = load_user_models(user_models, protocol, build_models)
+    protocol = build_protocol(
+        smoke=smoke, user_models=[u.record(protocol["other_envs"]) for u in users]
+    )
     write_json(root / "protocol.json", protocol)
     tick("protocol")
     simulator = get_simulator(protocol["env_id"])
     evidence = Evidence()
-    models = _data_and_models(root, protocol, simulator, tick)
+    models = _data_and_models(root, protocol, simulator, tick, _of(users, simulator))
     _forecasts(root, protocol, simulator, models, evidence, tick)
     _closed_loop(root, protocol, simulator, models, evidence, tick)
-    _other_envs(root, protocol, evidence, tick)
+    _other_envs(root, protocol, evidence, tick, users)
     tables = compute_tables(protocol, evidence)
     reports, _ = decisions(protocol, evidence.heldout)
     for model_id, report in reports.items():
@@ -136,18 +152,35 @@ def _check_new(root: Path) -> None:
     )
 
 
+def _of(users: Sequence[UserModel], simulator: Simulator) -> list[WorldModel]:
+    """The user models built for ``simulator``'s environment, in ``--model`` order."""
+    return [u.models[simulator.env_id] for u in users if simulator.env_id in u.models]
+
+
+def _fit_all(root: Path, models: list[WorldModel], transitions: Transitions) -> list[WorldModel]:
+    """Fit every model and save its description; a user model whose fit raised is
+    replaced by a stand-in whose forecasts and runs are all that model's errors."""
+    result = []
+    for model in models:
+        model, description = fitted(model, transitions)
+        write_json(root / "models" / f"{slug(model.model_id)}.json", description)
+        result.append(model)
+    return result
+
+
 def _data_and_models(
-    root: Path, protocol: dict[str, Any], simulator: Simulator, tick: Step
+    root: Path,
+    protocol: dict[str, Any],
+    simulator: Simulator,
+    tick: Step,
+    users: list[WorldModel],
 ) -> list[WorldModel]:
     seeds = protocol["seeds"]
     train, _ = _references(simulator, seeds["train"], protocol["train_plan_length"], "train")
     save_episodes(root / "data" / "train.episodes.jsonl", train)
     tick("training data")
     transitions = Transitions.from_episodes(train)
-    models = build_models(simulator)
-    for model in models:
-        model.fit(transitions)
-        write_json(root / "models" / f"{slug(model.model_id)}.json", model.describe())
+    models = _fit_all(root, [*build_models(simulator), *users], transitions)
     tick("models")
     return models
 
@@ -229,7 +262,13 @@ def _closed_loop(
         tick(f"closed loop {model.model_id}")
 
 
-def _other_envs(root: Path, protocol: dict[str, Any], evidence: Evidence, tick: Step) -> None:
+def _other_envs(
+    root: Path,
+    protocol: dict[str, Any],
+    evidence: Evidence,
+    tick: Step,
+    users: Sequence[UserModel],
+) -> None:
     seeds = protocol["seeds"]
     for env_id in protocol["other_envs"]:
         simulator = get_simulator(env_id)
@@ -244,8 +283,9 @@ def _other_envs(root: Path, protocol: dict[str, Any], evidence: Evidence, tick: 
         save_episodes(root / "data" / env_id / "heldout.episodes.jsonl", heldout)
         transitions = Transitions.from_episodes(train)
         per: dict[str, list[ForecastEvidence]] = {}
-        for model in build_models(simulator):
-            model.fit(transitions)
+        # Fitted models are not saved for these environments (only their forecasts are).
+        for model in [*build_models(simulator), *_of(users, simulator)]:
+            model, _ = fitted(model, transitions)
             per[model.model_id] = _forecast(model, simulator, heldout, plans, protocol["horizons"])
             save_forecasts(
                 root / "forecasts" / env_id / f"{slug(model.model_id)}.jsonl", per[model.model_id]

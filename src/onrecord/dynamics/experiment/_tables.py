@@ -85,7 +85,8 @@ def compute_tables(protocol: Mapping[str, Any], evidence: Evidence) -> dict[str,
         },
         "decisions": decisions(protocol, evidence.heldout)[1],
     }
-    tables["headline"] = headline(tables)
+    users = [record["model_id"] for record in protocol.get("user_models", [])]
+    tables["headline"] = headline(tables, users)
     return tables
 
 
@@ -99,13 +100,16 @@ def _effect(rows: list[dict[str, Any]], coordinate: str, horizon: int) -> dict[s
     return next(r for r in rows if r["coordinate"] == coordinate and r["horizon"] == horizon)
 
 
-def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
-    """The numbers the experiment's claims rest on, taken from the other tables."""
+def headline(tables: Mapping[str, Any], users: Sequence[str] = ()) -> dict[str, Any]:
+    """The numbers the experiment's claims rest on, taken from the other tables;
+    ``users`` (``--model`` ids) are set beside the built-in models they compare with."""
     action, blind = "bayes-linear/v1", "bayes-linear-blind/v1"
     loop = {row["model_id"]: row for row in tables["closed_loop"]}
     effects = tables["interventions"]
     act_err = _effect(effects[action], "cart_velocity", 1)["effect_error"]
     blind_err = _effect(effects[blind], "cart_velocity", 1)["effect_error"]
+    # A user model that failed has no effect (None), shown as such.
+    user_errors = {m: _effect(effects[m], "cart_velocity", 1)["effect_error"] for m in users}
     metrics = tables["heldout_metrics"]
     return {
         "closed_loop": {
@@ -121,13 +125,14 @@ def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
             action: act_err,
             blind: blind_err,
             "ratio": blind_err / act_err if act_err else None,
+            **user_errors,
         },
         "cart_velocity_h1_interval_90": {
             m: {
                 "coverage": _row(metrics[m], "cart_velocity", 1)["coverage_90"],
                 "width": _row(metrics[m], "cart_velocity", 1)["width_90"],
             }
-            for m in (action, blind, "bootstrap-ensemble/v1")
+            for m in (action, blind, "bootstrap-ensemble/v1", *users)
         },
         "pole_angle_h1_mae": {m: _row(t, "pole_angle", 1)["mae"] for m, t in metrics.items()},
         "next_step_angle_decisions": {
