@@ -311,3 +311,16 @@ def test_a_run_directory_names_the_suite_and_stays_verifiable(tmp_path: Path) ->
     assert testsuite.get("name") == "walks_into_hole on frozenlake (run)"
     assert (run / "summary.md").read_text().count("walks\\_into\\_hole on frozenlake (run)") == 2
     assert onrecord("verify", run).returncode == 0
+
+
+def test_compare_markdown_tells_two_report_files_of_one_name_apart(tmp_path: Path) -> None:
+    # Before: runs/v1/report.json against runs/v2/report.json read "A: report.json ·
+    # B: report.json", which side was the candidate left to the digests.
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v2").mkdir()
+    a = make_report({"posted": ["pass"] * 2}).save_json(tmp_path / "v1" / "report.json")
+    b = make_report({"posted": ["pass", "fail"]}).save_json(tmp_path / "v2" / "report.json")
+    done = onrecord("compare", a, b, "--markdown", "-")
+    assert done.returncode == 0, done.stderr
+    assert "A: report.json in v1/ (sha256:" in done.stdout
+    assert "B: report.json in v2/ (sha256:" in done.stdout

@@ -402,6 +402,9 @@ STRAY_WORK: dict[str, Callable[[sqlite3.Connection], Any]] = {
     "function": lambda conn: conn.create_function("like", 2, lambda p, s: 1),
     "setlimit": lambda conn: conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 3),
     "row_factory": lambda conn: setattr(conn, "row_factory", lambda c, r: r[::-1]),
+    # The text of the world's own statement: before, served from the statement cache,
+    # where the authorizer never sees it, so the stray began a transaction of its own.
+    "internal_savepoint": lambda conn: conn.execute("SAVEPOINT onrecord_call -- onrecord"),
 }
 
 
@@ -436,3 +439,151 @@ def test_a_thread_a_tool_joins_within_its_call_writes_as_the_call(
         assert event["status"] == "ok"
         assert event["state_version"] == 1
         assert [(e["step"], e["key"]) for e in world.audit_history()] == [(1, "nut")]
+
+
+def _in_a_thread_of_its_own(conn: sqlite3.Connection) -> None:
+    """The stray starts a thread (as a pool it keeps would) that writes; its error is
+    the stray's."""
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            conn.execute("INSERT INTO notes (body) VALUES ('ghost')")
+        except BaseException as exc:  # the test inspects it
+            errors.append(exc)
+
+    child = threading.Thread(target=write)
+    child.start()
+    child.join()
+    if errors:
+        raise errors[0]
+
+
+def test_a_thread_a_stray_starts_after_the_call_may_only_read_too(
+    snap: Snapshot, tmp_path: Path, fresh: dict[str, Any]
+) -> None:
+    # Before: only threads alive when the call returned were strays, so the stray's own
+    # thread, born after it, wrote between calls, unaudited by any call.
+    with _stray(snap, tmp_path / "world.db", _in_a_thread_of_its_own) as (world, errors):
+        assert len(errors) == 1, errors
+        assert "not authorized" in str(errors[0])
+        assert world.audit_history() == []
+        _assert_same_as_fresh(world, fresh)
+
+
+def test_a_new_thread_of_the_harness_still_runs_calls_while_a_stray_lives(
+    snap: Snapshot, tmp_path: Path
+) -> None:
+    """A thread born between calls while a tool's thread lives is the harness's once it
+    calls the world (its own SAVEPOINT comes before the tool runs)."""
+    release = threading.Event()
+
+    def body(ctx: ToolContext) -> None:
+        threading.Thread(target=release.wait, daemon=True).start()
+        for n in range(300):  # evicts the world's cached statements: prepared anew
+            ctx.execute(f"SELECT {n}")
+
+    world, event = _misbehave(snap, tmp_path / "world.db", body)
+    with world:
+        assert event["status"] == "ok"
+        events: list[dict[str, Any]] = []
+        worker = threading.Thread(target=lambda: events.append(world.call("restock")))
+        worker.start()
+        worker.join()
+        release.set()
+        assert [e["status"] for e in events] == ["ok"]
+        assert [(e["step"], e["key"]) for e in world.audit_history()] == [(2, "nut")]
+
+
+def test_a_cursor_a_tool_keeps_open_does_not_stop_the_reset(
+    snap: Snapshot, tmp_path: Path, fresh: dict[str, Any]
+) -> None:
+    # Before: SQLite refuses to remove a function while any statement of the connection
+    # runs, so a kept cursor (whatever it read) made every later reset fail.
+    kept: list[sqlite3.Cursor] = []
+
+    @tool(name="page")
+    def page(ctx: ToolContext) -> Any:
+        cursor = ctx.connection.execute("SELECT sku FROM items ORDER BY sku")
+        kept.append(cursor)  # the next page, for a later call
+        return cursor.fetchone()[0]
+
+    @tool(name="register")
+    def register(ctx: ToolContext) -> None:
+        ctx.connection.create_function("shout", 1, str.upper)
+
+    with _world(snap, tmp_path / "world.db", page, register) as world:
+        assert world.call("register")["status"] == "ok"
+        assert world.call("page")["result"] == "Bolt"
+        _assert_same_as_fresh(world, fresh)
+        with pytest.raises(sqlite3.ProgrammingError):  # the old episode's statement
+            kept[0].fetchone()
+
+
+def test_a_tool_typing_the_worlds_own_release_cannot_commit_its_failed_call(
+    snap: Snapshot, tmp_path: Path
+) -> None:
+    # Before: the world's RELEASE was cached under that text, so the authorizer never saw
+    # the tool's: the call's write was committed, and the call failed (tool_error) with
+    # nothing left to roll back.
+    def body(ctx: ToolContext) -> None:
+        ctx.execute("UPDATE items SET stock = 99 WHERE sku = 'nut'")
+        with contextlib.suppress(sqlite3.DatabaseError):
+            ctx.connection.execute("RELEASE onrecord_call -- onrecord")
+        raise RuntimeError("fails after its write")
+
+    @tool(writes=True, name="misbehave")
+    def misbehave(ctx: ToolContext) -> None:
+        body(ctx)
+
+    with _world(snap, tmp_path / "world.db", misbehave) as world:
+        assert world.call("restock", {"sku": "Bolt"})["status"] == "ok"  # runs the RELEASE
+        event = world.call("misbehave")
+        assert event["error"]["type"] == FORBIDDEN
+        assert [(e["step"], e["key"]) for e in world.audit_history()] == [(1, "Bolt")]
+        assert world.conn.execute("SELECT stock FROM items WHERE sku = 'nut'").fetchone() == (2,)
+
+
+def test_a_thread_a_tool_left_cannot_move_the_worlds_step_with_its_own_statement(
+    snap: Snapshot, tmp_path: Path
+) -> None:
+    # Before: the world's own UPDATE of its context row was cached under that text, so a
+    # stray thread that typed it ran it unseen between calls (the authorizer is asked
+    # when a statement is prepared), moving the step later audit rows are stamped with.
+    world_text = "UPDATE _onrecord_ctx SET step = ?, version = version + 1"
+    with _stray(snap, tmp_path / "world.db", lambda conn: conn.execute(world_text, (42,))) as (
+        world,
+        errors,
+    ):
+        assert len(errors) == 1, errors
+        assert "not authorized" in str(errors[0])
+        assert world.conn.execute("SELECT step, version FROM _onrecord_ctx").fetchone() == (1, 1)
+
+
+def test_a_thread_a_later_call_joins_writes_as_that_call_while_a_stray_lives(
+    snap: Snapshot, tmp_path: Path
+) -> None:
+    """Only threads born between calls are suspect; one a call starts and joins is the
+    call's, whatever thread an earlier call left running."""
+    release = threading.Event()
+
+    @tool(writes=True, name="leave")
+    def leave(ctx: ToolContext) -> None:
+        threading.Thread(target=release.wait, daemon=True).start()
+
+    @tool(writes=True, name="join")
+    def join(ctx: ToolContext) -> None:
+        worker = threading.Thread(
+            target=lambda: ctx.execute("UPDATE items SET stock = 7 WHERE sku = 'nut'")
+        )
+        worker.start()
+        worker.join()
+
+    with _world(snap, tmp_path / "world.db", leave, join) as world:
+        try:
+            assert world.call("leave")["status"] == "ok"
+            event = world.call("join")
+        finally:
+            release.set()
+        assert event["status"] == "ok", event["error"]
+        assert [(e["step"], e["key"]) for e in world.audit_history()] == [(2, "nut")]

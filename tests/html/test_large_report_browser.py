@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from onrecord.html import _selection, report_data, write_report
-from onrecord.runner import plan_run, start_run
+from onrecord.runner import load_tasks, plan_run, regrade_run, start_run
 from tests.html.test_browser_probe import _drive
 
 pytestmark = pytest.mark.browser
@@ -169,3 +169,44 @@ def test_a_failing_check_lists_its_episodes(big_page: Path, tmp_path: Path) -> N
     assert out["count"] == "episodes 1–100 of 250 found (2000 in all)"
     assert out["check"] == "not passed: no_duplicate_allocation (250)"
     assert out["passing"] == 4  # only the checks that did not pass somewhere
+
+
+def test_the_command_for_an_undetailed_episode_can_be_pasted_into_a_shell(
+    tmp_path: Path,
+) -> None:
+    # Before: `onrecord show run --episode refund request's#0`, which a shell split at
+    # the space and choked on at the quote; and on a regrade's page it sent the reader
+    # to the run's own grading without saying so, and to a report of it.
+    name = "refund request's"
+    tasks = tmp_path / "tasks.toml"
+    tasks.write_text(
+        "".join(
+            f'[[tasks]]\ncase_id = "{case}"\ninput = "walk"\ncompletion = "either"\n'
+            for case in ("plain", name)
+        )
+    )
+    run = tmp_path / "run"
+    start_run(run, plan_run("frozenlake", "walks_into_hole", tasks=load_tasks(tasks)))
+    regrade_run(run, name="v2")
+    notes = (
+        "out.notes = [...document.querySelectorAll('#episode-list tr[data-key]')].map(r => {"
+        " r.click(); const n = document.querySelector('#episode-view .not-detailed');"
+        " return n ? n.textContent : null; });"
+    )
+    own = _drive(write_report(run, tmp_path / "own.html", episodes="0"), notes, tmp_path)
+    assert own["notes"] == [
+        "This page lists this episode without its details (messages, evidence, timeline, "
+        "row diff): onrecord show run --episode plain#0 prints them, onrecord report "
+        "--episodes all details every episode.",
+        "This page lists this episode without its details (messages, evidence, timeline, "
+        "row diff): onrecord show run --episode 'refund request'\"'\"'s#0' prints them, "
+        "onrecord report --episodes all details every episode.",
+    ]
+    regraded = write_report(run, tmp_path / "v2.html", grading="v2", episodes="0")
+    (note, _) = _drive(regraded, notes, tmp_path)["notes"]
+    assert note == (
+        "This page lists this episode without its details (messages, evidence, timeline, "
+        "row diff): onrecord show run --episode plain#0 prints them (as the run graded "
+        "them, not the regrade v2 this page shows), onrecord report --episodes all "
+        "--grading v2 details every episode."
+    )

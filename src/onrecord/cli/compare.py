@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if json is not None:  # before printing: a closed stdout must not lose the file
         atomic_write_bytes(json, comparison_record(comparison))  # `onrecord verify` reads it
     if markdown is not None:
-        markdown.append(compare_markdown(comparison, source_a.label, source_b.label))
+        labels = _labels(args.report_a, source_a.label, args.report_b, source_b.label)
+        markdown.append(compare_markdown(comparison, *labels))
         if markdown.to_stdout:
             return 0
     render_comparison(make_console(), comparison)
@@ -97,3 +98,14 @@ def _write_html(a: str, b: str, html: Path, notice: Callable[[str], None]) -> No
         atomic_write_bytes(html, page.encode())
         notice(f"wrote {html}")
         raise
+
+
+def _labels(source_a: str, label_a: str, source_b: str, label_b: str) -> tuple[str, str]:
+    """A's and B's labels, told apart by their folder when equal (``runs/v1/report.json``
+    against ``runs/v2/report.json`` read "report.json" twice), as the HTML page does."""
+    if label_a == label_b and Path(source_a).resolve() != Path(source_b).resolve():
+        return (
+            f"{label_a} in {Path(source_a).resolve().parent.name}/",
+            f"{label_b} in {Path(source_b).resolve().parent.name}/",
+        )
+    return label_a, label_b

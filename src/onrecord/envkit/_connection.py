@@ -265,18 +265,28 @@ class WorldConnection(sqlite3.Connection):
             try:
                 _unregister(self, method, name, narg)
             except sqlite3.Error:
-                # SQLite refuses while a statement using it still runs (a cursor the tool
-                # kept unread); once collected, the statement is reset.
-                gc.collect()
+                # SQLite refuses while any statement of the connection is still running,
+                # whatever it reads (a cursor a tool kept unread, across calls): end them.
+                self._end_statements()
                 try:
                     _unregister(self, method, name, narg)
                 except sqlite3.Error as exc:
                     raise OnrecordError(
                         f"reset: cannot remove {name!r}, which a tool registered "
-                        f"({method}): a statement using it is still running, a cursor a "
-                        f"tool kept unread ({exc}); the next episode would see it"
+                        f"({method}): a statement of the world's connection is still "
+                        f"running ({exc}); the next episode would see it"
                     ) from exc
             del self._added[(method, name, narg)]
+
+    def _end_statements(self) -> None:
+        """Reset every statement still running on this connection: a cursor a tool kept
+        unread, once collected or closed. A kept cursor is the tool's state from an
+        episode that is ending, like its TEMP tables: closing it is what a fresh world
+        would offer (only here, when a registration cannot be removed otherwise)."""
+        gc.collect()
+        for thing in gc.get_objects():
+            if isinstance(thing, sqlite3.Cursor) and thing.connection is self:
+                thing.close()
 
 
 # SQLite's core functions, for builds without PRAGMA function_list (before 3.30, or

@@ -14,11 +14,15 @@ tables, temporary tables, nested savepoints, reading pragmas) is allowed.
 SQLite asks the authorizer when a statement is prepared, not each time it runs, and the
 ``sqlite3`` module caches prepared statements by their text: onrecord's own transaction
 statements on the world's connection are therefore written with an ``-- onrecord``
-comment (``INTERNAL``), so a tool's identical ``COMMIT`` is never served from the cache.
+comment and a token drawn per process (``INTERNAL``), so a tool's identical ``COMMIT``
+is never served from the cache. (With a fixed comment, a tool that typed
+``RELEASE onrecord_call -- onrecord`` committed its call's writes, then failed: the
+rollback found no savepoint.)
 """
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -28,7 +32,7 @@ from onrecord.envkit._sql import INTERNAL_PREFIX
 
 __all__ = ["CALL_SAVEPOINT", "INTERNAL", "READ_ONLY", "StatementGuard"]
 
-INTERNAL = " -- onrecord"
+INTERNAL = f" -- onrecord {secrets.token_hex(8)}"
 """Appended to onrecord's own transaction statements on the world's connection, so
 their cached statements are never the ones a tool's text finds."""
 CALL_SAVEPOINT = "onrecord_call"
@@ -100,12 +104,22 @@ class StatementGuard:
         """Threads started during a call and still alive after it returned, by ident: a
         tool's, whose SQL would otherwise run unguarded between calls, during a reset
         or in a later episode. They may only read (``is_stray``)."""
+        self._known: set[threading.Thread] = set()
+        """While ``strays`` is not empty: the threads alive when the last call returned,
+        and those that ran the world's own code since (``claim_thread``). Any other
+        thread was born between calls while a tool's thread ran, so may be that
+        thread's own (a thread it started, a pool's worker): it too may only read. (One
+        born during a call is the call's until it returns, as without strays.)"""
 
     @contextmanager
     def tool_call(self, step: int | None) -> Iterator[None]:
         """Guard the statements prepared inside the block (the tool's own code)."""
         self.claim_thread()  # whoever runs the call is the harness, never a stray
         before = threading.enumerate()
+        if self.strays:  # born between calls while a stray lived: may be the stray's
+            self.strays.update(
+                (t.ident, t) for t in before if t not in self._known and t.ident is not None
+            )
         self.active, self.refused, self.step, self.escaped = True, None, step, False
         try:
             yield
@@ -116,23 +130,35 @@ class StatementGuard:
                 self._note_strays(before, after)
 
     def _note_strays(self, before: list[threading.Thread], after: list[threading.Thread]) -> None:
-        known = set(before)
+        # With strays about, a thread born between calls counts as theirs: comparing
+        # with ``before`` alone would free it (and so a stray's own threads) here.
+        known = self._known if self.strays else set(before)
         strays = {ident: t for ident, t in self.strays.items() if t.is_alive()}
         for thread in after:
             if thread not in known and thread.ident is not None and thread.is_alive():
                 strays[thread.ident] = thread
         self.strays = strays
+        self._known = set(after) if strays else set()
 
     def claim_thread(self) -> None:
         """The current thread runs the world's own code (a call, a reset): not a stray."""
         if self.strays:
+            current = threading.current_thread()
             self.strays.pop(threading.get_ident(), None)
+            self._known.add(current)
 
     def is_stray(self) -> bool:
-        """Whether the current thread is one a tool left running (idents are reused, so
-        the thread itself is compared)."""
-        thread = self.strays.get(threading.get_ident())
-        return thread is not None and thread is threading.current_thread()
+        """Whether the current thread is one a tool left running, or one born since the
+        last call returned while such a thread ran (idents are reused, so the thread
+        itself is compared)."""
+        if not self.strays:
+            return False
+        current = threading.current_thread()
+        if self.strays.get(current.ident or 0) is current:
+            return True
+        # In a call, a thread not among the strays was born during it (those born
+        # before it were added as it began): it works for the call.
+        return not self.active and current not in self._known
 
     def may_write(self, step: int) -> bool:
         """Whether a row of a user table may change now (``step`` is the context row's):

@@ -158,7 +158,7 @@ class RowUndo:
             conn.executemany(
                 "INSERT INTO sqlite_sequence (rowid, name, seq) VALUES (?, ?, ?)", self._sequence
             )
-        conn.execute(f"UPDATE {CTX} SET step = ?, seq = ?, version = ?", self._ctx)
+        conn.execute(f"UPDATE {CTX} SET step = ?, seq = ?, version = ?{INTERNAL}", self._ctx)
         return True
 
     def _touched(

@@ -242,11 +242,15 @@ class ToolWorld:
 
     def _run(self, spec: Tool, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         self._guard.refused, self._guard.escaped = None, False
+        self._guard.claim_thread()  # before its own SAVEPOINT: the caller is the harness
         self.conn.execute(_SAVEPOINT)
         self._running, returned = spec.name, False
         try:
             if spec.writes:
-                self.conn.execute(f"UPDATE {CTX} SET step = ?, version = version + 1", (self.step,))
+                # INTERNAL: cached under a text no tool types (see _guard).
+                self.conn.execute(
+                    f"UPDATE {CTX} SET step = ?, version = version + 1{INTERNAL}", (self.step,)
+                )
             changes = self.conn.total_changes
             with self.conn.tool_call(self.step if spec.writes else None):
                 result = spec.function(ctx, **args)

@@ -125,15 +125,25 @@ function summary(position){
   const r = index.rows[position];
   if (!r || !select(keyOf(r))) return;
   const run = data.run ? data.run.path : 'RUN';
+  const grading = data.run && data.run.grading !== 'original' ? data.run.grading : null;
   view.innerHTML = heading(index.cases[r[0]], r[1], r[3]) + '<p class="meta">seed ' + esc(r[2])
     + ' · ended ' + esc(index.endings[r[4]]) + '</p>'
     + (r[5].length ? '<h3>Checks not passed (' + r[5].length + ')</h3><ul class="not-passed">'
       + r[5].map(c => '<li>' + long(index.checks[c], NAME) + '</li>').join('') + '</ul>'
       : '<p>every check passed</p>')
     + '<p class="not-detailed">This page lists this episode without its details (messages, '
-    + 'evidence, timeline, row diff): <code>onrecord show ' + esc(run) + ' --episode '
-    + esc(keyOf(r)) + '</code> prints them, <code>onrecord report --episodes all</code> '
-    + 'details every episode.</p>'; }
+    + 'evidence, timeline, row diff): <code>onrecord show ' + esc(shellWord(run)) + ' --episode '
+    + esc(shellWord(keyOf(r))) + '</code> prints them'
+    + (grading === null ? '' : ' (as the run graded them, not the regrade '
+      + esc(grading) + ' this page shows)')
+    + ', <code>onrecord report --episodes all'
+    + (grading === null ? '' : ' --grading ' + esc(shellWord(grading)))
+    + '</code> details every episode.</p>'; }
+// The command is copied into a shell: a task id with a space, a quote or a leading #
+// (a comment) is one quoted word, as Python's shlex.quote writes it ('#' within a word
+// is literal, so the usual case#repeat stays as typed).
+const shellWord = s => /^[\w@%+=:,./-][\w@%+=:,./#-]*$/.test(s) ? s
+  : "'" + String(s).replace(/'/g, "'\"'\"'") + "'";
 function row(position){  // the markup of _listing._row
   const r = index.rows[position], key = keyOf(r);
   return '<tr data-row="' + position + '"' + (r[6] >= 0 ? ' data-index="' + r[6] + '"' : '')
