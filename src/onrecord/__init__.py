@@ -10,21 +10,20 @@ The public API, by concept::
     onrecord.report                    EvaluationReport, Trial, CheckResult
 """
 
-from importlib.metadata import PackageNotFoundError, version
+# The names below are imported on first use (PEP 562): the ``onrecord`` command imports
+# this package before its ``main()`` runs, and importing them here would load numpy and
+# importlib.metadata (a third of a second) before ``onrecord --version`` could answer, and
+# outside the ``main()`` that turns a Ctrl-C into exit 130 instead of a traceback.
+# ``TYPE_CHECKING = False`` rather than ``typing.TYPE_CHECKING``: the same to type
+# checkers (they go by the name), without importing typing (and re) at start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from onrecord.case import EvalCase
+    from onrecord.compare import Comparison, compare_reports
+    from onrecord.policy import AcceptancePolicy, CheckRequirement, PolicyDecision
+    from onrecord.report import EvaluationReport
 
-try:
-    __version__ = version("onrecord")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
-
-from onrecord.case import EvalCase
-from onrecord.compare import Comparison, compare_reports
-from onrecord.policy import (
-    AcceptancePolicy,
-    CheckRequirement,
-    PolicyDecision,
-)
-from onrecord.report import EvaluationReport
+    __version__: str
 
 __all__ = [
     "AcceptancePolicy",
@@ -36,3 +35,54 @@ __all__ = [
     "__version__",
     "compare_reports",
 ]
+
+# Public name -> the module that defines it.
+_LAZY = {
+    "AcceptancePolicy": "onrecord.policy",
+    "CheckRequirement": "onrecord.policy",
+    "Comparison": "onrecord.compare",
+    "EvalCase": "onrecord.case",
+    "EvaluationReport": "onrecord.report",
+    "PolicyDecision": "onrecord.policy",
+    "compare_reports": "onrecord.compare",
+}
+
+
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("onrecord")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0+unknown"
+
+
+# Submodules that ``import onrecord`` used to load by importing the names above, so
+# ``import onrecord; onrecord.report.Trial`` keeps working.
+_SUBMODULES = frozenset({"case", "compare", "errors", "policy", "report"})
+
+
+def _lazy_attribute(name: str) -> object:
+    from importlib import import_module
+
+    if name == "__version__":
+        value: object = _installed_version()
+    elif name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+    elif name in _SUBMODULES:
+        value = import_module(f"onrecord.{name}")
+    else:
+        raise AttributeError(f"module 'onrecord' has no attribute {name!r}")
+    globals()[name] = value  # cached: looked up once per name
+    return value
+
+
+# The module's ``__getattr__``, hidden from type checkers: they take a module
+# ``__getattr__`` to answer every name, and would accept ``onrecord.EvalCse``.
+if not TYPE_CHECKING:
+    __getattr__ = _lazy_attribute
+del TYPE_CHECKING  # not an attribute of the package
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,67 +1,67 @@
-"""The ``onrecord`` command: its parser and ``main``. Each subcommand lives in its own
-module listed in ``COMMAND_MODULES``; a module exposes ``register(subparsers)``.
+"""The ``onrecord`` command: its commands and ``main``. Each subcommand lives in its own
+module listed in ``COMMAND_MODULES``; a module exposes ``register(subparsers)``. The
+parser itself is built in ``onrecord.cli._parser``.
 
 Here rather than in ``onrecord.cli.main`` (which re-exports it): the package imports
 ``main`` from this module, and had it imported ``onrecord.cli.main`` instead,
-``python -m onrecord.cli.main`` would warn that the module was already imported."""
+``python -m onrecord.cli.main`` would warn that the module was already imported.
+
+Light on purpose: the console script imports this module before ``main()`` runs, and a
+Ctrl-C during that import is a Python traceback (nothing is there yet to catch it), so
+argparse and every command's dependencies (numpy, gymnasium, rich, ...) are imported
+inside ``main()``. ``tests/core/test_cli_startup.py`` holds it to that."""
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
 
-from onrecord import __version__
-from onrecord.errors import OnrecordError
+# ``TYPE_CHECKING = False``, not typing's: the same to type checkers, without importing
+# typing (and with it re) before ``main()``.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+del TYPE_CHECKING
 
-__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+__all__ = ["COMMANDS", "COMMAND_MODULES", "EXIT_ERROR", "EXIT_INTERRUPTED", "build_parser", "main"]
 
-COMMAND_MODULES: tuple[str, ...] = (
-    "onrecord.cli.verify",
-    "onrecord.cli.show",
-    "onrecord.cli.gate",
-    "onrecord.cli.compare",
-    "onrecord.cli.demo",
-    "onrecord.cli.ledger",
-    "onrecord.cli.run",
-    "onrecord.cli.report",
-    "onrecord.cli.regrade",
-    "onrecord.cli.check",
-    "onrecord.cli.worldmodel",
+# Each command, with the one-line help its module's ``register`` gives it: ``onrecord
+# --help`` lists them all, and that should not import every command (and all they need)
+# to print one line each. ``tests/core/test_cli_startup.py`` checks that these lines are
+# the modules' own.
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("verify", "verify saved records: evidence, reports, decisions, run directories, ..."),
+    ("show", "print a saved record as tables"),
+    ("gate", "decide accept / reject / indeterminate for a report"),
+    ("compare", "paired comparison of two reports (McNemar, bootstrap)"),
+    ("demo", "run the built-in demonstration and write its reports"),
+    ("ledger", "the invoice ledger experiment (real SQLite fixture)"),
+    ("run", "run an agent over tasks × seeds × repeats into a run directory"),
+    ("report", "write a self-contained HTML report of a run"),
+    ("regrade", "re-grade a saved run with (improved) checks; lists changed verdicts"),
+    ("check", "run named checks on a saved tool-world episode"),
+    ("worldmodel", "world-model experiment: run it, or replay a saved run offline"),
 )
+COMMAND_MODULES: tuple[str, ...] = tuple(f"onrecord.cli.{name}" for name, _ in COMMANDS)
 
 # Exit codes: 0 accept / success, 1 reject, 2 indeterminate, 3 bad input or tampering.
 EXIT_ERROR = 3
 EXIT_INTERRUPTED = 130
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on a usage error, and 2 means *indeterminate* here: a mistyped
-    flag in a CI gate would read as a decision. Subcommand parsers inherit this class."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The full parser, with every registered subcommand."""
-    parser = _Parser(
-        prog="onrecord", description="Evaluate agents and world models by what actually happened."
-    )
-    parser.add_argument("--version", action="version", version=f"onrecord {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
-    return parser
+    from onrecord.cli._parser import command_parser
+
+    return command_parser({name for name, _ in COMMANDS})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     # Commands that write report their own Ctrl-C (what is left and how to continue);
     # anywhere else — importing, verifying, printing tables — it was a Python traceback.
+    # Every import but this module's is inside: a Ctrl-C in the first fraction of a
+    # second, while numpy and the rest import, is caught here too.
     try:
         return _main(argv)
     except KeyboardInterrupt:
@@ -70,8 +70,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    from onrecord.cli._parser import command_parser, command_requested
+    from onrecord.errors import OnrecordError
+
+    args_list = sys.argv[1:] if argv is None else list(argv)
+    # Only the command asked for is imported (none for ``--version`` or ``--help``); the
+    # others are listed by name and help. A word that is no command imports none, and
+    # argparse refuses it, listing the commands.
+    requested = command_requested(args_list)
+    parser = command_parser(() if requested is None else (requested,))
+    args = parser.parse_args(args_list)
     try:
         code: int = args.func(args)
     except OnrecordError as exc:
