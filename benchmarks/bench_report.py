@@ -1,7 +1,7 @@
 """The HTML report at the scale users run (see docs/html-report.md).
 
-    python benchmarks/bench_report.py            # 1k and 10k episodes: ~2 minutes
-    python benchmarks/bench_report.py --quick    # 1k and 2k episodes
+    python -m benchmarks.bench_report            # 1k and 10k episodes: ~2 minutes
+    python -m benchmarks.bench_report --quick    # 1k and 2k episodes
 
 Remittance runs of the ``double_poster`` agent (3 of the 33 tasks fail: about 9 % of
 the episodes, every one with its diff, audit history and check evidence) on 1k-row

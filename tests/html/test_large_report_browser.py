@@ -55,6 +55,7 @@ def test_every_episode_is_listed_failing_first(big_run: Path) -> None:
     assert len(data["episodes"]) == 250
     assert "no_duplicate_allocation" in {index["checks"][c] for c in rows[0][5]}
     assert "`onrecord show big --episode CASE#REPEAT`" in data["detail_note"]
+    assert "`onrecord report big --episodes all`" in data["detail_note"]  # RUN was missing
 
 
 def test_failing_episodes_beyond_the_budget_are_still_listed(
@@ -197,16 +198,16 @@ def test_the_command_for_an_undetailed_episode_can_be_pasted_into_a_shell(
     assert own["notes"] == [
         "This page lists this episode without its details (messages, evidence, timeline, "
         "row diff): onrecord show run --episode plain#0 prints them, onrecord report "
-        "--episodes all details every episode.",
+        "run --episodes all details every episode.",
         "This page lists this episode without its details (messages, evidence, timeline, "
         "row diff): onrecord show run --episode 'refund request'\"'\"'s#0' prints them, "
-        "onrecord report --episodes all details every episode.",
+        "onrecord report run --episodes all details every episode.",
     ]
     regraded = write_report(run, tmp_path / "v2.html", grading="v2", episodes="0")
     (note, _) = _drive(regraded, notes, tmp_path)["notes"]
     assert note == (
         "This page lists this episode without its details (messages, evidence, timeline, "
         "row diff): onrecord show run --episode plain#0 prints them (as the run graded "
-        "them, not the regrade v2 this page shows), onrecord report --episodes all "
+        "them, not the regrade v2 this page shows), onrecord report run --episodes all "
         "--grading v2 details every episode."
     )

@@ -147,5 +147,5 @@ def _note(
         )
     return note + (
         f"; every episode is listed: `onrecord show {store.path.name} --episode CASE#REPEAT` "
-        "prints one, `onrecord report --episodes all` details every one"
+        f"prints one, `onrecord report {store.path.name} --episodes all` details every one"
     )

@@ -136,7 +136,7 @@ function summary(position){
     + esc(shellWord(keyOf(r))) + '</code> prints them'
     + (grading === null ? '' : ' (as the run graded them, not the regrade '
       + esc(grading) + ' this page shows)')
-    + ', <code>onrecord report --episodes all'
+    + ', <code>onrecord report ' + esc(shellWord(run)) + ' --episodes all'
     + (grading === null ? '' : ' --grading ' + esc(shellWord(grading)))
     + '</code> details every episode.</p>'; }
 // The command is copied into a shell: a task id with a space, a quote or a leading #
