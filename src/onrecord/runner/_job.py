@@ -15,12 +15,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from onrecord._canonical import canonical_bytes, content_digest, record_bytes
+from onrecord._canonical import canonical_bytes, content_digest
 from onrecord.case import EvalCase
 from onrecord.episode import EPISODE_SCHEMA, OutcomeCheck
 from onrecord.errors import InputError
 from onrecord.runner._provider import EnvironmentProvider, EpisodeOutput, EpisodeSpec
 from onrecord.runner._registry import EnvironmentRef, build_provider, load_agent, load_checks
+from onrecord.runner._sealed import (
+    CapturedEvidence,
+    captured_fingerprint,
+    events_bytes,
+    evidence_fragment,
+    record_line,
+)
 from onrecord.runner._timeout import TimedOut, marker_key, run_limited
 
 __all__ = [
@@ -202,7 +209,9 @@ def _result(
         "case_id": job.key[0],
         "repeat": job.repeat,
         "seed": job.seed,
-        "evidence": dict(output.evidence),
+        # A captured episode's canonical bytes, spliced in (``_sealed``): the record is
+        # serialized and hashed once, the evidence never parsed or written again.
+        "evidence": evidence_fragment(output.evidence),
         "trial": trial,
         "fingerprint": fingerprint(output.evidence, output.action_log),
         "action_log": {
@@ -214,13 +223,14 @@ def _result(
             name: hashlib.sha256(data).hexdigest() for name, data in sorted(output.files.items())
         },
     }
-    record["digest"] = content_digest(record)
-    return JobResult(job.key[0], job.repeat, record_bytes(record), actions, files, outcome)
+    return JobResult(job.key[0], job.repeat, record_line(record), actions, files, outcome)
 
 
 def fingerprint(evidence: Mapping[str, Any], action_log: Sequence[Mapping[str, Any]]) -> str:
     """sha256 of what happened, without timings or run ids: equal for two executions of
     the same deterministic episode, whichever process or machine ran them."""
+    if type(evidence) is CapturedEvidence:  # the same bytes, from the spliced columns
+        return captured_fingerprint(evidence, "wall_time_ns", events_bytes(action_log, _VOLATILE))
     schema = evidence.get("schema")
     if schema == EPISODE_SCHEMA:
         core: Any = {key: value for key, value in evidence.items() if key != "digest"}

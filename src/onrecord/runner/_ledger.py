@@ -38,6 +38,7 @@ from onrecord.runner._provider import (
     EpisodeSpec,
     agent_factory,
 )
+from onrecord.runner._sealed import CapturedEvidence
 
 __all__ = ["LedgerProvider", "ledger"]
 
@@ -101,7 +102,7 @@ class LedgerProvider(GymnasiumProvider):
         finally:
             for suffix in ("", "-wal", "-shm", "-journal"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
-        return EpisodeOutput(evidence.data, evidence)
+        return EpisodeOutput(CapturedEvidence(evidence), evidence)
 
     def close(self) -> None:
         self._workdir.cleanup()

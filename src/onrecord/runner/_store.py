@@ -46,6 +46,7 @@ from onrecord.runner._repair import (
     cut_torn_line,
     refuse_lost_records,
 )
+from onrecord.runner._sealed import digest_of_canonical
 from onrecord.runner._timeout import check_timeout
 
 __all__ = ["DECISION_SCHEMA", "RUN_SCHEMA", "EpisodeRecord", "RunStore", "RunWriter"]
@@ -249,7 +250,8 @@ def _verified_line(
         raise SchemaError(
             f"{where}: schema is {record.get('schema')!r}, expected {EPISODE_RECORD_SCHEMA!r}"
         )
-    if record.get("digest") != content_digest(record):
+    # Hashed over the line just proved canonical: the record is not serialized again.
+    if record.get("digest") != digest_of_canonical(line, record):
         raise DigestMismatch(
             f"{where} does not match its digest: the episode record was "
             "changed after it was written"
