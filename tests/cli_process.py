@@ -9,13 +9,17 @@ import sys
 from pathlib import Path
 
 
-def onrecord(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run ``onrecord ARGS`` from this virtualenv, with a wide terminal for tables."""
+def onrecord(
+    *args: str | Path, timeout: float = 300, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``onrecord ARGS`` from this virtualenv (in ``cwd``), with a wide terminal for
+    tables."""
     return subprocess.run(
         [str(Path(sys.executable).parent / "onrecord"), *map(str, args)],
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
+        cwd=cwd,
         env={**os.environ, "COLUMNS": "200"},
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import orjson
 import pytest
 
 from onrecord import AcceptancePolicy, CheckRequirement
@@ -324,3 +325,29 @@ def test_compare_markdown_tells_two_report_files_of_one_name_apart(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     assert "A: report.json in v1/ (sha256:" in done.stdout
     assert "B: report.json in v2/ (sha256:" in done.stdout
+
+
+def test_dash_prints_the_decision_and_comparison_json_instead_of_the_tables(
+    tmp_path: Path,
+) -> None:
+    # `gate --output -` wrote a file named "-" while `--junit-xml -` meant stdout.
+    run = tmp_path / "run"
+    done = onrecord("run", "frozenlake", "-a", "walks_into_hole", "-r", "2", "--out", run)
+    assert done.returncode == 1, done.stderr
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[requirements]]\ncheck = "reached_goal"\n')
+    gated = onrecord("gate", run, "--policy", policy, "--output", "-", cwd=tmp_path)
+    assert gated.returncode == 1, gated.stderr
+    decision = orjson.loads(gated.stdout)
+    assert decision["schema"] == "onrecord.decision/v1"
+    assert decision["decision"] == "reject"
+    assert not (tmp_path / "-").exists()
+    both = onrecord(
+        "gate", run, "--policy", policy, "--output", "-", "--markdown", "-", cwd=tmp_path
+    )
+    assert both.returncode == 3
+    assert "both name stdout" in both.stderr
+    compared = onrecord("compare", run, run, "--json", "-", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    assert orjson.loads(compared.stdout)["schema"] == "onrecord.comparison/v1"
+    assert not (tmp_path / "-").exists()

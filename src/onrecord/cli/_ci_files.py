@@ -21,7 +21,14 @@ from onrecord.cli._records import output_path
 from onrecord.cli._render import _silence_stdout
 from onrecord.errors import InputError
 
-__all__ = ["STDOUT", "CiOutput", "ci_output", "refuse_same_file", "stderr_notice"]
+__all__ = [
+    "STDOUT",
+    "CiOutput",
+    "ci_output",
+    "record_output",
+    "refuse_same_file",
+    "stderr_notice",
+]
 
 STDOUT = "-"
 """The file name that means stdout (the document replaces the terminal tables there)."""
@@ -84,6 +91,17 @@ def ci_output(value: str | None, option: str, suffix: str) -> CiOutput | None:
             f"(mkdir -p {shlex.quote(str(folder))}) or give a file in an existing directory"
         )
     return CiOutput(option, target)
+
+
+def record_output(value: str | None, option: str) -> CiOutput | None:
+    """Where ``gate --output`` / ``compare --json`` save their record: a file (its
+    directory made as needed, checked by ``output_path``), or stdout for ``-`` (it was
+    written to a file named "-", unlike the CI options' ``-``)."""
+    if value is None:
+        return None
+    if value == STDOUT:
+        return CiOutput(option, None)
+    return CiOutput(option, output_path(value, option))
 
 
 def refuse_same_file(outputs: Sequence[tuple[str, Path | CiOutput | None]]) -> None:

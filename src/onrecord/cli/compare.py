@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes
-from onrecord.cli._ci_files import ci_output, refuse_same_file, stderr_notice
+from onrecord.cli._ci_files import ci_output, record_output, refuse_same_file, stderr_notice
 from onrecord.cli._decisions import comparison_record
 from onrecord.cli._markdown import compare_markdown, refused_markdown
 from onrecord.cli._records import output_path
@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
         "--json",
         metavar="FILE",
         help="also save the comparison as JSON (with schema and digest: `onrecord verify` "
-        "reads it)",
+        "reads it; FILE '-': stdout, instead of the tables)",
     )
     parser.add_argument(
         "--html",
@@ -58,11 +58,12 @@ def run(args: argparse.Namespace) -> int:
     """Compare and print. A and B are report files, run directories or regrade
     directories; an incomplete run is refused, naming its missing episodes."""
     html = output_path(args.html, "--html") if args.html else None
-    json = output_path(args.json, "--json") if args.json else None
+    json = record_output(args.json, "--json")
     markdown = ci_output(args.markdown, "--markdown", ".md")
     refuse_same_file((("--html", html), ("--json", json), ("--markdown", markdown)))
-    # With the Markdown on stdout, stdout carries nothing else.
-    notice = stderr_notice if markdown is not None and markdown.to_stdout else emit
+    # With a document on stdout, stdout carries nothing else.
+    on_stdout = any(item is not None and item.to_stdout for item in (json, markdown))
+    notice = stderr_notice if on_stdout else emit
     try:
         if html is not None:
             _write_html(args.report_a, args.report_b, html, notice)
@@ -75,12 +76,12 @@ def run(args: argparse.Namespace) -> int:
             markdown.append(refused_markdown(args.report_a, args.report_b, exc.reasons))
         raise
     if json is not None:  # before printing: a closed stdout must not lose the file
-        atomic_write_bytes(json, comparison_record(comparison))  # `onrecord verify` reads it
+        json.replace(comparison_record(comparison))  # `onrecord verify` reads it
     if markdown is not None:
         labels = _labels(args.report_a, source_a.label, args.report_b, source_b.label)
         markdown.append(compare_markdown(comparison, *labels))
-        if markdown.to_stdout:
-            return 0
+    if on_stdout:
+        return 0
     render_comparison(make_console(), comparison)
     return 0
 

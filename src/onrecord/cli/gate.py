@@ -10,13 +10,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from onrecord._canonical import atomic_write_bytes
 from onrecord.cli._ci_facts import requirement_facts
-from onrecord.cli._ci_files import CiOutput, ci_output, refuse_same_file
+from onrecord.cli._ci_files import CiOutput, ci_output, record_output, refuse_same_file
 from onrecord.cli._decisions import decision_record
 from onrecord.cli._junit import gate_junit
 from onrecord.cli._markdown import gate_markdown
-from onrecord.cli._records import named, output_path
+from onrecord.cli._records import named
 from onrecord.cli._render import make_console, render_decision
 from onrecord.compare import load_source
 from onrecord.policy import AcceptancePolicy, PolicyDecision
@@ -41,7 +40,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--output",
         metavar="FILE",
-        help="also save the decision as JSON (with schema and digest: `onrecord verify` reads it)",
+        help="also save the decision as JSON (with schema and digest: `onrecord verify` reads "
+        "it; FILE '-': stdout, instead of the table)",
     )
     parser.add_argument(
         "--junit-xml",
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     """Load, decide, save, print, exit with the decision's code."""
     # Every output is checked before anything runs: a wrong path is exit 3, not a
     # decision whose files are missing.
-    output = output_path(args.output, "--output") if args.output else None
+    output = record_output(args.output, "--output")
     junit = ci_output(args.junit_xml, "--junit-xml", ".xml")
     markdown = ci_output(args.markdown, "--markdown", ".md")
     refuse_same_file((("--output", output), ("--junit-xml", junit), ("--markdown", markdown)))
@@ -78,9 +78,9 @@ def run(args: argparse.Namespace) -> int:
     policy = named(Path(args.policy), lambda: AcceptancePolicy.load(args.policy))
     decision = _never_accept_partial(policy.evaluate(report), missing)
     if output is not None:  # before printing: a closed stdout must not lose the file
-        atomic_write_bytes(output, decision_record(decision))  # `onrecord verify` reads it
+        output.replace(decision_record(decision))  # `onrecord verify` reads it
     _write_ci(junit, markdown, decision, report, subject=subject, policy=policy.name)
-    if not any(item is not None and item.to_stdout for item in (junit, markdown)):
+    if not any(item is not None and item.to_stdout for item in (output, junit, markdown)):
         render_decision(make_console(), decision)
     return decision.exit_code
 
