@@ -100,6 +100,9 @@ class StatementGuard:
         (``None`` for a read-only call, which may change no row)."""
         self.escaped = False
         """Whether the gate refused a write because the call's transaction had ended."""
+        self.interrupted = False
+        """Whether a KeyboardInterrupt (Ctrl-C) came while SQLite ran this authorizer or
+        the gate; sqlite3 would swallow it, so the world raises it (``_ctrl_c``)."""
         self.strays: dict[int, threading.Thread] = {}
         """Threads started during a call and still alive after it returned, by ident: a
         tool's, whose SQL would otherwise run unguarded between calls, during a reset
@@ -164,16 +167,22 @@ class StatementGuard:
         """Whether a row of a user table may change now (``step`` is the context row's):
         always outside tool calls; in a call, only inside its live transaction. Never
         from a thread a tool left running."""
-        if self.strays and self.is_stray():
+        try:
+            if self.strays and self.is_stray():
+                return False
+            if step == self.step or not self.active:
+                return True
+            if self.step is None:
+                if self.refused is None:
+                    self.refused = READ_ONLY
+            else:
+                self.escaped = True
             return False
-        if step == self.step or not self.active:
-            return True
-        if self.step is None:
-            if self.refused is None:
-                self.refused = READ_ONLY
-        else:
-            self.escaped = True
-        return False
+        except KeyboardInterrupt:
+            # sqlite3 reports it as the statement failing, and drops it: noted, to be
+            # raised once SQLite returns (_ctrl_c); raised again to fail the statement.
+            self.interrupted = True
+            raise
 
     def __call__(
         self,
@@ -183,19 +192,25 @@ class StatementGuard:
         database: str | None,
         source: str | None,
     ) -> int:
-        if self.strays and self.is_stray():
-            may = action in _STRAY_MAY or (action == sqlite3.SQLITE_PRAGMA and arg2 is None)
-            if may and refusal(action, arg1, arg2, source) is None:
+        try:
+            if self.strays and self.is_stray():
+                may = action in _STRAY_MAY or (action == sqlite3.SQLITE_PRAGMA and arg2 is None)
+                if may and refusal(action, arg1, arg2, source) is None:
+                    return sqlite3.SQLITE_OK
+                return sqlite3.SQLITE_DENY  # not recorded: it is no running call's doing
+            if not self.active:
                 return sqlite3.SQLITE_OK
-            return sqlite3.SQLITE_DENY  # not recorded: it is no running call's doing
-        if not self.active:
-            return sqlite3.SQLITE_OK
-        reason = refusal(action, arg1, arg2, source)
-        if reason is None:
-            return sqlite3.SQLITE_OK
-        if self.refused is None:
-            self.refused = reason
-        return sqlite3.SQLITE_DENY
+            reason = refusal(action, arg1, arg2, source)
+            if reason is None:
+                return sqlite3.SQLITE_OK
+            if self.refused is None:
+                self.refused = reason
+            return sqlite3.SQLITE_DENY
+        except KeyboardInterrupt:
+            # sqlite3 would swallow it and deny the statement ("not authorized"): noted,
+            # to be raised once SQLite returns (_ctrl_c); the statement is denied.
+            self.interrupted = True
+            return sqlite3.SQLITE_DENY
 
 
 def refusal(action: int, arg1: str | None, arg2: str | None, source: str | None) -> str | None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
+from onrecord.case import EvalCase
 from onrecord.envkit._connection import WorldConnection
 from onrecord.envkit._guard import StatementGuard
 from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote
@@ -13,7 +15,7 @@ from onrecord.envkit.snapshot import Snapshot
 from onrecord.envkit.tools import Tool
 from onrecord.errors import InputError
 
-__all__ = ["declared_tools", "drop_temp_objects", "hidden_layouts", "open_world"]
+__all__ = ["check_reset", "declared_tools", "drop_temp_objects", "hidden_layouts", "open_world"]
 
 
 def declared_tools(tools: Iterable[Tool]) -> dict[str, Tool]:
@@ -71,3 +73,14 @@ def drop_temp_objects(conn: sqlite3.Connection) -> None:
     # Triggers and views first: they may name the tables dropped after them.
     for kind, name in sorted(objects, key=lambda item: item[0] == "table"):
         conn.execute(f"DROP {kind.upper()} IF EXISTS temp.{quote(name)}")
+
+
+def check_reset(seed: Any, run_id: Any, case: Any) -> None:
+    """Refuse reset arguments the manifest could not record faithfully (a seed of 1.7
+    would silently become 1, a run id of 5 would not be a run id)."""
+    if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
+        raise InputError(f"reset seed must be an integer, got {seed!r}")
+    if run_id is not None and not isinstance(run_id, str):
+        raise InputError(f"reset run_id must be a string or None, got {run_id!r}")
+    if case is not None and not isinstance(case, EvalCase):
+        raise InputError(f"reset case must be an EvalCase or None, got {type(case).__name__}")

@@ -30,6 +30,7 @@ import orjson
 
 from onrecord._canonical import atomic_write_bytes, canonical_bytes, content_digest, record_bytes
 from onrecord.case import EvalCase
+from onrecord.envkit._ctrl_c import raises_noted
 from onrecord.envkit._sql import Table, load_reals, save_reals
 from onrecord.envkit.audit import AuditEvent, audit_tables
 from onrecord.envkit.diff import StateDiff
@@ -63,6 +64,7 @@ _MANIFEST_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
+@raises_noted  # it reads the world's connection: a Ctrl-C SQLite swallowed is raised
 def save_episode(
     world: ToolWorld,
     directory: str | os.PathLike[str],

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from onrecord.case import EvalCase
-from onrecord.envkit import _outcome
+from onrecord.envkit import _outcome, _setup
 from onrecord.envkit._call_guard import TransactionEnded, install_gate, undo_call
+from onrecord.envkit._ctrl_c import instead, raise_noted, raises_noted
 from onrecord.envkit._guard import CALL_SAVEPOINT, INTERNAL, READ_ONLY, StatementGuard
 from onrecord.envkit._portable import portable
-from onrecord.envkit._setup import declared_tools, drop_temp_objects, hidden_layouts, open_world
 from onrecord.envkit._undo import RowUndo
 from onrecord.envkit.audit import CTX, AuditEvent, audit_tables, events_from_raw, read_audit
 from onrecord.envkit.context import ToolContext, ToolRejected, Tracer
@@ -84,8 +84,8 @@ class ToolWorld:
         if type(foreign_keys) is not bool:
             raise InputError(f"ToolWorld foreign_keys must be True or False, got {foreign_keys!r}")
         self.snapshot = snapshot
-        self.tools = declared_tools(tools)
-        self.hidden = hidden_layouts(snapshot, hidden)
+        self.tools = _setup.declared_tools(tools)
+        self.hidden = _setup.hidden_layouts(snapshot, hidden)
         self.tracer = tracer
         """Optional ``tracer(sql, params)`` that sees every statement tools run."""
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
@@ -94,7 +94,7 @@ class ToolWorld:
             path = Path(self._tmpdir.name) / "world.db"
         self.path = Path(path)
         self._guard = StatementGuard()
-        self.conn = open_world(self.path, self._guard, foreign_keys=foreign_keys)
+        self.conn = _setup.open_world(self.path, self._guard, foreign_keys=foreign_keys)
         self.run_id: str | None = None
         self.case: EvalCase | None = None
         self.seed = 0
@@ -118,6 +118,7 @@ class ToolWorld:
         self._undo.restored(self.conn)
 
     # -- episode lifecycle -------------------------------------------------------------
+    @raises_noted
     def reset(
         self,
         *,
@@ -131,11 +132,12 @@ class ToolWorld:
         Usually by undoing the rows the audit history lists (no schema change, so no
         connection re-parses the schema); in full when that cannot be proven exact."""
         self._refuse_nesting("reset")
-        _check_reset(seed, run_id, case)  # before anything is undone
+        _setup.check_reset(seed, run_id, case)  # before anything is undone
+        self._ended = True  # until the end: a reset that raised half-way is no episode
         self.conn.end_episode()  # tools' functions and collations: see _connection
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK" + INTERNAL)
-        drop_temp_objects(self.conn)  # the connection's, so no restore resets it
+        _setup.drop_temp_objects(self.conn)  # the connection's, so no restore resets it
         if self._undo is None or not self._undo.undo(self.conn):
             self.snapshot.restore_into(self.conn)
             if self._undo is not None:
@@ -189,6 +191,7 @@ class ToolWorld:
         self.close()
 
     # -- tool calls --------------------------------------------------------------------
+    @raises_noted
     def call(self, tool: Any, arguments: Any = None) -> Event:
         """Run one tool call and log it; returns the event (never raises for bad input)."""
         if self._running is not None:
@@ -254,6 +257,7 @@ class ToolWorld:
             changes = self.conn.total_changes
             with self.conn.tool_call(self.step if spec.writes else None):
                 result = spec.function(ctx, **args)
+            raise_noted(self._guard)  # a Ctrl-C SQLite swallowed: the tool's own (_ctrl_c)
             returned = True
             self._refuse_forbidden()
             if not spec.writes and self.conn.total_changes != changes:
@@ -262,7 +266,7 @@ class ToolWorld:
             self.conn.execute(_RELEASE_CALL)  # commits: a deferred foreign key may refuse
         except BaseException as exc:
             ended = undo_call(self.conn) and returned  # after the tool returned: not its error
-            return self._failure(spec, self._forbidden_or(exc, ended))
+            return self._failure(spec, self._forbidden_or(instead(self._guard, exc), ended))
         finally:
             self._running = None
         if not spec.writes:
@@ -318,6 +322,7 @@ class ToolWorld:
         """JSON schemas of every tool, for agents (sorted by name)."""
         return [self.tools[name].schema() for name in sorted(self.tools)]
 
+    @raises_noted
     def diff(self) -> StateDiff:
         """End-state diff since reset, folded from the audit history."""
         return audit_diff(self.conn, layout=self._audit_layout)
@@ -331,14 +336,17 @@ class ToolWorld:
         finally:
             pristine.execute("DETACH DATABASE cur")
 
+    @raises_noted
     def audit_history(self) -> list[AuditEvent]:
         """Every row change since reset, in order, with the step that made it."""
         return events_from_raw(read_audit(self.conn, layout=self._audit_layout))
 
+    @raises_noted
     def history_and_diff(self) -> tuple[list[AuditEvent], StateDiff]:
         """``(audit_history(), diff())`` from one read of the history."""
         return history_and_diff(self.conn, layout=self._audit_layout)
 
+    @raises_noted
     def state_digest(self) -> str:
         """Content digest of the current user tables (equals the snapshot's after reset)."""
         return state_digest(self.conn)
@@ -378,6 +386,7 @@ class ToolWorld:
         self.log.append(event)
         return event
 
+    @raises_noted
     def table_rows(self, table: str) -> list[dict[str, Any]]:
         """All rows of a table as dicts, in key order (for tests and review)."""
         layout = next((t for t in self.snapshot.tables if t.name == table), None)
@@ -386,14 +395,3 @@ class ToolWorld:
                 f"no table {table!r}; tables: {[t.name for t in self.snapshot.tables]}"
             )
         return [layout.row_of(row) for row in table_rows(self.conn, layout)]  # RawText kept
-
-
-def _check_reset(seed: Any, run_id: Any, case: Any) -> None:
-    """Refuse reset arguments the manifest could not record faithfully (a seed of 1.7
-    would silently become 1, a run id of 5 would not be a run id)."""
-    if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
-        raise InputError(f"reset seed must be an integer, got {seed!r}")
-    if run_id is not None and not isinstance(run_id, str):
-        raise InputError(f"reset run_id must be a string or None, got {run_id!r}")
-    if case is not None and not isinstance(case, EvalCase):
-        raise InputError(f"reset case must be an EvalCase or None, got {type(case).__name__}")

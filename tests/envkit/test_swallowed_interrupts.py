@@ -1,0 +1,164 @@
+"""A Ctrl-C that lands in onrecord's own SQLite callbacks (the statement guard, the write
+gate) is not lost. sqlite3 swallows a KeyboardInterrupt raised in an authorizer or an SQL
+function and fails the statement instead: before, ``world.call`` logged the call as the
+tool's error (``tool_error``: "not authorized", "user-defined function raised
+exception"), nothing was raised and the program went on; a reset or a diff raised the
+bogus database error. Now the world raises KeyboardInterrupt once SQLite returns, and a
+call is handled as if its tool had raised it (rolled back, logged ``interrupted``).
+
+The Ctrl-C is raised with ``signal.raise_signal`` from inside the callback itself, the
+first time it looks at the guard's ``strays`` (see ``_CtrlCInCallback``): deterministic,
+and through Python's own SIGINT handler."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onrecord.envkit import Snapshot, ToolContext, ToolWorld, save_episode, tool
+
+from . import claims_env
+
+AUTHORIZER, GATE = "__call__", "may_write"
+"""Where the Ctrl-C lands: the guard as the connection's authorizer (a statement being
+prepared), or ``StatementGuard.may_write`` as the TEMP triggers' SQL function (a row
+being written)."""
+
+
+class _CtrlCInCallback(dict[int, Any]):
+    """Stands in for the guard's ``strays`` (there are none): the first time the callback
+    ``where`` looks at it, SIGINT comes, so Python's handler raises KeyboardInterrupt
+    inside SQLite's call of it. Looks from anywhere else see an empty dict."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__()
+        self.where = where
+        self.fired = False
+
+    def __bool__(self) -> bool:
+        if not self.fired and sys._getframe(1).f_code.co_name == self.where:
+            self.fired = True
+            signal.raise_signal(signal.SIGINT)
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _python_handles_ctrl_c() -> Iterator[None]:
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    yield
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def _ctrl_c_in(world: ToolWorld, where: str) -> _CtrlCInCallback:
+    bomb = _CtrlCInCallback(where)
+    world._guard.strays = bomb
+    return bomb
+
+
+def _tool_taking_ctrl_c(where: str, handled: bool) -> Any:
+    """A write tool whose SQL takes a Ctrl-C in ``where`` after it wrote a row; with
+    ``handled`` it catches the failed statement and returns, as careful tools do."""
+    world: list[ToolWorld] = []
+
+    @tool(writes=True)
+    def pay(ctx: ToolContext) -> str:
+        update = "UPDATE claims SET status = ? WHERE id = ?"
+        ctx.execute(update, ("paid", 1))  # prepared (authorized) and cached here
+        bomb = _ctrl_c_in(world[0], where)
+        try:
+            if where == AUTHORIZER:
+                ctx.execute("SELECT count(*) FROM claims WHERE status = 'paid'")  # prepared
+            else:
+                ctx.execute(update, ("paid", 2))  # cached: only the gate sees it
+        except sqlite3.Error:
+            assert bomb.fired
+            if not handled:
+                raise
+            return "the database refused; carrying on"
+        raise AssertionError("the Ctrl-C did not land in the callback")
+
+    return pay, world
+
+
+@pytest.mark.parametrize("handled", [False, True], ids=["raised", "handled"])
+@pytest.mark.parametrize("where", [AUTHORIZER, GATE])
+def test_a_ctrl_c_in_a_tools_sql_is_handled_as_the_tool_raising_it(
+    snap: Snapshot, where: str, handled: bool
+) -> None:
+    pay, holder = _tool_taking_ctrl_c(where, handled)
+    with ToolWorld(snap, [pay, claims_env.get_claim]) as world:
+        holder.append(world)
+        # Before: no exception; the call was logged as a tool_error (or, handled, as ok,
+        # committing the write) and the program went on.
+        with pytest.raises(KeyboardInterrupt) as raised:
+            world.call("pay", {})
+        if not handled:  # what the swallowed interrupt had been made into
+            assert isinstance(raised.value.__cause__, sqlite3.DatabaseError)
+        # As a tool raising KeyboardInterrupt itself leaves it (test_call_probe):
+        # logged as interrupted, rolled back, nothing committed.
+        [event] = world.log.events
+        assert (event["status"], event["error"]["type"]) == ("error", "interrupted")
+        assert event["error"]["message"] == "pay: KeyboardInterrupt: "
+        assert world.state_digest() == snap.digest
+        assert world.state_version == 0
+        assert world.call("get_claim", {"claim_id": 1})["status"] == "ok"  # nothing left over
+        world.reset()
+        assert world.state_digest() == snap.digest
+        assert world.log.events == []
+
+
+@pytest.mark.parametrize("where", [AUTHORIZER, GATE])
+def test_a_ctrl_c_during_a_reset_stops_it_and_the_next_reset_completes(
+    snap: Snapshot, where: str
+) -> None:
+    with claims_env.world(snap) as world:
+        assert world.call("set_status", {"claim_id": 1, "status": "x"})["status"] == "ok"
+        bomb = _ctrl_c_in(world, where)  # the undo's statements are prepared, then write
+        # Before: the reset raised the bogus error (DatabaseError / OperationalError).
+        with pytest.raises(KeyboardInterrupt) as raised:
+            world.reset(seed=1)
+        assert bomb.fired
+        assert isinstance(raised.value.__cause__, sqlite3.DatabaseError)
+        # Half a reset is no episode: calls are refused until one completes.
+        assert world.ended
+        assert world.call("get_claim", {"claim_id": 1})["error"]["type"] == "episode_ended"
+        world.reset(seed=2)
+        assert world.state_digest() == snap.digest
+        assert (world.seed, world.step, world.ended, world.log.events) == (2, 0, False, [])
+        assert world.call("set_status", {"claim_id": 1, "status": "y"})["status"] == "ok"
+        assert list(world.diff()) == ["claims"]
+
+
+def test_a_ctrl_c_while_reading_the_evidence_is_raised(snap: Snapshot, tmp_path: Path) -> None:
+    with claims_env.world(snap) as world:
+        world.call("set_status", {"claim_id": 1, "status": "x"})
+        _ctrl_c_in(world, AUTHORIZER)  # the diff's statements are prepared for the first time
+        # Before: DatabaseError: not authorized.
+        with pytest.raises(KeyboardInterrupt):
+            world.diff()
+        assert list(world.diff()) == ["claims"]
+    with claims_env.world(snap) as world:
+        world.call("set_status", {"claim_id": 1, "status": "x"})
+        _ctrl_c_in(world, AUTHORIZER)
+        with pytest.raises(KeyboardInterrupt):
+            save_episode(world, tmp_path / "episode")
+        assert not (tmp_path / "episode" / "manifest.json").exists()
+
+
+def test_a_ctrl_c_noted_between_calls_is_raised_by_the_next_world_method(snap: Snapshot) -> None:
+    with claims_env.world(snap) as world:
+        _ctrl_c_in(world, AUTHORIZER)
+        # The owner's own statement: sqlite3 fails it; the world keeps the interrupt...
+        with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
+            world.conn.execute("SELECT 42")
+        # ...and raises it before its next call runs anything (nothing logged).
+        with pytest.raises(KeyboardInterrupt):
+            world.call("get_claim", {"claim_id": 1})
+        assert (world.step, world.log.events) == (0, [])
+        assert world.call("get_claim", {"claim_id": 1})["status"] == "ok"  # raised once
