@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -203,3 +204,74 @@ def test_ctrl_c_while_starting_is_130_without_a_traceback(
     assert "onrecord: interrupted" in done.stderr
     assert "Traceback" not in done.stderr
     assert done.stdout == ""
+
+
+# Only running or re-grading episodes needs these; reading records never does. gymnasium
+# came in through ``onrecord.dynamics`` and ``onrecord.runner`` (their ``__init__`` and the
+# registry), importlib.metadata through modules reading ``onrecord.__version__`` at the top.
+NOT_FOR_READING = ("gymnasium", "scipy", "sklearn", "matplotlib", "ray")
+
+
+def _main_in_fresh_interpreter(args: list[str]) -> tuple[set[str], object, str]:
+    """The modules ``main(args)`` imported, its exit code and what it printed."""
+    probe = _PROBE.format(
+        code=textwrap.indent(
+            f"from onrecord.cli.main import main\nraise SystemExit(main({args!r}))", "    "
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    *printed, last = done.stdout.splitlines()
+    result = json.loads(last)
+    return set(result["new"]), result["exit"], "\n".join(printed)
+
+
+@pytest.mark.parametrize("command", ["verify", "gate", "show", "compare"])
+def test_reading_a_report_imports_no_environment_code(
+    command: str, report_and_policy: tuple[Path, Path]
+) -> None:
+    report, policy = map(str, report_and_policy)
+    args = {
+        "verify": [report],
+        "gate": [report, "--policy", policy],
+        "show": [report],
+        "compare": [report, report],
+    }[command]
+    new, code, printed = _main_in_fresh_interpreter([command, *args])
+    assert code == 0, printed
+    assert sorted(name for name in new if name.split(".")[0] in NOT_FOR_READING) == []
+    assert "importlib.metadata" not in new
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from onrecord.runner import plan_run, start_run
+
+    run = tmp_path_factory.mktemp("startup-run") / "run"
+    start_run(run, plan_run("frozenlake", "walks_to_goal", seeds=[1, 2]))
+    return run
+
+
+def test_verifying_a_run_directory_still_verifies_without_gymnasium(
+    small_run: Path, report_and_policy: tuple[Path, Path], tmp_path: Path
+) -> None:
+    new, code, printed = _main_in_fresh_interpreter(["verify", str(small_run)])
+    digest = json.loads((small_run / "run.json").read_bytes())["digest"]
+    assert code == 0
+    assert (
+        printed == f"ok  {small_run}  run directory (2 of 2 episodes, 0 regrades)  sha256:{digest}"
+    )
+    policy = str(report_and_policy[1])
+    for args in (["show", str(small_run)], ["gate", str(small_run), "--policy", policy]):
+        more, code, _ = _main_in_fresh_interpreter(args)
+        assert code == 0
+        new |= more
+    assert sorted(name for name in new if name.split(".")[0] in NOT_FOR_READING) == []
+    # ... and still reads every record: an edited episode is refused.
+    edited = tmp_path / "run"
+    shutil.copytree(small_run, edited)
+    episodes = edited / "episodes.jsonl"
+    episodes.write_bytes(episodes.read_bytes().replace(b'"seed":1', b'"seed":3', 1))
+    _, code, _ = _main_in_fresh_interpreter(["verify", str(edited)])
+    assert code == 3

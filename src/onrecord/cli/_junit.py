@@ -21,7 +21,6 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from onrecord import __version__
 from onrecord.cli._ci_facts import RequirementFacts, clean
 from onrecord.policy import PolicyDecision
 
@@ -35,6 +34,10 @@ def gate_junit(
 ) -> bytes:
     """The JUnit XML document of a gate: ``suite`` names the report or run, ``policy``
     the policy applied."""
+    # Imported here, not at the top: the version comes from importlib.metadata (~25 ms),
+    # which commands that only read records need not load.
+    from onrecord import __version__
+
     cases = [_requirement_case(item, name) for item, name in zip(facts, _names(facts), strict=True)]
     cases.append(_decision_case(decision))
     counts = {

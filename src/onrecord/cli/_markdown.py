@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from onrecord import __version__
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, clean
 from onrecord.compare import Comparison
 from onrecord.policy import PolicyDecision
@@ -54,6 +53,10 @@ def gate_markdown(
 ) -> str:
     """The summary of one gate: the decision, each requirement with its measured pass
     rate, interval and threshold, the reasons, and the first results that did not pass."""
+    # Imported here, not at the top: the version comes from importlib.metadata (~25 ms),
+    # which commands that only read records need not load.
+    from onrecord import __version__
+
     verdict = decision.decision
     lines = [
         f"### {_ICONS[verdict]} onrecord gate: {verdict} (exit {decision.exit_code})",
@@ -123,6 +126,8 @@ def _unpassed(facts: Sequence[RequirementFacts]) -> list[str]:
 def compare_markdown(comparison: Comparison, label_a: str, label_b: str) -> str:
     """The summary of one comparison: McNemar per check with the discordant pairs, the
     paired bootstrap interval per measure."""
+    from onrecord import __version__
+
     lines = [
         f"### onrecord compare: {comparison.pairs} paired trials",
         "",
@@ -190,6 +195,8 @@ def _sides(passed_a: bool) -> tuple[str, str]:
 
 def refused_markdown(source_a: str, source_b: str, reasons: Sequence[str]) -> str:
     """Why two reports were not compared (``onrecord compare`` exits 3)."""
+    from onrecord import __version__
+
     lines = [
         "### ⛔ onrecord compare: refused (exit 3)",
         "",

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,11 +24,14 @@ from onrecord._canonical import (
     load_record_bytes,
 )
 from onrecord.case import EvalCase
-from onrecord.dynamics._envs import Simulator
-from onrecord.dynamics._planners import Planner
-from onrecord.dynamics._protocol import WorldModel
-from onrecord.dynamics._references import capture_on, native_action
 from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
+
+# Running a closed loop needs gymnasium (``_envs``, ``_references``); reading its records
+# (``load_runs``, ``CLOSED_LOOP_SCHEMA`` for ``onrecord verify`` and ``show``) does not.
+if TYPE_CHECKING:
+    from onrecord.dynamics._envs import Simulator
+    from onrecord.dynamics._planners import Planner
+    from onrecord.dynamics._protocol import WorldModel
 
 __all__ = ["CLOSED_LOOP_SCHEMA", "ClosedLoopRun", "load_runs", "run_closed_loop", "save_runs"]
 
@@ -77,6 +80,8 @@ def run_closed_loop(
 def _run_once(
     simulator: Simulator, model: WorldModel, planner: Planner, seed: int, max_steps: int
 ) -> ClosedLoopRun:
+    from onrecord.dynamics._references import capture_on, native_action
+
     predicted: list[float] = []
     failure: dict[str, Any] = {}
     rng = np.random.default_rng(seed)

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from onrecord import __version__
 from onrecord.compare import compare_sources, load_source
 from onrecord.errors import ComparisonRefused
 from onrecord.html._page import NAME_CHARS, attr, cell, document, esc, long_text, table
@@ -33,6 +32,10 @@ def load_report(source: str | Path) -> tuple[EvaluationReport, str]:
 
 def comparison_data(source_a: str | Path, source_b: str | Path) -> dict[str, Any]:
     """The comparison, or the reasons it is refused, as portable data."""
+    # Imported here, not at the top: the version comes from importlib.metadata (~25 ms),
+    # which commands that only read records need not load.
+    from onrecord import __version__
+
     a, b = load_source(source_a), load_source(source_b)
     label_a, label_b = a.label, b.label
     if label_a == label_b and Path(source_a).resolve() != Path(source_b).resolve():
@@ -60,6 +63,8 @@ def _qualified(label: str, source: str | Path) -> str:
 def failed_comparison_page(source_a: str | Path, source_b: str | Path, error: str) -> str:
     """The page of a comparison whose sources could not be loaded (an interrupted run
     without report.json, a record that fails verification): the error as its reason."""
+    from onrecord import __version__
+
     return render_comparison_page(
         {
             "generator": f"onrecord {__version__}",

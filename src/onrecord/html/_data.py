@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from onrecord import __version__
 from onrecord._canonical import content_digest, load_record_bytes
 from onrecord._natural import natural_key
 from onrecord.errors import DigestMismatch, InputError
@@ -32,6 +31,10 @@ def report_data(
     plots: str | Path | None = None,
 ) -> dict[str, Any]:
     """Everything the report page shows, from a run directory or a report file."""
+    # Imported here, not at the top: the version comes from importlib.metadata (~25 ms),
+    # which commands that only read records need not load.
+    from onrecord import __version__
+
     path = Path(source)
     run = path.parent.parent
     if grading is None and path.name == "report.json" and path.is_file():

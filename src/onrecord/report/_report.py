@@ -9,7 +9,6 @@ from typing import Any
 
 import orjson
 
-from onrecord import __version__
 from onrecord._canonical import (
     atomic_write_bytes,
     canonical_bytes,
@@ -37,6 +36,19 @@ REPORT_SCHEMA = "onrecord.report/v1"
 def build_lock(trials: Iterable[Trial], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Everything two reports must share to be compared: library, check versions,
     environment settings and the exact set of cases, repeats and seeds."""
+    # Imported here, not at the top: the version comes from importlib.metadata (~25 ms),
+    # which commands that only read records need not load.
+    from onrecord import __version__
+
+    return _lock(trials, extra, {"name": "onrecord", "version": __version__})
+
+
+def _lock(
+    trials: Iterable[Trial], extra: Mapping[str, Any] | None, library: dict[str, str] | None
+) -> dict[str, Any]:
+    # ``build_lock`` with ``library`` given: verifying a lock ignores the library version,
+    # and looking the installed one up (importlib.metadata, ~25 ms) would slow every
+    # ``onrecord verify`` / ``gate`` / ``show`` of a report for nothing.
     checks: dict[str, str] = {}
     environments: dict[str, dict[str, Any]] = {}
     cases: dict[tuple[str, str], list[list[Any]]] = {}
@@ -54,7 +66,7 @@ def build_lock(trials: Iterable[Trial], extra: Mapping[str, Any] | None = None) 
             [trial.repeat, trial.settings.get("seed")]
         )
     return {
-        "library": {"name": "onrecord", "version": __version__},
+        "library": library,
         "checks": dict(sorted(checks.items())),
         "environments": [environments[key] for key in sorted(environments)],
         "cases": [
@@ -241,8 +253,8 @@ def _verify_lock(
     error: type[InputError] | type[ConsistencyError],
 ) -> None:
     """Raise ``error`` unless ``lock`` is the lock of ``trials`` (any library version)."""
-    expected = build_lock(trials, _extra(lock))
-    if expected != dict(lock) | {"library": expected["library"]}:
+    expected = _lock(trials, _extra(lock), None)
+    if expected != dict(lock) | {"library": None}:
         raise error(
             "the report's lock does not match its trials (checks, environments or "
             "cases differ); build reports with EvaluationReport.from_trials, or load "

@@ -19,8 +19,8 @@ from onrecord._canonical import canonical_bytes, content_digest
 from onrecord.case import EvalCase
 from onrecord.episode import EPISODE_SCHEMA, OutcomeCheck
 from onrecord.errors import InputError
+from onrecord.runner._envref import EnvironmentRef
 from onrecord.runner._provider import EnvironmentProvider, EpisodeOutput, EpisodeSpec
-from onrecord.runner._registry import EnvironmentRef, build_provider, load_agent, load_checks
 from onrecord.runner._sealed import (
     CapturedEvidence,
     captured_fingerprint,
@@ -122,6 +122,10 @@ def _resolved(context: RunContext) -> tuple[EnvironmentProvider, Any, list[Outco
     # snapshot database) that each episode copies.
     key = _cache_key(context)
     if key not in _CACHE:
+        # Here, not at the top: the registry imports gymnasium, and ``RunStore`` (which
+        # reads run directories for ``onrecord verify`` and ``show``) imports this module.
+        from onrecord.runner._registry import build_provider, load_agent, load_checks
+
         provider = build_provider(context.environment)
         checks = load_checks(provider, context.checks)
         versions = {check.name: check.version for check in checks}

@@ -13,8 +13,8 @@ from onrecord._canonical import to_portable
 from onrecord.case import EvalCase
 from onrecord.errors import InputError, SchemaError
 from onrecord.policy import AcceptancePolicy
+from onrecord.runner._envref import EnvironmentRef
 from onrecord.runner._job import EpisodeJob, RunContext
-from onrecord.runner._registry import EnvironmentRef
 
 __all__ = ["MAX_EPISODES", "MAX_SEED", "RunProtocol"]
 

@@ -11,14 +11,14 @@ import difflib
 import importlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import gymnasium as gym
 
 from onrecord._canonical import to_portable
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import InputError
+from onrecord.runner._envref import EnvironmentRef
 from onrecord.runner._gym import GymnasiumProvider
 from onrecord.runner._provider import EnvironmentProvider
 
@@ -129,35 +129,6 @@ def import_object(path: str) -> Any:
             )
         target = getattr(target, part)
     return target
-
-
-@dataclass(frozen=True)
-class EnvironmentRef:
-    """How to build the environment in a worker."""
-
-    name: str
-    """What the user wrote: a registered name, a Gymnasium id or ``module:factory``."""
-    kind: Literal["provider", "env", "gym"]
-    """provider: factory returns an EnvironmentProvider; env: factory returns a gym.Env;
-    gym: a Gymnasium id."""
-    target: str
-    """Import path of the factory, or the Gymnasium id."""
-    config: Mapping[str, Any] = field(default_factory=dict)
-    """Keyword arguments for the factory (portable JSON)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """Portable form."""
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "target": self.target,
-            "config": dict(self.config),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EnvironmentRef:
-        """Inverse of ``to_dict``."""
-        return cls(data["name"], data["kind"], data["target"], data.get("config") or {})
 
 
 def resolve_environment(name: str, config: Mapping[str, Any] | None = None) -> EnvironmentRef:

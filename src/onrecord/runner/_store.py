@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from onrecord import __version__
 from onrecord._canonical import (
     atomic_write_bytes,
     content_digest,
@@ -119,6 +118,10 @@ class RunStore:
     def _write_manifest(
         cls, target: Path, run_id: str, protocol: RunProtocol, episode_timeout: float | None
     ) -> RunStore:
+        # Imported here, not at the top: the version comes from importlib.metadata (~25 ms),
+        # which commands that only read records need not load.
+        from onrecord import __version__
+
         manifest: dict[str, Any] = {
             "schema": RUN_SCHEMA,
             "run_id": run_id,
@@ -144,6 +147,8 @@ class RunStore:
             )
         manifest = load_record_bytes(manifest_path.read_bytes(), str(manifest_path))
         if manifest.get("schema") != RUN_SCHEMA:
+            from onrecord import __version__
+
             raise SchemaError(
                 f"{manifest_path}: schema is {manifest.get('schema')!r}; this "
                 f"onrecord ({__version__}) reads {RUN_SCHEMA!r} run directories: "

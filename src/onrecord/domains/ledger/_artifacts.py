@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from onrecord import AcceptancePolicy, __version__
+from onrecord import AcceptancePolicy
 from onrecord._canonical import (
     atomic_write_bytes,
     content_digest,
@@ -55,6 +55,10 @@ def _record(schema: str, body: dict[str, Any]) -> bytes:
 
 
 def _protocol() -> dict[str, Any]:
+    # Imported here, not at the top: the version comes from importlib.metadata (~25 ms),
+    # which commands that only read records need not load.
+    from onrecord import __version__
+
     return {
         "library_version": __version__,
         "environment_id": ENVIRONMENT_ID,

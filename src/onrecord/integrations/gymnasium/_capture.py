@@ -11,7 +11,6 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.wrappers import TimeLimit
 
-from onrecord import __version__
 from onrecord._canonical import from_portable, to_portable
 from onrecord.case import EvalCase
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
@@ -345,6 +344,10 @@ def _setup_failure(
 def _assemble(
     case: EvalCase, settings: dict[str, Any], recorder: EpisodeRecorder, record: dict[str, Any]
 ) -> EpisodeEvidence:
+    # Imported here, not at the top: the version comes from importlib.metadata (~25 ms),
+    # which commands that only read records need not load.
+    from onrecord import __version__
+
     steps, total = encode_steps(recorder) if hasattr(recorder, "records") else (no_steps(), 0.0)
     data = {
         "schema": EPISODE_SCHEMA,
