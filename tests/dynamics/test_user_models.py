@@ -80,6 +80,7 @@ def named(model_id):
 
 
 file_a, file_b = named("my_model/v1"), named("my/model_v1")  # both files are my_model_v1
+upper = named("MY_model/v1")  # my_model_v1 too, on a case-insensitive file system
 
 
 def bad_id(simulator):
@@ -225,6 +226,10 @@ def test_the_replay_and_verify_pass_without_the_module(user_run: dict[str, Any])
         (
             ["refused_models:file_a", "refused_models:file_b"],
             r"'my/model_v1' on CartPole-v1 is already used by --model refused_models:file_a",
+        ),
+        (
+            ["refused_models:file_a", "refused_models:upper"],
+            r"'MY_model/v1' on CartPole-v1 is already used by --model refused_models:file_a",
         ),
         (
             ["my_models:LinearDelta", "my_models:LinearDelta"],

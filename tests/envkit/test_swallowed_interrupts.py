@@ -162,3 +162,43 @@ def test_a_ctrl_c_noted_between_calls_is_raised_by_the_next_world_method(snap: S
             world.call("get_claim", {"claim_id": 1})
         assert (world.step, world.log.events) == (0, [])
         assert world.call("get_claim", {"claim_id": 1})["status"] == "ok"  # raised once
+
+
+class _CtrlCSettingKeysBack(dict[int, Any]):
+    """Stands in for the guard's ``strays``: SIGINT comes while the guard authorizes the
+    undo's ``PRAGMA foreign_keys = ON`` (the step that sets enforcement back)."""
+
+    fired = False
+
+    def __bool__(self) -> bool:
+        frame = sys._getframe(1)
+        found = frame.f_code.co_name == AUTHORIZER and (
+            frame.f_locals.get("action"),
+            frame.f_locals.get("arg1"),
+            frame.f_locals.get("arg2"),
+        ) == (sqlite3.SQLITE_PRAGMA, "foreign_keys", "ON")
+        if found and not self.fired:
+            self.fired = True
+            signal.raise_signal(signal.SIGINT)
+        return False
+
+
+def test_a_ctrl_c_as_the_undo_sets_foreign_keys_back_does_not_leave_them_off(
+    snap: Snapshot,
+) -> None:
+    with claims_env.world(snap, foreign_keys=True) as world:
+        assert world.call("set_status", {"claim_id": 1, "status": "x"})["status"] == "ok"
+        bomb = _CtrlCSettingKeysBack()
+        world._guard.strays = bomb
+        with pytest.raises(KeyboardInterrupt):
+            world.reset(seed=1)
+        assert bomb.fired
+        world._guard.strays = {}
+        # Before: the next resets read enforcement off the connection, found it off and
+        # kept it off: every later episode ran without foreign keys.
+        world.reset(seed=2)
+        assert world.conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+        assert world.call("set_status", {"claim_id": 1, "status": "y"})["status"] == "ok"
+        world.reset(seed=3)
+        assert world.conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+        assert world.state_digest() == snap.digest

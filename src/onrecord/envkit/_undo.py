@@ -83,9 +83,13 @@ class _TableUndo:
 class RowUndo:
     """Undoes audited row changes of a world's connection (see the module docstring)."""
 
-    def __init__(self, snapshot: sqlite3.Connection, conn: sqlite3.Connection) -> None:
-        """``snapshot`` is the pristine connection; ``conn`` was just fully restored."""
+    def __init__(
+        self, snapshot: sqlite3.Connection, conn: sqlite3.Connection, *, foreign_keys: bool
+    ) -> None:
+        """``snapshot`` is the pristine connection; ``conn`` was just fully restored;
+        ``foreign_keys`` is whether the world enforces them (``ToolWorld``'s option)."""
         self._snapshot = snapshot
+        self._foreign_keys = foreign_keys
         rowless = {row[1] for row in conn.execute("PRAGMA main.table_list") if row[4]}
         self._tables = [
             _prepare(
@@ -115,8 +119,13 @@ class RowUndo:
         # The pragma is a no-op inside a transaction, so it is set around the undo's.
         # Setting it expires every prepared statement of the connection (each is prepared
         # again on its next use), so it is left alone when the history is empty.
-        enforced = conn.execute("PRAGMA foreign_keys").fetchone()[0]
-        if not enforced or not conn.execute(_SEQ).fetchone()[0]:
+        # Whether keys are enforced is the world's option, not what the connection says:
+        # an undo interrupted (Ctrl-C) before it set the pragma back left them off, and
+        # reading them off would have kept them off for every later episode.
+        if not self._foreign_keys or (
+            not conn.execute(_SEQ).fetchone()[0]
+            and conn.execute("PRAGMA foreign_keys").fetchone()[0]
+        ):
             return self._in_transaction(conn)
         conn.execute(_KEYS_OFF)
         try:

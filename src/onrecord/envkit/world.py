@@ -114,7 +114,7 @@ class ToolWorld:
         # Every reset restores the same snapshot, so the audit layout never changes.
         self._audit_layout = audit_tables(self.conn)
         install_gate(self.conn, self._audit_layout, self._guard)
-        self._undo = RowUndo(snapshot.connection, self.conn)
+        self._undo = RowUndo(snapshot.connection, self.conn, foreign_keys=foreign_keys)
         self._undo.restored(self.conn)
 
     # -- episode lifecycle -------------------------------------------------------------

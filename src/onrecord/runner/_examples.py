@@ -51,7 +51,7 @@ class _TaskProvider(GymnasiumProvider):
         # environments, with kwargs fixed here. It is no part of what is recorded (the
         # evidence and fingerprints are the same without it).
         super().__init__(
-            lambda: gym.make(task.env_id, disable_env_checker=True, **task.env_kwargs),
+            lambda: gym.make(task.env_id, **{"disable_env_checker": True, **task.env_kwargs}),
             environment_id=f"{task.env_id}/native",
             tasks=(task.case,),
             checks=task.checks,

@@ -144,7 +144,13 @@ def _build(spec: str, factory: Any, simulator: Simulator, *, required: bool) -> 
 def _claim(taken: dict[str, str], model_id: str, spec: str, env: str) -> None:
     """Refuse an id (or a file name) that a built-in or an earlier ``--model`` has."""
     clash = taken.get(model_id) or next(
-        (owner for other, owner in taken.items() if slug(other) == slug(model_id)), None
+        # File names: the same on a case-insensitive file system (macOS, Windows) too.
+        (
+            owner
+            for other, owner in taken.items()
+            if slug(other).casefold() == slug(model_id).casefold()
+        ),
+        None,
     )
     if clash is not None:
         raise InputError(
