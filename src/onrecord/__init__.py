@@ -16,6 +16,8 @@ The public API, by concept::
 # outside the ``main()`` that turns a Ctrl-C into exit 130 instead of a traceback.
 # ``TYPE_CHECKING = False`` rather than ``typing.TYPE_CHECKING``: the same to type
 # checkers (they go by the name), without importing typing (and re) at start-up.
+from onrecord._lazy import lazy_attributes
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from onrecord.case import EvalCase
@@ -62,27 +64,20 @@ def _installed_version() -> str:
 _SUBMODULES = frozenset({"case", "compare", "errors", "policy", "report"})
 
 
-def _lazy_attribute(name: str) -> object:
-    from importlib import import_module
-
+def _other_attribute(name: str) -> object:
+    """``__version__`` and the submodules, read when first asked for."""
     if name == "__version__":
-        value: object = _installed_version()
-    elif name in _LAZY:
-        value = getattr(import_module(_LAZY[name]), name)
-    elif name in _SUBMODULES:
-        value = import_module(f"onrecord.{name}")
-    else:
-        raise AttributeError(f"module 'onrecord' has no attribute {name!r}")
-    globals()[name] = value  # cached: looked up once per name
-    return value
+        return _installed_version()
+    if name in _SUBMODULES:
+        from importlib import import_module
+
+        return import_module(f"onrecord.{name}")
+    raise AttributeError(f"module 'onrecord' has no attribute {name!r}")
 
 
 # The module's ``__getattr__``, hidden from type checkers: they take a module
 # ``__getattr__`` to answer every name, and would accept ``onrecord.EvalCse``.
+_attribute, __dir__ = lazy_attributes("onrecord", globals(), _LAZY, __all__, _other_attribute)
 if not TYPE_CHECKING:
-    __getattr__ = _lazy_attribute
-del TYPE_CHECKING  # not an attribute of the package
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    __getattr__ = _attribute
+del TYPE_CHECKING, lazy_attributes  # not attributes of the package

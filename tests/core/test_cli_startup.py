@@ -61,11 +61,12 @@ def _heavy(modules: set[str]) -> list[str]:
 
 def test_importing_the_entry_point_imports_nothing_but_itself() -> None:
     # What the console script imports before main() runs, where nothing can catch a
-    # Ctrl-C: these four modules, nothing else (not even argparse or typing; __future__
+    # Ctrl-C: these five modules, nothing else (not even argparse or typing; __future__
     # is the modules' ``from __future__ import annotations``, a few constants).
     new, _ = _imports("import onrecord.cli.main")
     assert new - {"__future__"} == {
         "onrecord",
+        "onrecord._lazy",
         "onrecord.cli",
         "onrecord.cli._app",
         "onrecord.cli.main",
@@ -76,6 +77,7 @@ def test_python_dash_m_entry_imports_nothing_but_itself() -> None:
     new, _ = _imports("import onrecord.__main__")
     assert new - {"__future__"} == {
         "onrecord",
+        "onrecord._lazy",
         "onrecord.cli",
         "onrecord.cli._app",
         "onrecord.__main__",

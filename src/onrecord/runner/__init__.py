@@ -20,6 +20,8 @@ By concept::
 # directory (``onrecord verify``, ``gate``, ``show``) need its store only, and importing
 # every name here loaded gymnasium, the executors and the registry (~60 ms) for it.
 # ``TYPE_CHECKING = False`` as in ``onrecord/__init__``: the same to type checkers.
+from onrecord._lazy import lazy_attributes
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from onrecord.runner._config import RunConfig, load_config, load_tasks, parse_seeds
@@ -142,22 +144,9 @@ _LAZY = {
 }
 
 
-def _lazy_attribute(name: str) -> object:
-    from importlib import import_module
-
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(_LAZY[name]), name)
-    globals()[name] = value  # cached: looked up once per name
-    return value
-
-
-# Hidden from type checkers, which would take a module ``__getattr__`` to answer every
-# name (see ``onrecord/__init__``).
+# ``__getattr__`` is hidden from type checkers, which would take a module ``__getattr__``
+# to answer every name (see ``onrecord/__init__``).
+_attribute, __dir__ = lazy_attributes(__name__, globals(), _LAZY, __all__)
 if not TYPE_CHECKING:
-    __getattr__ = _lazy_attribute
-del TYPE_CHECKING  # not an attribute of the package
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    __getattr__ = _attribute
+del TYPE_CHECKING, lazy_attributes  # not attributes of the package
