@@ -44,8 +44,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from onrecord.envkit._guard import CALL_SAVEPOINT, INTERNAL, StatementGuard
-from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote
+from onrecord.envkit._guard import CALL_SAVEPOINT, StatementGuard
+from onrecord.envkit._sql import INTERNAL_PREFIX, Table, internal, quote
 from onrecord.envkit.audit import CTX
 from onrecord.errors import OnrecordError
 
@@ -58,8 +58,8 @@ _RAISE = (
     "onrecord: write refused: the call''s transaction was rolled back, the tool is read-only, "
     "or the thread is one a tool left running"
 )
-_ROLLBACK_CALL = f"ROLLBACK TO {CALL_SAVEPOINT}{INTERNAL}"
-_RELEASE_CALL = f"RELEASE {CALL_SAVEPOINT}{INTERNAL}"
+_ROLLBACK_CALL = internal(f"ROLLBACK TO {CALL_SAVEPOINT}")
+_RELEASE_CALL = internal(f"RELEASE {CALL_SAVEPOINT}")
 
 
 class TransactionEnded(OnrecordError):
@@ -80,20 +80,22 @@ def install_gate(
 ) -> None:
     """Register the gate function and a TEMP trigger per audited table and operation."""
     conn.create_function(GATE, 1, guard.may_write)
-    conn.execute("BEGIN" + INTERNAL)
+    conn.execute(internal("BEGIN"))
     try:
         for index, (table, _) in enumerate(layout):
             for op, event in (("I", "INSERT"), ("U", "UPDATE"), ("D", "DELETE")):
                 conn.execute(
-                    f"CREATE TEMP TRIGGER IF NOT EXISTS {quote(f'{GATE}_{index}_{op}')} "
-                    f"BEFORE {event} ON main.{quote(table.name)} "
-                    f"WHEN NOT {GATE}((SELECT step FROM main.{CTX})) "
-                    f"BEGIN SELECT RAISE(ABORT, '{_RAISE}'); END"
+                    internal(
+                        f"CREATE TEMP TRIGGER IF NOT EXISTS {quote(f'{GATE}_{index}_{op}')} "
+                        f"BEFORE {event} ON main.{quote(table.name)} "
+                        f"WHEN NOT {GATE}((SELECT step FROM main.{CTX})) "
+                        f"BEGIN SELECT RAISE(ABORT, '{_RAISE}'); END"
+                    )
                 )
     except BaseException:
-        conn.execute("ROLLBACK" + INTERNAL)
+        conn.execute(internal("ROLLBACK"))
         raise
-    conn.execute("COMMIT" + INTERNAL)
+    conn.execute(internal("COMMIT"))
 
 
 def undo_call(conn: sqlite3.Connection) -> bool:
@@ -105,6 +107,6 @@ def undo_call(conn: sqlite3.Connection) -> bool:
         conn.execute(_RELEASE_CALL)
     except sqlite3.OperationalError:
         if conn.in_transaction:
-            conn.execute("ROLLBACK" + INTERNAL)
+            conn.execute(internal("ROLLBACK"))
         return True
     return False

@@ -10,7 +10,8 @@ So each is either scoped or refused:
 
 - scoped to the call: ``setlimit``, ``set_trace_callback``, ``set_progress_handler``,
   ``row_factory`` and ``text_factory`` are put back (the world owner's, or the world's
-  own values) as soon as the tool returns, before the world's own statements run;
+  own values) as soon as the tool returns, before the world's own statements run,
+  however they were changed (the base class's methods too: see ``_end_call``);
 - scoped to the episode: a function, aggregate, window function or collation a tool adds
   under a new name stays for later calls of the episode (like a TEMP table) and is
   removed at reset;
@@ -35,7 +36,7 @@ from contextlib import contextmanager
 from typing import Any, SupportsIndex
 
 from onrecord.envkit._guard import StatementGuard
-from onrecord.envkit._sql import INTERNAL_PREFIX
+from onrecord.envkit._sql import INTERNAL_PREFIX, internal
 from onrecord.errors import OnrecordError
 
 __all__ = ["WorldConnection"]
@@ -50,6 +51,7 @@ _STRAY = (
     "a thread a tool started may not change the world's connection after its call "
     "returned; join the thread before the tool returns"
 )
+_LIMITS = tuple(getattr(sqlite3, name) for name in dir(sqlite3) if name.startswith("SQLITE_LIMIT_"))
 _EXTENSION = "an extension is native code that outlives the call and the audit"
 _BUILT_IN = "SQLite or the world owner defines it, and the world's own SQL relies on it"
 
@@ -64,14 +66,15 @@ class WorldConnection(sqlite3.Connection):
         # Names that exist before any tool runs: SQLite's, then the owner's (added as the
         # owner registers them outside calls). Compared in lower case, as SQLite does.
         self._functions = _function_names(self)
-        self._collations = {row[1].lower() for row in self.execute("PRAGMA collation_list")}
+        self._collations = {
+            row[1].lower() for row in self.execute(internal("PRAGMA collation_list"))
+        }
         self._added: dict[_Added, None] = {}
         """What tools registered this episode: (method, name, narg), removed at reset."""
-        self._limits: dict[int, int] = {}
-        """Limits a tool changed in the running call, with the values to put back."""
+        self._limits = {category: self.getlimit(category) for category in _LIMITS}
+        """The owner's limits (the world's as created, or as the owner set them)."""
         self._owner_trace: Callable[[str], object] | None = None
         self._owner_progress: tuple[Callable[[], int | None] | None, int] = (None, 1)
-        self._callbacks_changed = False
 
     # -- refusals ----------------------------------------------------------------------
     def _refuse(self, what: str, why: str) -> None:
@@ -192,13 +195,14 @@ class WorldConnection(sqlite3.Connection):
     def setlimit(self, category: int, limit: int, /) -> int:
         if self._in_tool():
             self._refuse_stray("setlimit")
-            self._limits.setdefault(category, super().getlimit(category))
-        return super().setlimit(category, limit)
+            return super().setlimit(category, limit)
+        previous = super().setlimit(category, limit)
+        self._limits[category] = super().getlimit(category)  # SQLite caps it
+        return previous
 
     def set_trace_callback(self, trace_callback: Callable[[str], object] | None) -> None:
         if self._in_tool():
             self._refuse_stray("set_trace_callback")
-            self._callbacks_changed = True
         else:
             self._owner_trace = trace_callback
         super().set_trace_callback(trace_callback)
@@ -208,7 +212,6 @@ class WorldConnection(sqlite3.Connection):
     ) -> None:
         if self._in_tool():
             self._refuse_stray("set_progress_handler")
-            self._callbacks_changed = True
         else:
             self._owner_progress = (progress_handler, n)
         super().set_progress_handler(progress_handler, n)
@@ -243,14 +246,14 @@ class WorldConnection(sqlite3.Connection):
                 self._end_call()
 
     def _end_call(self) -> None:
-        if self._limits:
-            for category, limit in self._limits.items():
+        # Compared and set whatever the wrapper saw: a tool may call the base class
+        # (sqlite3.Connection.setlimit(ctx.connection, ...)), which no override sees.
+        # SQLite offers no getter for callbacks: they are set again (~0.3 us in all).
+        for category, limit in self._limits.items():
+            if super().getlimit(category) != limit:
                 super().setlimit(category, limit)
-            self._limits.clear()
-        if self._callbacks_changed:
-            super().set_trace_callback(self._owner_trace)
-            super().set_progress_handler(*self._owner_progress)
-            self._callbacks_changed = False
+        super().set_trace_callback(self._owner_trace)
+        super().set_progress_handler(*self._owner_progress)
         if _ROW_FACTORY.__get__(self) is not None:
             _ROW_FACTORY.__set__(self, None)
         if _TEXT_FACTORY.__get__(self) is not str:
@@ -277,6 +280,20 @@ class WorldConnection(sqlite3.Connection):
                         f"running ({exc}); the next episode would see it"
                     ) from exc
             del self._added[(method, name, narg)]
+        # Collations a tool registered through the base class, which the wrapper never
+        # saw (~5 us a reset). Functions are not listed: PRAGMA function_list lists every
+        # built-in too (~0.1 ms a reset), see docs/envkit.md.
+        listed = self.execute(internal("SELECT name FROM pragma_collation_list")).fetchall()
+        for (name,) in listed:
+            if name.lower() not in self._collations:
+                self._unregister_unseen(name)
+
+    def _unregister_unseen(self, name: str) -> None:
+        try:
+            _unregister(self, "create_collation", name, -1)
+        except sqlite3.Error:
+            self._end_statements()  # a kept cursor, as above
+            _unregister(self, "create_collation", name, -1)
 
     def _end_statements(self) -> None:
         """Reset every statement still running on this connection: a cursor a tool kept
@@ -362,7 +379,10 @@ _CORE_FUNCTIONS = frozenset(
 def _function_names(conn: sqlite3.Connection) -> set[str]:
     """The SQL functions the connection has before any tool runs, in lower case."""
     try:
-        listed = {name.lower() for (name,) in conn.execute("SELECT name FROM pragma_function_list")}
+        listed = {
+            name.lower()
+            for (name,) in conn.execute(internal("SELECT name FROM pragma_function_list"))
+        }
     except sqlite3.Error:
         listed = set()
     return listed | _CORE_FUNCTIONS

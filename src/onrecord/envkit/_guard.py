@@ -12,29 +12,26 @@ with ``forbidden_statement`` and rolls it back. Everything else (reads, writes t
 tables, temporary tables, nested savepoints, reading pragmas) is allowed.
 
 SQLite asks the authorizer when a statement is prepared, not each time it runs, and the
-``sqlite3`` module caches prepared statements by their text: onrecord's own transaction
-statements on the world's connection are therefore written with an ``-- onrecord``
-comment and a token drawn per process (``INTERNAL``), so a tool's identical ``COMMIT``
-is never served from the cache. (With a fixed comment, a tool that typed
+``sqlite3`` module caches prepared statements by their text: every statement onrecord
+runs therefore ends with an ``-- onrecord`` comment and a token drawn per process
+(``_sql.internal``), so a tool's identical ``COMMIT`` is never served from the cache,
+nor the undo's ``DELETE`` of a shadow table (which let a tool erase the history of its
+own writes). (With a fixed comment, a tool that typed
 ``RELEASE onrecord_call -- onrecord`` committed its call's writes, then failed: the
 rollback found no savepoint.)
 """
 
 from __future__ import annotations
 
-import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from onrecord.envkit._sql import INTERNAL_PREFIX
+from onrecord.envkit._sql import INTERNAL, INTERNAL_PREFIX
 
 __all__ = ["CALL_SAVEPOINT", "INTERNAL", "READ_ONLY", "StatementGuard"]
 
-INTERNAL = f" -- onrecord {secrets.token_hex(8)}"
-"""Appended to onrecord's own transaction statements on the world's connection, so
-their cached statements are never the ones a tool's text finds."""
 CALL_SAVEPOINT = "onrecord_call"
 READ_ONLY = "a read-only tool (writes=False) wrote to the database; its changes were rolled back"
 

@@ -10,7 +10,7 @@ from typing import Any
 from onrecord.case import EvalCase
 from onrecord.envkit._connection import WorldConnection
 from onrecord.envkit._guard import StatementGuard
-from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote
+from onrecord.envkit._sql import INTERNAL_PREFIX, Table, internal, quote
 from onrecord.envkit.snapshot import Snapshot
 from onrecord.envkit.tools import Tool
 from onrecord.errors import InputError
@@ -46,14 +46,14 @@ def open_world(path: Path, guard: StatementGuard, *, foreign_keys: bool = False)
         path, isolation_level=None, check_same_thread=False, factory=WorldConnection
     )
     # WAL: readers never block the writer and never see a half-restored state.
-    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(internal("PRAGMA journal_mode = WAL"))
     # The file is rebuilt from the snapshot at every reset, so fsyncs buy nothing.
-    conn.execute("PRAGMA synchronous = OFF")
+    conn.execute(internal("PRAGMA synchronous = OFF"))
     # REPLACE conflicts must fire DELETE triggers, or the audit would miss rows.
-    conn.execute("PRAGMA recursive_triggers = ON")
+    conn.execute(internal("PRAGMA recursive_triggers = ON"))
     # SQLite enforces REFERENCES (and runs ON DELETE CASCADE) only when asked, per
     # connection; cascaded changes fire the audit's triggers like any other.
-    conn.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
+    conn.execute(internal(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}"))
     conn.set_authorizer(guard)
     conn.guard = guard
     return conn
@@ -66,13 +66,15 @@ def drop_temp_objects(conn: sqlite3.Connection) -> None:
     would fire in later episodes, and during the undo itself (writing rows the reset
     then misses). onrecord's own (``_call_guard``'s triggers) stay."""
     objects = conn.execute(
-        "SELECT type, name FROM temp.sqlite_schema WHERE type IN ('trigger', 'view', 'table') "
-        "AND substr(name, 1, ?) != ?",
+        internal(
+            "SELECT type, name FROM temp.sqlite_schema WHERE type IN ('trigger', 'view', 'table') "
+            "AND substr(name, 1, ?) != ?"
+        ),
         (len(INTERNAL_PREFIX), INTERNAL_PREFIX),
     ).fetchall()
     # Triggers and views first: they may name the tables dropped after them.
     for kind, name in sorted(objects, key=lambda item: item[0] == "table"):
-        conn.execute(f"DROP {kind.upper()} IF EXISTS temp.{quote(name)}")
+        conn.execute(internal(f"DROP {kind.upper()} IF EXISTS temp.{quote(name)}"))
 
 
 def check_reset(seed: Any, run_id: Any, case: Any) -> None:

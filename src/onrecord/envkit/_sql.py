@@ -8,6 +8,7 @@ digests and observers.
 from __future__ import annotations
 
 import math
+import secrets
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,11 +23,22 @@ from onrecord.envkit._text import TEXT_TAG, RawText
 from onrecord.errors import InputError
 
 INTERNAL_PREFIX = "_onrecord_"
+INTERNAL = f" -- onrecord {secrets.token_hex(8)}"
+"""Ends every statement onrecord runs: SQLite asks the authorizer when a statement is
+prepared, and ``sqlite3`` caches prepared statements by their text, so a tool typing the
+exact text of one the world ran outside the guard would get it unchecked (see
+``_guard``). No tool types this comment: it is drawn per process."""
 ROWID_ALIASES = ("rowid", "_rowid_", "oid")
 BLOB_TAG = "$blob"
 REAL_TAG = "$real"
 
 Row = dict[str, Any]
+
+
+def internal(sql: str) -> str:
+    """``sql`` marked as onrecord's own (``INTERNAL``): every statement the kit runs goes
+    through here, so no text the world ran is one a tool can reuse from the cache."""
+    return sql + INTERNAL
 
 
 def readonly_uri(path: str | Path) -> str:
@@ -82,7 +94,7 @@ class Table:
 
 def user_tables(conn: sqlite3.Connection, schema: str = "main") -> list[Table]:
     """Ordinary tables of ``schema`` in name order, without SQLite's and onrecord's own."""
-    listed = conn.execute(f"PRAGMA {quote(schema)}.table_list").fetchall()
+    listed = conn.execute(internal(f"PRAGMA {quote(schema)}.table_list")).fetchall()
     names = sorted(row[1] for row in listed if row[2] == "table" and _is_user_table(row[1]))
     return [_table(conn, schema, name) for name in names]
 
@@ -92,11 +104,14 @@ def _is_user_table(name: str) -> bool:
 
 
 def _table(conn: sqlite3.Connection, schema: str, name: str) -> Table:
-    info = conn.execute(f"PRAGMA {quote(schema)}.table_info({quote(name)})").fetchall()
+    info = conn.execute(internal(f"PRAGMA {quote(schema)}.table_info({quote(name)})")).fetchall()
     columns = tuple(row[1] for row in info)
     declared = tuple(row[1] for row in sorted((r for r in info if r[5]), key=lambda r: r[5]))
     sql = conn.execute(
-        f"SELECT sql FROM {quote(schema)}.sqlite_schema WHERE type = 'table' AND name = ?", (name,)
+        internal(
+            f"SELECT sql FROM {quote(schema)}.sqlite_schema WHERE type = 'table' AND name = ?"
+        ),
+        (name,),
     ).fetchone()[0]
     untyped = frozenset(row[1] for row in info if _has_no_affinity(row[2]))
     if declared:
@@ -121,9 +136,9 @@ def rowid_alias(columns: Iterable[str]) -> str | None:
 def key_collations(conn: sqlite3.Connection, schema: str, table: Table) -> tuple[str | None, ...]:
     """The collation the primary key tells each key column's values apart with (``None``
     for a rowid or an ``INTEGER PRIMARY KEY``, which has no index of its own)."""
-    for row in conn.execute(f"PRAGMA {quote(schema)}.index_list({quote(table.name)})"):
+    for row in conn.execute(internal(f"PRAGMA {quote(schema)}.index_list({quote(table.name)})")):
         if row[3] == "pk":
-            info = conn.execute(f"PRAGMA {quote(schema)}.index_xinfo({quote(row[1])})")
+            info = conn.execute(internal(f"PRAGMA {quote(schema)}.index_xinfo({quote(row[1])})"))
             by_name = {item[2]: item[4] for item in info if item[5]}
             return tuple(by_name.get(column) for column in table.key)
     return (None,) * len(table.key)

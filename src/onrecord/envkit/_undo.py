@@ -35,10 +35,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from onrecord.envkit._guard import INTERNAL
 from onrecord.envkit._sql import (
     INTERNAL_PREFIX,
     Table,
+    internal,
     key_collations,
     key_equals,
     quote,
@@ -55,18 +55,18 @@ UNDO_LIMIT = 512
 # The schema cookie, the header fields a page copy restores but an undo would not, and
 # the count of commits by other connections (``data_version``): one that does not set
 # ``recursive_triggers`` deletes the rows an INSERT OR REPLACE displaces unaudited.
-_SEQUENCE = "SELECT rowid, name, seq FROM sqlite_sequence ORDER BY rowid"
-_HEADER = (
+_SEQUENCE = internal("SELECT rowid, name, seq FROM sqlite_sequence ORDER BY rowid")
+_HEADER = internal(
     "SELECT * FROM pragma_schema_version, pragma_user_version, pragma_application_id, "
     "pragma_data_version"
 )
 
 
-# Marked as onrecord's (INTERNAL): a tool's identical text must never find these cached
-# statements, which the guard refuses to tools.
-_KEYS_OFF = "PRAGMA foreign_keys = OFF" + INTERNAL
-_KEYS_ON = "PRAGMA foreign_keys = ON" + INTERNAL
-_SEQ = f"SELECT seq FROM {CTX}"
+# Marked as onrecord's (``internal``): a tool's identical text must never find these
+# cached statements, which the guard refuses to tools.
+_KEYS_OFF = internal("PRAGMA foreign_keys = OFF")
+_KEYS_ON = internal("PRAGMA foreign_keys = ON")
+_SEQ = internal(f"SELECT seq FROM {CTX}")
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class RowUndo:
         ``foreign_keys`` is whether the world enforces them (``ToolWorld``'s option)."""
         self._snapshot = snapshot
         self._foreign_keys = foreign_keys
-        rowless = {row[1] for row in conn.execute("PRAGMA main.table_list") if row[4]}
+        rowless = {row[1] for row in conn.execute(internal("PRAGMA main.table_list")) if row[4]}
         self._tables = [
             _prepare(
                 table,
@@ -100,7 +100,7 @@ class RowUndo:
             )
             for table, shadow in audit_tables(conn)
         ]
-        self._ctx = snapshot.execute(f"SELECT step, seq, version FROM {CTX}").fetchone()
+        self._ctx = snapshot.execute(internal(f"SELECT step, seq, version FROM {CTX}")).fetchone()
         self._sequence = _sequence_rows(snapshot)
         self.usable = all(item is not None for item in self._tables) and _undoable(
             snapshot, self._ctx
@@ -124,7 +124,7 @@ class RowUndo:
         # reading them off would have kept them off for every later episode.
         if not self._foreign_keys or (
             not conn.execute(_SEQ).fetchone()[0]
-            and conn.execute("PRAGMA foreign_keys").fetchone()[0]
+            and conn.execute(internal("PRAGMA foreign_keys")).fetchone()[0]
         ):
             return self._in_transaction(conn)
         conn.execute(_KEYS_OFF)
@@ -132,19 +132,19 @@ class RowUndo:
             return self._in_transaction(conn)
         finally:
             if conn.in_transaction:  # a failed COMMIT: the pragma must still come back
-                conn.execute("ROLLBACK" + INTERNAL)
+                conn.execute(internal("ROLLBACK"))
             conn.execute(_KEYS_ON)
 
     def _in_transaction(self, conn: sqlite3.Connection) -> bool:
-        conn.execute("BEGIN IMMEDIATE" + INTERNAL)
+        conn.execute(internal("BEGIN IMMEDIATE"))
         try:
             done = self._undo(conn)
         except BaseException as exc:
-            conn.execute("ROLLBACK" + INTERNAL)
+            conn.execute(internal("ROLLBACK"))
             if undecodable(exc):  # TEXT that is not UTF-8: the page copy keeps its bytes
                 return False
             raise
-        conn.execute(("COMMIT" if done else "ROLLBACK") + INTERNAL)
+        conn.execute(internal("COMMIT" if done else "ROLLBACK"))
         return done
 
     def _undo(self, conn: sqlite3.Connection) -> bool:
@@ -159,15 +159,16 @@ class RowUndo:
         for item, keys in touched:
             self._put_back(conn, item, keys)
         for item, _ in touched:  # the undo's own writes were audited too
-            conn.execute(f"DELETE FROM {quote(item.shadow)}")
+            conn.execute(internal(f"DELETE FROM {quote(item.shadow)}"))
         # Compared even when no row was touched: a tool may write sqlite_sequence itself
         # (unaudited), and the next episode's AUTOINCREMENT ids would start elsewhere.
         if self._sequence is not None and conn.execute(_SEQUENCE).fetchall() != self._sequence:
-            conn.execute("DELETE FROM sqlite_sequence")
+            conn.execute(internal("DELETE FROM sqlite_sequence"))
             conn.executemany(
-                "INSERT INTO sqlite_sequence (rowid, name, seq) VALUES (?, ?, ?)", self._sequence
+                internal("INSERT INTO sqlite_sequence (rowid, name, seq) VALUES (?, ?, ?)"),
+                self._sequence,
             )
-        conn.execute(f"UPDATE {CTX} SET step = ?, seq = ?, version = ?{INTERNAL}", self._ctx)
+        conn.execute(internal(f"UPDATE {CTX} SET step = ?, seq = ?, version = ?"), self._ctx)
         return True
 
     def _touched(
@@ -200,7 +201,9 @@ class RowUndo:
 
 def _declared_key(conn: sqlite3.Connection, table: Table) -> bool:
     """Whether the key is declared columns (not the rowid under one of its names)."""
-    stored = {row[1].lower() for row in conn.execute(f"PRAGMA table_info({quote(table.name)})")}
+    stored = {
+        row[1].lower() for row in conn.execute(internal(f"PRAGMA table_info({quote(table.name)})"))
+    }
     return any(column.lower() in stored for column in table.key)
 
 
@@ -226,35 +229,36 @@ def _prepare(
     return _TableUndo(
         table,
         shadow,
-        f"DELETE FROM {quote(table.name)} WHERE {where}",
-        f"SELECT {names} FROM {quote(table.name)} WHERE {where}",
-        f"INSERT INTO {quote(table.name)} ({names}) VALUES ({marks})",
+        internal(f"DELETE FROM {quote(table.name)} WHERE {where}"),
+        internal(f"SELECT {names} FROM {quote(table.name)} WHERE {where}"),
+        internal(f"INSERT INTO {quote(table.name)} ({names}) VALUES ({marks})"),
     )
 
 
 def _undoable(snapshot: sqlite3.Connection, ctx: tuple[int, int, int]) -> bool:
     """Whether every change a tool can make is audited (see the module docstring)."""
     audited = {table.name for table, _ in audit_tables(snapshot)}
-    for _, name, kind, *_ in snapshot.execute("PRAGMA main.table_list").fetchall():
+    for _, name, kind, *_ in snapshot.execute(internal("PRAGMA main.table_list")).fetchall():
         if kind == "view" or name.startswith(INTERNAL_PREFIX):
             continue
         if kind != "table" or name.startswith("sqlite_stat"):
             return False
         if name not in audited and name not in ("sqlite_schema", "sqlite_sequence"):
             return False
-    triggers = snapshot.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'")
+    triggers = snapshot.execute(internal("SELECT name FROM sqlite_schema WHERE type = 'trigger'"))
     if any(not name.startswith(INTERNAL_PREFIX) for (name,) in triggers):
         return False
     shadows = [shadow for _, shadow in audit_tables(snapshot)]
     history = any(
-        snapshot.execute(f"SELECT 1 FROM {quote(shadow)} LIMIT 1").fetchone() for shadow in shadows
+        snapshot.execute(internal(f"SELECT 1 FROM {quote(shadow)} LIMIT 1")).fetchone()
+        for shadow in shadows
     )
     return ctx[1] == 0 and not history
 
 
 def _sequence_rows(snapshot: sqlite3.Connection) -> list[tuple[Any, ...]] | None:
     exists = snapshot.execute(
-        "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_sequence'"
+        internal("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_sequence'")
     ).fetchone()
     if exists is None:
         return None

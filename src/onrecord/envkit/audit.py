@@ -23,7 +23,15 @@ from typing import Any
 
 import orjson
 
-from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote, row_dict, row_key, user_tables
+from onrecord.envkit._sql import (
+    INTERNAL_PREFIX,
+    Table,
+    internal,
+    quote,
+    row_dict,
+    row_key,
+    user_tables,
+)
 from onrecord.envkit._text import lossless
 from onrecord.errors import InputError
 
@@ -53,26 +61,30 @@ def install_audit(conn: sqlite3.Connection) -> None:
     # One transaction: all or nothing, and ~30 % faster than a commit per statement.
     outer = conn.in_transaction
     if not outer:
-        conn.execute("BEGIN")
+        conn.execute(internal("BEGIN"))
     try:
         _install(conn)
     except BaseException:
         if not outer:
-            conn.execute("ROLLBACK")
+            conn.execute(internal("ROLLBACK"))
         raise
     if not outer:
-        conn.execute("COMMIT")
+        conn.execute(internal("COMMIT"))
 
 
 def _install(conn: sqlite3.Connection) -> None:
     conn.execute(
-        f"CREATE TABLE {CTX} (step INTEGER NOT NULL, seq INTEGER NOT NULL, "
-        "version INTEGER NOT NULL)"
+        internal(
+            f"CREATE TABLE {CTX} (step INTEGER NOT NULL, seq INTEGER NOT NULL, "
+            "version INTEGER NOT NULL)"
+        )
     )
-    conn.execute(f"INSERT INTO {CTX} VALUES (0, 0, 0)")
+    conn.execute(internal(f"INSERT INTO {CTX} VALUES (0, 0, 0)"))
     conn.execute(
-        f"CREATE TABLE {REGISTRY} (tbl TEXT PRIMARY KEY, shadow TEXT NOT NULL, "
-        "columns TEXT NOT NULL, key TEXT NOT NULL)"
+        internal(
+            f"CREATE TABLE {REGISTRY} (tbl TEXT PRIMARY KEY, shadow TEXT NOT NULL, "
+            "columns TEXT NOT NULL, key TEXT NOT NULL)"
+        )
     )
     for index, table in enumerate(user_tables(conn)):
         _install_table(conn, f"{INTERNAL_PREFIX}audit_{index}", table)
@@ -82,11 +94,13 @@ def _install_table(conn: sqlite3.Connection, shadow: str, table: Table) -> None:
     width = range(len(table.columns))
     olds, news = [f"o{i}" for i in width], [f"n{i}" for i in width]
     conn.execute(
-        f"CREATE TABLE {quote(shadow)} (_seq INTEGER PRIMARY KEY, _step INTEGER, "
-        f"_op TEXT, {', '.join(olds + news)})"
+        internal(
+            f"CREATE TABLE {quote(shadow)} (_seq INTEGER PRIMARY KEY, _step INTEGER, "
+            f"_op TEXT, {', '.join(olds + news)})"
+        )
     )
     conn.execute(
-        f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)",
+        internal(f"INSERT INTO {REGISTRY} VALUES (?, ?, ?, ?)"),
         (
             table.name,
             shadow,
@@ -103,10 +117,12 @@ def _install_table(conn: sqlite3.Connection, shadow: str, table: Table) -> None:
         ("U", "UPDATE", olds + news, old_values + new_values),
     ):
         conn.execute(
-            f"CREATE TRIGGER {quote(f'{shadow}_{op}')} AFTER {event} ON {quote(table.name)} "
-            f"BEGIN UPDATE {CTX} SET seq = seq + 1; "
-            f"INSERT INTO {quote(shadow)} (_seq, _step, _op, {', '.join(targets)}) "
-            f"SELECT seq, step, '{op}', {', '.join(values)} FROM {CTX}; END"
+            internal(
+                f"CREATE TRIGGER {quote(f'{shadow}_{op}')} AFTER {event} ON {quote(table.name)} "
+                f"BEGIN UPDATE {CTX} SET seq = seq + 1; "
+                f"INSERT INTO {quote(shadow)} (_seq, _step, _op, {', '.join(targets)}) "
+                f"SELECT seq, step, '{op}', {', '.join(values)} FROM {CTX}; END"
+            )
         )
 
 
@@ -119,7 +135,9 @@ def _guard_null_keys(conn: sqlite3.Connection, shadow: str, table: Table) -> Non
         return
     any_null = " OR ".join(f"NEW.{quote(column)} IS NULL" for column in nullable)
     stored = " OR ".join(f"{quote(column)} IS NULL" for column in nullable)
-    if conn.execute(f"SELECT 1 FROM {quote(table.name)} WHERE {stored} LIMIT 1").fetchone():
+    if conn.execute(
+        internal(f"SELECT 1 FROM {quote(table.name)} WHERE {stored} LIMIT 1")
+    ).fetchone():
         raise InputError(
             f"table {table.name!r} holds a row whose primary key {list(nullable)} is NULL; "
             "onrecord tells rows apart by their key: give every row a key (and declare the "
@@ -132,18 +150,24 @@ def _guard_null_keys(conn: sqlite3.Connection, shadow: str, table: Table) -> Non
     columns = ", ".join(quote(column) for column in nullable)
     for name, event in (("K", "INSERT"), ("KU", f"UPDATE OF {columns}")):
         conn.execute(
-            f"CREATE TRIGGER {quote(f'{shadow}_{name}')} BEFORE {event} ON {quote(table.name)} "
-            f"WHEN {any_null} BEGIN SELECT RAISE(ABORT, '{message}'); END"
+            internal(
+                f"CREATE TRIGGER {quote(f'{shadow}_{name}')} BEFORE {event} ON {quote(table.name)} "
+                f"WHEN {any_null} BEGIN SELECT RAISE(ABORT, '{message}'); END"
+            )
         )
 
 
 def nullable_key_columns(conn: sqlite3.Connection, name: str) -> tuple[str, ...]:
     """Declared primary-key columns that can hold NULL: in a rowid table whose key is not
     the rowid (the key has its own index), without NOT NULL."""
-    if not any(row[3] == "pk" for row in conn.execute(f"PRAGMA index_list({quote(name)})")):
+    if not any(
+        row[3] == "pk" for row in conn.execute(internal(f"PRAGMA index_list({quote(name)})"))
+    ):
         return ()  # no key, the rowid as key, or an INTEGER PRIMARY KEY (never NULL)
-    info = conn.execute(f"PRAGMA table_info({quote(name)})").fetchall()
-    listed = conn.execute("SELECT wr FROM pragma_table_list WHERE name = ?", (name,)).fetchone()
+    info = conn.execute(internal(f"PRAGMA table_info({quote(name)})")).fetchall()
+    listed = conn.execute(
+        internal("SELECT wr FROM pragma_table_list WHERE name = ?"), (name,)
+    ).fetchone()
     if listed and listed[0]:
         return ()  # WITHOUT ROWID: SQLite enforces NOT NULL on the key
     return tuple(row[1] for row in sorted(info, key=lambda r: r[5]) if row[5] and not row[3])
@@ -152,7 +176,7 @@ def nullable_key_columns(conn: sqlite3.Connection, name: str) -> tuple[str, ...]
 def audit_tables(conn: sqlite3.Connection, schema: str = "main") -> list[tuple[Table, str]]:
     """``(table layout, shadow table name)`` for every audited table, in name order."""
     rows = conn.execute(
-        f"SELECT tbl, shadow, columns, key FROM {quote(schema)}.{REGISTRY} ORDER BY tbl"
+        internal(f"SELECT tbl, shadow, columns, key FROM {quote(schema)}.{REGISTRY} ORDER BY tbl")
     ).fetchall()
     return [
         (Table(name, tuple(orjson.loads(columns)), tuple(orjson.loads(key)), ""), shadow)
@@ -165,7 +189,7 @@ def raw_audit(
 ) -> list[tuple[Any, ...]]:
     """Rows ``(seq, step, op, old..., new...)`` of one shadow table, in order. TEXT that
     is not UTF-8 is read as ``RawText``; with ``strict``, it raises instead."""
-    sql = f"SELECT * FROM {quote(schema)}.{quote(shadow)} ORDER BY _seq"
+    sql = internal(f"SELECT * FROM {quote(schema)}.{quote(shadow)} ORDER BY _seq")
     if strict:
         return conn.execute(sql).fetchall()
     return lossless(conn, lambda: conn.execute(sql).fetchall())
@@ -198,7 +222,7 @@ def read_audit(
         index
         for start in range(0, len(terms), PROBE_TERMS)
         for (index,) in conn.execute(
-            " UNION ALL ".join(terms[start : start + PROBE_TERMS])
+            internal(" UNION ALL ".join(terms[start : start + PROBE_TERMS]))
         ).fetchall()
     ]
     return [

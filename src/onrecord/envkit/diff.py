@@ -25,6 +25,7 @@ from typing import Any
 
 from onrecord.envkit._sql import (
     Table,
+    internal,
     key_collations,
     key_equals,
     native_value,
@@ -209,7 +210,7 @@ def _scan_table(
     if before is None or after is None:
         schema = after or before
         rows = conn.execute(
-            f"SELECT {table.select_list()} FROM {quote(str(schema))}.{quote(table.name)}"
+            internal(f"SELECT {table.select_list()} FROM {quote(str(schema))}.{quote(table.name)}")
         ).fetchall()
         return (rows, [], []) if before is None else ([], [], rows)
     source = f"{quote(after)}.{quote(table.name)} AS a"
@@ -224,17 +225,21 @@ def _scan_table(
     created: list[Values] = []
     changed: list[tuple[Values, Values]] = []
     for row in conn.execute(
-        f"SELECT {missing}, {table.select_list('a')}, "
-        f"{table.select_list('b')} FROM {source} LEFT JOIN {target} "
-        f"ON {join} WHERE {missing} OR {differs}"
+        internal(
+            f"SELECT {missing}, {table.select_list('a')}, "
+            f"{table.select_list('b')} FROM {source} LEFT JOIN {target} "
+            f"ON {join} WHERE {missing} OR {differs}"
+        )
     ):
         if row[0]:
             created.append(row[1 : 1 + width])
         else:
             changed.append((row[1 + width :], row[1 : 1 + width]))
     deleted = conn.execute(
-        f"SELECT {table.select_list('b')} FROM {target} WHERE NOT "
-        f"EXISTS (SELECT 1 FROM {source} WHERE {join})"
+        internal(
+            f"SELECT {table.select_list('b')} FROM {target} WHERE NOT "
+            f"EXISTS (SELECT 1 FROM {source} WHERE {join})"
+        )
     ).fetchall()
     return created, changed, deleted
 
@@ -255,7 +260,7 @@ def diff_databases(before_path: str | Path, after_path: str | Path) -> StateDiff
     conn = sqlite3.connect(":memory:", uri=True)
     try:
         for alias, path in (("b", before_path), ("a", after_path)):
-            conn.execute("ATTACH DATABASE ? AS " + alias, (readonly_uri(path),))
+            conn.execute(internal("ATTACH DATABASE ? AS " + alias), (readonly_uri(path),))
         return scan_diff(conn, "b", "a")
     finally:
         conn.close()

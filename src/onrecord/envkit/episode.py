@@ -31,7 +31,7 @@ import orjson
 from onrecord._canonical import atomic_write_bytes, canonical_bytes, content_digest, record_bytes
 from onrecord.case import EvalCase
 from onrecord.envkit._ctrl_c import raises_noted
-from onrecord.envkit._sql import Table, load_reals, save_reals
+from onrecord.envkit._sql import Table, internal, load_reals, save_reals
 from onrecord.envkit.audit import AuditEvent, audit_tables
 from onrecord.envkit.diff import StateDiff
 from onrecord.envkit.log import read_action_log
@@ -147,7 +147,7 @@ def _save_database(conn: sqlite3.Connection, path: Path) -> str:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.unlink(missing_ok=True)
     # VACUUM INTO writes one compact, self-contained (rollback-journal) file.
-    conn.execute("VACUUM INTO ?", (str(tmp),))
+    conn.execute(internal("VACUUM INTO ?"), (str(tmp),))
     os.replace(tmp, path)
     return _file_digest(path)
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from onrecord.envkit._sql import Table, row_dict
+from onrecord.envkit._sql import Table, internal, row_dict
 from onrecord.envkit.audit import CTX
 from onrecord.envkit.snapshot import readonly_uri
 from onrecord.envkit.state import table_rows
@@ -26,15 +26,15 @@ class ReadOnlyObserver:
     def __call__(self) -> dict[str, Any]:
         # One read transaction, so the export is a single consistent state.
         conn = self.connection
-        conn.execute("BEGIN")
+        conn.execute(internal("BEGIN"))
         try:
-            version = conn.execute(f"SELECT version FROM {CTX}").fetchone()[0]
+            version = conn.execute(internal(f"SELECT version FROM {CTX}")).fetchone()[0]
             return {
                 "state_version": version,
                 "tables": {table.name: self._rows(table) for table in self.tables},
             }
         finally:
-            conn.execute("COMMIT")
+            conn.execute(internal("COMMIT"))
 
     def _rows(self, table: Table) -> list[dict[str, Any]]:
         # TEXT that is not UTF-8 comes out as {"$text": hex}, like a BLOB as {"$blob": hex}.

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from onrecord.envkit._sql import INTERNAL_PREFIX, Table, quote, readonly_uri, user_tables
+from onrecord.envkit._sql import INTERNAL_PREFIX, Table, internal, quote, readonly_uri, user_tables
 from onrecord.envkit.audit import CTX, audit_tables, install_audit
 from onrecord.envkit.state import state_digest
 from onrecord.errors import InputError
@@ -48,7 +48,7 @@ class Snapshot:
             install_audit(conn)
         self.digest = state_digest(conn)
         self.tables: tuple[Table, ...] = tuple(table for table, _ in audit_tables(conn))
-        conn.execute("PRAGMA query_only = ON")  # the pristine copy never changes
+        conn.execute(internal("PRAGMA query_only = ON"))  # the pristine copy never changes
 
     @classmethod
     def from_file(cls, path: str | Path, name: str | None = None) -> Snapshot:
@@ -78,10 +78,10 @@ class Snapshot:
         except sqlite3.Error as exc:
             raise SnapshotError(f"snapshot {name!r}: the schema script failed: {exc}") from exc
         if populate is not None:
-            conn.execute("BEGIN")
+            conn.execute(internal("BEGIN"))
             populate(conn, random.Random(seed))
             if conn.in_transaction:  # populate may have committed itself (conn.commit())
-                conn.execute("COMMIT")
+                conn.execute(internal("COMMIT"))
         return cls(name, conn)
 
     @property
@@ -118,13 +118,16 @@ def _memory_connection() -> sqlite3.Connection:
 
 
 def _has_audit(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_schema WHERE name = ?", (CTX,)).fetchone() is not None
+    return (
+        conn.execute(internal("SELECT 1 FROM sqlite_schema WHERE name = ?"), (CTX,)).fetchone()
+        is not None
+    )
 
 
 def _clear_history(conn: sqlite3.Connection) -> None:
     for _, shadow in audit_tables(conn):
-        conn.execute(f"DELETE FROM {quote(shadow)}")
-    conn.execute(f"UPDATE {CTX} SET step = 0, seq = 0, version = 0")
+        conn.execute(internal(f"DELETE FROM {quote(shadow)}"))
+    conn.execute(internal(f"UPDATE {CTX} SET step = 0, seq = 0, version = 0"))
 
 
 def _audit_current(conn: sqlite3.Connection) -> bool:
@@ -136,20 +139,22 @@ def _audit_current(conn: sqlite3.Connection) -> bool:
     layouts = {table.name: (table.columns, table.key) for table in user_tables(conn)}
     if {table.name: (table.columns, table.key) for table, _ in registered} != layouts:
         return False
-    triggers = {row[0] for row in conn.execute("SELECT name FROM sqlite_schema")}
+    triggers = {row[0] for row in conn.execute(internal("SELECT name FROM sqlite_schema"))}
     return all(f"{shadow}_{op}" in triggers for _, shadow in registered for op in "IDU")
 
 
 def _drop_audit(conn: sqlite3.Connection) -> None:
     """Remove onrecord's audit (context row, registry, shadow tables, their triggers)."""
     prefix = f"{INTERNAL_PREFIX}audit_"
-    internal = conn.execute(
-        "SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'trigger') "
-        "AND substr(name, 1, ?) = ? ORDER BY type DESC",  # triggers first
+    objects = conn.execute(
+        internal(
+            "SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'trigger') "
+            "AND substr(name, 1, ?) = ? ORDER BY type DESC"
+        ),  # triggers first
         (len(prefix), prefix),
     ).fetchall()
-    conn.execute("BEGIN")
-    for kind, name in internal:
-        conn.execute(f"DROP {kind.upper()} IF EXISTS {quote(name)}")
-    conn.execute(f"DROP TABLE IF EXISTS {CTX}")
-    conn.execute("COMMIT")
+    conn.execute(internal("BEGIN"))
+    for kind, name in objects:
+        conn.execute(internal(f"DROP {kind.upper()} IF EXISTS {quote(name)}"))
+    conn.execute(internal(f"DROP TABLE IF EXISTS {CTX}"))
+    conn.execute(internal("COMMIT"))

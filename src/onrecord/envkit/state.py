@@ -18,7 +18,7 @@ from itertools import chain
 from typing import Any
 
 from onrecord._canonical import canonical_bytes
-from onrecord.envkit._sql import Table, portable_value, quote, user_tables
+from onrecord.envkit._sql import Table, internal, portable_value, quote, user_tables
 from onrecord.envkit._text import lossless
 from onrecord.errors import PortabilityError
 
@@ -75,7 +75,9 @@ def _digest_value(value: Any) -> Any:
 
 def _ordered_select(schema: str, table: Table) -> str:
     order = ", ".join(quote(column) for column in table.key)
-    return f"SELECT {table.select_list()} FROM {quote(schema)}.{quote(table.name)} ORDER BY {order}"
+    return internal(
+        f"SELECT {table.select_list()} FROM {quote(schema)}.{quote(table.name)} ORDER BY {order}"
+    )
 
 
 def table_rows(conn: sqlite3.Connection, table: Table, schema: str = "main") -> list[Any]:

@@ -24,8 +24,9 @@ from onrecord.case import EvalCase
 from onrecord.envkit import _outcome, _setup
 from onrecord.envkit._call_guard import TransactionEnded, install_gate, undo_call
 from onrecord.envkit._ctrl_c import instead, raise_noted, raises_noted
-from onrecord.envkit._guard import CALL_SAVEPOINT, INTERNAL, READ_ONLY, StatementGuard
+from onrecord.envkit._guard import CALL_SAVEPOINT, READ_ONLY, StatementGuard
 from onrecord.envkit._portable import portable
+from onrecord.envkit._sql import internal
 from onrecord.envkit._undo import RowUndo
 from onrecord.envkit.audit import CTX, AuditEvent, audit_tables, events_from_raw, read_audit
 from onrecord.envkit.context import ToolContext, ToolRejected, Tracer
@@ -64,8 +65,8 @@ _ENDED = (
     "the episode has ended (end_episode or save_episode was called); the call was not "
     "run: reset the world to start a new episode"
 )
-_SAVEPOINT = f"SAVEPOINT {CALL_SAVEPOINT}{INTERNAL}"
-_RELEASE_CALL = f"RELEASE {CALL_SAVEPOINT}{INTERNAL}"
+_SAVEPOINT = internal(f"SAVEPOINT {CALL_SAVEPOINT}")
+_RELEASE_CALL = internal(f"RELEASE {CALL_SAVEPOINT}")
 
 
 class ToolWorld:
@@ -136,7 +137,7 @@ class ToolWorld:
         self._ended = True  # until the end: a reset that raised half-way is no episode
         self.conn.end_episode()  # tools' functions and collations: see _connection
         if self.conn.in_transaction:
-            self.conn.execute("ROLLBACK" + INTERNAL)
+            self.conn.execute(internal("ROLLBACK"))
         _setup.drop_temp_objects(self.conn)  # the connection's, so no restore resets it
         if self._undo is None or not self._undo.undo(self.conn):
             self.snapshot.restore_into(self.conn)
@@ -252,7 +253,7 @@ class ToolWorld:
             if spec.writes:
                 # INTERNAL: cached under a text no tool types (see _guard).
                 self.conn.execute(
-                    f"UPDATE {CTX} SET step = ?, version = version + 1{INTERNAL}", (self.step,)
+                    internal(f"UPDATE {CTX} SET step = ?, version = version + 1"), (self.step,)
                 )
             changes = self.conn.total_changes
             with self.conn.tool_call(self.step if spec.writes else None):
@@ -330,11 +331,11 @@ class ToolWorld:
     def scan_diff(self) -> StateDiff:
         """End-state diff since reset, by comparing every row with the snapshot."""
         pristine = self.snapshot.connection
-        pristine.execute("ATTACH DATABASE ? AS cur", (readonly_uri(self.path),))
+        pristine.execute(internal("ATTACH DATABASE ? AS cur"), (readonly_uri(self.path),))
         try:
             return scan_diff(pristine, "main", "cur")
         finally:
-            pristine.execute("DETACH DATABASE cur")
+            pristine.execute(internal("DETACH DATABASE cur"))
 
     @raises_noted
     def audit_history(self) -> list[AuditEvent]:
