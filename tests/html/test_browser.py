@@ -24,7 +24,8 @@ if CHROMIUM is None:
     )
 
 
-def _dom(page: Path, profile: Path, window: str | None = None) -> str:
+def _dom(page: Path, profile: Path, window: str | None = None, fragment: str = "") -> str:
+    """The DOM of ``page`` (opened at ``#fragment`` if given) once loaded."""
     size = [f"--window-size={window}"] if window else []
     done = subprocess.run(
         [
@@ -40,7 +41,7 @@ def _dom(page: Path, profile: Path, window: str | None = None) -> str:
             f"--user-data-dir={profile}",
             *size,
             "--dump-dom",
-            page.as_uri(),
+            page.as_uri() + (f"#{fragment}" if fragment else ""),
         ],
         capture_output=True,
         text=True,

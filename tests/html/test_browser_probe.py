@@ -40,11 +40,18 @@ _CATCHER = (
 
 
 def _drive(
-    page: Path, driver: str, tmp_path: Path, *, window: str | None = None, script: bool = True
+    page: Path,
+    driver: str,
+    tmp_path: Path,
+    *,
+    window: str | None = None,
+    script: bool = True,
+    fragment: str = "",
 ) -> dict[str, Any]:
     """Open ``page`` with ``driver`` (JavaScript filling the object ``out``) run after
     the page's own script (or instead of it, ``script=False``: the page as a reader
-    without JavaScript gets it), in a window of ``window`` pixels if given; the result,
+    without JavaScript gets it), in a window of ``window`` pixels and at the address's
+    ``#fragment`` if given; the result,
     with ``errors`` (script errors, CSP blocks)."""
     text = page.read_text()
     if not script:
@@ -59,7 +66,7 @@ def _drive(
     end = text.rindex("</body>")
     driven = tmp_path / f"driven-{page.stem}.html"
     driven.write_text(text[:end] + probe + text[end:])
-    dom = _dom(driven, tmp_path / "profile", window)
+    dom = _dom(driven, tmp_path / "profile", window, fragment)
     found = re.search(r'data-probe="([^"]*)"', dom)
     assert found, dom[-2000:]
     out: dict[str, Any] = orjson.loads(html.unescape(found.group(1)))

@@ -13,6 +13,7 @@ from onrecord._canonical import content_digest, load_record_bytes
 from onrecord._natural import natural_key
 from onrecord.errors import DigestMismatch, InputError
 from onrecord.html._selection import episodes_data
+from onrecord.html._tasks import task_list
 from onrecord.report import EvaluationReport
 from onrecord.runner import RunStore
 from onrecord.runner._graded import check_graded
@@ -90,6 +91,7 @@ def report_data(
     beside = report_file.parent / "decision.json"
     decision = _decision(beside, report) if store is not None else _foreign_decision(beside, report)
     summary = report.summary().to_dict()
+    tasks = _tasks(report)
     data: dict[str, Any] = {
         "generator": f"onrecord {__version__}",
         "title": _title(store, path),
@@ -99,7 +101,8 @@ def report_data(
         "summary": summary,
         "versions": report.lock["checks"],
         "findings": _findings(report, decision, summary),
-        "tasks": _tasks(report),
+        "tasks": tasks,
+        "task_list": task_list(tasks),
         "episodes": [],
         "episode_index": None,
         "detail_note": "",

@@ -63,6 +63,7 @@ details.long[open] .preview,details.long[open] .show{display:none}
 .long .full{max-height:24em;overflow:auto}
 .controls{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin:.5rem 0}
 .controls[hidden]{display:none}.controls select{max-width:100%;min-width:0}
+.notice{border-left:4px solid var(--warn);background:#fff8c5;padding:.4rem .7rem}
 @media print{body{max-width:none;padding:0}input[type=search],.controls{display:none}
 .long .full{max-height:none;overflow:visible}
 .badge,.decision,tr.created td,tr.deleted td{print-color-adjust:exact;

@@ -10,7 +10,6 @@ import orjson
 from onrecord.html._listing import episodes_section
 from onrecord.html._page import (
     NAME_CHARS,
-    TEXT_CHARS,
     attr,
     cell,
     document,
@@ -22,6 +21,7 @@ from onrecord.html._page import (
 )
 from onrecord.html._script import EPISODE_SCRIPT
 from onrecord.html._svg import horizon_chart, interval_chart
+from onrecord.html._tasks import tasks_section
 
 __all__ = ["render_report_page"]
 
@@ -39,7 +39,7 @@ def render_report_page(data: Mapping[str, Any]) -> str:
             _decision(data),
             _checks(data),
             _pass_hat_k(data),
-            _tasks(data),
+            tasks_section(data),
             episodes_section(data),
             _plots(data),
         )
@@ -204,33 +204,6 @@ def _milestones(ks: list[int]) -> set[int]:
         wanted |= {step, 2 * step, 5 * step}
         step *= 10
     return {k for k in ks if k in wanted}
-
-
-def _tasks(data: Mapping[str, Any]) -> str:
-    rows = [
-        f'<tr data-task="{attr(t["case_id"])}">'
-        + cell(t["case_id"], limit=NAME_CHARS)
-        + cell(t["episodes"], css="num")
-        + cell(t["pass"], css="num pass")
-        + cell(t["fail"], css="num fail")
-        + cell(t["incomplete"], css="num incomplete")
-        + cell(percent(t["pass_rate"]), css="num", data={"value": t["pass_rate"]})
-        + cell(", ".join(t["failing_checks"]), limit=TEXT_CHARS)
-        + "</tr>"
-        for t in data["tasks"]
-    ]
-    return (
-        # Hidden until the script shows it: without JavaScript it would filter nothing.
-        '<section id="tasks-section"><h2>Per task</h2><input type="search" '
-        'id="task-filter" placeholder="filter tasks" aria-label="filter tasks" '
-        'aria-controls="tasks" hidden>'
-        + table(
-            ("task", "episodes", "pass", "fail", "incomplete", "pass rate", "failing checks"),
-            rows,
-            element_id="tasks",
-        )
-        + "</section>"
-    )
 
 
 def _plots(data: Mapping[str, Any]) -> str:

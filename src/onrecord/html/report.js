@@ -26,6 +26,12 @@ function long(v, limit){
 // An attribute keeps the raw value (data-key: a task id as the data has it).
 const attr = s => String(s).replace(/[&<>"']/g,
   c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
+// The searches ignore case, accents and compatibility forms: "istanbul" finds "İstanbul",
+// "strasse" "Straße", "cafe" "café" and "ﬁle" "file" (NFKD, combining marks dropped, then
+// upper- and lower-cased, which turns ß into ss as Python's casefold does).
+const MARKS = /\p{M}/gu;
+const fold = s => String(s).normalize('NFKD').replace(MARKS, '').toUpperCase().toLowerCase()
+  .normalize('NFKD').replace(MARKS, '');
 const json = v => typeof v === 'string' ? v : JSON.stringify(v);  // a row or a value
 function table(cls, headers, rows){
   return '<table class="'+cls+'"><thead><tr>' + headers.map(h => '<th scope="col">'+esc(h)+'</th>').join('')
@@ -158,6 +164,7 @@ const byOutcome = document.getElementById('episode-outcome');
 const byCheck = document.getElementById('episode-check');
 const count = document.getElementById('episode-count');
 let matching = index.rows.map((_, i) => i), page = 0;
+let folded = null;  // the task ids, folded on the first search only (10,000: ~30 ms)
 function render(){
   if (!list) return;
   const pages = Math.max(1, Math.ceil(matching.length / PAGE));
@@ -173,22 +180,69 @@ function render(){
   document.getElementById('episode-prev').disabled = page === 0;
   document.getElementById('episode-next').disabled = page >= pages - 1; }
 function refilter(){
-  const q = find.value.trim().toLowerCase(), outcome = byOutcome.value;
+  const q = fold(find.value.trim()), outcome = byOutcome.value;
   const check = byCheck.value === '' ? -1 : Number(byCheck.value);
-  const keys = q ? index.cases.map(c => c.toLowerCase()) : null;
+  if (q && !folded) folded = index.cases.map(fold);
   matching = [];
   index.rows.forEach((r, i) => {
     if (outcome && r[3] !== outcome) return;
     if (check >= 0 && !r[5].includes(check)) return;
-    if (q && !(keys[r[0]] + '#' + r[1]).includes(q)) return;
+    if (q && !(folded[r[0]] + '#' + r[1]).includes(q)) return;
     matching.push(i); });
   page = 0;
   render(); }
+function openAt(position){  // a row of the index: its details, or what the index knows
+  const r = index.rows[position];
+  if (r[6] >= 0) show(r[6]); else summary(position); }
 function openRow(row){
-  if (row.dataset.index !== undefined) show(Number(row.dataset.index));
-  else summary(Number(row.dataset.row));
+  openAt(Number(row.dataset.row));
+  // The address names the episode open (a link to paste in a review); a new history
+  // entry each time, so Back returns to the one open before.
+  const link = linkOf(row.dataset.key);
+  if (location.hash !== link) location.hash = link;
   // The detail view is below the episode table: bring it into sight.
   if (view && view.scrollIntoView) view.scrollIntoView({block: 'start'}); }
+// Deep links: #episode= then task#repeat as encodeURIComponent writes it, which any task
+// id survives ('#' is %23, a space %20, é %C3%A9): report.html#episode=duplicate-01%23137.
+const LINK = 'episode=';
+const linkOf = key => '#' + LINK + encodeURIComponent(key);
+let positions = null;  // task#repeat -> its row of the index, built for the first link
+function notice(text){
+  let p = document.getElementById('link-notice');
+  if (!p && text) {
+    p = document.createElement('p'); p.id = 'link-notice'; p.className = 'notice';
+    p.setAttribute('role', 'status');
+    const header = document.querySelector('header');
+    if (header) header.after(p); else document.body.prepend(p); }
+  if (p) { p.textContent = text || ''; p.hidden = !text; } }
+function follow(){
+  // True when the address named an episode of this page and it is now open. An id
+  // (#checks-section) is left to the browser; anything else gets a notice, not an error.
+  const hash = location.hash.slice(1);
+  if (!hash.includes('=')) { notice(''); return false; }
+  const part = hash.split('&').find(p => p.startsWith(LINK));
+  if (part === undefined) {
+    notice('This link (#' + hash + ') names nothing this report knows; '
+      + 'an episode is linked as #episode=task%23repeat.');
+    return false; }
+  let key;
+  try { key = decodeURIComponent(part.slice(LINK.length)); }
+  catch (e) { key = part.slice(LINK.length); }  // a stray '%': no such key either
+  if (!positions) positions = new Map(index.rows.map((r, i) => [keyOf(r), i]));
+  const position = positions.get(key);
+  if (position === undefined) {
+    notice('This link names episode ' + key + ', which this report does not list.');
+    return false; }
+  notice('');
+  if (view && view.dataset.episode === key) return true;  // the click that set the link
+  if (find && !matching.includes(position)) {
+    // Filtered out: clear the search and filters rather than open a row out of sight.
+    find.value = ''; byOutcome.value = ''; byCheck.value = ''; refilter(); }
+  page = Math.floor(Math.max(matching.indexOf(position), 0) / PAGE);
+  render();
+  openAt(position);
+  if (view && view.scrollIntoView) view.scrollIntoView({block: 'start'});
+  return true; }
 if (list) {
   // One listener for every row, whichever page is shown.
   list.addEventListener('click', event => {
@@ -221,17 +275,66 @@ if (controls && list) {
       find.value = ''; byOutcome.value = ''; byCheck.value = String(position); refilter();
       document.getElementById('episodes-section').scrollIntoView({block: 'start'}); });
     cell.append(' ', button); }); }
-const filter = document.getElementById('task-filter');
-if (filter) filter.hidden = false;  // the page hides it from readers without JavaScript
-if (filter) filter.addEventListener('input', () => {
-  const q = filter.value.toLowerCase();
-  document.querySelectorAll('#tasks tbody tr').forEach(r =>
-    r.style.display = r.textContent.toLowerCase().includes(q) ? '' : 'none'); });
+tasksTable();
+function tasksTable(){
+  // A run of up to 300 tasks has its whole table in the HTML, filtered in place; a
+  // larger one is paged like the episodes, failing tasks first (as the first page in
+  // the HTML), from the page's data: 5,000 pre-rendered rows were 40,000 elements.
+  const filter = document.getElementById('task-filter');
+  const table = document.getElementById('tasks');
+  const body = table && table.querySelector('tbody');
+  if (!filter || !body) return;
+  const controls = document.getElementById('task-controls');
+  if (!controls || !data.task_list) {
+    filter.hidden = false;  // the page hides it from readers without JavaScript
+    let texts = null;  // each row's text, folded once
+    filter.addEventListener('input', () => {
+      const rows = [...body.rows], q = fold(filter.value);
+      if (!texts) texts = rows.map(r => fold(r.textContent));
+      rows.forEach((r, i) => { r.style.display = texts[i].includes(q) ? '' : 'none'; }); });
+    return; }
+  const SIZE = Number(table.dataset.page) || 100;
+  const {order, rates} = data.task_list, tasks = data.tasks;
+  // data-value as Python's repr writes the rate (1.0, not 1); NAME and TEXT as _tasks._row.
+  const value = v => v === null || v === undefined ? '' : Number.isInteger(v) ? v.toFixed(1) : String(v);
+  const row = at => { const t = tasks[at];
+    return '<tr data-task="' + attr(t.case_id) + '"><td class="">' + long(t.case_id, NAME)
+      + '</td><td class="num">' + esc(t.episodes) + '</td><td class="num pass">' + esc(t.pass)
+      + '</td><td class="num fail">' + esc(t.fail) + '</td><td class="num incomplete">'
+      + esc(t.incomplete) + '</td><td class="num" data-value="' + attr(value(t.pass_rate)) + '">'
+      + esc(rates[at]) + '</td><td class="">' + long(t.failing_checks.join(', '), TEXT)
+      + '</td></tr>'; };
+  const count = document.getElementById('task-count');
+  const prev = document.getElementById('task-prev'), next = document.getElementById('task-next');
+  let shown = order, at = 0, texts = null;  // the id and failing checks, folded once
+  const draw = () => {
+    const pages = Math.max(1, Math.ceil(shown.length / SIZE));
+    at = Math.min(Math.max(at, 0), pages - 1);
+    const first = at * SIZE, rows = shown.slice(first, first + SIZE);
+    body.innerHTML = rows.map(row).join('');
+    count.textContent = shown.length ? 'tasks ' + (first + 1) + '–' + (first + rows.length)
+      + ' of ' + shown.length + (shown.length < order.length ? ' found (' + order.length
+      + ' in all)' : '') : 'no task found (' + order.length + ' in all)';
+    prev.disabled = at === 0; next.disabled = at >= pages - 1; };
+  filter.addEventListener('input', () => {
+    const q = fold(filter.value.trim());
+    if (q && !texts) texts = tasks.map(t => fold(t.case_id + ' ' + t.failing_checks.join(', ')));
+    shown = q ? order.filter(i => texts[i].includes(q)) : order;
+    at = 0; draw(); });
+  prev.addEventListener('click', () => { at--; draw(); });
+  next.addEventListener('click', () => { at++; draw(); });
+  controls.hidden = false;
+  document.getElementById('task-more').hidden = true;
+  draw(); }
 // Printed, long text is shown in full: paper has no "show all".
 addEventListener('beforeprint', () =>
   document.querySelectorAll('details.long').forEach(d => { d.open = true; }));
-const firstBad = data.episodes.findIndex(e => e.outcome !== 'pass');
-if (data.episodes.length) show(firstBad >= 0 ? firstBad : 0);
-else if (index.rows.length) summary(0);
+function openFirst(){  // the first failing episode, as the page opens
+  const firstBad = data.episodes.findIndex(e => e.outcome !== 'pass');
+  if (data.episodes.length) show(firstBad >= 0 ? firstBad : 0);
+  else if (index.rows.length) summary(0); }
+// Back to the entry before any episode was opened: the episode the page opened with.
+addEventListener('hashchange', () => { if (!follow() && !location.hash) openFirst(); });
+if (!follow()) openFirst();
 document.body.dataset.rendered = 'yes';
 })();
