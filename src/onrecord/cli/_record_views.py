@@ -18,7 +18,14 @@ from rich.console import Console
 
 from onrecord._natural import natural_key
 from onrecord.cli._bundle import Bundle
-from onrecord.cli._render import _styled, _table, literal, render_comparison, render_forecasts
+from onrecord.cli._render import (
+    _styled,
+    _table,
+    ablation_table,
+    literal,
+    render_comparison,
+    render_forecasts,
+)
 from onrecord.cli._render import render_report as _render_report
 from onrecord.dynamics import ForecastEvidence
 from onrecord.episode import EpisodeEvidence
@@ -263,17 +270,7 @@ def _ledger_summary(console: Console, record: Mapping[str, Any], items: Sequence
     console.print(table)
     rows = [row for row in record.get("ablation", ()) if isinstance(row, Mapping)]
     if rows:
-        ablation = _table(
-            "grader",
-            "complete episodes",
-            "accepted",
-            "accepted but violating",
-            title="ablation: what weaker graders accept",
-        )
-        for row in rows:
-            keys = ("grader", "episodes", "accepted", "accepted_violating")
-            ablation.add_row(*(literal(row.get(key)) for key in keys))
-        console.print(ablation)
+        console.print(ablation_table(rows))
     if record.get("ok") is False:
         console.print("[red]not every decision is the one required[/]")
 

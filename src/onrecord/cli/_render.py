@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -267,3 +267,19 @@ def render_forecasts(console: Console, forecasts: Sequence[Any]) -> None:
             forecast.digest[:16],
         )
     console.print(table)
+
+
+def ablation_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """The ledger experiment's ablation: what each weaker grader accepts over the
+    complete episodes (``onrecord ledger`` prints it, ``show`` of its summary too)."""
+    table = _table(
+        "grader",
+        "complete episodes",
+        "accepted",
+        "accepted but violating",
+        title="ablation: what weaker graders accept",
+    )
+    for row in rows:
+        keys = ("grader", "episodes", "accepted", "accepted_violating")
+        table.add_row(*(literal(row.get(key)) for key in keys))
+    return table

@@ -14,9 +14,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from onrecord.cli._render import ablation_table as ledger_ablation_table
 from onrecord.cli._render import literal, make_console
 from onrecord.cli.ledger import INTERRUPTED
-from onrecord.cli.ledger import ablation_table as ledger_ablation_table
 from onrecord.cli.ledger import decision_table as ledger_decision_table
 from onrecord.domains.ledger import run_ledger_experiment, save_ledger_result
 from onrecord.domains.remittance import AGENTS, ablation_table, suite_from_reports, suite_table

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from onrecord.cli._render import literal, make_console
+from onrecord.cli._render import ablation_table, literal, make_console
 from onrecord.domains.ledger import (
     LedgerResult,
     analyze_ledger_dir,
@@ -19,7 +19,7 @@ from onrecord.domains.ledger import (
 )
 from onrecord.errors import InputError
 
-__all__ = ["INTERRUPTED", "ablation_table", "decision_table", "register"]
+__all__ = ["INTERRUPTED", "decision_table", "register"]
 
 INTERRUPTED = 130
 """Exit code after Ctrl-C, as ``onrecord run`` and ``onrecord worldmodel run`` use."""
@@ -127,23 +127,4 @@ def decision_table(result: LedgerResult) -> Table:
         )
     for run in result.classic:
         table.add_row(f"classic {run['name']}", "", "", run["decision"].decision, run["expected"])
-    return table
-
-
-def ablation_table(rows: list[dict[str, Any]]) -> Table:
-    """What each weaker grader accepts over the complete episodes."""
-    table = Table(
-        "grader",
-        "complete episodes",
-        "accepted",
-        "accepted but violating",
-        title="ablation: what weaker graders accept",
-    )
-    for row in rows:
-        table.add_row(
-            row["grader"],
-            str(row["episodes"]),
-            str(row["accepted"]),
-            str(row["accepted_violating"]),
-        )
     return table
