@@ -215,18 +215,28 @@ def test_dash_writes_the_document_to_stdout_instead_of_the_table(tmp_path: Path)
 
 
 @pytest.mark.parametrize("option", ["--junit-xml", "--markdown"])
-def test_a_missing_directory_is_bad_input_before_anything_is_written(
+def test_a_missing_directory_is_made_as_pytest_junitxml_does(tmp_path: Path, option: str) -> None:
+    report, policy = save(tmp_path, make_report({"posted": ["pass"]}), CheckRequirement("posted"))
+    target = tmp_path / "reports" / "gate" / "out.file"
+    done = onrecord("gate", report, "--policy", policy, option, target)
+    assert done.returncode == 0, done.stderr
+    text = target.read_text()
+    assert text.startswith("<?xml") if option == "--junit-xml" else "onrecord gate" in text
+
+
+@pytest.mark.parametrize("option", ["--junit-xml", "--markdown"])
+def test_a_path_through_a_file_is_bad_input_before_anything_is_written(
     tmp_path: Path, option: str
 ) -> None:
     report, policy = save(tmp_path, make_report({"posted": ["pass"]}), CheckRequirement("posted"))
-    target = tmp_path / "no" / "such" / "out.file"
+    (tmp_path / "notes").write_text("a file, not a folder")
+    target = tmp_path / "notes" / "ci" / "out.file"
     decision = tmp_path / "decision.json"
     done = onrecord("gate", report, "--policy", policy, "--output", decision, option, target)
     assert done.returncode == 3
-    assert f"{option} {target}: the directory {target.parent} does not exist" in done.stderr
-    assert f"mkdir -p {target.parent}" in done.stderr
+    assert f"{option} {target}: {tmp_path / 'notes'} is a file, not a directory" in done.stderr
     assert not decision.exists()
-    assert not (tmp_path / "no").exists()
+    assert (tmp_path / "notes").read_text() == "a file, not a folder"
     assert done.stdout == ""
 
 
@@ -284,10 +294,9 @@ def test_a_refused_comparison_appends_its_reasons_and_unreadable_input_nothing(
     missing = onrecord("compare", a, tmp_path / "absent.json", "--markdown", summary)
     assert missing.returncode == 3
     assert summary.read_bytes() == before
-    nodir = onrecord("compare", a, b, "--markdown", tmp_path / "nodir" / "s.md")
-    assert nodir.returncode == 3
-    assert "--markdown" in nodir.stderr
-    assert "does not exist" in nodir.stderr
+    made = onrecord("compare", a, b, "--markdown", tmp_path / "nodir" / "s.md")
+    assert made.returncode == 3  # refused: the locks differ, and the summary says so
+    assert (tmp_path / "nodir" / "s.md").read_text().startswith("### ⛔ onrecord compare")
 
 
 def test_a_run_directory_names_the_suite_and_stays_verifiable(tmp_path: Path) -> None:

@@ -2,15 +2,16 @@
 file, checked before anything runs, or stdout for ``-``.
 
 A CI job that gates a release must not learn only at the end that its report path was
-wrong, nor find a half-written file: a missing directory is refused up front (exit 3,
-nothing written), JUnit XML is written atomically, and Markdown is appended in one write
-because ``$GITHUB_STEP_SUMMARY`` is a file that every step of a job appends to.
+wrong, nor find a half-written file: a path through a file is refused up front (exit 3,
+nothing written), a missing directory is made when the document is written (as pytest's
+``--junitxml`` does, so ``--junit-xml reports/gate.xml`` works on a fresh checkout), JUnit
+XML is written atomically, and Markdown is appended in one write because
+``$GITHUB_STEP_SUMMARY`` is a file that every step of a job appends to.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,6 +65,7 @@ class CiOutput:
         if self.path is None:
             _write_stdout(data)
             return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         regular = self.path.is_file()  # not /dev/stdout or a pipe: no seek, no fsync
         with self.path.open("ab") as handle:
             handle.write(_separator(_tail(self.path) if regular else b"") + data)
@@ -74,23 +76,33 @@ class CiOutput:
 
 def ci_output(value: str | None, option: str, suffix: str) -> CiOutput | None:
     """The destination ``value`` names (None when the option was not given). Refused
-    (``InputError``, exit 3) before anything runs: a directory that does not exist, a
-    directory given as the file, and whatever ``output_path`` refuses (a saved record,
-    a file inside a manifest-pinned directory). A file with ``suffix`` in a run
-    directory may be replaced: no record of a run has that suffix."""
+    (``InputError``, exit 3) before anything runs: a path through a file (its directory
+    could never be made), a directory given as the file, and whatever ``output_path``
+    refuses (a saved record, a file inside a manifest-pinned directory). A missing
+    directory is made when the document is written, not here: bad input leaves nothing
+    behind. A file with ``suffix`` in a run directory may be replaced: no record of a
+    run has that suffix."""
     if value is None:
         return None
     if value == STDOUT:
         return CiOutput(option, None)
     target = output_path(value, option, views=(".html", suffix))
-    folder = target.absolute().parent
-    if not folder.is_dir():
-        what = "is not a directory" if folder.exists() else "does not exist"
+    blocker = _file_in_the_way(target.absolute().parent)
+    if blocker is not None:
         raise InputError(
-            f"{option} {value}: the directory {folder} {what}; create it first "
-            f"(mkdir -p {shlex.quote(str(folder))}) or give a file in an existing directory"
+            f"{option} {value}: {blocker} is a file, not a directory, so nothing can be "
+            "written under it; give a path whose folders are directories (or do not exist)"
         )
     return CiOutput(option, target)
+
+
+def _file_in_the_way(folder: Path) -> Path | None:
+    """The nearest existing ancestor of ``folder`` (itself included) when it is not a
+    directory: ``mkdir -p`` would fail there."""
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
 
 
 def record_output(value: str | None, option: str) -> CiOutput | None:
