@@ -228,5 +228,5 @@ def test_ctrl_c_outside_a_command_handler_is_130_without_traceback(tmp_path: Pat
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 130
-    assert "onrecord: interrupted" in done.stderr
+    assert "onrecord verify: interrupted" in done.stderr
     assert "Traceback" not in done.stderr

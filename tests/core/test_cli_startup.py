@@ -203,7 +203,7 @@ def test_ctrl_c_while_starting_is_130_without_a_traceback(
     )
     assert f"sigint at {module}" in done.stderr  # the hook fired: the test tested something
     assert done.returncode == 130, done.stderr
-    assert "onrecord: interrupted" in done.stderr
+    assert f"onrecord {command}: interrupted" in done.stderr  # which command, in a CI log
     assert "Traceback" not in done.stderr
     assert done.stdout == ""
 
@@ -277,3 +277,25 @@ def test_verifying_a_run_directory_still_verifies_without_gymnasium(
     episodes.write_bytes(episodes.read_bytes().replace(b'"seed":1', b'"seed":3', 1))
     _, code, _ = _main_in_fresh_interpreter(["verify", str(edited)])
     assert code == 3
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["--version"], "onrecord: interrupted\n"),
+        (["gate", "r.json", "--policy", "p.toml"], "onrecord gate: interrupted\n"),
+        (["--quiet", "worldmodel", "run"], "onrecord worldmodel: interrupted\n"),
+        (["r.json"], "onrecord: interrupted\n"),  # not a command: never named as one
+    ],
+)
+def test_an_interrupt_names_the_command_it_stopped(
+    words: list[str], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from onrecord.cli import _app
+
+    def interrupted(args_list: list[str]) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_app, "_main", interrupted)
+    assert _app.main(words) == 130
+    assert capsys.readouterr().err == said

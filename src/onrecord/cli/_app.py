@@ -62,18 +62,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     # anywhere else — importing, verifying, printing tables — it was a Python traceback.
     # Every import but this module's is inside: a Ctrl-C in the first fraction of a
     # second, while numpy and the rest import, is caught here too.
+    words = sys.argv[1:] if argv is None else list(argv)
     try:
-        return _main(argv)
+        return _main(words)
     except KeyboardInterrupt:
-        print("onrecord: interrupted", file=sys.stderr)
+        # Which command, for a CI log running several: "onrecord gate: interrupted".
+        print(f"{_prog(words)}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _prog(words: Sequence[str]) -> str:
+    """``onrecord COMMAND`` for the first word that names a command, else ``onrecord``:
+    read without argparse, which may not be imported yet."""
+    names = {name for name, _ in COMMANDS}
+    command = next((word for word in words if not word.startswith("-")), None)
+    return f"onrecord {command}" if command in names else "onrecord"
+
+
+def _main(args_list: list[str]) -> int:
     from onrecord.cli._parser import command_parser, command_requested
     from onrecord.errors import OnrecordError
 
-    args_list = sys.argv[1:] if argv is None else list(argv)
     # Only the command asked for is imported (none for ``--version`` or ``--help``); the
     # others are listed by name and help. A word that is no command imports none, and
     # argparse refuses it, listing the commands.
