@@ -9,7 +9,6 @@ import contextlib
 import math
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ from onrecord.runner import (
     resume_run,
     start_run,
 )
+from tests.runner._ray_cluster import local_ray_cluster
 from tests.runner.conftest import onrecord
 
 FAST = "ONRECORD_TIMEOUT_TEST_FAST"
@@ -381,20 +381,12 @@ def test_ray_stops_hung_episodes_and_records_the_rest(run_dir: Path) -> None:
 
     if ray.is_initialized():
         pytest.skip("a Ray cluster is already connected")
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}},
-    )
-    try:
+    with local_ray_cluster():
         # One task: seed 1 sleeps (the signal stops it), seed 2 catches every
         # BaseException (the watchdog ends the worker; its chunk mates run again).
         protocol = plan_run("frozenlake", "tests.runner.test_episode_timeout:mixed", seeds=range(4))
         with RayExecutor(chunk_size=4) as executor:
             result = start_run(run_dir, protocol, executor=executor, episode_timeout=POOL_LIMIT)
-    finally:
-        ray.shutdown()
     assert "was stopped" in _timed_out(result, 1, POOL)
     assert "its worker process was ended" in _timed_out(result, 2, POOL)
     assert _keys(run_dir) == [0, 3]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from onrecord.runner import RayExecutor, RunStore, plan_run, start_run
+from tests.runner._ray_cluster import local_ray_cluster
 
 ray = pytest.importorskip("ray", reason="pip install 'onrecord[ray]'")
 pytestmark = pytest.mark.ray
@@ -17,14 +16,8 @@ pytestmark = pytest.mark.ray
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}},
-    )
-    yield
-    ray.shutdown()
+    with local_ray_cluster():
+        yield
 
 
 def _fingerprints(path: Path) -> dict[tuple[str, int], tuple[str, list[str]]]:

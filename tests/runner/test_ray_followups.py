@@ -24,6 +24,7 @@ from onrecord.errors import InputError
 from onrecord.runner import RayExecutor, make_executor, plan_run, start_run
 from onrecord.runner import _ray as ray_executor
 from onrecord.runner._raycluster import waiting_message
+from tests.runner._ray_cluster import local_ray_cluster
 from tests.runner.conftest import onrecord
 from tests.runner.test_workers_probe import _walk
 
@@ -101,14 +102,8 @@ def cluster(starting: _Starting) -> Iterator[str]:
     """One local 2-CPU cluster for the module, connected as a user's own code would."""
     if ray.is_initialized():
         pytest.skip("a Ray cluster is already connected")
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}},
-    )
-    yield str(ray.get_runtime_context().gcs_address)
-    ray.shutdown()
+    with local_ray_cluster() as address:
+        yield address
 
 
 def _port(address: str) -> str:

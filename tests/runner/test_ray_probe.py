@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from onrecord.runner import RayExecutor, make_executor, plan_run
+from tests.runner._ray_cluster import local_ray_cluster
 from tests.runner.conftest import onrecord
 from tests.runner.test_workers_probe import _walk
 
@@ -49,14 +49,8 @@ def spans(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def cluster(spans: Path) -> Iterator[str]:
     """One local 2-CPU cluster for the module (started as a user's own code would)."""
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path), SPANS: str(spans)}},
-    )
-    yield ray.get_runtime_context().gcs_address
-    ray.shutdown()
+    with local_ray_cluster(**{SPANS: str(spans)}) as address:
+        yield address
 
 
 def _free_port() -> int:

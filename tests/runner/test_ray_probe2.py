@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 
 from onrecord.runner import RayExecutor, RunStore, plan_run, start_run
+from tests.runner._ray_cluster import local_ray_cluster
 from tests.runner.conftest import interrupt_run
 from tests.runner.test_workers_probe import DIE, _walk
 
@@ -48,14 +48,8 @@ def _free_cpus(expected: float, within: float) -> float:
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """One local cluster for the module; yields its address for other drivers."""
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path), DIE: "2"}},
-    )
-    yield ray.get_runtime_context().gcs_address
-    ray.shutdown()
+    with local_ray_cluster(**{DIE: "2"}) as address:
+        yield address
 
 
 def _fingerprints(path: Path) -> dict[tuple[str, int], str]:
