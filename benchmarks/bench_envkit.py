@@ -30,7 +30,9 @@ CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT NOT NULL, balance REAL 
 """
 
 
-def build(rows: int) -> Snapshot:
+def build(rows: int, *, schema: str = SCHEMA, name: str = "bench") -> Snapshot:
+    """100 accounts and ``rows`` items (the same rows whatever the schema's constraints)."""
+
     def populate(conn: sqlite3.Connection, rng: random.Random) -> None:
         conn.executemany(
             "INSERT INTO accounts VALUES (?, ?, ?)", [(i, f"acct-{i}", 0.0) for i in range(100)]
@@ -40,7 +42,7 @@ def build(rows: int) -> Snapshot:
             [(i, i % 100, round(rng.uniform(1, 1000), 2), f"memo {i}") for i in range(rows)],
         )
 
-    return Snapshot.build(f"bench-{rows}", SCHEMA, populate, seed=1)
+    return Snapshot.build(f"{name}-{rows}", schema, populate, seed=1)
 
 
 def mutate(world: ToolWorld, rows: int) -> None:
@@ -181,16 +183,7 @@ def bench_foreign_keys(folder: Path, rows: int = 100_000) -> list[str]:
     against the same world without: both undo the audited rows (before, enforcement
     forced a page copy, the third figure)."""
 
-    def populate(conn: sqlite3.Connection, rng: random.Random) -> None:
-        conn.executemany(
-            "INSERT INTO accounts VALUES (?, ?, ?)", [(i, f"acct-{i}", 0.0) for i in range(100)]
-        )
-        conn.executemany(
-            "INSERT INTO items VALUES (?, ?, ?, ?)",
-            [(i, i % 100, round(rng.uniform(1, 1000), 2), f"memo {i}") for i in range(rows)],
-        )
-
-    snapshot = Snapshot.build(f"bench-fk-{rows}", FK_SCHEMA, populate, seed=1)
+    snapshot = build(rows, schema=FK_SCHEMA, name="bench-fk")
     worlds = [
         ToolWorld(snapshot, [], path=folder / f"fk-{enforced}.db", foreign_keys=enforced)
         for enforced in (True, False)
