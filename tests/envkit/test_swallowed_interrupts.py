@@ -202,3 +202,89 @@ def test_a_ctrl_c_as_the_undo_sets_foreign_keys_back_does_not_leave_them_off(
         world.reset(seed=3)
         assert world.conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
         assert world.state_digest() == snap.digest
+
+
+def _ctrl_c() -> None:
+    """SIGINT through Python's own handler: KeyboardInterrupt is raised right here."""
+    signal.raise_signal(signal.SIGINT)
+
+
+class _Total:
+    """An aggregate whose step takes the Ctrl-C."""
+
+    def step(self, value: Any) -> None:
+        _ctrl_c()
+
+    def finalize(self) -> int:
+        return 0
+
+
+class _Running(_Total):
+    """The same as a window function."""
+
+    def value(self) -> int:
+        return 0
+
+    def inverse(self, value: Any) -> None:
+        return None
+
+
+def _register(connection: sqlite3.Connection, kind: str) -> str:
+    """Register a callback of ``kind`` that takes a Ctrl-C; the SQL that runs it."""
+    if kind == "function":
+        connection.create_function("slow_fee", 1, lambda amount: _ctrl_c())
+        return "SELECT slow_fee(1)"
+    if kind == "aggregate":
+        connection.create_aggregate("slow_total", 1, _Total)
+        return "SELECT slow_total(id) FROM claims"
+    if kind == "window":
+        connection.create_window_function("slow_running", 1, _Running)
+        return "SELECT slow_running(id) OVER (ORDER BY id) FROM claims"
+    connection.set_progress_handler(_ctrl_c, 1)
+    return "SELECT count(*) FROM claims"
+
+
+KINDS = ["function", "aggregate", "window", "progress"]
+
+
+@pytest.mark.parametrize("handled", [False, True], ids=["raised", "handled"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_ctrl_c_in_a_tools_own_sql_callback_is_raised(
+    snap: Snapshot, kind: str, handled: bool
+) -> None:
+    @tool(writes=True)
+    def pay(ctx: ToolContext) -> str:
+        ctx.execute("UPDATE claims SET status = ? WHERE id = ?", ("paid", 1))
+        sql = _register(ctx.connection, kind)
+        try:
+            ctx.execute(sql).fetchall()
+        except sqlite3.Error:
+            if not handled:
+                raise
+            return "the database refused; carrying on"
+        raise AssertionError("the Ctrl-C did not land in the callback")
+
+    with ToolWorld(snap, [pay, claims_env.get_claim]) as world:
+        # Before: sqlite3 made the Ctrl-C a failed statement; the call was logged as the
+        # tool's error (or, handled, committed as ok) and the program went on.
+        with pytest.raises(KeyboardInterrupt):
+            world.call("pay", {})
+        [event] = world.log.events
+        assert (event["status"], event["error"]["type"]) == ("error", "interrupted")
+        assert world.state_digest() == snap.digest
+        assert world.call("get_claim", {"claim_id": 1})["status"] == "ok"  # raised once
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_ctrl_c_in_the_owners_sql_callback_is_raised_by_the_next_world_method(
+    snap: Snapshot, kind: str
+) -> None:
+    with claims_env.world(snap) as world:
+        sql = _register(world.conn, kind)
+        with pytest.raises(sqlite3.OperationalError):  # sqlite3 fails the statement...
+            world.conn.execute(sql).fetchall()
+        world.conn.set_progress_handler(None, 1)
+        with pytest.raises(KeyboardInterrupt):  # ...and the world still raises the Ctrl-C
+            world.call("get_claim", {"claim_id": 1})
+        assert (world.step, world.log.events) == (0, [])
+        assert world.call("get_claim", {"claim_id": 1})["status"] == "ok"

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, SupportsIndex
 
+from onrecord.envkit._ctrl_c import noting, noting_class
 from onrecord.envkit._guard import StatementGuard
 from onrecord.envkit._sql import INTERNAL_PREFIX, internal
 from onrecord.errors import OnrecordError
@@ -155,17 +156,19 @@ class WorldConnection(sqlite3.Connection):
         self, name: str, narg: int, func: Callable[..., Any] | None, *, deterministic: bool = False
     ) -> None:
         added = self._register("create_function", name, narg)
+        if not str(name).lower().startswith(INTERNAL_PREFIX):  # ours note it themselves
+            func = noting(self, func)
         super().create_function(name, narg, func, deterministic=deterministic)
         self._added.update(added)
 
     def create_aggregate(self, name: str, n_arg: int, aggregate_class: Any) -> None:
         added = self._register("create_aggregate", name, n_arg)
-        super().create_aggregate(name, n_arg, aggregate_class)
+        super().create_aggregate(name, n_arg, noting_class(self, aggregate_class))
         self._added.update(added)
 
     def create_window_function(self, name: str, num_params: int, aggregate_class: Any, /) -> None:
         added = self._register("create_window_function", name, num_params)
-        super().create_window_function(name, num_params, aggregate_class)
+        super().create_window_function(name, num_params, noting_class(self, aggregate_class))
         self._added.update(added)
 
     def create_collation(
@@ -201,6 +204,7 @@ class WorldConnection(sqlite3.Connection):
         return previous
 
     def set_trace_callback(self, trace_callback: Callable[[str], object] | None) -> None:
+        trace_callback = noting(self, trace_callback)
         if self._in_tool():
             self._refuse_stray("set_trace_callback")
         else:
@@ -210,6 +214,7 @@ class WorldConnection(sqlite3.Connection):
     def set_progress_handler(
         self, progress_handler: Callable[[], int | None] | None, n: int
     ) -> None:
+        progress_handler = noting(self, progress_handler)
         if self._in_tool():
             self._refuse_stray("set_progress_handler")
         else:

@@ -16,17 +16,23 @@ raise it instead of whatever the failed statement made them raise, or on returni
 noted while no world method ran (the owner's own statements on ``world.conn``) is raised
 by the next one before it does anything. The cost when no Ctrl-C comes: a ``try`` in
 each callback (free in Python 3.11) and an attribute test per world method.
+
+The same goes for the callbacks a tool or the world's owner registers on the world's
+connection (SQL functions, aggregates, window functions, a progress handler, a trace
+callback): ``noting`` and ``noting_class`` wrap them as they are registered, so a Ctrl-C
+in a tool's own SQL function is raised too (collations need nothing: sqlite3 lets an
+exception raised in one through).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from onrecord.envkit._guard import StatementGuard
 
-__all__ = ["instead", "raise_noted", "raises_noted"]
+__all__ = ["instead", "noting", "noting_class", "raise_noted", "raises_noted"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -34,6 +40,52 @@ _R = TypeVar("_R")
 
 class _Guarded(Protocol):
     _guard: StatementGuard
+
+
+class _Connection(Protocol):
+    guard: StatementGuard | None
+
+
+_C = TypeVar("_C", bound=Callable[..., object])
+
+
+def noting(connection: _Connection, callback: _C | None) -> _C | None:
+    """``callback`` (for SQLite to call), with a Ctrl-C inside it noted on the
+    connection's guard (set now or later) before sqlite3 swallows it."""
+    if callback is None:
+        return None
+
+    def noted(*args: object) -> object:
+        try:
+            return callback(*args)
+        except KeyboardInterrupt:
+            guard = connection.guard
+            if guard is not None:
+                guard.interrupted = True
+            raise
+
+    return noted  # type: ignore[return-value]
+
+
+def noting_class(connection: _Connection, aggregate_class: Any) -> Any:
+    """An aggregate or window-function class whose instances forward to
+    ``aggregate_class``'s, every method called through ``noting``; a method the class
+    lacks is missing from the wrapper too, so SQLite reports it as before."""
+    if aggregate_class is None:
+        return None
+    make: Any = noting(connection, aggregate_class)
+
+    class Noted:
+        __slots__ = ("_inner",)
+
+        def __init__(self) -> None:
+            self._inner = make()
+
+        def __getattr__(self, name: str) -> Any:
+            found = getattr(self._inner, name)
+            return noting(connection, found) if callable(found) else found
+
+    return Noted
 
 
 _W = TypeVar("_W", bound=_Guarded)
