@@ -62,7 +62,7 @@ def test_summary_refuses_unpaired_budgets(
     other = run_closed_loop(
         cartpole, models["persistence"], ExhaustivePlanner(4), seeds=SEEDS, max_steps=20
     )
-    with pytest.raises(InputError, match="same planner budget on the same seeds"):
+    with pytest.raises(InputError, match="every run must share its budget"):
         closed_loop_summary(
             [*runs, *other], random_model="random-walk/v1", oracle_model="oracle/CartPole-v1"
         )

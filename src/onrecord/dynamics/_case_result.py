@@ -10,6 +10,7 @@ reference — never a score.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 from collections.abc import Iterable, Mapping
@@ -29,16 +30,17 @@ Tolerances = Mapping[str, float | Mapping[int | str, float]]
 
 def _tolerance(value: Any, where: str) -> float:
     # numbers.Real admits numpy scalars (np.float32(0.1), np.int64(1)) as well as floats.
-    if (
-        isinstance(value, bool | np.bool_)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or value < 0
-    ):
+    number = math.nan
+    if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
+        # An int beyond float range (10**400) overflows: not a usable bound either.
+        with contextlib.suppress(OverflowError):
+            number = float(value)
+    if not math.isfinite(number) or number < 0:
         raise InputError(
-            f"{where} must be a finite non-negative number in the coordinate's unit, got {value!r}"
+            f"{where} must be a finite non-negative number in the coordinate's unit, "
+            f"got {value!r:.60}"
         )
-    return float(value)
+    return number
 
 
 def normalize_tolerances(

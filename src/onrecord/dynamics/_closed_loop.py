@@ -73,7 +73,11 @@ def run_closed_loop(
     """Run ``model`` with ``planner`` once per seed, each in a fresh environment.
 
     A model that raises (or predicts only non-finite states) ends that run; the error is
-    kept in the record's ``model_error`` and the remaining seeds still run."""
+    kept in the record's ``model_error`` and the remaining seeds still run. Actions
+    outside the environment's action space are an ``InputError`` before any run."""
+    from onrecord.dynamics._references import check_actions
+
+    check_actions(simulator)
     return [_run_once(simulator, model, planner, seed, max_steps) for seed in seeds]
 
 

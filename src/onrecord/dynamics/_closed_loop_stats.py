@@ -48,18 +48,16 @@ def closed_loop_summary(
     Normalization needs the random and oracle models free of failures and a nonzero span
     between them; intervals need at least two seeds. Otherwise the value is None.
     """
-    by_model: dict[str, dict[int, ClosedLoopRun]] = {}
-    for run in runs:
-        by_model.setdefault(run.record["model_id"], {})[run.record["seed"]] = run
+    _check_same_conditions(runs)
+    by_model = _by_model(runs)
     for needed in (random_model, oracle_model):
         if needed not in by_model:
             raise InputError(f"closed_loop_summary needs runs of {needed!r} to normalize")
     seeds = sorted(by_model[oracle_model])
-    budgets = {str(run.record["budget"]) for run in runs}
-    if len(budgets) != 1 or any(sorted(m) != seeds for m in by_model.values()):
+    if any(sorted(m) != seeds for m in by_model.values()):
         raise InputError(
-            "every model must run with the same planner budget on the same "
-            f"seeds; found budgets {sorted(budgets)}"
+            "every model must run on the same seeds; found "
+            + ", ".join(f"{m}: {sorted(r)}" for m, r in sorted(by_model.items()))
         )
     returns = {m: np.array([_rewards(r[s]).sum() for s in seeds]) for m, r in by_model.items()}
     failed = {m: sum(r[s].failed for s in seeds) for m, r in by_model.items()}
@@ -73,6 +71,35 @@ def closed_loop_summary(
         row = _row(per_seed, seeds, returns[model_id], index, scale, failed[model_id])
         rows.append({"model_id": model_id, **row})
     return rows
+
+
+def _by_model(runs: Sequence[ClosedLoopRun]) -> dict[str, dict[int, ClosedLoopRun]]:
+    by_model: dict[str, dict[int, ClosedLoopRun]] = {}
+    for run in runs:
+        model_id, seed = run.record["model_id"], run.record["seed"]
+        per_seed = by_model.setdefault(model_id, {})
+        if seed in per_seed:
+            # Keeping either one silently would make the summary depend on list order.
+            raise InputError(
+                f"runs holds two runs of {model_id!r} on seed {seed}; pass one run per "
+                "model and seed (run_closed_loop with distinct seeds)"
+            )
+        per_seed[seed] = run
+    return by_model
+
+
+def _check_same_conditions(runs: Sequence[ClosedLoopRun]) -> None:
+    """Returns are comparable only under the same environment, planner budget and step
+    cap: a run capped at fewer steps ends early and earns less for it, and runs of two
+    environments under one model id (``random-walk/v1`` exists for each) would be
+    paired seed by seed as if they were one model's."""
+    for field in ("env_id", "budget", "max_steps"):
+        found = {str(run.record.get(field)) for run in runs}
+        if len(found) > 1:
+            raise InputError(
+                f"every run must share its {field}; found {sorted(found)}: summarize the "
+                f"runs of each {field} separately, or re-run them with one {field}"
+            )
 
 
 def _row(

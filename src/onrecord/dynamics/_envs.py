@@ -64,6 +64,15 @@ class Simulator:
     make_kwargs: Mapping[str, Any] = field(default_factory=dict)
     """Extra keyword arguments for ``gymnasium.make``."""
 
+    def __post_init__(self) -> None:
+        # A built-in reward rule depends on settings of the simulator it belongs to
+        # (Pendulum's torques, CartPole's reward variant). ``dataclasses.replace`` with
+        # other ``actions`` or ``make_kwargs`` keeps the old rule object, which would
+        # score plans with the defaults' rewards: rebind it to this simulator.
+        bind = getattr(self.reward_of, "bind", None)
+        if callable(bind):
+            object.__setattr__(self, "reward_of", bind(self))
+
     @property
     def coordinate_units(self) -> dict[str, str]:
         """``{name: unit}`` as ``capture_forecast`` takes it."""
@@ -140,13 +149,25 @@ class StateResetWrapper(gym.Wrapper[Any, Any, Any, Any]):
 _CARTPOLE_X, _CARTPOLE_THETA = 2.4, 12 * 2 * np.pi / 360
 
 
-def _cartpole_reward(
-    states: FloatArray, actions: NDArray[np.int64], next_states: FloatArray
-) -> tuple[FloatArray, NDArray[np.bool_]]:
-    done = (np.abs(next_states[..., 0]) > _CARTPOLE_X) | (
-        np.abs(next_states[..., 2]) > _CARTPOLE_THETA
-    )
-    return np.ones(done.shape), done
+@dataclass(frozen=True)
+class _CartPoleReward:
+    """CartPole's reward: +1 every step, or with ``sutton_barto_reward=True`` (a
+    ``gymnasium.make`` argument) 0 every step and -1 on the step the pole falls."""
+
+    sutton_barto: bool = False
+
+    def bind(self, simulator: Simulator) -> _CartPoleReward:
+        return _CartPoleReward(bool(simulator.make_kwargs.get("sutton_barto_reward", False)))
+
+    def __call__(
+        self, states: FloatArray, actions: NDArray[np.int64], next_states: FloatArray
+    ) -> tuple[FloatArray, NDArray[np.bool_]]:
+        done = (np.abs(next_states[..., 0]) > _CARTPOLE_X) | (
+            np.abs(next_states[..., 2]) > _CARTPOLE_THETA
+        )
+        if self.sutton_barto:
+            return np.where(done, -1.0, 0.0), done
+        return np.ones(done.shape), done
 
 
 def _cartpole_shaping(states: FloatArray) -> FloatArray:
@@ -182,7 +203,7 @@ CARTPOLE = Simulator(
     ),
     actions=(0, 1),
     observation_of=lambda state: np.asarray(state, dtype=np.float32),
-    reward_of=_cartpole_reward,
+    reward_of=_CartPoleReward(),
     shaping_of=_cartpole_shaping,
     action_features=_discrete_features(2),
 )
@@ -190,13 +211,38 @@ CARTPOLE = Simulator(
 # --- Pendulum -------------------------------------------------------------------------
 
 
-def _pendulum_reward(
-    states: FloatArray, actions: NDArray[np.int64], next_states: FloatArray
-) -> tuple[FloatArray, NDArray[np.bool_]]:
-    torque = np.where(actions == 0, -2.0, 2.0)
-    theta = _wrap(states[..., 0])
-    cost = np.square(theta) + 0.1 * np.square(states[..., 1]) + 0.001 * np.square(torque)
-    return -cost, np.zeros(cost.shape, dtype=bool)
+@dataclass(frozen=True)
+class _PendulumReward:
+    """Pendulum's reward ``-(theta² + 0.1 theta_dot² + 0.001 torque²)`` over the state
+    before each step, with the torques of the simulator's own ``actions``: a fixed
+    ``±2`` gave a wrong predicted return for any other action set."""
+
+    torques: tuple[float, ...] = (-2.0, 2.0)
+
+    def bind(self, simulator: Simulator) -> _PendulumReward:
+        torques = []
+        for index, action in enumerate(simulator.actions):
+            try:
+                value = np.asarray(action, dtype=np.float64)
+            except (TypeError, ValueError):
+                value = np.empty(0)
+            if value.shape != (1,) or not np.isfinite(value).all():
+                raise InputError(
+                    f"actions[{index}] of the {simulator.env_id} simulator is {action!r:.60}; "
+                    "Pendulum's reward rule needs each action to be one finite torque, "
+                    "e.g. [2.0]"
+                )
+            # Executed in the float32 Box, so the cost is that of the float32 torque.
+            torques.append(float(np.float32(value[0])))
+        return _PendulumReward(tuple(torques))
+
+    def __call__(
+        self, states: FloatArray, actions: NDArray[np.int64], next_states: FloatArray
+    ) -> tuple[FloatArray, NDArray[np.bool_]]:
+        torque = np.asarray(self.torques)[actions]
+        theta = _wrap(states[..., 0])
+        cost = np.square(theta) + 0.1 * np.square(states[..., 1]) + 0.001 * np.square(torque)
+        return -cost, np.zeros(cost.shape, dtype=bool)
 
 
 PENDULUM = Simulator(
@@ -205,7 +251,7 @@ PENDULUM = Simulator(
     coordinates=(Coordinate("theta", "rad", angular=True), Coordinate("theta_dot", "rad/s")),
     actions=([-2.0], [2.0]),
     observation_of=lambda s: np.array([np.cos(s[0]), np.sin(s[0]), s[1]], dtype=np.float32),
-    reward_of=_pendulum_reward,
+    reward_of=_PendulumReward(),
     shaping_of=lambda states: np.zeros(states.shape[:-1]),
     # Box actions keep their trailing action axis: ``[..., 1]`` torques.
     action_features=lambda actions: np.asarray(actions, dtype=np.float64),

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._protocol import FloatArray, WorldModel
 from onrecord.dynamics._references import fresh_action
+from onrecord.dynamics._response import ModelError
 from onrecord.errors import CaptureError, InputError
 
 __all__ = [
@@ -78,9 +79,21 @@ def score_plans(
     any plan is finite) and predicts a NaN return.
     """
     actions = np.asarray([simulator.actions[i] for i in range(len(simulator.actions))])
-    predicted = model.predict(
-        np.repeat(state[None], len(plans), axis=0), actions[plans], uncertainty=False
-    ).mean
+    predicted = np.asarray(
+        model.predict(
+            np.repeat(state[None], len(plans), axis=0), actions[plans], uncertainty=False
+        ).mean,
+        dtype=np.float64,
+    )
+    expected = (len(plans), plans.shape[1], len(state))
+    if predicted.shape != expected:
+        # One step short (or long) would otherwise score every plan over the wrong
+        # horizon without a word, and other shapes failed inside NumPy's concatenate.
+        raise ModelError(
+            f"the model predicted states of shape {list(predicted.shape)} for {len(plans)} "
+            f"plans of {plans.shape[1]} actions from a {len(state)}-number state; predict "
+            f"must return [plans, actions, coordinates] = {list(expected)}"
+        )
     before = np.concatenate(
         [np.repeat(state[None, None], len(plans), axis=0), predicted[:, :-1]], axis=1
     )

@@ -96,16 +96,40 @@ class Transitions:
                 f"{', '.join(ended) or 'no episodes given'}); check that they ran and that "
                 f"the observer returns {{{state_key!r}: [numbers]}}"
             )
-        return cls(
-            np.asarray(before, dtype=np.float64),
-            np.asarray(acts),
-            np.asarray(after, dtype=np.float64),
-        )
+        _check_one_source(episodes)
+        try:
+            return cls(
+                np.asarray(before, dtype=np.float64),
+                np.asarray(acts),
+                np.asarray(after, dtype=np.float64),
+            )
+        except ValueError as exc:  # ragged: NumPy refuses to stack vectors of unlike length
+            raise InputError(
+                f"the episodes' {state_key!r} vectors or actions differ in length ({exc}); "
+                "fit on episodes whose observer returns one state layout and whose actions "
+                "share one shape"
+            ) from None
 
     def resample(self, rng: np.random.Generator) -> Transitions:
         """A bootstrap resample of the same size."""
         index = rng.integers(0, len(self), len(self))
         return Transitions(self.states[index], self.actions[index], self.next_states[index])
+
+
+def _check_one_source(episodes: list[Any]) -> None:
+    """Transitions of two environments or two observers are two different contracts:
+    pooled, a model would be fitted to a mixture of dynamics that no forecast asks about
+    (CartPole and Acrobot states are both 4 numbers, so nothing else would notice)."""
+    sources = {
+        (str(env.get("environment_id")), str(env.get("observer_id")))
+        for env in (episode.environment for episode in episodes)
+    }
+    if len(sources) > 1:
+        listed = ", ".join(f"{e} observed by {o}" for e, o in sorted(sources))
+        raise InputError(
+            f"episodes come from {len(sources)} environment/observer pairs ({listed}); "
+            "build Transitions from the episodes of one environment and observer"
+        )
 
 
 def _state_vector(observed: Any, key: str) -> list[float] | None:

@@ -17,6 +17,7 @@ from onrecord.errors import InputError
 __all__ = [
     "capture_on",
     "capture_plan",
+    "check_actions",
     "check_plan",
     "check_start_state",
     "fresh_action",
@@ -90,11 +91,14 @@ def native_action(action: Any, space: Any) -> Any:
 
 
 def check_plan(simulator: Simulator, actions: Sequence[Any]) -> None:
-    """``InputError`` for a Box action its space's dtype cannot hold exactly (0.1 in a
-    float32 Box): executed, it would be rounded, the episode would record the rounded
-    numbers, and the plan would no longer match what was executed, so
-    ``capture_forecast(planned_actions=plan)`` would refuse it."""
-    if not any(_array_like(action) for action in actions):
+    """``InputError`` for a plan the environment would not execute as written: an action
+    outside its action space (refused mid-episode, so the reference would end
+    ``interact_error`` and its later horizons would pass for censored), or a Box action
+    its dtype cannot hold exactly (0.1 in a float32 Box: executed and recorded rounded,
+    the plan would no longer match the episode and ``capture_forecast`` would refuse it)."""
+    from onrecord.integrations.gymnasium._spaces import fast_contains
+
+    if not actions:
         return
     try:
         env = simulator.make()
@@ -102,21 +106,54 @@ def check_plan(simulator: Simulator, actions: Sequence[Any]) -> None:
         env.close()
     except Exception:  # the capture records a failing environment as its setup error
         return
+    for index, action in enumerate(actions):
+        _check_exact(space, index, action)
+        if not fast_contains(space, native_action(action, space)):
+            raise InputError(
+                f"action {index} of the plan, {action!r:.80}, is not in the "
+                f"{simulator.env_id} action space {space}; plan only actions the "
+                "environment accepts (e.g. from random_plan or the Simulator's actions)"
+            )
+
+
+def _check_exact(space: Any, index: int, action: Any) -> None:
     if not isinstance(space, gym.spaces.Box) or space.dtype is None or space.dtype.kind != "f":
         return
-    for index, action in enumerate(actions):
-        try:
-            values = np.asarray(action, dtype=np.float64)
-        except (TypeError, ValueError):
-            continue  # not numbers: the environment refuses it as an invalid action
-        executed = values.astype(space.dtype).astype(np.float64)
-        if not np.array_equal(executed, values, equal_nan=True):
+    if not _array_like(action):
+        return
+    try:
+        values = np.asarray(action, dtype=np.float64)
+    except (TypeError, ValueError):
+        return  # not numbers: refused as outside the action space
+    executed = values.astype(space.dtype).astype(np.float64)
+    if not np.array_equal(executed, values, equal_nan=True):
+        raise InputError(
+            f"action {index} of the plan, {values.tolist()!r:.80}, is not exactly a "
+            f"{space.dtype} number: it would be executed, and recorded, as "
+            f"{executed.tolist()!r:.80}, which no longer matches the plan; round the "
+            f"plan (or the Simulator's actions) first, e.g. "
+            f"np.asarray(action, dtype=np.{space.dtype}), and forecast that plan"
+        )
+
+
+def check_actions(simulator: Simulator) -> None:
+    """``InputError`` for a planning action outside the environment's action space: the
+    environment refuses it, so every closed-loop run would end ``interact_error`` and be
+    counted as the *model's* failure although the simulator's set-up is at fault."""
+    try:
+        env = simulator.make()
+        space = env.action_space
+        env.close()
+    except Exception:  # the capture records a failing environment as its setup error
+        return
+    from onrecord.integrations.gymnasium._spaces import fast_contains
+
+    for index, action in enumerate(simulator.actions):
+        if not fast_contains(space, native_action(action, space)):
             raise InputError(
-                f"action {index} of the plan, {values.tolist()!r:.80}, is not exactly a "
-                f"{space.dtype} number: it would be executed, and recorded, as "
-                f"{executed.tolist()!r:.80}, which no longer matches the plan; round the "
-                f"plan (or the Simulator's actions) first, e.g. "
-                f"np.asarray(action, dtype=np.{space.dtype}), and forecast that plan"
+                f"actions[{index}] of the {simulator.env_id} simulator, {action!r:.60}, is "
+                f"not in its action space {space}; give the Simulator actions the "
+                "environment accepts (dataclasses.replace(simulator, actions=...))"
             )
 
 
