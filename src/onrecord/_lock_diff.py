@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["where_differ"]
+from onrecord._natural import natural_key
+
+__all__ = ["legacy_lock", "lock_differences", "where_differ"]
 
 
 _SHOWN_DIFFERENCES = 4
@@ -41,3 +43,100 @@ def _collect_differences(a: Any, b: Any, path: str, found: list[str]) -> None:
 def _short(value: Any) -> str:
     text = "nothing" if value is None else repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str]:
+    """Every reason two locks make their reports incomparable (empty when comparable)."""
+    reasons = []
+    checks_a, checks_b = lock_a.get("checks", {}), lock_b.get("checks", {})
+    for name in sorted(set(checks_a) | set(checks_b), key=natural_key):
+        version_a, version_b = checks_a.get(name), checks_b.get(name)
+        if version_a is None or version_b is None:
+            side = "A" if version_b is None else "B"
+            reasons.append(f"check {name!r} is only in {side} (version {version_a or version_b!r})")
+        elif version_a != version_b:
+            reasons.append(f"check {name!r}: version {version_a!r} in A, {version_b!r} in B")
+    if lock_a.get("environments") != lock_b.get("environments"):
+        reasons.append(
+            "environment settings differ (environment/observer ids, max_steps, "
+            "options, spec or completion): "
+            + where_differ(lock_a.get("environments"), lock_b.get("environments"), "environments")
+        )
+    reasons += _case_differences(lock_a, lock_b)
+    extra_a = {k: v for k, v in lock_a.items() if k not in _CORE_LOCK_KEYS}
+    extra_b = {k: v for k, v in lock_b.items() if k not in _CORE_LOCK_KEYS}
+    differing = [
+        key for key in sorted(set(extra_a) | set(extra_b)) if extra_a.get(key) != extra_b.get(key)
+    ]
+    if differing:
+        reasons.append(
+            "lock settings differ (e.g. the seeds, the policy or the model settings the "
+            "reports were made for): "
+            + "; ".join(where_differ(extra_a.get(key), extra_b.get(key), key) for key in differing)
+        )
+    return reasons
+
+
+_CORE_LOCK_KEYS = ("library", "checks", "environments", "cases")
+
+
+def _case_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str]:
+    """Cases only one lock has; repeats, seeds or environments that differ."""
+    reasons = []
+    cases_a = {(c["case_id"], c["content_digest"]): c["trials"] for c in lock_a.get("cases", [])}
+    cases_b = {(c["case_id"], c["content_digest"]): c["trials"] for c in lock_b.get("cases", [])}
+    only_a = sorted(set(cases_a) - set(cases_b), key=_case_order)
+    only_b = sorted(set(cases_b) - set(cases_a), key=_case_order)
+    if only_a or only_b:
+        reasons.append(
+            f"case sets differ: {len(only_a)} only in A (e.g. "
+            f"{[c[0] for c in only_a[:3]]}), {len(only_b)} only in B (e.g. "
+            f"{[c[0] for c in only_b[:3]]})"
+        )
+    shared = sorted(set(cases_a) & set(cases_b), key=_case_order)
+    differing = [key[0] for key in shared if _seeds(cases_a[key]) != _seeds(cases_b[key])]
+    if differing:
+        reasons.append(f"repeats or seeds differ for {len(differing)} cases (e.g. {differing[:3]})")
+    old_a, old_b = legacy_lock(lock_a), legacy_lock(lock_b)
+    if old_a != old_b:
+        side = "A" if old_a else "B"
+        return [*reasons, _LEGACY.format(side=side)]
+    moved = [
+        key[0]
+        for key in shared
+        if _seeds(cases_a[key]) == _seeds(cases_b[key]) and cases_a[key] != cases_b[key]
+    ]
+    if moved:
+        reasons.append(
+            f"{len(moved)} cases ran in other environment settings in A than in B (e.g. "
+            f"{moved[:3]}): their repeats cannot be paired"
+        )
+    return reasons
+
+
+_LEGACY = (
+    "{side}'s lock was saved by an earlier onrecord, which did not record the environment "
+    "settings each repeat ran in: re-grade that run (onrecord regrade RUN, then compare "
+    "RUN/regrades/NAME) or rebuild the report with EvaluationReport.from_trials("
+    "report.trials)"
+)
+
+
+def legacy_lock(lock: dict[str, Any]) -> bool:
+    """Whether ``lock`` is of several environment settings yet, saved by an earlier
+    onrecord, does not say which one each repeat ran in (``[repeat, seed]`` entries
+    without the environment's index)."""
+    if len(lock.get("environments") or ()) < 2:
+        return False
+    return any(len(entry) == 2 for case in lock.get("cases", []) for entry in case["trials"])
+
+
+def _seeds(trials: list[list[Any]]) -> list[list[Any]]:
+    """A case's [repeat, seed] entries, without the environment index that a report of
+    several environment settings adds to each."""
+    return [entry[:2] for entry in trials]
+
+
+def _case_order(case: tuple[str, str]) -> tuple[Any, str]:
+    """(case id, content digest) in natural order of case id: task-2 before task-10."""
+    return natural_key(case[0]), case[1]

@@ -16,7 +16,7 @@ from numbers import Integral
 from pathlib import Path
 from typing import Any
 
-from onrecord._lock_diff import where_differ
+from onrecord._lock_diff import legacy_lock, lock_differences
 from onrecord._natural import natural_key
 from onrecord._stats import exact_mean, mcnemar_exact_p, symmetric_bootstrap_ci
 from onrecord.errors import ComparisonRefused, InputError
@@ -143,62 +143,6 @@ class Comparison:
         return comparison_from_dict(data)
 
 
-def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str]:
-    """Every reason two locks make their reports incomparable (empty when comparable)."""
-    reasons = []
-    checks_a, checks_b = lock_a.get("checks", {}), lock_b.get("checks", {})
-    for name in sorted(set(checks_a) | set(checks_b), key=natural_key):
-        version_a, version_b = checks_a.get(name), checks_b.get(name)
-        if version_a is None or version_b is None:
-            side = "A" if version_b is None else "B"
-            reasons.append(f"check {name!r} is only in {side} (version {version_a or version_b!r})")
-        elif version_a != version_b:
-            reasons.append(f"check {name!r}: version {version_a!r} in A, {version_b!r} in B")
-    if lock_a.get("environments") != lock_b.get("environments"):
-        reasons.append(
-            "environment settings differ (environment/observer ids, max_steps, "
-            "options, spec or completion): "
-            + where_differ(lock_a.get("environments"), lock_b.get("environments"), "environments")
-        )
-    cases_a = {(c["case_id"], c["content_digest"]): c["trials"] for c in lock_a.get("cases", [])}
-    cases_b = {(c["case_id"], c["content_digest"]): c["trials"] for c in lock_b.get("cases", [])}
-    only_a = sorted(set(cases_a) - set(cases_b), key=_case_order)
-    only_b = sorted(set(cases_b) - set(cases_a), key=_case_order)
-    if only_a or only_b:
-        reasons.append(
-            f"case sets differ: {len(only_a)} only in A (e.g. "
-            f"{[c[0] for c in only_a[:3]]}), {len(only_b)} only in B (e.g. "
-            f"{[c[0] for c in only_b[:3]]})"
-        )
-    differing = [
-        key[0]
-        for key in sorted(set(cases_a) & set(cases_b), key=_case_order)
-        if cases_a[key] != cases_b[key]
-    ]
-    if differing:
-        reasons.append(f"repeats or seeds differ for {len(differing)} cases (e.g. {differing[:3]})")
-    extra_a = {k: v for k, v in lock_a.items() if k not in _CORE_LOCK_KEYS}
-    extra_b = {k: v for k, v in lock_b.items() if k not in _CORE_LOCK_KEYS}
-    differing = [
-        key for key in sorted(set(extra_a) | set(extra_b)) if extra_a.get(key) != extra_b.get(key)
-    ]
-    if differing:
-        reasons.append(
-            "lock settings differ (e.g. the seeds, the policy or the model settings the "
-            "reports were made for): "
-            + "; ".join(where_differ(extra_a.get(key), extra_b.get(key), key) for key in differing)
-        )
-    return reasons
-
-
-_CORE_LOCK_KEYS = ("library", "checks", "environments", "cases")
-
-
-def _case_order(case: tuple[str, str]) -> tuple[Any, str]:
-    """(case id, content digest) in natural order of case id: task-2 before task-10."""
-    return natural_key(case[0]), case[1]
-
-
 def compare_reports(
     a: EvaluationReport, b: EvaluationReport, *, resamples: int = 2000, seed: int = 0
 ) -> Comparison:
@@ -214,6 +158,8 @@ def compare_reports(
         raise ComparisonRefused(reasons)
     trials_b = {trial.key: trial for trial in b.trials}
     pairs = [(trial, trials_b[trial.key]) for trial in a.trials]
+    if legacy_lock(a.lock):  # both saved by an earlier onrecord: the trials say it
+        _refuse_moved(pairs)
     # Natural order: a world model's horizons read h1, h4, h8, h16, h32 (as text h16
     # and h32 came before h4), tasks task-2 before task-10.
     checks = tuple(_compare_check(name, pairs) for name in sorted(a.check_names, key=natural_key))
@@ -228,6 +174,26 @@ def compare_reports(
     )
     measures = tuple(_compare_measure(name, pairs, resamples, seed) for name in names)
     return Comparison(len(pairs), checks, measures, a.digest, b.digest)
+
+
+def _refuse_moved(pairs: list[tuple[Trial, Trial]]) -> None:
+    """Refuse pairs whose trials ran in other environment settings (what a lock saved by
+    an earlier onrecord does not say)."""
+    moved = sorted(
+        {a.case["case_id"] for a, b in pairs if _environment(a) != _environment(b)},
+        key=natural_key,
+    )
+    if moved:
+        raise ComparisonRefused(
+            [
+                f"{len(moved)} cases ran in other environment settings in A than in B "
+                f"(e.g. {moved[:3]}): their repeats cannot be paired"
+            ]
+        )
+
+
+def _environment(trial: Trial) -> dict[str, Any]:
+    return {key: value for key, value in trial.settings.items() if key != "seed"}
 
 
 @dataclass(frozen=True)

@@ -429,3 +429,23 @@ def test_a_sequence_of_dicts_with_a_blob_key_is_no_blob_reference(tmp_path: Path
     episode = _check(lambda: _SpaceEnv(space, spaces.Discrete(2)), 0, tmp_path)
     assert not episode.blobs
     _check(lambda: _SpaceEnv(spaces.Discrete(2), space), 0, tmp_path, invalid="not an action")
+
+
+@pytest.mark.parametrize(
+    ("space", "invalid"),
+    [
+        (spaces.Box(0, 1, (), np.bool_), object()),  # anything converts to bool
+        (spaces.Box(0, 1, (2,), np.bool_), [object(), None]),
+        (spaces.Box(-1, 1, (), np.float32), "0.5"),  # NumPy parses the text
+        (spaces.Tuple((spaces.Discrete(2), spaces.Box(0, 1, (), np.bool_))), (1, object())),
+        (spaces.Dict({"on": spaces.Box(0, 1, (), np.bool_)}), {"on": object()}),
+    ],
+    ids=repr,
+)
+def test_an_action_that_box_contains_only_by_conversion_is_invalid(
+    space: Any, invalid: Any, tmp_path: Path
+) -> None:
+    # Before: Box.contains said yes, the action reached the environment, and the episode
+    # could not be sealed (an action JSON cannot hold) instead of recording the refusal.
+    assert space.contains(invalid)
+    _check(lambda: _SpaceEnv(spaces.Discrete(2), space), 0, tmp_path, invalid)

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from onrecord.compare import Comparison
 from onrecord.policy import AcceptancePolicy, PolicyDecision
-from onrecord.report import EvaluationReport
+from onrecord.report import EvaluationReport, ReportSummary
 
 __all__ = [
     "emit",
@@ -171,9 +171,17 @@ def render_report(console: Console, report: EvaluationReport) -> None:
     console.print(table)
     if summary.pass_hat_k:
         shown = _milestones(sorted(summary.pass_hat_k))
-        console.print("pass^k: " + "  ".join(f"k={k}: {summary.pass_hat_k[k]:.3f}" for k in shown))
+        console.print("pass^k: " + "  ".join(_pass_hat_k(summary, k) for k in shown))
     for issue in report.coverage_issues[:20]:
         console.print(f"[yellow]coverage:[/] {literal(issue)}")
+
+
+def _pass_hat_k(summary: ReportSummary, k: int) -> str:
+    """``k=3: 0.500``, and over how many cases when fewer than k=1's have k measured
+    repeats (a larger k is then an average over fewer cases)."""
+    text = f"k={k}: {summary.pass_hat_k[k]:.3f}"
+    cases, every = summary.pass_hat_k_cases.get(k), summary.pass_hat_k_cases.get(1)
+    return text if cases == every else f"{text} ({cases} of {every} cases)"
 
 
 def _milestones(ks: list[int]) -> list[int]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -45,21 +45,28 @@ def _evaluator_error(check: OutcomeCheck, reason: str) -> CheckResult:
     return CheckResult(check.name, check.version, "evaluator_error", f"check {reason}")
 
 
-def _validated(checks: Sequence[OutcomeCheck]) -> Sequence[OutcomeCheck]:
-    if isinstance(checks, OutcomeCheck) or not all(isinstance(c, OutcomeCheck) for c in checks):
+def _validated(checks: Iterable[OutcomeCheck]) -> tuple[OutcomeCheck, ...]:
+    # Materialized first: a generator of checks was used up by this validation, and every
+    # episode was then graded with no check at all (a report of no checks, "incomplete").
+    listed = tuple(checks) if isinstance(checks, Iterable) else None
+    if (
+        isinstance(checks, OutcomeCheck)
+        or listed is None
+        or not all(isinstance(c, OutcomeCheck) for c in listed)
+    ):
         raise InputError(
             "checks must be a list of OutcomeCheck, e.g. "
             "[OutcomeCheck('posted_once', 'v1', posted_once)]"
         )
-    counts = Counter(check.name for check in checks)
+    counts = Counter(check.name for check in listed)
     duplicated = sorted(name for name, count in counts.items() if count > 1)
     if duplicated:
         raise InputError(f"check names must be unique; repeated: {duplicated}")
-    return checks
+    return listed
 
 
 def episode_trial(
-    episode: EpisodeEvidence, checks: Sequence[OutcomeCheck], repeat: int = 0
+    episode: EpisodeEvidence, checks: Iterable[OutcomeCheck], repeat: int = 0
 ) -> Trial:
     """Evaluate one episode into one trial."""
     if not isinstance(episode, EpisodeEvidence):
@@ -82,7 +89,7 @@ def episode_trial(
         },
         repeat=repeat,
         source={"kind": "episode", "digest": episode.digest},
-        results=tuple(run_check(check, episode) for check in checks),
+        results=tuple(run_check(check, episode) for check in _validated(checks)),
         coverage_issues=episode.coverage_issues,
         measures=episode.measures,
         settings=settings,
@@ -91,7 +98,7 @@ def episode_trial(
 
 def evaluate_episode(
     episode: EpisodeEvidence,
-    checks: Sequence[OutcomeCheck],
+    checks: Iterable[OutcomeCheck],
     *,
     policy: AcceptancePolicy | None = None,
 ) -> EvaluationReport:
@@ -110,14 +117,19 @@ def _policy_lock(policy: AcceptancePolicy | None) -> dict[str, Any]:
 
 def evaluate_episodes(
     episodes: Iterable[EpisodeEvidence],
-    checks: Sequence[OutcomeCheck],
+    checks: Iterable[OutcomeCheck],
     *,
     policy: AcceptancePolicy | None = None,
 ) -> EvaluationReport:
     """Evaluate many episodes; episodes of the same case (case id and content digest) are
     numbered as repeats 0, 1, … in the order given. A ``policy`` is recorded in the lock
     (name and digest)."""
-    checks = _validated(checks)
+    validated = _validated(checks)
+    if isinstance(episodes, EpisodeEvidence) or not isinstance(episodes, Iterable):
+        raise InputError(
+            f"episodes must be a list of EpisodeEvidence, got {type(episodes).__name__}; "
+            "grade a single episode with evaluate_episode(episode, checks)"
+        )
     # Repeats are counted per case identity (id and content digest), as trials are paired
     # and locked: counted per id, two versions of a case took turns at the numbers, so
     # the same episodes given in another order made a report that could not be compared.
@@ -127,7 +139,7 @@ def evaluate_episodes(
     for episode in episodes:
         case = episode.case if isinstance(episode, EpisodeEvidence) else {}
         identity = (str(case.get("case_id")), str(case.get("content_digest")))
-        trial = episode_trial(episode, checks, seen[identity])
+        trial = episode_trial(episode, validated, seen[identity])
         _refuse_twice(trial, digests)
         trials.append(trial)
         seen[identity] += 1

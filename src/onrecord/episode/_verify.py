@@ -75,6 +75,8 @@ def verify_episode_shape(data: dict[str, Any]) -> None:
         if missing:
             raise SchemaError(f"field {name!r} lacks {', '.join(map(repr, missing))}")
     _verify_case(data["case"])
+    _verify_settings(data["environment"])
+    _verify_step_values(data["steps"])
     _verify_steps(data["steps"], data["environment"])
     _verify_measures(data)
 
@@ -89,6 +91,40 @@ def _verify_case(case: dict[str, Any]) -> None:
         EvalCase.from_dict(case)
     except InputError as exc:
         raise ConsistencyError(f"case identity does not verify: {exc}") from exc
+
+
+def _verify_settings(environment: dict[str, Any]) -> None:
+    # What capture_episode accepts. A record whose digest matches but whose max_steps is
+    # "20" or null (written by another tool, or forged) raised TypeError further on.
+    for name in ("environment_id", "observer_id"):
+        if not isinstance(environment[name], str) or not environment[name]:
+            raise SchemaError(f"environment.{name} must be a non-empty string")
+    seed, max_steps = environment["seed"], environment["max_steps"]
+    if type(seed) is not int or not 0 <= seed < 2**64:
+        raise SchemaError(f"environment.seed must be a non-negative integer, got {seed!r:.40}")
+    if type(max_steps) is not int or max_steps < 1:
+        raise SchemaError(
+            f"environment.max_steps must be a positive integer, got {max_steps!r:.40}"
+        )
+
+
+def _verify_step_values(steps: dict[str, Any]) -> None:
+    """The types the step checks below compare and sum: a string reward or a list as a
+    status raised TypeError instead of naming the field."""
+    for name in ("status", "reward", "terminated", "truncated"):
+        if not isinstance(steps[name], list):
+            raise SchemaError(f"steps.{name} must be a list")
+    if not all(type(value) is str for value in steps["status"]):
+        raise SchemaError("steps.status must hold strings such as 'ok'")
+    if not all(_finite_number(value) for value in steps["reward"]):
+        raise SchemaError("steps.reward must hold finite numbers")
+    for name in ("terminated", "truncated"):
+        if not all(type(value) is bool for value in steps[name]):
+            raise SchemaError(f"steps.{name} must hold true or false")
+
+
+def _finite_number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
 
 
 def _verify_steps(steps: dict[str, Any], environment: dict[str, Any]) -> None:

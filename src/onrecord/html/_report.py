@@ -170,9 +170,13 @@ def _pass_hat_k(data: Mapping[str, Any]) -> str:
     values = data["summary"]["pass_hat_k"]
     if not values:
         return ""
+    cases = data["summary"].get("pass_hat_k_cases", {})
     shown = _milestones([int(k) for k in values])
     rows = [
-        f"<tr>{cell(k)}" + cell(fixed(v, 3), css="num", data={"k": k, "value": v}) + "</tr>"
+        f"<tr>{cell(k)}"
+        + cell(fixed(v, 3), css="num", data={"k": k, "value": v})
+        + cell(str(cases.get(k, "")), css="num")
+        + "</tr>"
         for k, v in values.items()
         if int(k) in shown
     ]
@@ -186,8 +190,9 @@ def _pass_hat_k(data: Mapping[str, Any]) -> str:
     )
     return (
         '<section id="passk-section"><h2>pass^k</h2><p class="meta">the chance that k '
-        "repeats of a task all pass (every check, full coverage)</p>"
-        + table(("k", "pass^k"), rows, element_id="passk")
+        "measured repeats of a task all pass (every check, full coverage), averaged over "
+        "the tasks with at least k</p>"
+        + table(("k", "pass^k", "tasks"), rows, element_id="passk")
         + more
         + "</section>"
     )

@@ -52,6 +52,7 @@ def _lock(
     checks: dict[str, str] = {}
     environments: dict[str, dict[str, Any]] = {}
     cases: dict[tuple[str, str], list[list[Any]]] = {}
+    ran_in: list[tuple[list[Any], str]] = []  # each trial's lock entry and its environment
     for trial in trials:
         for result in trial.results:
             if checks.setdefault(result.name, result.version) != result.version:
@@ -61,14 +62,23 @@ def _lock(
                     "report; evaluate every trial with the same checks"
                 )
         settings = {key: value for key, value in trial.settings.items() if key != "seed"}
-        environments[content_digest(settings)] = settings
-        cases.setdefault((trial.case["case_id"], trial.case["content_digest"]), []).append(
-            [trial.repeat, trial.settings.get("seed")]
-        )
+        environment = content_digest(settings)
+        environments[environment] = settings
+        entry = [trial.repeat, trial.settings.get("seed")]
+        cases.setdefault((trial.case["case_id"], trial.case["content_digest"]), []).append(entry)
+        ran_in.append((entry, environment))
+    order = sorted(environments)
+    if len(order) > 1:
+        # Which environment each repeat ran in: with only the set of environments locked,
+        # a case run in "easy" in A and "hard" in B (another case the other way round)
+        # left the locks equal, and the two were paired as if comparable.
+        index = {digest: number for number, digest in enumerate(order)}
+        for entry, environment in ran_in:
+            entry.append(index[environment])
     return {
         "library": library,
         "checks": dict(sorted(checks.items())),
-        "environments": [environments[key] for key in sorted(environments)],
+        "environments": [environments[key] for key in order],
         "cases": [
             {
                 "case_id": case_id,
@@ -95,7 +105,7 @@ class EvaluationReport:
         _verify_lock(self._trials, self._lock, InputError)
 
     def _setup(self, trials: Iterable[Trial], lock: Mapping[str, Any]) -> None:
-        self._trials = tuple(trials)
+        self._trials = _trial_tuple(trials)
         if not isinstance(lock, Mapping):
             raise InputError(f"a report's lock must be a mapping, got {type(lock).__name__}")
         # A detached copy: the caller's nested dicts (a lock read from a file, say) can
@@ -125,7 +135,7 @@ class EvaluationReport:
         cls, trials: Iterable[Trial], *, lock_extra: Mapping[str, Any] | None = None
     ) -> EvaluationReport:
         """Build a report and derive its lock from the trials."""
-        trials = tuple(trials)
+        trials = _trial_tuple(trials)
         return cls._unverified(trials, build_lock(trials, lock_extra))
 
     @classmethod
@@ -134,7 +144,13 @@ class EvaluationReport:
         beyond checks, environments and cases (the policy, the run's environment config)
         are kept where every report agrees on them, so a merge of reports made for one
         policy still records that policy."""
-        reports = tuple(reports)
+        reports = tuple(reports) if isinstance(reports, Iterable) else (reports,)
+        for index, report in enumerate(reports):
+            if not isinstance(report, EvaluationReport):
+                raise InputError(
+                    f"EvaluationReport.merge takes EvaluationReport objects; item #{index} is "
+                    f"{type(report).__name__} (load saved reports with EvaluationReport.load)"
+                )
         extras = [_extra(report._lock) for report in reports]
         shared = {
             key: value
@@ -247,6 +263,23 @@ class EvaluationReport:
         )
 
 
+def _trial_tuple(trials: Any) -> tuple[Trial, ...]:
+    # A dict or None in place of a Trial failed with AttributeError deep in the lock.
+    items = tuple(trials) if isinstance(trials, Iterable) and not isinstance(trials, str) else None
+    if items is None:
+        raise InputError(
+            f"a report's trials must be an iterable of Trial objects, got {type(trials).__name__}"
+        )
+    for index, item in enumerate(items):
+        if not isinstance(item, Trial):
+            raise InputError(
+                f"a report's trials must be Trial objects; item #{index} is "
+                f"{type(item).__name__} (build one with episode_trial or Trial(...), or "
+                "Trial.from_dict for a saved one)"
+            )
+    return items
+
+
 def _verify_lock(
     trials: tuple[Trial, ...],
     lock: Mapping[str, Any],
@@ -254,12 +287,21 @@ def _verify_lock(
 ) -> None:
     """Raise ``error`` unless ``lock`` is the lock of ``trials`` (any library version)."""
     expected = _lock(trials, _extra(lock), None)
-    if expected != dict(lock) | {"library": None}:
+    saved = dict(lock) | {"library": None}
+    if expected != saved and _without_environment_index(expected) != saved:
         raise error(
             "the report's lock does not match its trials (checks, environments or "
             "cases differ); build reports with EvaluationReport.from_trials, or load "
             "a saved one unedited"
         )
+
+
+def _without_environment_index(lock: dict[str, Any]) -> dict[str, Any]:
+    """``lock`` as onrecord wrote it before each repeat's environment was recorded
+    (``[repeat, seed]`` entries): reports saved then still load and verify, and
+    ``compare`` says how to re-create them to pair them (``_lock_diff.legacy_lock``)."""
+    cases = [{**case, "trials": [entry[:2] for entry in case["trials"]]} for case in lock["cases"]]
+    return {**lock, "cases": cases}
 
 
 def _extra(lock: Mapping[str, Any]) -> dict[str, Any]:

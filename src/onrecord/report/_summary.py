@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from onrecord._natural import natural_key
@@ -57,7 +57,12 @@ class ReportSummary:
     checks: tuple[CheckSummary, ...]
     """Per-check summaries, by name in natural order (``h4`` before ``h16``)."""
     pass_hat_k: dict[int, float]
-    """pass^k for k = 1 .. the largest number of repeats of any case."""
+    """pass^k for k = 1 .. the largest number of measured repeats of any case: over the
+    repeats whose outcome is pass or fail (an incomplete repeat is left out, neither a
+    pass nor a failure), averaged over the cases with at least k of them."""
+    pass_hat_k_cases: dict[int, int] = field(default_factory=dict)
+    """For each k of ``pass_hat_k``, how many cases it averages over: fewer than the
+    report's cases when some have fewer than k measured repeats."""
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form for JSON output."""
@@ -67,6 +72,7 @@ class ReportSummary:
             "pass_rate": self.pass_rate,
             "interval": list(self.interval),
             "pass_hat_k": {str(k): value for k, value in self.pass_hat_k.items()},
+            "pass_hat_k_cases": {str(k): count for k, count in self.pass_hat_k_cases.items()},
             "checks": [
                 {
                     "name": check.name,
@@ -86,25 +92,36 @@ class ReportSummary:
 def summarize(trials: Sequence[Trial], check_names: Sequence[str]) -> ReportSummary:
     """Compute the summary of ``trials``."""
     outcomes = {"pass": 0, "fail": 0, "incomplete": 0}
+    # (passes, measured repeats) per case identity. An incomplete repeat is left out of
+    # pass^k: counted as a failure it made {pass, not measured} read pass^2 = 0, a
+    # certain "never twice in a row" from one pass and one unknown.
     per_case: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for trial in trials:
         outcome = trial.outcome_among(check_names)
         outcomes[outcome] += 1
-        tally = per_case[(trial.case["case_id"], trial.case["content_digest"])]
-        tally[0] += outcome == "pass"
-        tally[1] += 1
-    most_repeats = max((total for _, total in per_case.values()), default=0)
-    hat = {
-        k: pass_hat_k([(p, n) for p, n in per_case.values()], k) for k in range(1, most_repeats + 1)
-    }
+        if outcome != "incomplete":
+            tally = per_case[(trial.case["case_id"], trial.case["content_digest"])]
+            tally[0] += outcome == "pass"
+            tally[1] += 1
+    counts = [(passes, repeats) for passes, repeats in per_case.values()]
+    most_repeats = max((repeats for _, repeats in counts), default=0)
     return ReportSummary(
         trials=len(trials),
         outcomes=outcomes,
         pass_rate=outcomes["pass"] / len(trials) if trials else None,
         interval=wilson_interval(outcomes["pass"], len(trials)),
         checks=tuple(_check_summary(trials, name) for name in sorted(check_names, key=natural_key)),
-        pass_hat_k={k: value for k, value in hat.items() if value is not None},
+        pass_hat_k={k: _value(pass_hat_k(counts, k)) for k in range(1, most_repeats + 1)},
+        pass_hat_k_cases={
+            k: sum(repeats >= k for _, repeats in counts) for k in range(1, most_repeats + 1)
+        },
     )
+
+
+def _value(estimate: float | None) -> float:
+    # k never exceeds the most measured repeats of a case, so some case has k of them.
+    assert estimate is not None
+    return estimate
 
 
 def _check_summary(trials: Sequence[Trial], name: str) -> CheckSummary:

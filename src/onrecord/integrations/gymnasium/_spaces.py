@@ -183,6 +183,20 @@ def fast_contains(space: spaces.Space[Any] | None, action: Any) -> bool:
         start = int(space.start)
         return start <= action < start + int(space.n)
     try:
-        return bool(space.contains(action))
+        return bool(space.contains(action)) and _numbers_in_boxes(space, action)
     except Exception:  # a malformed action can make contains() itself fail
         return False
+
+
+def _numbers_in_boxes(space: spaces.Space[Any], action: Any) -> bool:
+    """Whether every part of ``action`` in a Box holds numbers. ``Box.contains`` converts
+    with the Box's dtype, and anything converts to bool: ``object()`` was "in"
+    ``Box(0, 1, (), bool)``, sent to the environment, and the episode then failed to
+    seal (an action JSON cannot hold) instead of recording an invalid action."""
+    if isinstance(space, spaces.Box):
+        return bool(np.asarray(action).dtype.kind in "biuf")
+    if isinstance(space, spaces.Tuple):
+        return all(map(_numbers_in_boxes, space.spaces, action))
+    if isinstance(space, spaces.Dict):
+        return all(_numbers_in_boxes(space[key], action[key]) for key in space.spaces)
+    return True
