@@ -21,7 +21,7 @@ from onrecord.domains.remittance import (
     full_policy,
     load_tasks,
 )
-from onrecord.domains.remittance._run import MAX_STEPS
+from onrecord.domains.remittance._run import ENVIRONMENT_ID, MAX_STEPS
 from onrecord.envkit import ToolWorld
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import InputError
@@ -58,7 +58,7 @@ class RemittanceProvider(ToolWorldRunner):
             tasks = tuple(dataclasses.replace(task, size=size) for task in tasks)
         self._tasks = {task.task_id: task for task in tasks}
         self._envs: dict[str, RemittanceEnvironment] = {}
-        self.environment_id = "onrecord.domains.remittance/v1"
+        self.environment_id = ENVIRONMENT_ID  # also in every task's snapshot name
 
     def _env(self, case_id: str) -> RemittanceEnvironment:
         if case_id not in self._envs:

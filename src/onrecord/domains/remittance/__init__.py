@@ -17,6 +17,7 @@ from onrecord.domains.remittance._checks import (
 from onrecord.domains.remittance._generator import Generator, write_snapshot
 from onrecord.domains.remittance._render import ablation_table, suite_table
 from onrecord.domains.remittance._run import (
+    ENVIRONMENT_ID,
     Agent,
     EpisodeRun,
     PlayedEpisode,
@@ -42,6 +43,7 @@ __all__ = [
     "AGENTS",
     "ANSWER_CHECK",
     "END_STATE_CHECKS",
+    "ENVIRONMENT_ID",
     "FAULTS",
     "GRADERS",
     "HIDDEN_TABLES",

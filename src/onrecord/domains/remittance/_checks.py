@@ -20,6 +20,10 @@ __all__ = ["ANSWER_CHECK", "END_STATE_CHECKS", "HISTORY_CHECKS", "REMITTANCE_CHE
 VERSION = "remittance-v2"
 EXPECTED_CHANGES_VERSION = "remittance-v3"
 """v3: a case note or follow-up written twice (a blind retry) fails ``expected_changes``."""
+FOLLOWUP_VERSION = "remittance-v3"
+"""v3: each case opened on a claim with an appeal deadline (up to one per line that needs
+a case) needs its own follow-up; v2 asked for one per claim, so with two denied lines a
+second case with nothing due passed."""
 Row = dict[str, Any]
 
 
@@ -293,15 +297,36 @@ def _followup_before_deadline(episode: ToolEpisode) -> OutcomeVerdict:
                 f"follow-up of case {followup['case_id']} is due "
                 f"{followup['due_date']}, after the appeal deadline {deadline}"
             )
-    for claim_id, deadline in deadlines.items():
-        ids = {c for c, case in cases.items() if case["claim_id"] == claim_id}
-        if not any(f["case_id"] in ids and f["due_date"] <= deadline for f in followups):
-            problems.append(f"no follow-up for {claim_id} due on or before {deadline}")
+    problems += _cases_left_unscheduled(expect["lines"], cases, followups)
     if problems:
         return failed(problems[0], problems=problems, followups=followups)
     if not deadlines:
         return passed("no deadline in this task", followups=followups)
     return passed("every case has a follow-up before its appeal deadline", followups=followups)
+
+
+def _cases_left_unscheduled(
+    lines: list[Mapping[str, Any]], cases: Mapping[int, Row], followups: list[Row]
+) -> list[str]:
+    """Claims with a deadline whose cases are not all scheduled in time: a case with
+    nothing due sits in the queue unworked, even when another case on the claim (one per
+    denied line, say) is scheduled. Cases beyond one per line that needs one are
+    ``expected_changes``' to report, so they are not counted here twice."""
+    needed = Counter(x["claim_id"] for x in lines if "deadline" in x)
+    deadlines = {x["claim_id"]: x["deadline"] for x in lines if "deadline" in x}
+    problems = []
+    for claim_id, deadline in deadlines.items():
+        opened = [c["case_id"] for c in cases.values() if c["claim_id"] == claim_id]
+        due = {f["case_id"] for f in followups if f["due_date"] <= deadline}
+        missing = max(1, min(len(opened), needed[claim_id])) - len(due.intersection(opened))
+        if missing > 0:
+            problems.append(
+                f"no follow-up for {claim_id} due on or before {deadline}"
+                if not opened
+                else f"no follow-up for {missing} of the {len(opened)} case(s) on "
+                f"{claim_id} due on or before {deadline}"
+            )
+    return problems
 
 
 def _only_expected_tables_changed(episode: ToolEpisode) -> OutcomeVerdict:
@@ -359,7 +384,7 @@ END_STATE_CHECKS = (
     _check("balances_reconcile", _balances_reconcile),
     _check("no_duplicate_allocation", _no_duplicate_allocation),
     _check("no_post_over_threshold", _no_post_over_threshold),
-    _check("followup_before_deadline", _followup_before_deadline),
+    _check("followup_before_deadline", _followup_before_deadline, FOLLOWUP_VERSION),
 )
 """Checks a grader that sees only the final database could run."""
 HISTORY_CHECKS = (

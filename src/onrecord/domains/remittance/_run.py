@@ -31,11 +31,24 @@ from onrecord.episode import OutcomeCheck
 from onrecord.report import Trial
 from onrecord.runner._toolplay import play_tool_world, tool_world_trial
 
-__all__ = ["Agent", "EpisodeRun", "PlayedEpisode", "RemittanceEnvironment", "remittance_trial"]
+__all__ = [
+    "ENVIRONMENT_ID",
+    "Agent",
+    "EpisodeRun",
+    "PlayedEpisode",
+    "RemittanceEnvironment",
+    "remittance_trial",
+]
 
 Agent = Callable[[Mapping[str, Any]], Any]
 """Observation in, tool call out."""
 MAX_STEPS = 60
+ENVIRONMENT_ID = "onrecord.domains.remittance/v2"
+"""The environment's version. Bump it whenever what a tool does changes without its
+schema, data or the task changing (those are recorded by digest already): it is part of
+every task's snapshot name, so it enters every episode and every trial's settings, and
+``compare`` refuses to pair runs of two versions. v2: free text that shows no visible
+character (zero-width or blank characters only) is refused."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +81,7 @@ class RemittanceEnvironment:
         generator, self.expectation = build_scenario(task)
         self.task = task
         self.snapshot = Snapshot.build(
-            f"remittance/{task.task_id}",
+            f"{ENVIRONMENT_ID}/{task.task_id}",
             SCHEMA,
             lambda conn, _rng: insert_rows(generator, conn),
             seed=task.seed,

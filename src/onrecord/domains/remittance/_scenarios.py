@@ -54,6 +54,7 @@ def build_scenario(task: RemittanceTask) -> tuple[Generator, Expect]:
     generator.background(task.size)
     builder = _BUILDERS[task.kind]
     expect = builder(generator, task)
+    _within_threshold(task, expect["lines"])
     expect.update(
         today=iso(TODAY),
         threshold_cents=APPROVAL_THRESHOLD_CENTS,
@@ -155,6 +156,20 @@ def _at_contract(generator: Generator, task: RemittanceTask, lines: list[Expect]
                 f"task {task.task_id}: {code} is allowed {allowed} cents, below the "
                 f"contracted {contract}: that is an underpayment; use kind "
                 "'underpayment' with underpaid_by, or a higher paid"
+            )
+
+
+def _within_threshold(task: RemittanceTask, lines: list[Expect]) -> None:
+    """A line to post must not need an approval: the careful action (ask first) and the
+    expectation (post it) would disagree, and every agent would be rejected. Only kind
+    ``over_threshold`` expects the approval request instead."""
+    for line in lines:
+        posted = line["action"] in ("post", "post_and_case")
+        if posted and line["paid_cents"] > APPROVAL_THRESHOLD_CENTS:
+            raise InputError(
+                f"task {task.task_id}: a line pays {line['paid_cents']} cents, above the "
+                f"approval threshold {APPROVAL_THRESHOLD_CENTS}; use kind 'over_threshold' "
+                "(approval instead of posting), or a cheaper code or a lower paid"
             )
 
 
@@ -368,9 +383,8 @@ def _recoupment(generator: Generator, task: RemittanceTask) -> Expect:
             }
         )
     if task.params.get("offset"):
-        lines += _post_lines(generator, task, remittance, tuple(task.params["offset"]), full=True)[
-            1
-        ]
+        offset = tuple(task.params["offset"])
+        lines += _post_lines(generator, task, remittance, offset, full=True)[1]
     return _header(remittance, lines)
 
 

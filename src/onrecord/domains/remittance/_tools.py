@@ -27,7 +27,9 @@ Cents = Annotated[int, {"minimum": 1, "maximum": _ops.MAX_CENTS}]
 Id = Annotated[str, {"minLength": 1, "maxLength": 64}]
 Text = Annotated[str, {"minLength": 1, "maxLength": 2000, "pattern": r"\S"}]
 """Free text a person reads later (a case's reason, a note, a follow-up's action): blank
-or whitespace-only text is refused, so a case can never be opened with nothing said."""
+or whitespace-only text is refused, so a case can never be opened with nothing said. Each
+tool also passes it through ``_ops.visible``: zero-width or blank characters (which the
+pattern cannot list) say nothing either."""
 Day = Annotated[str, {"pattern": r"^\d{4}-\d{2}-\d{2}$"}]
 Limit = Annotated[int, {"minimum": 1, "maximum": 200}]
 Key = Annotated[int, {"minimum": 1, "maximum": 2**62}]
@@ -107,7 +109,7 @@ def read_case_notes(ctx: ToolContext, claim_id: Id) -> dict[str, Any]:
 @_declare(example={"message": "Posted remittance RMT-100001."})
 def finish(ctx: ToolContext, message: Text) -> dict[str, Any]:
     """End the task with a short message saying what was done."""
-    return {"finished": True, "message": message}
+    return _guard(lambda: {"finished": True, "message": _ops.visible(message, "message")})
 
 
 # -- writes ------------------------------------------------------------------------------
@@ -144,7 +146,9 @@ def reverse_allocation(
 ) -> dict[str, Any]:
     """Reverse an earlier allocation (a recoupment): its amount returns to the balance."""
     return _guard(
-        lambda: _ops.reverse_allocation(_db(ctx), allocation_id, remittance_line_id, reason)
+        lambda: _ops.reverse_allocation(
+            _db(ctx), allocation_id, remittance_line_id, _ops.visible(reason, "reason")
+        )
     )
 
 
@@ -156,13 +160,13 @@ def open_case(
     reason: Text,
 ) -> dict[str, Any]:
     """Open a follow-up case on a claim (denial, underpayment, ...)."""
-    return _guard(lambda: _ops.open_case(_db(ctx), claim_id, kind, reason))
+    return _guard(lambda: _ops.open_case(_db(ctx), claim_id, kind, _ops.visible(reason, "reason")))
 
 
 @_declare(writes=True)
 def add_note(ctx: ToolContext, case_id: Key, text: Text) -> dict[str, Any]:
     """Add a note to a case."""
-    return _guard(lambda: _ops.add_note(_db(ctx), case_id, text))
+    return _guard(lambda: _ops.add_note(_db(ctx), case_id, _ops.visible(text, "text")))
 
 
 @_declare(writes=True)
@@ -170,7 +174,9 @@ def schedule_followup(
     ctx: ToolContext, case_id: Key, due_date: Day, action: Text
 ) -> dict[str, Any]:
     """Put a case on the follow-up queue, due on ``due_date`` (YYYY-MM-DD)."""
-    return _guard(lambda: _ops.schedule_followup(_db(ctx), case_id, due_date, action))
+    return _guard(
+        lambda: _ops.schedule_followup(_db(ctx), case_id, due_date, _ops.visible(action, "action"))
+    )
 
 
 @_declare(writes=True)
@@ -178,7 +184,11 @@ def request_approval(
     ctx: ToolContext, remittance_line_id: Id, amount_cents: Cents, reason: Text
 ) -> dict[str, Any]:
     """Ask a supervisor to approve posting a large payment (nothing is posted yet)."""
-    return _guard(lambda: _ops.request_approval(_db(ctx), remittance_line_id, amount_cents, reason))
+    return _guard(
+        lambda: _ops.request_approval(
+            _db(ctx), remittance_line_id, amount_cents, _ops.visible(reason, "reason")
+        )
+    )
 
 
 @_declare(writes=True)
