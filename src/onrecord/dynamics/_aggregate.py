@@ -124,7 +124,7 @@ def _signature(forecast: ForecastEvidence) -> tuple[Any, ...]:
     return (data["contract"], data["coordinates"], data["horizons"], data["model_id"])
 
 
-def _observed_everywhere(forecast: ForecastEvidence) -> bool:
+def observed_everywhere(forecast: ForecastEvidence) -> bool:
     # Not censored *and* no unobserved state at a declared horizon: otherwise the
     # "same cohort" would still have a different denominator at that horizon.
     layout = forecast._layout
@@ -190,10 +190,12 @@ def aggregate_metrics(
             )
     horizons = np.asarray(first.horizons)
     ok = [f for f in forecasts if f._data["status"] == "ok"]
-    observed = np.array([len(f._data["reference"]["states"]) for f in ok], dtype=np.int64)
-    censored_counts = (observed[:, None] < horizons).sum(axis=0)
+    # Each forecast's own censoring mask: only the environment's ending censors.
+    censored_counts = np.zeros(len(horizons), dtype=np.int64)
+    for forecast in ok:
+        censored_counts += forecast._layout.censored
     if same_cohort:
-        ok = [f for f in ok if _observed_everywhere(f)]
+        ok = [f for f in ok if observed_everywhere(f)]
     statuses = [f._data["status"] for f in forecasts]
     shape = (len(horizons), len(first.coordinates))
     base: dict[str, Any] = {

@@ -72,7 +72,7 @@ def capture_forecasts(
         actions, scope = plan_scope(episode, plan, spec.horizons)
         initial, truth, request = prepared(episode, state_key, actions, spec.dim)
         record = spec.record(episode, scope, request, truth)
-        problem = simulator_problem(episode, initial, spec.dim)
+        problem = simulator_problem(episode, initial, spec.dim, spec.horizons)
         if problem is not None:
             results[n] = _sealed(
                 record, "simulator_error", None, {"type": "SimulatorError", "message": problem}

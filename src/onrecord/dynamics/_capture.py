@@ -3,8 +3,9 @@
 The model sees a detached request holding only ``initial_state`` and ``actions``. Its
 answer is validated (one finite vector per action, positive deviations, portable
 metadata); anything else, including a mutated request, is recorded as ``model_error``.
-A reference whose simulator, setup, observer or cleanup failed gets ``simulator_error``
-and the model is never called.
+A reference whose simulator, setup, observer or cleanup failed, or whose own ``interact``
+raised before the last declared horizon, gets ``simulator_error`` and the model is never
+called.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import orjson
 
 from onrecord._canonical import to_portable
 from onrecord.dynamics._envs import Coordinate
-from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence
+from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence, censors
 from onrecord.dynamics._response import ModelError, check_response, read_answer
 from onrecord.errors import InputError
 
@@ -201,7 +202,9 @@ def prepared(
     return initial, truth, {"initial_state": initial, "actions": actions}
 
 
-def simulator_problem(episode: Any, initial: list[float] | None, dim: int) -> str | None:
+def simulator_problem(
+    episode: Any, initial: list[float] | None, dim: int, horizons: Sequence[int]
+) -> str | None:
     """Why the reference cannot be forecast, or None."""
     for failure in episode.failures():
         if failure["phase"] in _SIMULATOR_PHASES:
@@ -213,7 +216,20 @@ def simulator_problem(episode: Any, initial: list[float] | None, dim: int) -> st
         return "the reference's initial state was not observed"
     if len(initial) != dim:
         return f"the reference state has {len(initial)} numbers but {dim} coordinates are declared"
-    return None
+    return unexecuted_horizon(episode, horizons)
+
+
+def unexecuted_horizon(episode: Any, horizons: Sequence[int]) -> str | None:
+    """Why a declared horizon was never executed although nothing censored it (see
+    ``censors``: the reference's ``interact`` raised first), or None."""
+    executed = len(episode.transitions())
+    if executed >= max(horizons) or censors(episode.ended):
+        return None
+    return (
+        f"the reference's interact failed after {executed} actions, before horizon "
+        f"{max(horizons)} ({episode.coverage_issues[0]}); its later horizons were never "
+        "executed, so they are not censored: fix the interact and capture the reference again"
+    )
 
 
 def plan_scope(episode: Any, planned_actions: Any, horizons: list[int]) -> tuple[list[Any], str]:
@@ -278,7 +294,7 @@ def capture_forecast(
     actions, scope = plan_scope(episode, planned_actions, spec.horizons)
     initial, truth, request = prepared(episode, state_key, actions, spec.dim)
     record = spec.record(episode, scope, request, truth)
-    problem = simulator_problem(episode, initial, spec.dim)
+    problem = simulator_problem(episode, initial, spec.dim, spec.horizons)
     if problem is not None:
         return _sealed(
             record, "simulator_error", None, {"type": "SimulatorError", "message": problem}

@@ -11,7 +11,7 @@ import numpy as np
 from onrecord.dynamics._closed_loop import ClosedLoopRun
 from onrecord.errors import InputError
 
-__all__ = ["closed_loop_summary", "prediction_gap"]
+__all__ = ["closed_loop_summary", "closed_loop_summary_v1", "prediction_gap"]
 
 
 def _rewards(run: ClosedLoopRun) -> np.ndarray:
@@ -44,10 +44,40 @@ def closed_loop_summary(
     reaching the step cap, normalized score with its interval, and prediction gap.
 
     A run that failed (the model raised, see ``ClosedLoopRun.failed``) is counted in
-    ``failed_runs`` and its model gets no return or score: a crash is not a measurement.
-    Normalization needs the random and oracle models free of failures and a nonzero span
-    between them; intervals need at least two seeds. Otherwise the value is None.
+    ``failed_runs``, has no step count (None in ``steps``), and its model gets no mean
+    steps, return or score: a crash is not a measurement, and the other seeds alone would
+    be a survivor sample. Normalization needs the random and oracle models free of
+    failures and a nonzero span between them; intervals need at least two seeds.
+    Otherwise the value is None. Bootstrap draws whose oracle–random span is zero leave
+    the score undefined: ``normalized_ci_undefined`` counts them and the interval is
+    widened to hold wherever they lie, or None when they are more than 2.5 % of the draws.
     """
+    return _summary(runs, random_model, oracle_model, draws, seed, legacy=False)
+
+
+def closed_loop_summary_v1(
+    runs: Sequence[ClosedLoopRun],
+    *,
+    random_model: str,
+    oracle_model: str,
+    draws: int = 2000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """The summary as onrecord computed it before analysis v2, kept so that runs saved
+    then still replay: steps of failed runs counted, and the normalized interval taken
+    over the defined draws only, without saying how many were left out."""
+    return _summary(runs, random_model, oracle_model, draws, seed, legacy=True)
+
+
+def _summary(
+    runs: Sequence[ClosedLoopRun],
+    random_model: str,
+    oracle_model: str,
+    draws: int,
+    seed: int,
+    *,
+    legacy: bool,
+) -> list[dict[str, Any]]:
     _check_same_conditions(runs)
     by_model = _by_model(runs)
     for needed in (random_model, oracle_model):
@@ -68,7 +98,9 @@ def closed_loop_summary(
         scale = (returns[random_model], returns[oracle_model])
     rows = []
     for model_id, per_seed in sorted(by_model.items()):
-        row = _row(per_seed, seeds, returns[model_id], index, scale, failed[model_id])
+        row = _row(per_seed, seeds, failed[model_id], legacy=legacy)
+        if not failed[model_id]:
+            row.update(_scores(returns[model_id], index, scale, legacy=legacy))
         rows.append({"model_id": model_id, **row})
     return rows
 
@@ -103,27 +135,24 @@ def _check_same_conditions(runs: Sequence[ClosedLoopRun]) -> None:
 
 
 def _row(
-    per_seed: dict[int, ClosedLoopRun],
-    seeds: list[int],
-    returns: np.ndarray,
-    index: np.ndarray,
-    scale: tuple[np.ndarray, np.ndarray] | None,
-    failed: int,
+    per_seed: dict[int, ClosedLoopRun], seeds: list[int], failed: int, *, legacy: bool
 ) -> dict[str, Any]:
-    steps = np.array([len(per_seed[s].episode.transitions()) for s in seeds])
-    cap = int(per_seed[seeds[0]].record["max_steps"])
+    """Everything but the return and score statistics (``_scores`` adds those)."""
     ok = [s for s in seeds if not per_seed[s].failed]
+    counted = seeds if legacy else ok
+    steps = {s: len(per_seed[s].episode.transitions()) for s in counted}
+    cap = int(per_seed[seeds[0]].record["max_steps"])
     gaps = [g for g in (prediction_gap(per_seed[s]) for s in ok) if g is not None]
     row: dict[str, Any] = {
         "seeds": len(seeds),
         "budget": per_seed[seeds[0]].record["budget"],
-        "steps": steps.tolist(),
-        "mean_steps": float(steps.mean()),
+        "steps": [steps.get(s) for s in seeds],
+        # Like the return: a mean over the surviving seeds would hide the crashes.
+        "mean_steps": float(np.mean(list(steps.values()))) if legacy or not failed else None,
         # Cut off by max_steps or by the environment's own time limit (which comes first
         # when max_steps is larger): either way the run lasted as long as it could.
         "reached_cap": sum(
-            bool(n >= cap or per_seed[s].episode.ended == "truncated")
-            for n, s in zip(steps, seeds, strict=True)
+            bool(n >= cap or per_seed[s].episode.ended == "truncated") for s, n in steps.items()
         ),
         "failed_runs": failed,
         "mean_return": None,
@@ -132,29 +161,62 @@ def _row(
         "normalized_ci": None,
         "prediction_gap": float(np.mean(gaps)) if gaps else None,
     }
-    if failed:
-        return row
-    row["mean_return"] = float(returns.mean())
+    if not legacy:
+        row["normalized_ci_undefined"] = None
+    return row
+
+
+def _scores(
+    returns: np.ndarray,
+    index: np.ndarray,
+    scale: tuple[np.ndarray, np.ndarray] | None,
+    *,
+    legacy: bool,
+) -> dict[str, Any]:
+    """Mean return, its interval and the normalized score of a model without failures."""
+    out: dict[str, Any] = {"mean_return": float(returns.mean())}
     resampled = returns[index].mean(axis=1)
     # One seed resamples to itself: a zero-width "interval" would claim certainty.
-    intervals = len(seeds) > 1
+    intervals = index.shape[1] > 1
     if intervals:
-        row["return_ci"] = _interval(resampled)
+        out["return_ci"] = _interval(resampled)
     if scale is None:
-        return row
+        return out
     floor, top = scale
     point_span = float(top.mean() - floor.mean())
     if point_span == 0.0:
-        return row
-    row["normalized_score"] = float((returns.mean() - floor.mean()) / point_span)
+        return out
+    out["normalized_score"] = float((returns.mean() - floor.mean()) / point_span)
+    if not intervals:
+        return out
     span = top[index].mean(axis=1) - floor[index].mean(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         normalized = (resampled - floor[index].mean(axis=1)) / span
     finite = normalized[np.isfinite(normalized)]
-    if intervals and len(finite):
-        row["normalized_ci"] = _interval(finite)
-    return row
+    if legacy:
+        out["normalized_ci"] = _interval(finite) if len(finite) else None
+        return out
+    out["normalized_ci_undefined"] = len(normalized) - len(finite)
+    out["normalized_ci"] = _bounded_interval(finite, len(normalized))
+    return out
 
 
 def _interval(values: np.ndarray) -> list[float]:
     return [float(v) for v in np.quantile(values, [0.025, 0.975])]
+
+
+def _bounded_interval(finite: np.ndarray, draws: int) -> list[float] | None:
+    """The 95 % percentile interval of ``draws`` bootstrap draws of which only ``finite``
+    are defined, valid wherever the undefined ones lie: each end moves inward by their
+    number of ranks (as if all of them lay beyond it), and with more of them than the
+    2.5 % of draws an end leaves out, that end could be anywhere (None)."""
+    undefined = draws - len(finite)
+    tail = 0.025 * draws
+    if undefined > tail:
+        return None
+    if not undefined:
+        return _interval(finite)
+    # The lower end is the value with ``tail`` draws below it; undefined draws below it
+    # would leave ``tail - undefined`` finite ones there (and symmetrically above).
+    level = (tail - undefined) / len(finite)
+    return [float(v) for v in np.quantile(finite, [level, 1 - level])]

@@ -241,7 +241,8 @@ class ForecastEvidence:
 
     @property
     def observed_steps(self) -> int:
-        """How many actions the reference executed; later horizons are censored."""
+        """How many actions the reference executed; later horizons are censored unless
+        the reference's ``interact`` raised (see ``censors``)."""
         return len(self._data["reference"]["states"])
 
     @property
@@ -329,11 +330,30 @@ def _layout(forecast: ForecastEvidence) -> Layout:
         gaps,
         bool(forecast._angular.any()),
         MappingProxyType(forecast.coordinates),
-        # Censoring is a fact about the reference, whatever the model did: a model error
-        # at a horizon the reference reached is not a censored horizon.
-        _read_only(index >= forecast.observed_steps),
+        _read_only(_censored(forecast, index)),
         _read_only(np.ones(shape, bool)) if complete else None,
     )
+
+
+def _censored(forecast: ForecastEvidence, index: np.ndarray) -> np.ndarray:
+    """``[H]``: horizons the reference never executed because its episode ended.
+    Censoring is a fact about the reference, whatever the model did: a model error at a
+    horizon the reference reached is not a censored horizon."""
+    if not censors(forecast._data["reference"]["ended"]):
+        return np.zeros(len(index), dtype=bool)
+    return index >= forecast.observed_steps
+
+
+def censors(ended: str) -> bool:
+    """Whether a reference that ended ``ended`` censors the horizons it never executed.
+
+    The episode ending (the environment terminated or truncated it, ``max_steps`` cut it
+    off, ``interact`` returned) censors. A reference whose own ``interact`` raised
+    part-way does not: the error says nothing about later horizons, so they are the
+    reference's error, the way ``check_plan`` refuses a plan the environment would stop
+    part-way rather than let its later horizons pass for censored.
+    """
+    return ended != "interact_error"
 
 
 def _frozen(rows: Any, dim: int) -> FloatArray:

@@ -15,13 +15,13 @@ from typing import Any
 from onrecord._canonical import canonical_bytes
 from onrecord.dynamics._closed_loop import load_runs
 from onrecord.dynamics._evidence import ForecastEvidence, load_forecasts
-from onrecord.dynamics.experiment._protocol import build_protocol
+from onrecord.dynamics.experiment._protocol import analysis_of, build_protocol
 from onrecord.dynamics.experiment._store import load_episodes, read_json, verify_manifest
-from onrecord.dynamics.experiment._tables import Evidence, compute_tables, decisions
+from onrecord.dynamics.experiment._tables import Evidence, Pair, compute_tables, decisions
 from onrecord.dynamics.experiment._user_models import slug, user_slugs
 from onrecord.errors import ConsistencyError, SchemaError
 
-__all__ = ["replay"]
+__all__ = ["load_evidence", "replay"]
 
 
 def _linked(forecasts: list[ForecastEvidence], episodes: dict[str, Any]) -> list[ForecastEvidence]:
@@ -83,10 +83,28 @@ def replay(root: str | os.PathLike[str]) -> dict[str, Any]:
 def _replay(root: Path) -> dict[str, Any]:
     manifest = verify_manifest(root)
     protocol = read_json(root / "protocol.json")
-    _check_protocol(protocol, build_protocol(smoke=protocol.get("smoke") is True))
+    expected = build_protocol(smoke=protocol.get("smoke") is True)
+    if isinstance(protocol, dict) and "analysis" not in protocol:
+        del expected["analysis"]  # written before analysis v2: replayed the v1 way
+    _check_protocol(protocol, expected)
+    analysis_of(protocol)  # an unknown analysis version is refused before any work
+    evidence = load_evidence(root, protocol)
+    tables = compute_tables(protocol, evidence)
+    saved = read_json(root / "tables.json")
+    if canonical_bytes(_as_saved(tables, saved)) != canonical_bytes(saved):
+        raise ConsistencyError(
+            "tables.json differs from the tables recomputed from the saved evidence"
+        )
+    _check_reports(root, protocol, evidence)
+    tables["verified_files"] = len(manifest.files)
+    tables["manifest_sealed"] = manifest.sealed
+    return tables
+
+
+def load_evidence(root: Path, protocol: dict[str, Any]) -> Evidence:
+    """Every forecast and closed-loop run of a run directory, each checked against its
+    saved episode, grouped as ``compute_tables`` takes them."""
     models = protocol["models"]
-    # --model models are known by their record in the protocol: never imported here.
-    users = user_slugs(protocol)
     evidence = Evidence()
     for split, target in (("development", evidence.development), ("heldout", evidence.heldout)):
         episodes = _by_digest(root / "data" / f"{split}.episodes.jsonl")
@@ -100,39 +118,39 @@ def _replay(root: Path) -> dict[str, Any]:
     ):
         episodes = _by_digest(root / "data" / f"{key}.episodes.jsonl")
         for model in models:
-            base, variant = (
-                _linked(
-                    load_forecasts(root / "forecasts" / key / f"{slug(model)}.{arm}.jsonl"),
-                    episodes,
-                )
-                for arm in ("base", "variant")
-            )
-            pairs[model] = (base, variant)
+            pairs[model] = _pair(root / "forecasts" / key / slug(model), episodes)
     for model in models:
         episodes = _by_digest(root / "data" / "closed_loop" / f"{slug(model)}.episodes.jsonl")
         evidence.closed_loop.extend(
             load_runs(root / "closed_loop" / f"{slug(model)}.jsonl", episodes)
         )
+    evidence.other = _other_envs(root, protocol)
+    return evidence
+
+
+def _pair(stem: Path, episodes: dict[str, Any]) -> Pair:
+    base, variant = (
+        _linked(load_forecasts(stem.with_name(f"{stem.name}.{arm}.jsonl")), episodes)
+        for arm in ("base", "variant")
+    )
+    return base, variant
+
+
+def _other_envs(root: Path, protocol: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    # --model models are known by their record in the protocol: never imported here.
+    users = user_slugs(protocol)
+    other = {}
     for env_id in protocol["other_envs"]:
         episodes = _by_digest(root / "data" / env_id / "heldout.episodes.jsonl")
         # Built-in ids hold no "_", so a file name gives the id back; a user model's id
         # (which may) is looked up in its protocol record.
-        evidence.other[env_id] = {
+        other[env_id] = {
             users[env_id].get(path.stem, path.stem.replace("_", "/")): _linked(
                 load_forecasts(path), episodes
             )
             for path in sorted((root / "forecasts" / env_id).glob("*.jsonl"))
         }
-    tables = compute_tables(protocol, evidence)
-    saved = read_json(root / "tables.json")
-    if canonical_bytes(_as_saved(tables, saved)) != canonical_bytes(saved):
-        raise ConsistencyError(
-            "tables.json differs from the tables recomputed from the saved evidence"
-        )
-    _check_reports(root, protocol, evidence)
-    tables["verified_files"] = len(manifest.files)
-    tables["manifest_sealed"] = manifest.sealed
-    return tables
+    return other
 
 
 def _as_saved(tables: dict[str, Any], saved: Any) -> dict[str, Any]:

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["HORIZONS", "build_protocol"]
+from onrecord.errors import SchemaError
+
+__all__ = ["ANALYSIS", "ANALYSIS_V1", "HORIZONS", "analysis_of", "build_protocol"]
+
+# How tables are computed from the evidence. v2: one same-cohort set of references for
+# every model, closed-loop steps without failed runs, and the count of undefined
+# normalized-score draws. A protocol without the field was written before v2 (v1); its
+# tables are still recomputed the v1 way, so saved runs keep replaying.
+ANALYSIS = "onrecord.worldmodel-analysis/v2"
+ANALYSIS_V1 = "onrecord.worldmodel-analysis/v1"
 
 HORIZONS = [1, 4, 8, 16, 32]
 _SIZES = {  # (full, smoke)
@@ -34,6 +43,7 @@ def build_protocol(*, smoke: bool, user_models: Sequence[Mapping[str, Any]] = ()
     size = {key: pair[1 if smoke else 0] for key, pair in _SIZES.items()}
     protocol: dict[str, Any] = {
         "schema": "onrecord.worldmodel-protocol/v1",
+        "analysis": ANALYSIS,
         "smoke": smoke,
         "env_id": "CartPole-v1",
         "horizons": HORIZONS,
@@ -87,3 +97,15 @@ def build_protocol(*, smoke: bool, user_models: Sequence[Mapping[str, Any]] = ()
         protocol["models"] += [record["model_id"] for record in user_models]
         protocol["user_models"] = [dict(record) for record in user_models]
     return protocol
+
+
+def analysis_of(protocol: Mapping[str, Any]) -> str:
+    """The analysis version a protocol's tables are computed with (v1 when absent)."""
+    analysis = protocol.get("analysis", ANALYSIS_V1)
+    if analysis not in (ANALYSIS_V1, ANALYSIS):
+        raise SchemaError(
+            f"protocol.json analysis is {analysis!r:.60}, which this version of onrecord "
+            f"does not know (it knows {ANALYSIS_V1!r} and {ANALYSIS!r}); replay the run "
+            "with the onrecord version that wrote it, or a newer one"
+        )
+    return str(analysis)

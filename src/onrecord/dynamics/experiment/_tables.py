@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from onrecord.dynamics._closed_loop import ClosedLoopRun
-from onrecord.dynamics._closed_loop_stats import closed_loop_summary
+from onrecord.dynamics._closed_loop_stats import closed_loop_summary, closed_loop_summary_v1
 from onrecord.dynamics._controls import effect_table
 from onrecord.dynamics._evidence import ForecastEvidence
+from onrecord.dynamics.experiment._cohort import same_cohort_table, same_cohort_table_v1
+from onrecord.dynamics.experiment._protocol import ANALYSIS_V1, analysis_of
 from onrecord.dynamics_metrics import aggregate_metrics, forecast_report
 
 __all__ = ["Evidence", "compute_tables", "decisions"]
@@ -58,9 +60,11 @@ def decisions(
 def compute_tables(protocol: Mapping[str, Any], evidence: Evidence) -> dict[str, Any]:
     """All tables, portable and deterministic."""
     metrics = {m: aggregate_metrics(f).to_dict() for m, f in evidence.heldout.items()}
-    cohort = {
-        m: aggregate_metrics(f, same_cohort=True).to_dict() for m, f in evidence.heldout.items()
-    }
+    # A run keeps the analysis it was written with: replay recomputes its tables the same
+    # way, byte for byte (see _protocol.ANALYSIS).
+    v1 = analysis_of(protocol) == ANALYSIS_V1
+    cohort = (same_cohort_table_v1 if v1 else same_cohort_table)(evidence.heldout)
+    summary = closed_loop_summary_v1 if v1 else closed_loop_summary
     boot = protocol["bootstrap"]
     tables = {
         "heldout_metrics": metrics,
@@ -72,7 +76,7 @@ def compute_tables(protocol: Mapping[str, Any], evidence: Evidence) -> dict[str,
             m: effect_table(*pair).rows() for m, pair in evidence.interventions.items()
         },
         "persistence": {m: effect_table(*pair).rows() for m, pair in evidence.persistence.items()},
-        "closed_loop": closed_loop_summary(
+        "closed_loop": summary(
             evidence.closed_loop,
             random_model=protocol["random_model"],
             oracle_model=protocol["oracle_model"],

@@ -1,0 +1,91 @@
+"""The held-out same-cohort table: every model scored on one set of references.
+
+``aggregate_metrics(same_cohort=True)`` keeps the forecasts *one* model has observed at
+every horizon; called per model, a model that failed some references (a ``--model``
+whose predict returns NaN on hard states, say) would be scored on fewer, possibly
+easier, references than the others, and the table's rows would not be comparable.
+Analysis v2 first finds the references every compared model forecast successfully and
+that are observed at every horizon, then scores each model on exactly those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from onrecord.dynamics._aggregate import observed_everywhere
+from onrecord.dynamics._evidence import ForecastEvidence
+from onrecord.dynamics_metrics import aggregate_metrics
+
+__all__ = ["same_cohort_table", "same_cohort_table_v1"]
+
+Forecasts = Mapping[str, Sequence[ForecastEvidence]]
+
+
+def same_cohort_table_v1(heldout: Forecasts) -> dict[str, Any]:
+    """Analysis v1 (runs saved before v2): each model's own cohort."""
+    return {m: aggregate_metrics(f, same_cohort=True).to_dict() for m, f in heldout.items()}
+
+
+def same_cohort_table(heldout: Forecasts) -> dict[str, Any]:
+    """``references``, the shared ``cohort``, why the others were ``excluded`` and each
+    model's metrics over the cohort (None for every model when the cohort is empty)."""
+    by_model = {m: {f.episode_digest: f for f in items} for m, items in heldout.items()}
+    # In the order of the forecasts (sums over the cohort then add up as for one model).
+    references = list(dict.fromkeys(d for per in by_model.values() for d in per))
+    # A model that failed every reference (its fit raised) would leave no cohort at all:
+    # it is not compared, and its row shows the cohort as its errors.
+    # (When no model succeeded anywhere, all are compared and the cohort is empty.)
+    compared = [
+        m for m, per in by_model.items() if any(f.status == "ok" for f in per.values())
+    ] or list(by_model)
+    excluded, cohort = _exclusions(by_model, compared, references)
+    models = {m: _metrics([per[d] for d in cohort if d in per]) for m, per in by_model.items()}
+    return {
+        "references": len(references),
+        "cohort": len(cohort),
+        "excluded": excluded,
+        "not_compared": [m for m in by_model if m not in compared],
+        "models": models,
+    }
+
+
+def _exclusions(
+    by_model: Mapping[str, Mapping[str, ForecastEvidence]],
+    compared: Sequence[str],
+    references: Sequence[str],
+) -> tuple[dict[str, Any], list[str]]:
+    """Why each reference is left out, and the references kept (in order).
+
+    A reference whose episode itself failed (a simulator error), or that is not
+    observed at every horizon (censored, or a state unobserved), is out for every model
+    alike; any other is out because of the models that failed it, each of which is
+    named (a reference two models failed counts for both)."""
+    reference_failed, unobserved, kept = 0, 0, []
+    failed_by: dict[str, int] = dict.fromkeys(compared, 0)
+    for digest in references:
+        forecasts = [by_model[m].get(digest) for m in compared]
+        if any(f is not None and f.status == "simulator_error" for f in forecasts):
+            reference_failed += 1
+            continue
+        ok = [f for f in forecasts if f is not None and f.status == "ok"]
+        if ok and not observed_everywhere(ok[0]):
+            unobserved += 1
+            continue
+        missing = [
+            m for m, f in zip(compared, forecasts, strict=True) if f is None or f.status != "ok"
+        ]
+        for model in missing:
+            failed_by[model] += 1
+        if not missing:
+            kept.append(digest)
+    excluded = {
+        "simulator_errors": reference_failed,
+        "not_observed_at_every_horizon": unobserved,
+        "failed_by_model": failed_by,
+    }
+    return excluded, kept
+
+
+def _metrics(forecasts: Sequence[ForecastEvidence]) -> dict[str, Any] | None:
+    return aggregate_metrics(forecasts, same_cohort=True).to_dict() if forecasts else None
