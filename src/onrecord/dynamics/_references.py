@@ -100,11 +100,8 @@ def check_plan(simulator: Simulator, actions: Sequence[Any]) -> None:
 
     if not actions:
         return
-    try:
-        env = simulator.make()
-        space = env.action_space
-        env.close()
-    except Exception:  # the capture records a failing environment as its setup error
+    space = _action_space(simulator)
+    if space is None:
         return
     for index, action in enumerate(actions):
         _check_exact(space, index, action)
@@ -140,11 +137,8 @@ def check_actions(simulator: Simulator) -> None:
     """``InputError`` for a planning action outside the environment's action space: the
     environment refuses it, so every closed-loop run would end ``interact_error`` and be
     counted as the *model's* failure although the simulator's set-up is at fault."""
-    try:
-        env = simulator.make()
-        space = env.action_space
-        env.close()
-    except Exception:  # the capture records a failing environment as its setup error
+    space = _action_space(simulator)
+    if space is None:
         return
     from onrecord.integrations.gymnasium._spaces import fast_contains
 
@@ -155,6 +149,18 @@ def check_actions(simulator: Simulator) -> None:
                 f"not in its action space {space}; give the Simulator actions the "
                 "environment accepts (dataclasses.replace(simulator, actions=...))"
             )
+
+
+def _action_space(simulator: Simulator) -> Any:
+    """The environment's action space, or None when it cannot be made (the capture
+    records a failing environment as its setup error)."""
+    try:
+        env = simulator.make()
+        space = env.action_space
+        env.close()
+    except Exception:
+        return None
+    return space
 
 
 def _array_like(action: Any) -> bool:
