@@ -28,8 +28,8 @@ from onrecord.runner import (
     start_run,
 )
 from onrecord.runner._config import split_names
-from onrecord.runner._lock import LOCK_NAME
 from onrecord.runner._protocol import tasks_from
+from onrecord.runner._store import startable_entry
 from onrecord.runner._timeout import parse_timeout
 
 __all__ = ["config_from_args", "register"]
@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
 def _refuse_used(out: Path) -> None:
     """Before any executor starts (a Ray cluster takes seconds): ``start_run`` refuses a
     directory in use too, but only after that wait."""
-    if out.is_dir() and any(entry.name != LOCK_NAME for entry in out.iterdir()):
+    if out.is_dir() and not all(map(startable_entry, out.iterdir())):
         raise InputError(
             f"{out} already exists and is not empty; pass --resume to continue the run in "
             "it, or choose another --out directory"

@@ -6,6 +6,8 @@ errors that name the key, so a typo never silently falls back to a default.
 
 from __future__ import annotations
 
+import codecs
+import difflib
 import re
 import tomllib
 from collections.abc import Mapping
@@ -172,15 +174,20 @@ def load_config(path: str | Path) -> RunConfig:
 
 
 def _read_text(source: Path, what: str) -> str:
-    """The file as UTF-8 text (TOML and JSONL files are UTF-8 whatever the locale)."""
+    """The file as UTF-8 text (TOML and JSONL files are UTF-8 whatever the locale). A
+    leading byte order mark, which Windows editors and PowerShell write, is dropped: it
+    made a valid file "not valid TOML: Invalid statement (at line 1, column 1)"."""
     try:
-        return source.read_bytes().decode("utf-8")
+        data = source.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read the {what} {source}: {exc.strerror}") from exc
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return data[bom:].decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(
-            f"{source} is not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); "
-            f"save the {what} as UTF-8"
+            f"{source} is not UTF-8 text (byte {bom + exc.start} is "
+            f"0x{exc.object[exc.start]:02x}); save the {what} as UTF-8"
         ) from exc
 
 
@@ -226,25 +233,52 @@ def load_tasks(path: str | Path) -> list[EvalCase]:
     source = Path(path)
     text = _read_text(source, "tasks file")
     items = _toml_tasks(source, text) if source.suffix == ".toml" else _jsonl_tasks(source, text)
-    cases = []
+    cases: list[EvalCase] = []
+    first: dict[str, int] = {}  # case id -> number of the task that has it
     for number, item in enumerate(items, start=1):
-        if not isinstance(item, Mapping) or "case_id" not in item or "input" not in item:
-            raise InputError(f"{source}: task {number} needs at least 'case_id' and 'input'")
-        try:
-            case = EvalCase(
-                item["input"],
-                item.get("expected_output"),
-                case_id=item["case_id"],
-                source_id=item.get("source_id"),
-                metadata=item.get("metadata"),
-                completion=item.get("completion", "terminated"),
+        case = _task_case(source, number, item)
+        if (seen := first.setdefault(case.identity["case_id"], number)) != number:
+            # Planning refused it too, but naming neither the file nor the tasks.
+            raise InputError(
+                f"{source}: task {number} has the case_id {item['case_id']!r} of task "
+                f"{seen}; give every task its own case_id"
             )
-        except OnrecordError as exc:  # say which task of which file is at fault
-            raise InputError(f"{source}: task {number} ({item['case_id']!r}): {exc}") from exc
         cases.append(case)
     if not cases:
         raise InputError(f"{source} holds no tasks")
     return cases
+
+
+_TASK_KEYS = ("case_id", "input", "expected_output", "metadata", "completion", "source_id")
+_DERIVED = "content_digest"
+"""Written by ``EvalCase.to_dict()``, so a file of saved cases loads; recomputed."""
+
+
+def _task_case(source: Path, number: int, item: Any) -> EvalCase:
+    """One task of the file as an EvalCase, its faults named by file and number."""
+    if not isinstance(item, Mapping) or "case_id" not in item or "input" not in item:
+        raise InputError(f"{source}: task {number} needs at least 'case_id' and 'input'")
+    unknown = [key for key in item if key not in _TASK_KEYS and key != _DERIVED]
+    if unknown:
+        # A misspelt key (expected_ouput) was dropped: the task ran without it.
+        close = difflib.get_close_matches(str(unknown[0]), _TASK_KEYS, n=1)
+        raise InputError(
+            f"{source}: task {number} ({item['case_id']!r}) has the unknown key "
+            f"{unknown[0]!r}"
+            + (f" (did you mean {close[0]!r}?)" if close else "")
+            + f"; a task's keys are {', '.join(_TASK_KEYS)}"
+        )
+    try:
+        return EvalCase(
+            item["input"],
+            item.get("expected_output"),
+            case_id=item["case_id"],
+            source_id=item.get("source_id"),
+            metadata=item.get("metadata"),
+            completion=item.get("completion", "terminated"),
+        )
+    except OnrecordError as exc:  # say which task of which file is at fault
+        raise InputError(f"{source}: task {number} ({item['case_id']!r}): {exc}") from exc
 
 
 def _toml_tasks(source: Path, text: str) -> list[Any]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from onrecord.errors import InputError
 from onrecord.runner._interrupts import interrupts_kept
 from onrecord.runner._job import EpisodeJob, JobResult, run_chunk
+from onrecord.runner._orphans import end_with_parent
 from onrecord.runner._timeout import marker_key, start_pool_worker, take_markers
 
 __all__ = [
@@ -138,8 +139,8 @@ class ProcessPoolExecutor(Executor):
         return cf.ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=start_pool_worker,
-            initargs=(self._notes,),
+            initializer=_start_worker,
+            initargs=(self._notes, os.getpid()),
         )
 
     def run(self, jobs: Sequence[EpisodeJob]) -> Iterator[JobResult]:
@@ -226,6 +227,13 @@ class ProcessPoolExecutor(Executor):
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=not self._stopped)
         self._remove_notes()
+
+
+def _start_worker(notes: str, parent: int) -> None:
+    """Pool initializer: timeout notes go to ``notes``; the worker ends with ``parent``
+    (killed with SIGKILL or SIGTERM, the parent cannot stop its workers itself)."""
+    start_pool_worker(notes)
+    end_with_parent(parent)
 
 
 @contextlib.contextmanager

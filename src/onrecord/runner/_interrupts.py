@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["interrupts_kept"]
+__all__ = ["interrupts_kept", "terminations_interrupt"]
 
 
 @contextlib.contextmanager
@@ -53,3 +53,31 @@ def interrupts_kept() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
     if noted:
         raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def terminations_interrupt() -> Iterator[None]:
+    """Run the block with SIGTERM taken as Ctrl-C. A cancelled CI job, ``timeout`` or
+    ``docker stop`` sends SIGTERM, whose default ends Python at once: the episodes
+    finished in the last commit interval were lost, process-pool workers were left
+    running, and the job exited 143 with no word of how to continue. As Ctrl-C, the
+    run saves what finished, stops its workers and exits 130. Only where SIGTERM has
+    its default action (a handler of the caller's is theirs) and on the main thread."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def handler(number: int, frame: FrameType | None) -> None:
+        # Whatever handles Ctrl-C right now (noted, deferred while workers start): the
+        # same path. A SIGINT the caller ignores must not make SIGTERM ignored too.
+        current = signal.getsignal(signal.SIGINT)
+        (current if callable(current) else signal.default_int_handler)(signal.SIGINT, frame)
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

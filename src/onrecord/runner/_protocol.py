@@ -225,6 +225,8 @@ class RunProtocol:
 
 
 _ABSENT = object()
+_SHOWN = 10
+"""Most per-task differences listed (every task of a big file may have changed)."""
 
 
 def _differences(prefix: str, mine: Any, theirs: Any) -> list[str]:
@@ -237,9 +239,30 @@ def _differences(prefix: str, mine: Any, theirs: Any) -> list[str]:
             if a != b:
                 found += _differences(f"{prefix}.{key}" if prefix else key, a, b)
         return found
-    if prefix == "tasks" and {_ids(mine)} != {_ids(theirs)}:  # the ids say what differs
-        mine, theirs = _ids(mine), _ids(theirs)
+    if prefix == "tasks" and isinstance(mine, list) and isinstance(theirs, list):
+        if _ids(mine) == _ids(theirs):
+            # The same ids: both lists cut short to "[{'case_id': 't0', ..." read as
+            # equal, hiding the one task of thousands whose input changed.
+            found = [line for a, b in zip(mine, theirs, strict=True) for line in _task(a, b)]
+            more = len(found) - _SHOWN
+            return found[:_SHOWN] + ([f"tasks: {more} more differences"] if more > 0 else [])
+        mine, theirs = _ids(mine), _ids(theirs)  # the ids say what differs
     return [f"{prefix}: the run has {_shown(mine)}, the new settings say {_shown(theirs)}"]
+
+
+def _task(mine: Any, theirs: Any) -> list[str]:
+    """How one task (same id) differs; its content digest only when nothing else says
+    it (the digest follows from the fields that changed)."""
+    prefix = f"tasks[{_short(_ids([mine])[0])}]"
+    if not (isinstance(mine, dict) and isinstance(theirs, dict)):
+        return _differences(prefix, mine, theirs) if mine != theirs else []
+    digest = "content_digest"
+    fields = _differences(prefix, _without(mine, digest), _without(theirs, digest))
+    return fields or _differences(prefix, mine, theirs)
+
+
+def _without(table: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in table.items() if k != key}
 
 
 def _ids(tasks: Any) -> tuple[Any, ...]:

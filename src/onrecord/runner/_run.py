@@ -16,7 +16,7 @@ from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
 from onrecord.runner._executors import Executor, InProcessExecutor
-from onrecord.runner._interrupts import interrupts_kept
+from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
 from onrecord.runner._job import JobResult
 from onrecord.runner._protocol import RunProtocol, tasks_from
 from onrecord.runner._registry import (
@@ -290,7 +290,7 @@ def _execute(
     progress = progress or Progress()
     executor = executor or InProcessExecutor()
     errors: list[str] = []
-    with RunWriter(store) as writer:
+    with terminations_interrupt(), RunWriter(store) as writer:
         planned = store.protocol.jobs(store.run_id, episode_timeout=limit)
         jobs = [job for job in planned if job.key not in writer.done]
         before = len(writer.done)

@@ -53,6 +53,17 @@ __all__ = ["DECISION_SCHEMA", "RUN_SCHEMA", "EpisodeRecord", "RunStore", "RunWri
 RUN_SCHEMA = "onrecord.run/v1"
 
 
+_MANIFEST_TEMPS = ".run.json.*.tmp"
+"""What a start killed while writing ``run.json`` leaves (``atomic_write_bytes``)."""
+
+
+def startable_entry(entry: Path) -> bool:
+    """An entry a new run may find in its directory: the lock, or a ``run.json`` never
+    finished by a start that was killed. Refused, that left a directory no command took:
+    not a run (no ``run.json``) for ``--resume``, not empty for a new run."""
+    return entry.name == LOCK_NAME or (entry.match(_MANIFEST_TEMPS) and entry.is_file())
+
+
 @dataclass(frozen=True)
 class EpisodeRecord:
     """One verified line of ``episodes.jsonl``."""
@@ -100,11 +111,13 @@ class RunStore:
         had_lock = (target / LOCK_NAME).exists()
         lock = lock_directory(target)
         try:
-            if any(entry.name != LOCK_NAME for entry in target.iterdir()):
+            if any(not startable_entry(entry) for entry in target.iterdir()):
                 raise InputError(
                     f"{target} already exists and is not empty; pass --resume to "
                     "continue the run in it, or choose another --out directory"
                 )
+            for entry in target.glob(_MANIFEST_TEMPS):
+                entry.unlink(missing_ok=True)
             store = cls._write_manifest(target, run_id, protocol, episode_timeout)
         except BaseException:
             if not had_lock:  # a refused directory is left as it was found; removed while
