@@ -48,6 +48,9 @@ def test_sigterm_saves_and_exits_130_then_resume_completes(
         process.kill()
     assert process.returncode == 130, stderr
     assert "interrupted; finished episodes are saved" in stderr
+    # On one line, as typed: stderr is no terminal, and rich wrapped it at 80 columns,
+    # inside the command a CI log shows for copy and paste.
+    assert f"`onrecord run --resume --out {run_dir}` continues" in stderr
     before = (run_dir / "episodes.jsonl").read_bytes()
     assert before.endswith(b"\n")
     assert before.count(b"\n") >= 5

@@ -179,7 +179,9 @@ def _cases(config: RunConfig) -> list[EvalCase] | None:
 def run(args: argparse.Namespace) -> int:
     """Start or resume the run, then print the summary and return the decision's code."""
     config = config_from_args(args)
-    console, errors = make_console(), Console(stderr=True)
+    # soft_wrap: off a terminal rich wraps at 80 columns, and a message's command (the
+    # resume line of an interrupted run) would be cut where a CI log shows it to copy.
+    console, errors = make_console(), Console(stderr=True, soft_wrap=True)
     expect: RunProtocol | None
     if args.resume:
         out, expect = _resume_target(config)
