@@ -18,7 +18,14 @@ import numpy as np
 import orjson
 
 from onrecord._nesting import MAX_NESTING, TooDeep
-from onrecord._portable import NDARRAY_TAG, PASSTHROUGH, from_portable, to_portable, walk
+from onrecord._portable import (
+    NDARRAY_TAG,
+    PASSTHROUGH,
+    from_portable,
+    narrowed,
+    to_portable,
+    walk,
+)
 from onrecord.errors import DigestMismatch, PortabilityError, SchemaError
 
 __all__ = [
@@ -148,7 +155,7 @@ def state_bytes(value: Any, path: str = "$") -> bytes:
         raw = orjson.dumps(value, option=_STATE_OPTIONS, default=_numpy_fallback)
     except TypeError as exc:
         reraise_interrupt(exc)
-        raw = b""
+        raw = _dumps_native(value)
     if not raw:
         walk(value, path)  # raises with the path when something is not portable
         raise PortabilityError(
@@ -163,6 +170,30 @@ def state_bytes(value: Any, path: str = "$") -> bytes:
     if (_holds_array(value) or not _reads_back_equal(raw, value)) and (nulls or _not_plain(value)):
         walk(value, path)
     return raw
+
+
+def _dumps_native(value: Any) -> bytes:
+    """The state bytes again with every array in native byte order, or b"" when that
+    does not help: orjson refuses a big-endian array (read from a wire format or a file)
+    without calling its ``default`` hook, so one was refused though ``info`` kept it."""
+    try:
+        native = _native_arrays(value)
+        return orjson.dumps(native, option=_STATE_OPTIONS, default=_numpy_fallback)
+    except TypeError as exc:
+        reraise_interrupt(exc)
+    except RecursionError:  # a structure that contains itself: the walk names it
+        pass
+    return b""
+
+
+def _native_arrays(value: Any) -> Any:
+    if isinstance(value, np.ndarray) and not value.dtype.isnative:
+        return value.astype(value.dtype.newbyteorder("="))
+    if type(value) is dict:
+        return {key: _native_arrays(item) for key, item in value.items()}
+    if type(value) is list or type(value) is tuple:
+        return [_native_arrays(item) for item in value]
+    return value
 
 
 def _holds_array(value: Any) -> bool:
@@ -229,11 +260,33 @@ def _not_plain_leaf(value: Any) -> bool:
 
 def _numpy_fallback(value: Any) -> Any:
     """orjson's hook for numpy values it does not write natively (non-contiguous arrays,
-    float16 scalars)."""
+    float16 scalars, longdoubles a double holds exactly), and plain subclasses."""
+    # A longdouble: item() would give a longdouble back, and orjson call this forever.
+    wide = isinstance(value, np.ndarray | np.generic) and value.dtype.kind == "f"
+    if wide and value.dtype.itemsize > 8:
+        doubled = narrowed(value)
+        if doubled is None:
+            raise TypeError("a longdouble that a double cannot hold exactly")
+        value = doubled if isinstance(value, np.ndarray) else doubled[()]
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
         if value.dtype.kind == "f" and not np.isfinite(value).all():
             raise TypeError("non-finite array")
-        return np.ascontiguousarray(value)
+        # orjson writes native byte order only: a big-endian array (read from a wire
+        # format or a file) came back here until its recursion limit, and was refused.
+        return np.ascontiguousarray(value, value.dtype.newbyteorder("="))
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
         return value.item()
+    return _plain_subclass(value)
+
+
+def _plain_subclass(value: Any) -> Any:
+    """What ``to_portable`` makes of the subclasses orjson does not write (a namedtuple,
+    a float subclass, a ``MappingProxyType``): observer state took them for unknown
+    objects, refused without a path, although ``info`` kept the same value."""
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, Mapping):
+        return dict(value)
     raise TypeError(f"unsupported type {type(value).__name__}")

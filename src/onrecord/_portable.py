@@ -21,7 +21,7 @@ import orjson
 from onrecord._nesting import refuse_deep, too_deep
 from onrecord.errors import PortabilityError
 
-__all__ = ["NDARRAY_TAG", "from_portable", "to_portable", "walk"]
+__all__ = ["NDARRAY_TAG", "from_portable", "narrowed", "to_portable", "walk"]
 
 NDARRAY_TAG = "$ndarray"
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
@@ -129,7 +129,9 @@ def _to_portable_slow(value: Any, path: str) -> Any:
     if isinstance(value, str):  # str.__str__: a mixin Enum's str() is its name (and a
         return _checked_str(str.__str__(value), path)  # numpy.str_ is text, as orjson says)
     if isinstance(value, np.generic):
-        return _walk(value.item(), path) if value.dtype.kind in "biuf" else _refuse(value, path)
+        if value.dtype.kind not in "biuf":
+            return _refuse(value, path)
+        return _walk((_narrow(value, path) if _wide(value) else value).item(), path)
     if isinstance(value, float):
         return _walk(float(value), path)
     if isinstance(value, int):
@@ -187,7 +189,14 @@ def _checked_key(key: Any, path: str) -> str:
 
 def _array_to_portable(array: np.ndarray, path: str) -> dict[str, Any]:
     if array.dtype.kind not in "biuf":
-        _refuse(array, path)
+        raise PortabilityError(
+            f"{path} holds a numpy array of dtype {array.dtype}, which has no lossless JSON "
+            "form; convert it to an array of bools, integers or floats (a text array: .tolist())",
+            path,
+        )
+    dtype = array.dtype.str  # a longdouble array keeps its dtype, its values as doubles
+    if _wide(array):
+        array = _narrow(array, path)
     if array.dtype.kind == "f" and not np.isfinite(array).all():
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
         raise PortabilityError(
@@ -197,11 +206,35 @@ def _array_to_portable(array: np.ndarray, path: str) -> dict[str, Any]:
         )
     return {
         NDARRAY_TAG: {
-            "dtype": array.dtype.str,
+            "dtype": dtype,
             "shape": list(array.shape),
             "data": array.ravel().tolist(),
         }
     }
+
+
+def _wide(value: np.ndarray | np.generic) -> bool:
+    """A float wider than a double (``numpy.longdouble``): its ``item()`` and ``tolist()``
+    give longdoubles back, which no JSON writer takes (and which made the walk recurse
+    until it reported a structure nested too deep)."""
+    return value.dtype.kind == "f" and value.dtype.itemsize > 8
+
+
+def narrowed(value: np.ndarray | np.generic) -> np.ndarray | None:
+    """A wide float as float64 when that holds every value exactly, else None."""
+    doubled = np.asarray(value, dtype=np.float64)
+    return doubled if np.array_equal(doubled, value, equal_nan=True) else None
+
+
+def _narrow(value: Any, path: str) -> Any:
+    doubled = narrowed(value)
+    if doubled is None:
+        raise PortabilityError(
+            f"{path} holds a numpy {value.dtype} value that a JSON double cannot hold "
+            "exactly; convert it with float() or .astype(np.float64) to round it",
+            path,
+        )
+    return doubled if isinstance(value, np.ndarray) else doubled[()]
 
 
 def from_portable(value: Any) -> Any:

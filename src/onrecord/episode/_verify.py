@@ -8,6 +8,7 @@ from typing import Any
 
 from onrecord.case import EvalCase
 from onrecord.episode._blobs import BLOB_TAG, is_blob
+from onrecord.episode._verify_parts import verify_parts
 from onrecord.errors import ConsistencyError, InputError, SchemaError
 
 __all__ = ["ATTEMPT_STATUSES", "STEP_COLUMNS", "verify_episode_shape"]
@@ -79,6 +80,7 @@ def verify_episode_shape(data: dict[str, Any]) -> None:
     _verify_step_values(data["steps"])
     _verify_steps(data["steps"], data["environment"])
     _verify_measures(data)
+    verify_parts(data)
 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
@@ -159,7 +161,10 @@ def _verify_steps(steps: dict[str, Any], environment: dict[str, Any]) -> None:
                 f"steps.{name} must hold one sample per {unit} ({count}), laid out as "
                 f"environment.{name}_space.layout says ({layout!r})"
             )
-    _verify_order(steps, environment["max_steps"])
+    if "lifecycle" in steps["status"]:
+        _verify_lifecycle(steps, environment["max_steps"])
+    else:
+        _verify_order(steps, environment["max_steps"])
 
 
 def _batch_holds(batch: Any, layout: Any, count: int) -> bool:
@@ -222,6 +227,37 @@ def _ended_at(steps: dict[str, Any]) -> int | None:
         if flags[0][position] or flags[1][position]:
             return int(index)
     return None
+
+
+def _verify_lifecycle(steps: dict[str, Any], max_steps: int) -> None:
+    """A ``lifecycle`` refusal is a step after the end, so an end precedes the first one:
+    a terminal transition or, when no transition says so, the environment error just
+    before it. A terminal step whose reward or observation JSON cannot hold is kept as
+    an environment error and its flags go with it; the order rules then apply from
+    there (without this, such an episode past ``max_steps`` failed to load)."""
+    status = steps["status"]
+    first = status.index("lifecycle")
+    ended_at, order = _ended_at(steps), steps
+    if ended_at is None and first and status[first - 1] == "env_error":
+        ended_at = first - 1
+        order = _ended_by_error(steps, ended_at)
+    if ended_at is None or first <= ended_at:
+        raise ConsistencyError(
+            f"step {first} has status 'lifecycle' (refused because the episode had "
+            "ended), but no earlier step ended the episode"
+        )
+    _verify_order(order, max_steps)
+
+
+def _ended_by_error(steps: dict[str, Any], end: int) -> dict[str, Any]:
+    """The order columns with attempt ``end`` read as the terminal step."""
+    kept = [position for position, index in enumerate(steps["transition_index"]) if index < end]
+    return {
+        "status": steps["status"],
+        "transition_index": [steps["transition_index"][position] for position in kept] + [end],
+        "terminated": [steps["terminated"][position] for position in kept] + [True],
+        "truncated": [steps["truncated"][position] for position in kept] + [False],
+    }
 
 
 def _name_the_step_out_of_order(status: list[Any], ended_at: int | None, max_steps: int) -> None:

@@ -149,7 +149,7 @@ def _run(
     settings["action_space"] = describe_space(getattr(env, "action_space", None))
     record: dict[str, Any] = {"interact": None, "events": recorder.events}
     try:
-        _reset(env, recorder, settings, record)
+        start = _reset(env, recorder, settings, record)
         if record["initial"]["reset_error"] is None:
             _interact(interact, recorder, record)
         recorder.seal()  # a thread or a kept reference of interact's steps no more
@@ -158,27 +158,38 @@ def _run(
         recorder.seal()
         record["cleanup"] = _close(env)
     if record["initial"]["reset_error"] is None:
-        recorder.events += _unrecorded_steps(env, recorder)
+        recorder.events += _unrecorded_steps(env, recorder, start)
     return _assemble(case, settings, recorder, record)
 
 
-def _unrecorded_steps(env: gym.Env[Any, Any], recorder: EpisodeRecorder) -> list[dict[str, Any]]:
-    """Steps that bypassed capture, as far as Gymnasium's ``TimeLimit`` can tell.
-
-    ``TimeLimit`` counts each step that returned through it: at least every successful
-    attempt, at most every attempt capture sent. More means something stepped the
-    environment around the recorder (``env.env``, a kept reference); fewer means
-    something reset it. Only when every wrapper above it steps it once per step: a
-    frame-skipping one (``MaxAndSkipObservation``, ``RepeatAction``) steps it several
-    times, and an honest episode must not read as bypassed."""
+def _counted_steps(env: gym.Env[Any, Any]) -> int | None:
+    """The steps Gymnasium's ``TimeLimit`` counted since its last reset, when every
+    wrapper above it steps it once per step: a frame-skipping one
+    (``MaxAndSkipObservation``, ``RepeatAction``) steps it several times, and an honest
+    episode must not read as bypassed. None when there is no such count."""
     wrapper: Any = env
     while isinstance(wrapper, gym.Wrapper) and not isinstance(wrapper, TimeLimit):
         if "step" in vars(wrapper) or type(wrapper).step not in _steps_once():
-            return []
+            return None
         wrapper = wrapper.env
     counted = getattr(wrapper, "_elapsed_steps", None) if isinstance(wrapper, TimeLimit) else None
-    if type(counted) is not int:
+    return counted if type(counted) is int else None
+
+
+def _unrecorded_steps(
+    env: gym.Env[Any, Any], recorder: EpisodeRecorder, start: int | None
+) -> list[dict[str, Any]]:
+    """Steps that bypassed capture, as far as Gymnasium's ``TimeLimit`` can tell.
+
+    Since capture's reset returned (``start``: a wrapper's reset may itself step the
+    environment, as Stable-Baselines3's ``NoopResetEnv`` does), ``TimeLimit`` counts each
+    step that returned through it: at least every successful attempt, at most every
+    attempt capture sent. More means something stepped the environment around the
+    recorder (``env.env``, a kept reference); fewer means something reset it."""
+    counted = _counted_steps(env)
+    if counted is None or start is None:
         return []
+    counted -= start
     records = recorder.records
     failed = [item for item in records if type(item) is Failure] if recorder.failed else []
     succeeded = len(records) - len(failed)
@@ -225,8 +236,11 @@ def _reset(
     recorder: EpisodeRecorder,
     settings: dict[str, Any],
     record: dict[str, Any],
-) -> None:
+) -> int | None:
+    """Reset once and record the outcome; returns the ``TimeLimit`` count once the reset
+    returned, before the observer reads (see ``_unrecorded_steps``)."""
     seed = settings["seed"]
+    start = None
     initial: dict[str, Any] = {"observation": None, "info": None, "reset_error": None}
     record["initial"] = initial
     try:
@@ -237,7 +251,9 @@ def _reset(
         options = settings["options"]
         native = None if options is None else from_portable(options)
         observation, info = _reset_result(env.reset(seed=seed, options=native))
+        start = _counted_steps(env)
         recorder.initial_observation = observation
+        recorder.initial_info = {} if info is None else info
         initial["observation"] = _initial_observation(env.observation_space, observation, recorder)
         initial["info"] = to_portable(info, "$.initial.info")
     except PortabilityError:
@@ -245,6 +261,7 @@ def _reset(
     except Exception as exc:
         initial["reset_error"] = error_record(exc)
     initial["state"], initial["observer_error"] = recorder.observe()
+    return start
 
 
 def _reset_result(result: Any) -> tuple[Any, Any]:
@@ -283,9 +300,10 @@ def _plain_box_sample(observation: Any, box: tuple[Any, Any] | None) -> bool:
 
 
 def _interact(interact: Interact, recorder: EpisodeRecorder, record: dict[str, Any]) -> None:
-    info = record["initial"]["info"]
+    # The agent gets reset's own info, as a bare loop would: the recorded copy has its
+    # arrays tagged for JSON (Taxi's action_mask as {"$ndarray": ...}, not an array).
     try:
-        returned = interact(recorder, recorder.initial_observation, dict(info or {}))
+        returned = interact(recorder, recorder.initial_observation, recorder.initial_info)
     except Exception as exc:
         record["interact"] = {"error": error_record(exc), "returned": None}
     else:

@@ -177,6 +177,8 @@ def _samples(
         return _ragged(values, field)
     if stacked.dtype.kind not in "biuf":
         return _ragged(values, field)
+    if not stacked.dtype.isnative:  # a big-endian Box: orjson writes native order only
+        stacked = stacked.astype(stacked.dtype.newbyteorder("="))
     if stacked[0].nbytes >= BLOB_THRESHOLD:
         return encode_batch(space, list(stacked), field, blobs)
     if stacked.dtype.kind == "f" and not np.isfinite(stacked).all():

@@ -33,7 +33,7 @@ from onrecord.errors import (
     PortabilityError,
     StepLimitReached,
 )
-from onrecord.integrations.gymnasium._spaces import fast_contains
+from onrecord.integrations.gymnasium._spaces import fast_contains, invalid_action_message
 
 __all__ = ["EpisodeRecorder", "describe", "error_record"]  # the last two re-exported
 
@@ -120,6 +120,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
             else None
         )
         self.initial_observation: Any = None
+        self.initial_info: dict[str, Any] = {}  # reset's own info, handed to interact
         # One record per attempt, a Success or a Failure; the column shortcuts in
         # _columns apply while no attempt failed and no action or observation needed
         # the general snapshot.
@@ -201,6 +202,8 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                         recorder._end(terminated, truncated, index, elapsed, sent)
                         bound = 0
                 except Exception as exc:  # not a 5-tuple, parts without a truth, a cycle
+                    if recorder._ended_anyway(result):
+                        bound = 0  # no step may follow the end, kept or not
                     if isinstance(exc, CaptureError):  # already recorded, and meant for interact
                         raise
                     recorder._malformed(index, elapsed, sent, _problem(result, exc))
@@ -288,6 +291,19 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         self.ended = "terminated" if terminated else "truncated"
         self.final_flags = (bool(terminated), bool(truncated))
 
+    def _ended_anyway(self, result: Any) -> bool:
+        """Whether a step kept as an environment error (an unstorable ``info``, a bad
+        flag beside a true one) still ended the episode, so no step reaches the
+        environment past its end. The end flags stay with successful steps."""
+        try:
+            _, _, terminated, truncated, _ = result
+            ended = bool(terminated) or bool(truncated)
+        except Exception:  # not a 5-tuple, or a flag without a truth value
+            return False
+        if ended and self.ended is None:
+            self.ended = "terminated" if terminated else "truncated"
+        return ended
+
     def _malformed(self, index: int, elapsed: int, sent: Any, problem: str) -> NoReturn:
         exc = MalformedStepError(
             f"step() returned {problem}; a Gymnasium environment's step returns "
@@ -334,13 +350,8 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                 ),
             )
         else:
-            status, exc = (
-                "invalid_action",
-                InvalidActionError(
-                    f"action {action!r} is not in the action space {self.env.action_space}; it "
-                    "was refused before execution"
-                ),
-            )
+            message = invalid_action_message(self.env.action_space, action)
+            status, exc = "invalid_action", InvalidActionError(message)
         self._record_failed(index, status, exc, 0, NOT_EXECUTED)
         raise exc
 

@@ -21,6 +21,8 @@ __all__ = [
     "describe_space",
     "encode_batch",
     "fast_contains",
+    "invalid_action_message",
+    "why_not_in",
 ]
 
 
@@ -189,14 +191,64 @@ def fast_contains(space: spaces.Space[Any] | None, action: Any) -> bool:
 
 
 def _numbers_in_boxes(space: spaces.Space[Any], action: Any) -> bool:
-    """Whether every part of ``action`` in a Box holds numbers. ``Box.contains`` converts
-    with the Box's dtype, and anything converts to bool: ``object()`` was "in"
-    ``Box(0, 1, (), bool)``, sent to the environment, and the episode then failed to
-    seal (an action JSON cannot hold) instead of recording an invalid action."""
+    """Whether every part of ``action`` in a Box holds finite numbers. ``Box.contains``
+    converts with the Box's dtype, and anything converts to bool: ``object()`` was "in"
+    ``Box(0, 1, (), bool)``; and an unbounded Box contains an infinity. Either was sent
+    to the environment, and the episode then failed to seal (an action JSON cannot
+    hold), losing every step, instead of recording an invalid action."""
     if isinstance(space, spaces.Box):
-        return bool(np.asarray(action).dtype.kind in "biuf")
+        array = np.asarray(action)
+        kind = array.dtype.kind
+        return kind in "biu" or (kind == "f" and bool(np.isfinite(array).all()))
     if isinstance(space, spaces.Tuple):
         return all(map(_numbers_in_boxes, space.spaces, action))
     if isinstance(space, spaces.Dict):
         return all(_numbers_in_boxes(space[key], action[key]) for key in space.spaces)
     return True
+
+
+def invalid_action_message(space: spaces.Space[Any] | None, action: Any) -> str:
+    """The refusal of an action outside ``space``: what it was, why, and the fix."""
+    try:
+        shown = f"{action!r:.200}"
+    except Exception:  # an agent's own action type whose repr() fails: still refused
+        shown = f"<a {type(action).__name__} whose repr() raised>"
+    reason = why_not_in(space, action)
+    return (
+        f"action {shown} is not in the action space {space}"
+        f"{': ' + reason if reason else ''}; it was refused before execution"
+    )
+
+
+def why_not_in(space: spaces.Space[Any] | None, action: Any) -> str:
+    """Why ``fast_contains`` refused ``action``, and the fix, for the refusal message
+    (an empty string when the space gives no more detail than its repr)."""
+    if isinstance(space, spaces.Box):
+        return _why_not_in_box(space, action)
+    if isinstance(space, spaces.Discrete):
+        start, n = int(space.start), int(space.n)
+        return f"an action of this space is an int from {start} to {start + n - 1}"
+    return ""
+
+
+def _why_not_in_box(space: spaces.Box, action: Any) -> str:
+    try:
+        array = np.asarray(action)
+    except Exception:  # a ragged list
+        return "it is not an array of numbers"
+    if array.dtype.kind not in "biuf":
+        return f"it holds {array.dtype} values, not numbers"
+    if array.shape != space.shape:
+        return f"its shape is {array.shape}, the space's is {space.shape}"
+    # Box.contains converts a list with the space's dtype, but takes an array as it is.
+    if isinstance(action, np.ndarray) and not np.can_cast(array.dtype, space.dtype):
+        return (
+            f"its dtype {array.dtype} does not cast safely to the space's {space.dtype}: "
+            f"send action.astype(np.{space.dtype})"
+        )
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        return (
+            "it holds a NaN or an infinity, which no bounded Box contains and JSON cannot "
+            "record: clip it to finite values"
+        )
+    return "it lies outside the space's bounds: clip it with np.clip(action, low, high)"
