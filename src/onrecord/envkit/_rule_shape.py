@@ -104,7 +104,9 @@ def checked_names(rule: Rule, tables: Mapping[str, Collection[str]]) -> None:
         if missing:
             raise InputError(
                 f"rule {rule!r}: {rule['table']} has no columns {missing} (its "
-                f"{field!r} could match no row); its columns: {list(columns)}"
+                f"{field!r} could match no row); its columns: {list(columns)}. A generated "
+                "column is derived from the others and left out of diffs: name the columns "
+                "it is computed from"
             )
 
 

@@ -21,7 +21,9 @@ rows the history does not list) and its deletes and inserts, in no particular or
 could be refused half-way. The rows put back are the snapshot's, unchecked, as a page
 copy puts them back.
 A history or a snapshot row holding TEXT that is not UTF-8 (which Python cannot read
-back, nor bind as TEXT) makes the undo give way to the full restore, which copies bytes.
+back, nor bind as TEXT), or a snapshot row its table's constraints refuse on re-insert (a
+row older than a ``CHECK``), makes the undo give way to the full restore, which copies
+bytes.
 Checked once per world: every table is audited, the only triggers are the audit's, no
 virtual tables, no ``sqlite_stat`` tables (ANALYZE writes them unaudited), an empty
 history in the snapshot. Otherwise, or when more than ``UNDO_LIMIT`` row events were
@@ -141,7 +143,10 @@ class RowUndo:
             done = self._undo(conn)
         except BaseException as exc:
             conn.execute(internal("ROLLBACK"))
-            if undecodable(exc):  # TEXT that is not UTF-8: the page copy keeps its bytes
+            # TEXT that is not UTF-8, or a snapshot row its own table now refuses (a row
+            # older than a CHECK, written with ignore_check_constraints): the page copy
+            # puts the snapshot's rows back as they are, where a re-insert cannot.
+            if undecodable(exc) or isinstance(exc, sqlite3.IntegrityError):
                 return False
             raise
         conn.execute(internal("COMMIT" if done else "ROLLBACK"))

@@ -73,6 +73,8 @@ def install_audit(conn: sqlite3.Connection) -> None:
 
 
 def _install(conn: sqlite3.Connection) -> None:
+    tables = user_tables(conn)
+    _refuse_name_clashes(conn, len(tables))
     conn.execute(
         internal(
             f"CREATE TABLE {CTX} (step INTEGER NOT NULL, seq INTEGER NOT NULL, "
@@ -86,8 +88,27 @@ def _install(conn: sqlite3.Connection) -> None:
             "columns TEXT NOT NULL, key TEXT NOT NULL)"
         )
     )
-    for index, table in enumerate(user_tables(conn)):
+    for index, table in enumerate(tables):
         _install_table(conn, f"{INTERNAL_PREFIX}audit_{index}", table)
+
+
+def _refuse_name_clashes(conn: sqlite3.Connection, count: int) -> None:
+    """Refuse a schema object whose name is one the audit is about to create. SQL names
+    ignore ASCII case, so a user's ``_ONRECORD_CTX`` (a user table: onrecord's names are
+    lower case) would clash; left to SQLite it fails with a bare "already exists"."""
+    names = {CTX, REGISTRY}
+    for index in range(count):
+        shadow = f"{INTERNAL_PREFIX}audit_{index}"
+        names.update([shadow], (f"{shadow}_{op}" for op in ("I", "D", "U", "K", "KU")))
+    folded = {name.lower() for name in names}
+    listed = conn.execute(internal("SELECT type, name FROM sqlite_schema")).fetchall()
+    for kind, name in listed:
+        if name.lower() in folded:
+            raise InputError(
+                f"the schema's {kind} {name!r} has a name onrecord's audit uses (SQLite "
+                f"names ignore case): rename it so it does not start with {INTERNAL_PREFIX!r} "
+                "in any letter case"
+            )
 
 
 def _install_table(conn: sqlite3.Connection, shadow: str, table: Table) -> None:

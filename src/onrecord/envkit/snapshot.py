@@ -156,5 +156,8 @@ def _drop_audit(conn: sqlite3.Connection) -> None:
     conn.execute(internal("BEGIN"))
     for kind, name in objects:
         conn.execute(internal(f"DROP {kind.upper()} IF EXISTS {quote(name)}"))
-    conn.execute(internal(f"DROP TABLE IF EXISTS {CTX}"))
+    # Only onrecord's own (exact name): DROP matches names ignoring case, and would drop a
+    # user's table "_ONRECORD_CTX" with its rows (the install refuses that name instead).
+    if _has_audit(conn):
+        conn.execute(internal(f"DROP TABLE {CTX}"))
     conn.execute(internal("COMMIT"))
