@@ -8,6 +8,7 @@ raises), must still be logged rather than make the log write fail after the call
 from __future__ import annotations
 
 import reprlib
+import sqlite3
 from typing import Any
 
 from onrecord.envkit._portable import portable
@@ -65,7 +66,20 @@ def safe_repr(value: Any, limit: int = 500) -> str:
 
 def describe(exc: BaseException) -> str:
     """``Type: message`` of an exception, never raising."""
-    return f"{type(exc).__name__}: {message(exc)}"
+    text = f"{type(exc).__name__}: {message(exc)}"
+    if isinstance(exc, sqlite3.Error) and _RECURSION in text:
+        return text + _RECURSION_HINT
+    return text
+
+
+# The world runs with recursive_triggers on (so REPLACE's displaced rows are audited);
+# an owner trigger that writes its own table, harmless in the application, recurses.
+_RECURSION = "too many levels of trigger recursion"
+_RECURSION_HINT = (
+    " (the world runs with PRAGMA recursive_triggers = ON, so a trigger that writes the "
+    "table it fires on fires itself again: declare it AFTER UPDATE OF the columns it "
+    "reads, or give it a WHEN its own write makes false; see docs/envkit.md)"
+)
 
 
 def arguments(value: Any) -> tuple[dict[str, Any], Any, str | None]:
