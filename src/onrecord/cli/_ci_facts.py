@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from onrecord._stats import wilson_interval
-from onrecord.cli._record_views import _percent
+from onrecord.cli._numbers import interval_percent, rate_percent, threshold_percent
 from onrecord.cli._render import plain
 from onrecord.policy import CheckRequirement, PolicyDecision, RequirementOutcome
 from onrecord.report import EvaluationReport
@@ -77,8 +77,9 @@ def _facts(outcome: RequirementOutcome, report: EvaluationReport) -> Requirement
     measured = outcome.passed + outcome.failed
     if measured:
         low, high = wilson_interval(outcome.passed, measured)
-        rate = f"{_percent(outcome.passed / measured)} ({outcome.passed} of {measured})"
-        interval = f"{low:.1%}–{high:.1%}"
+        need = outcome.requirement.min_pass_rate
+        rate = f"{rate_percent(outcome.passed / measured, need)} ({outcome.passed} of {measured})"
+        interval = interval_percent(low, high)
     else:
         rate, interval = "n/a (none measured)", "—"
     unpassed = _unpassed(outcome, report)
@@ -94,11 +95,11 @@ def _facts(outcome: RequirementOutcome, report: EvaluationReport) -> Requirement
 
 def threshold(requirement: CheckRequirement) -> str:
     """What the requirement asks, as ``onrecord gate`` prints it."""
-    parts = [f"≥ {requirement.min_pass_rate:.1%}"]
+    parts = [f"≥ {threshold_percent(requirement.min_pass_rate)}"]
     if requirement.min_cases != 1:
         parts.append(f"≥ {requirement.min_cases} cases")
     if requirement.min_coverage != 1:
-        parts.append(f"coverage ≥ {requirement.min_coverage:.1%}")
+        parts.append(f"coverage ≥ {threshold_percent(requirement.min_coverage)}")
     return ", ".join(parts)
 
 

@@ -86,23 +86,7 @@ def ci_output(value: str | None, option: str, suffix: str) -> CiOutput | None:
         return None
     if value == STDOUT:
         return CiOutput(option, None)
-    target = output_path(value, option, views=(".html", suffix))
-    blocker = _file_in_the_way(target.absolute().parent)
-    if blocker is not None:
-        raise InputError(
-            f"{option} {value}: {blocker} is a file, not a directory, so nothing can be "
-            "written under it; give a path whose folders are directories (or do not exist)"
-        )
-    return CiOutput(option, target)
-
-
-def _file_in_the_way(folder: Path) -> Path | None:
-    """The nearest existing ancestor of ``folder`` (itself included) when it is not a
-    directory: ``mkdir -p`` would fail there."""
-    for candidate in (folder, *folder.parents):
-        if candidate.exists():
-            return None if candidate.is_dir() else candidate
-    return None
+    return CiOutput(option, output_path(value, option, views=(".html", suffix)))
 
 
 def record_output(value: str | None, option: str) -> CiOutput | None:

@@ -18,6 +18,7 @@ from rich.console import Console
 
 from onrecord._natural import natural_key
 from onrecord.cli._bundle import Bundle
+from onrecord.cli._numbers import rate_percent, threshold_percent
 from onrecord.cli._render import (
     _styled,
     _table,
@@ -81,16 +82,6 @@ def _schema(record: Any) -> str | None:
     return schema if isinstance(schema, str) else None
 
 
-def _percent(value: float) -> str:
-    """A rate at one decimal, never rounded to 0.0 % or 100.0 % when it is neither."""
-    text = f"{value:.1%}"
-    if text == "100.0%" and value < 1:
-        return "99.9%"
-    if text == "0.0%" and value > 0:
-        return "0.1%"
-    return text
-
-
 def render_decision_body(
     console: Console, body: Mapping[str, Any], note: str = "", *, reason_column: bool = True
 ) -> None:
@@ -106,8 +97,9 @@ def render_decision_body(
     for item in body.get("requirements", ()):
         passed, failed = item.get("passed", 0), item.get("failed", 0)
         measured = passed + failed
+        need = item.get("min_pass_rate")
         rate = (
-            f"{_percent(passed / measured)} ({passed} of {measured})"
+            f"{rate_percent(passed / measured, _number(need))} ({passed} of {measured})"
             if measured
             else "n/a (none measured)"
         )
@@ -137,12 +129,17 @@ def _threshold(item: Mapping[str, Any]) -> str:
     """``≥ 95.0%``, with ``≥ 20 cases`` and ``coverage ≥ 90.0%`` when not the defaults."""
     parts = []
     if isinstance(item.get("min_pass_rate"), int | float):
-        parts.append(f"≥ {item['min_pass_rate']:.1%}")
+        parts.append(f"≥ {threshold_percent(item['min_pass_rate'])}")
     if "min_cases" in item:
         parts.append(f"≥ {literal(item['min_cases'])} cases")
     if isinstance(item.get("min_coverage"), int | float):
-        parts.append(f"coverage ≥ {item['min_coverage']:.1%}")
+        parts.append(f"coverage ≥ {threshold_percent(item['min_coverage'])}")
     return ", ".join(parts)
+
+
+def _number(value: object) -> float | None:
+    """A threshold read from a record, None when it is not a number."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _decision(console: Console, record: Mapping[str, Any], items: Sequence[Any]) -> None:

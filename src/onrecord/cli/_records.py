@@ -194,9 +194,20 @@ def output_path(path: str | Path, option: str, *, views: tuple[str, ...] = (".ht
     a directory, which failed naming a temporary file. A file in a run or regrade
     directory is replaced only when its suffix is one of ``views`` (what the option
     writes, a file no run record has)."""
+    if str(path) == "-":
+        # Only the options that print a document take "-" (they handle it before this):
+        # `report -o -` and `compare --html -` wrote a file named "-" in the working
+        # directory, and a `> page.html` redirect got nothing.
+        raise InputError(f"{option} -: this option writes a file, not stdout; give a file name")
     target = Path(path)
     if target.is_dir():
         raise InputError(f"{option} {path} is a directory; give a file name inside it")
+    blocker = _file_in_the_way(target.absolute().parent)
+    if blocker is not None:  # else it failed on writing, with "nasty.json: File exists"
+        raise InputError(
+            f"{option} {path}: {blocker} is a file, not a directory, so nothing can be "
+            "written under it; give a path whose folders are directories (or do not exist)"
+        )
     _refuse_inside_regrades(target, option)
     _refuse_inside_manifest(target, option)
     if not target.is_file():
@@ -205,6 +216,15 @@ def output_path(path: str | Path, option: str, *, views: tuple[str, ...] = (".ht
     if (in_records and target.suffix.lower() not in views) or _is_record(target):
         raise InputError(f"{option} {path} would overwrite a saved record; give another file name")
     return target
+
+
+def _file_in_the_way(folder: Path) -> Path | None:
+    """The nearest existing ancestor of ``folder`` (itself included) when it is not a
+    directory: ``mkdir -p`` would fail there."""
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
 
 
 # What `gate --output` and `compare --json` write: made again by running the command

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from onrecord.cli._numbers import fixed, percent
 from onrecord.compare import Comparison
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, ReportSummary
@@ -132,13 +133,14 @@ def _styled(text: str) -> str:
 
 
 def _interval(bounds: tuple[float, float]) -> str:
-    return f"[{bounds[0]:.2f}, {bounds[1]:.2f}]"
+    # ``fixed``: the bounds of 2999 of 3000 read [1.00, 1.00], as if no trial failed.
+    return f"[{fixed(bounds[0], 2)}, {fixed(bounds[1], 2)}]"
 
 
 def render_report(console: Console, report: EvaluationReport) -> None:
     """Per-check pass rates with intervals, outcomes and pass^k."""
     summary = report.summary()
-    rate = "n/a" if summary.pass_rate is None else f"{summary.pass_rate:.1%}"
+    rate = "n/a" if summary.pass_rate is None else percent(summary.pass_rate)
     console.print(
         f"[bold]report[/] {summary.trials} trials  pass rate {rate} "
         f"{literal(_interval(summary.interval))}  outcomes {literal(summary.outcomes)}  "
@@ -164,9 +166,9 @@ def render_report(console: Console, report: EvaluationReport) -> None:
             str(check.failed),
             str(check.unmeasured),
             str(check.errors),
-            "n/a" if check.pass_rate is None else f"{check.pass_rate:.1%}",
+            "n/a" if check.pass_rate is None else percent(check.pass_rate),
             literal(_interval(check.interval)),
-            f"{check.coverage:.0%}",
+            fixed(check.coverage, 0, scale=100.0, suffix="%"),
         )
     console.print(table)
     if summary.pass_hat_k:
@@ -179,7 +181,7 @@ def render_report(console: Console, report: EvaluationReport) -> None:
 def _pass_hat_k(summary: ReportSummary, k: int) -> str:
     """``k=3: 0.500``, and over how many cases when fewer than k=1's have k measured
     repeats (a larger k is then an average over fewer cases)."""
-    text = f"k={k}: {summary.pass_hat_k[k]:.3f}"
+    text = f"k={k}: {fixed(summary.pass_hat_k[k], 3)}"
     cases, every = summary.pass_hat_k_cases.get(k), summary.pass_hat_k_cases.get(1)
     return text if cases == every else f"{text} ({cases} of {every} cases)"
 

@@ -9,6 +9,7 @@ import json
 import math
 from typing import Any
 
+from onrecord.cli._numbers import fixed
 from onrecord.cli._render import emit, plain
 from onrecord.envkit import ToolEpisode, get_check, run_checks, weighted_score
 from onrecord.errors import InputError
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             # A reason can quote the agent's output: terminal controls print as escapes.
             emit(plain(f"{result.status:<15} {result.name} v{result.version}: {result.reason}"))
         if len(results) > 1:
-            value = "not measured" if score.value is None else f"{score.value:.3f}"
+            value = "not measured" if score.value is None else fixed(score.value, 3)
             emit(
                 f"score {value} (measured weight {score.measured_weight:g} of "
                 f"{score.total_weight:g})"
