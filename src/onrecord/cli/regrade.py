@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
+from onrecord._canonical import load_record_bytes
+from onrecord.cli._bundle import digested
 from onrecord.cli._render import literal, make_console, render_decision, render_report
-from onrecord.errors import InputError
+from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy
+from onrecord.report import EvaluationReport
 from onrecord.runner import regrade_run
 
 __all__ = ["register"]
@@ -78,4 +82,32 @@ def run(args: argparse.Namespace) -> int:
             f"{regrade.expected} episodes recorded; never accepted (resume the run first)"
         )
     console.print(f"saved to {literal(regrade.path)}")
+    for problem in _unverified_grading(Path(args.run_dir)):
+        console.print(f"[yellow]warning:[/] {literal(problem)}")
     return regrade.exit_code
+
+
+def _unverified_grading(run: Path) -> list[str]:
+    """The run's own ``report.json`` and ``decision.json`` that do not verify. Regrading
+    never reads them (it grades the verified episode records, and they may be missing
+    after an interrupted run, or copied from elsewhere: regrading is the remedy), but an
+    edited grading file in a run is something its reviewer must hear about."""
+    problems = []
+    for name, load in (("report.json", EvaluationReport.load), ("decision.json", _decision)):
+        path = run / name
+        if not path.exists():
+            continue
+        try:
+            load(path)
+        except OnrecordError as exc:
+            problems.append(
+                f"{name} of the run does not verify ({exc}); this regrade graded the "
+                "run's verified episode records, not that file, and `onrecord verify` "
+                "refuses the run until it is restored or removed"
+            )
+    return problems
+
+
+def _decision(path: Path) -> None:
+    data = load_record_bytes(path.read_bytes(), str(path))
+    digested(path, data)
