@@ -66,7 +66,14 @@ def checked_rule(rule: Any) -> None:
     fields = FIELDS[kind]
     missing = [name for name in fields if name not in rule]
     if missing:
-        raise InputError(f"rule {rule!r} lacks the fields {missing}; build it with {kind}()")
+        # A rule written by hand (a --tasks-file) cannot call the helper, which fills
+        # in defaults such as count=1: name every field and what count means.
+        counted = " (count: the exact number of rows, or {min = a, max = b})"
+        raise InputError(
+            f"rule {rule!r} lacks the fields {missing}; build it with {kind}(), or, "
+            f"written out in a task file, give it every field of {list(fields)}"
+            + (counted if "count" in missing else "")
+        )
     # A misspelt field ("too" for "to", "max" beside "count") would be ignored.
     unknown = sorted(set(rule) - {"rule", *fields}, key=repr)
     if unknown:

@@ -199,7 +199,8 @@ class ToolWorldProvider(ToolWorldRunner):
                         if key == "rules"
                         else "with the diff the episode should leave"
                     )
-                    + ", or leave the check out (envkit_checks=...)"
+                    + f" (in a --tasks-file: expected_output = {{ {key} = ... }}, "
+                    "as the helpers write it), or leave the check out (envkit_checks=...)"
                 )
         if "rules" in self._reads:
             snapshot = self._start_snapshot(case)

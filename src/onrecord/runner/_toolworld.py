@@ -157,14 +157,20 @@ def episode_from_evidence(
             f"expected a {TOOL_EPISODE_SCHEMA!r} record, got {evidence.get('schema')!r}"
         )
     if content_digest({"tools": list(tools)}) != evidence["tools_digest"]:
+        # Usually the user's own module changed (a tool added, renamed, or its
+        # docstring or arguments edited), not onrecord: say so, or the fix is a guess.
         raise ConsistencyError(
-            f"the tools of task {evidence['task_id']!r} changed since "
-            "the episode was recorded; regrade with the onrecord "
-            "version that ran it"
+            f"the tools of task {evidence['task_id']!r} (their names, docstrings and "
+            "argument schemas, as the agent saw them) differ from those the episode was "
+            "recorded with: regrade with the environment module as it was when the run "
+            "was recorded (undo tools added, removed or edited since), or run the agent "
+            "again into a new run"
         )
     kind = LiveToolEpisode if shared_reader else ToolEpisode
     return kind.from_parts(
-        {**evidence, "tools": list(tools)},
+        # The kit's trial reads "ending_error" for its coverage issue: without it an
+        # agent's exception is reported as a bare "ended with agent_error".
+        {**evidence, "tools": list(tools), "ending_error": evidence.get("agent_error")},
         actions=actions,
         audit_tables=evidence["audit"]["tables"],
         audit_events=_loaded(evidence["audit"]["events"]),
@@ -219,7 +225,8 @@ def rebuild_episode(
         raise ConsistencyError(
             f"the start snapshot of task {evidence['task_id']!r} is now "
             f"{snapshot.identity()}, but the episode recorded {evidence['snapshot']}: the "
-            "task generator changed; regrade with the onrecord version that ran the episode"
+            "snapshot (its schema, rows or populate function) changed since; regrade with "
+            "the environment module and the onrecord version that ran the episode"
         )
     # One file, rebuilt for each episode: re-grading grades an episode before loading the
     # next, so a run of any length needs the disk space of one database.
