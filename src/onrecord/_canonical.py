@@ -44,6 +44,7 @@ __all__ = [
     "reraise_interrupt",
     "state_bytes",
     "to_portable",
+    "usual_dir_mode",
 ]
 
 _OPTIONS = orjson.OPT_SORT_KEYS
@@ -101,6 +102,12 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def usual_dir_mode() -> int:
+    """The mode ``mkdir`` gives a directory under the process umask: a directory made by
+    ``tempfile.mkdtemp`` (owner-only) is set to it before it is renamed into place."""
+    return 0o777 & ~_umask()
 
 
 def _umask() -> int:

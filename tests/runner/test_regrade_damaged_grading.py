@@ -39,3 +39,10 @@ def test_an_edited_grading_file_is_named_and_the_records_still_graded(run: Path,
     assert f"warning: {name} of the run does not verify" in text
     assert "this regrade graded the run's verified episode records" in text
     assert (run / "regrades" / "again" / "report.json").is_file()
+
+
+def test_a_regrade_directory_has_the_modes_of_the_rest_of_the_run(run: Path) -> None:
+    # Before: mkdtemp's owner-only 0700 survived the rename into RUN/regrades/NAME.
+    assert onrecord("regrade", run, "--name", "again").returncode == 0
+    regrades = run / "regrades"
+    assert (regrades / "again").stat().st_mode & 0o777 == regrades.stat().st_mode & 0o777

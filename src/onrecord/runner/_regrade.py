@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes
+from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes, usual_dir_mode
 from onrecord._natural import natural_key
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import ConsistencyError, InputError, OnrecordError
@@ -120,6 +120,7 @@ def regrade_run(
     # Written whole into a temporary directory, then renamed into place: a regrade killed
     # while saving leaves no half-written RUN/regrades/NAME that `verify RUN` refuses.
     staging = Path(tempfile.mkdtemp(prefix=".regrade-", dir=store.path))
+    os.chmod(staging, usual_dir_mode())  # mkdtemp's 0700 would outlive the rename
     try:
         save_grading(staging, report, decision, expected=protocol.episodes)
         _save_changes(staging, changes, versions, specs, previous.digest, unversioned)
