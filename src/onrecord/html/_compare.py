@@ -3,6 +3,7 @@ discordant episodes; per measure the paired bootstrap interval."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,17 @@ def _pair(pair: Mapping[str, Any]) -> str:
     case_id, outcome = str(pair["case_id"]), f"#{pair['repeat']}: {pair['a']}→{pair['b']}"
     shown = long_text(case_id, NAME_CHARS)
     if shown == esc(case_id):  # short: one line, as before
+        if _right_to_left(case_id):
+            # Isolated: a right-to-left id ran on into "#0", drawn on its far side
+            # ("0# שלום: pass→fail"), as if the repeat were part of the name.
+            return f"<bdi>{esc(case_id)}</bdi>{esc(outcome)}"
         return esc(case_id + outcome)
     return f'{shown}<span class="outcome">{esc(outcome)}</span>'
+
+
+def _right_to_left(text: str) -> bool:
+    """Whether ``text`` holds a right-to-left letter (Hebrew, Arabic, …)."""
+    return any(unicodedata.bidirectional(c) in ("R", "AL") for c in text)
 
 
 def _discordant(name: str, pairs: list[Mapping[str, Any]]) -> str:

@@ -12,15 +12,20 @@ const esc = s => String(s === null || s === undefined ? '' : s).replace(
 // of it on request: a message of thousands of characters or lines no longer fills the
 // page, and none of it is cut off. The same markup as long_text in _page.py.
 const TEXT = 300, NAME = 120, VALUE = 160, LINES = 6;
-const cutAt = (t, n) => { const h = t.slice(0, n);  // not half of a surrogate pair
-  return /[\ud800-\udbff]$/.test(h) ? h.slice(0, -1) : h; };
+// Characters as Python counts them (code points), not UTF-16 units: an emoji counted
+// twice, so a task id of 100 emoji, whole in the HTML, was folded by the script at 60 of
+// them and said "200 characters".
+const PAIRS = /[\ud800-\udbff][\udc00-\udfff]/g;
+const chars = t => t.length < 2 ? t.length : t.length - (t.match(PAIRS) || []).length;
+// The first n characters (2n units hold at least n of them; never half of a pair).
+const cutAt = (t, n) => chars(t) <= n ? t : Array.from(t.slice(0, 2 * n)).slice(0, n).join('');
 function long(v, limit){
   const t = v === null || v === undefined ? '' : String(v);
   const lines = (t.match(/\n/g) || []).length + 1;
-  if (t.length <= limit && lines <= LINES) return esc(t);
+  if ((t.length <= limit || chars(t) <= limit) && lines <= LINES) return esc(t);
   return '<details class="long"><summary><span class="preview">'
     + esc(cutAt(t.split('\n', LINES).join('\n'), limit)) + '…</span> '
-    + '<span class="meta">(<span class="show">show all, </span>' + t.length + ' characters, '
+    + '<span class="meta">(<span class="show">show all, </span>' + chars(t) + ' characters, '
     + lines + ' line' + (lines > 1 ? 's' : '') + ')</span></summary><div class="full">'
     + esc(t) + '</div></details>'; }
 // An attribute keeps the raw value (data-key: a task id as the data has it).
@@ -100,8 +105,10 @@ function checks(ep){
     + (issues ? '<h3>Coverage issues</h3><ul>' + issues + '</ul>' : ''); }
 function heading(caseId, repeat, outcome){
   // A long task id: its first part in the heading, all of it (on request) below.
-  const id = String(caseId), cut = id.length > NAME;
-  return '<h2>Episode ' + esc(cut ? cutAt(id, NAME) + '…' : id) + ' #' + esc(repeat)
+  const id = String(caseId), cut = chars(id) > NAME;
+  // In <bdi>: a right-to-left id ran on into " #0", drawn left of the name (Episode #0
+  // שלום) as if it were part of it.
+  return '<h2>Episode <bdi>' + esc(cut ? cutAt(id, NAME) + '…' : id) + '</bdi> #' + esc(repeat)
     + ' <span class="' + esc(outcome) + '">' + esc(outcome) + '</span></h2>'
     + (cut ? '<div class="meta task-id">' + long(id, NAME) + '</div>' : ''); }
 function select(key){
@@ -177,8 +184,17 @@ function render(){
     + (first + shown.length) + ' of ' + matching.length
     + (matching.length < index.rows.length ? ' found (' + index.rows.length + ' in all)' : '')
     : 'no episode found (' + index.rows.length + ' in all)';
-  document.getElementById('episode-prev').disabled = page === 0;
-  document.getElementById('episode-next').disabled = page >= pages - 1; }
+  paging(document.getElementById('episode-prev'), document.getElementById('episode-next'),
+    page === 0, page >= pages - 1, find); }
+// A focused button that becomes disabled loses the focus to the page (Chromium blurs
+// it): a keyboard user who paged to the last page with Enter was sent back to the top of
+// the document. The focus moves to the other paging button (or the search box) instead.
+function paging(prev, next, first, last, box){
+  const had = document.activeElement;
+  prev.disabled = first; next.disabled = last;
+  if ((had === prev && first) || (had === next && last)) {
+    const to = !last ? next : !first ? prev : box;
+    if (to) to.focus(); } }
 function refilter(){
   const q = fold(find.value.trim()), outcome = byOutcome.value;
   const check = byCheck.value === '' ? -1 : Number(byCheck.value);
@@ -235,17 +251,22 @@ function follow(){
     return false; }
   notice('');
   if (view && view.dataset.episode === key) return true;  // the click that set the link
+  reveal(position);
+  if (view && view.scrollIntoView) view.scrollIntoView({block: 'start'});
+  return true; }
+function reveal(position){  // a row of the index opened, on its page of the list
   if (find && !matching.includes(position)) {
     // Filtered out: clear the search and filters rather than open a row out of sight.
     find.value = ''; byOutcome.value = ''; byCheck.value = ''; refilter(); }
   page = Math.floor(Math.max(matching.indexOf(position), 0) / PAGE);
   render();
-  openAt(position);
-  if (view && view.scrollIntoView) view.scrollIntoView({block: 'start'});
-  return true; }
+  openAt(position); }
 if (list) {
   // One listener for every row, whichever page is shown.
   list.addEventListener('click', event => {
+    // "show all" of a long name or list in a row unfolds it, and only that: it also
+    // opened the episode and scrolled to its view, away from the text just unfolded.
+    if (event.target.closest('summary')) return;
     const row = event.target.closest('tr[data-row]');
     if (row) openRow(row); });
   list.addEventListener('keydown', event => {
@@ -273,9 +294,13 @@ if (controls && list) {
     button.title = 'list the episodes in which this check did not pass';
     button.addEventListener('click', () => {
       find.value = ''; byOutcome.value = ''; byCheck.value = String(position); refilter();
-      document.getElementById('episodes-section').scrollIntoView({block: 'start'}); });
+      document.getElementById('episodes-section').scrollIntoView({block: 'start'});
+      // The focus follows to the filter it set: left on the button, out of sight, the
+      // next Tab went on through the checks table and scrolled the list away again.
+      byCheck.focus({preventScroll: true}); });
     cell.append(' ', button); }); }
 tasksTable();
+function taskText(t){ return fold(t.case_id + ' ' + t.failing_checks.join(', ')); }
 function tasksTable(){
   // A run of up to 300 tasks has its whole table in the HTML, filtered in place; a
   // larger one is paged like the episodes, failing tasks first (as the first page in
@@ -287,10 +312,15 @@ function tasksTable(){
   const controls = document.getElementById('task-controls');
   if (!controls || !data.task_list) {
     filter.hidden = false;  // the page hides it from readers without JavaScript
+    // The task id and its failing checks, as the paged table matches: the row's text ran
+    // its cells together ("case-2" with 2 episodes read "case-22…", found by "case-22")
+    // and held the fold's "show all, N characters".
+    const byId = new Map(data.tasks.map(t => [t.case_id, t]));
     let texts = null;  // each row's text, folded once
     filter.addEventListener('input', () => {
-      const rows = [...body.rows], q = fold(filter.value);
-      if (!texts) texts = rows.map(r => fold(r.textContent));
+      const rows = [...body.rows], q = fold(filter.value.trim());
+      if (!texts) texts = rows.map(r => { const t = byId.get(r.dataset.task);
+        return t ? taskText(t) : fold(r.dataset.task); });
       rows.forEach((r, i) => { r.style.display = texts[i].includes(q) ? '' : 'none'; }); });
     return; }
   const SIZE = Number(table.dataset.page) || 100;
@@ -315,10 +345,10 @@ function tasksTable(){
     count.textContent = shown.length ? 'tasks ' + (first + 1) + '–' + (first + rows.length)
       + ' of ' + shown.length + (shown.length < order.length ? ' found (' + order.length
       + ' in all)' : '') : 'no task found (' + order.length + ' in all)';
-    prev.disabled = at === 0; next.disabled = at >= pages - 1; };
+    paging(prev, next, at === 0, at >= pages - 1, filter); };
   filter.addEventListener('input', () => {
     const q = fold(filter.value.trim());
-    if (q && !texts) texts = tasks.map(t => fold(t.case_id + ' ' + t.failing_checks.join(', ')));
+    if (q && !texts) texts = tasks.map(taskText);
     shown = q ? order.filter(i => texts[i].includes(q)) : order;
     at = 0; draw(); });
   prev.addEventListener('click', () => { at--; draw(); });
@@ -333,8 +363,14 @@ function openFirst(){  // the first failing episode, as the page opens
   const firstBad = data.episodes.findIndex(e => e.outcome !== 'pass');
   if (data.episodes.length) show(firstBad >= 0 ? firstBad : 0);
   else if (index.rows.length) summary(0); }
-// Back to the entry before any episode was opened: the episode the page opened with.
-addEventListener('hashchange', () => { if (!follow() && !location.hash) openFirst(); });
+// Back to the entry before any episode was opened: the episode the page opened with, on
+// its page of the list (before, the list stayed on the page or search of the episode
+// left, without the row of the one now open).
+addEventListener('hashchange', () => {
+  if (follow() || location.hash) return;
+  openFirst();
+  const position = index.rows.findIndex(r => keyOf(r) === (view && view.dataset.episode));
+  if (position >= 0) reveal(position); });
 if (!follow()) openFirst();
 document.body.dataset.rendered = 'yes';
 })();
