@@ -5,7 +5,8 @@ arrays (copies, so changing them cannot alter the record) and returns a ``Predic
 mapping with ``mean`` and optional ``standard_deviation`` ``[N, H, d]``, or ``samples``
 ``[N, S, H, d]`` (summarized by their mean and sample deviation), plus ``metadata``.
 Each forecast is recorded exactly as ``capture_forecast`` would record it; a row with a
-bad value gets its own ``model_error`` without spoiling the others.
+bad value gets its own ``model_error`` without spoiling the others, and a call that
+raises is repeated one reference at a time, so only the references it raises on fail.
 """
 
 from __future__ import annotations
@@ -109,12 +110,16 @@ def request_predictor(model: WorldModel) -> Callable[[dict[str, Any]], dict[str,
     def predict(request: dict[str, Any]) -> dict[str, Any]:
         initial = np.asarray([request["initial_state"]], dtype=np.float64)
         prediction = model.predict(initial, np.asarray([request["actions"]]))
+        # Read as capture_forecasts reads it, so a bare array or a wrong shape is named
+        # as such instead of failing as "'builtin_function_or_method' object is not
+        # subscriptable" (an ndarray's ``.mean`` is a method).
+        mean, std, _, _ = _read(prediction, 1, len(request["actions"]), initial.shape[1])
         answer: dict[str, Any] = {
-            "states": prediction.mean[0],
+            "states": mean[0],
             "metadata": {"model_id": model.model_id},
         }
-        if prediction.std is not None:
-            answer["standard_deviation"] = prediction.std[0]
+        if std is not None:
+            answer["standard_deviation"] = std[0]
         return answer
 
     return predict
@@ -130,6 +135,11 @@ def _run_group(
     try:
         mean, std, metadata, sampled = _answer(call, initial, actions, len(records), steps, dim)
     except ModelError as exc:
+        if isinstance(exc, _Raised) and len(records) > 1:
+            # One reference the model cannot handle must not fail the references that
+            # merely shared its batch: each is asked again alone, so a forecast's status
+            # does not depend on which references were captured with it.
+            return [f for r in records for f in _run_group(call, [r], steps, dim)]
         error = {"type": "ModelError", "message": str(exc)}
         return [_sealed(r, "model_error", None, dict(error)) for r in records]
     return [
@@ -138,13 +148,17 @@ def _run_group(
     ]
 
 
+class _Raised(ModelError):
+    """The model's own call raised (as opposed to answering something invalid)."""
+
+
 def _answer(
     call: BatchPredict, initial: np.ndarray, actions: np.ndarray, count: int, steps: int, dim: int
 ) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any], bool]:
     try:
         answer = call(initial.copy(), actions.copy())
     except Exception as exc:
-        raise ModelError(f"the model raised {type(exc).__name__}: {exc}") from None
+        raise _Raised(f"the model raised {type(exc).__name__}: {exc}") from None
     return read_answer(_read, answer, count, steps, dim)
 
 

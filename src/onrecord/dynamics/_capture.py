@@ -19,6 +19,7 @@ import orjson
 from onrecord._canonical import to_portable
 from onrecord.dynamics._envs import Coordinate
 from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence, censors
+from onrecord.dynamics._protocol import WorldModel
 from onrecord.dynamics._response import ModelError, check_response, read_answer
 from onrecord.errors import InputError
 
@@ -265,7 +266,7 @@ def plan_scope(episode: Any, planned_actions: Any, horizons: list[int]) -> tuple
 
 def capture_forecast(
     episode: Any,
-    predict: Predict,
+    predict: Predict | WorldModel,
     *,
     model_id: str,
     contract: str,
@@ -279,7 +280,8 @@ def capture_forecast(
 
     ``predict(request)`` receives ``{"initial_state": [...], "actions": [...]}`` and
     returns ``{"states": [...], "standard_deviation": [...]?, "metadata": {...}?}`` with
-    one vector per action. ``angular`` names coordinates whose errors wrap.
+    one vector per action. ``angular`` names coordinates whose errors wrap. A
+    ``WorldModel`` may be passed instead (asked through ``request_predictor``).
     """
     from onrecord.episode import EpisodeEvidence
 
@@ -287,8 +289,15 @@ def capture_forecast(
         raise InputError(
             f"episode must be EpisodeEvidence from capture_episode, got {type(episode).__name__}"
         )
+    if isinstance(predict, WorldModel) and not callable(predict):
+        # As capture_forecasts does: a model object is asked through its predict.
+        from onrecord.dynamics._batch import request_predictor
+
+        predict = request_predictor(predict)
     if not callable(predict):
-        raise InputError(f"predict must be callable, got {type(predict).__name__}")
+        raise InputError(
+            f"predict must be a callable or a WorldModel, got {type(predict).__name__}"
+        )
     spec = ForecastSpec(model_id, contract, coordinates, horizons, angular, state_key)
     check_state_key(episode, state_key)
     actions, scope = plan_scope(episode, planned_actions, spec.horizons)
@@ -312,6 +321,8 @@ def _call(predict: Predict, request: dict[str, Any], steps: int, dim: int) -> di
     detached = orjson.loads(original)
     try:
         answer = predict(detached)
+    except ModelError:
+        raise  # request_predictor's own reading of a WorldModel's answer, already worded
     except Exception as exc:
         raise ModelError(f"the model raised {type(exc).__name__}: {exc}") from None
     if orjson.dumps(detached) != original:

@@ -24,7 +24,7 @@ from onrecord._canonical import (
     load_record_bytes,
 )
 from onrecord.case import EvalCase
-from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
+from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
 
 # Running a closed loop needs gymnasium (``_envs``, ``_references``); reading its records
 # (``load_runs``, ``CLOSED_LOOP_SCHEMA`` for ``onrecord verify`` and ``show``) does not.
@@ -130,13 +130,44 @@ def _run_once(
     return ClosedLoopRun(record, episode)
 
 
-def save_runs(path: str | os.PathLike[str], runs: Iterable[ClosedLoopRun]) -> Path:
-    """Decision records as JSON Lines (episodes are saved separately, once each)."""
+def save_runs(
+    path: str | os.PathLike[str], runs: Iterable[ClosedLoopRun], *, episodes: bool = False
+) -> Path:
+    """Decision records as JSON Lines; with ``episodes=True`` their episodes too (each
+    once) in ``NAME.episodes.jsonl`` beside ``NAME.jsonl``, where ``onrecord verify`` and
+    ``show`` look for them and ``load_runs(path)`` reads them."""
+    runs = list(runs)
+    if episodes:
+        # The episodes first: a records file never points at episodes not yet written.
+        from onrecord.dynamics.experiment._store import save_episodes
+
+        unique = {run.episode.digest: run.episode for run in runs}
+        save_episodes(episodes_beside(Path(path)), unique.values())
     return atomic_write_bytes(path, b"".join(canonical_bytes(r.record) + b"\n" for r in runs))
 
 
-def load_runs(path: str | os.PathLike[str], episodes: Mapping[str, Any]) -> list[ClosedLoopRun]:
-    """Read and verify decision records and attach their episodes by digest."""
+def episodes_beside(path: Path) -> Path:
+    """``NAME.episodes.jsonl`` for the decision records ``NAME.jsonl``."""
+    return path.with_name(f"{path.name.removesuffix('.jsonl')}.episodes.jsonl")
+
+
+def load_runs(
+    path: str | os.PathLike[str], episodes: Mapping[str, Any] | None = None
+) -> list[ClosedLoopRun]:
+    """Read and verify decision records and attach their episodes by digest: from
+    ``episodes`` (digest -> ``EpisodeEvidence``) or, when None, from the
+    ``NAME.episodes.jsonl`` that ``save_runs(..., episodes=True)`` wrote beside them."""
+    if episodes is None:
+        beside = episodes_beside(Path(path))
+        if not beside.is_file():
+            raise InputError(
+                f"episodes: none given and no {beside.name} beside {Path(path).name}; "
+                "save the runs with save_runs(path, runs, episodes=True), or pass "
+                "episodes={episode.digest: episode}"
+            )
+        from onrecord.dynamics.experiment._store import load_episodes
+
+        episodes = {e.digest: e for e in load_episodes(beside)}
     runs = []
     for number, line in enumerate(Path(path).read_bytes().splitlines(), start=1):
         record = load_record_bytes(line, f"{path}:{number}")

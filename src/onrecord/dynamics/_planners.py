@@ -10,6 +10,7 @@ so "same planner, same budget" can be checked from saved evidence.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -17,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from onrecord.dynamics._envs import Simulator
-from onrecord.dynamics._protocol import FloatArray, WorldModel
+from onrecord.dynamics._protocol import FloatArray, Prediction, WorldModel
 from onrecord.dynamics._references import fresh_action
 from onrecord.dynamics._response import ModelError
 from onrecord.errors import CaptureError, InputError
@@ -79,11 +80,8 @@ def score_plans(
     any plan is finite) and predicts a NaN return.
     """
     actions = np.asarray([simulator.actions[i] for i in range(len(simulator.actions))])
-    predicted = np.asarray(
-        model.predict(
-            np.repeat(state[None], len(plans), axis=0), actions[plans], uncertainty=False
-        ).mean,
-        dtype=np.float64,
+    predicted = _predicted_states(
+        model.predict(np.repeat(state[None], len(plans), axis=0), actions[plans], uncertainty=False)
     )
     expected = (len(plans), plans.shape[1], len(state))
     if predicted.shape != expected:
@@ -112,6 +110,34 @@ def score_plans(
         returns = np.where(broken, np.nan, returns)
         scores = np.where(broken, -np.inf, scores)
     return returns, scores
+
+
+def _predicted_states(answer: Any) -> FloatArray:
+    """The mean states of a ``predict`` answer, in the forms ``capture_forecasts`` reads.
+
+    A bare array (or anything else) would otherwise fail as an unrelated NumPy
+    ``TypeError`` in the run's record, without saying what ``predict`` must return.
+    """
+    if isinstance(answer, Prediction):
+        mean: Any = answer.mean
+    elif isinstance(answer, Mapping) and answer.get("mean") is not None:
+        mean = answer["mean"]
+    elif isinstance(answer, Mapping) and answer.get("samples") is not None:
+        samples = np.asarray(answer["samples"])
+        mean = samples.mean(axis=1) if samples.ndim == 4 and samples.shape[1] else samples
+    else:
+        raise ModelError(
+            f"predict returned {type(answer).__name__}; a WorldModel's predict must return "
+            "a Prediction, e.g. onrecord.dynamics.Prediction(mean) with mean "
+            "[plans, actions, coordinates] (or a mapping with 'mean' or 'samples')"
+        )
+    try:
+        return np.asarray(mean, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(
+            f"predict's mean is not an array of real numbers ({exc}); return the "
+            "predicted states as floats [plans, actions, coordinates]"
+        ) from None
 
 
 def _choose(

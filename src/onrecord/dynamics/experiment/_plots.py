@@ -42,6 +42,16 @@ def write_plots(directory: Path, tables: dict[str, Any]) -> list[Path]:
     return paths
 
 
+def _label(model: str, table: dict[str, Any]) -> str:
+    """The model's name, and how many forecasts failed when some did.
+
+    The ``n=`` denominators drawn on the error plot are the first model's; a model that
+    failed on some references is plotted over the others only, which its legend says.
+    """
+    failed = table.get("model_errors") or 0
+    return f"{model} ({failed} of {table['forecasts']} failed)" if failed else model
+
+
 def _rows(table: dict[str, Any], coordinate: str) -> list[dict[str, Any]]:
     return [r for r in table["rows"] if r["coordinate"] == coordinate]
 
@@ -56,7 +66,7 @@ def _error_vs_horizon(plt: Any, tables: dict[str, Any]) -> Any:
                 [r["horizon"] for r in rows],
                 [max(r["mae"], 1e-12) for r in rows],
                 marker="o",
-                label=model,
+                label=_label(model, table),
             )
         rows = _rows(next(iter(tables["heldout_metrics"].values())), coordinate)
         for r in rows:
@@ -91,7 +101,7 @@ def _coverage_vs_width(plt: Any, tables: dict[str, Any]) -> Any:
                 [r["width_90"] for r in rows],
                 [r["coverage_90"] for r in rows],
                 marker="o",
-                label=model,
+                label=_label(model, table),
             )
     axis.axhline(0.9, color="grey", linestyle="--", linewidth=0.8)
     axis.set(
@@ -113,7 +123,7 @@ def _reliability(plt: Any, tables: dict[str, Any]) -> Any:
         if not rows:
             continue
         observed = [sum(r[f"coverage_{lv}"] for r in rows) / len(rows) for lv in levels]
-        axis.plot([lv / 100 for lv in levels], observed, marker="o", label=model)
+        axis.plot([lv / 100 for lv in levels], observed, marker="o", label=_label(model, table))
     axis.plot([0.4, 1], [0.4, 1], color="grey", linestyle="--", linewidth=0.8)
     axis.set(
         xlabel="nominal level", ylabel="observed coverage (mean over cells)", title="reliability"
