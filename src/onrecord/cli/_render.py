@@ -146,13 +146,16 @@ def render_report(console: Console, report: EvaluationReport) -> None:
         f"{literal(_interval(summary.interval))}  outcomes {literal(summary.outcomes)}  "
         f"sha256:{report.digest[:16]}"
     )
+    # "errors" beside "unmeasured" read as a second, separate count (20 and 20 of 40
+    # forecasts): the errors are among the unmeasured, as reports-and-policies.md has it
+    # and as the HTML report heads its column.
     table = _table(
         "check",
         "version",
         "passed",
         "failed",
         "unmeasured",
-        "errors",
+        "of which errors",
         "pass rate",
         "95% interval",
         "coverage",

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from onrecord._natural import natural_key
 from onrecord.html._page import NAME_CHARS, TEXT_CHARS, attr, cell, esc, table
 
 __all__ = ["ONE_PAGE", "PAGE_ROWS", "episodes_section"]
@@ -93,7 +94,10 @@ def _controls(index: Mapping[str, Any]) -> str:
     )
     check_options = "".join(
         f'<option value="{position}">not passed: {esc(name)} ({failed[position]})</option>'
-        for position, name in sorted(enumerate(index["checks"]), key=lambda item: item[1])
+        # Natural order, as everywhere else on the page: h4 before h16.
+        for position, name in sorted(
+            enumerate(index["checks"]), key=lambda item: natural_key(item[1])
+        )
     )
     return (
         '<div class="controls" id="episode-controls" hidden>'

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from onrecord._natural import natural_key
 from onrecord.html._listing import episodes_section
 from onrecord.html._page import (
     NAME_CHARS,
@@ -29,6 +30,9 @@ _REASONS = 30
 """Policy reasons listed on the page (one per episode with a coverage issue is common)."""
 _ALL_K = 12
 """pass^k values listed in full; beyond, the milestones."""
+_CHART_ROWS = 40
+"""Checks the pass-rate chart draws at most: a bar is 22 px tall, so 2,000 checks drew
+an SVG 44,000 px tall that buried everything below it."""
 
 
 def render_report_page(data: Mapping[str, Any]) -> str:
@@ -140,10 +144,18 @@ def _checks(data: Mapping[str, Any]) -> str:
         + "</tr>"
         for c in checks
     ]
+    charted = _charted(checks)
     chart = interval_chart(
-        [(c["name"], c["pass_rate"], *c["interval"]) for c in checks],
+        [(c["name"], c["pass_rate"], *c["interval"]) for c in charted],
         title="pass rate per check with 95% Wilson interval",
     )
+    if len(charted) < len(checks):
+        chart += (
+            f'<p class="meta" id="chart-note">the chart draws the {len(charted)} checks with '
+            f"the lowest pass rates (unmeasured ones first) of {len(checks)}; the table "
+            "lists every check, and every value is in the page's <code>onrecord-data</code> "
+            "JSON</p>"
+        )
     return (
         '<section id="checks-section"><h2>Pass rate per check</h2>'
         + table(
@@ -164,6 +176,23 @@ def _checks(data: Mapping[str, Any]) -> str:
         + chart
         + "</section>"
     )
+
+
+def _charted(checks: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The checks the chart draws, in the table's order: all of them up to
+    ``_CHART_ROWS``, else the worst (no pass rate first, then the lowest; ties in
+    natural order)."""
+    if len(checks) <= _CHART_ROWS:
+        return checks
+    worst = sorted(
+        range(len(checks)),
+        key=lambda i: (
+            checks[i]["pass_rate"] is not None,
+            checks[i]["pass_rate"] or 0.0,
+            natural_key(checks[i]["name"]),
+        ),
+    )[:_CHART_ROWS]
+    return [checks[i] for i in sorted(worst)]
 
 
 def _pass_hat_k(data: Mapping[str, Any]) -> str:

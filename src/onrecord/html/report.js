@@ -285,13 +285,23 @@ if (controls && list) {
   render();
   // A check that did not pass in some episodes lists them from its row of the checks
   // table: the way from "expected_changes failed in 912" to those 912.
+  const notPassedIn = new Map();  // check position → episodes it did not pass, one pass
+  index.rows.forEach(r => r[5].forEach(c => notPassedIn.set(c, (notPassedIn.get(c) || 0) + 1)));
   document.querySelectorAll('#checks tr[data-check]').forEach(tr => {
     const position = index.checks.indexOf(tr.dataset.check);
     const cell = tr.querySelector('td[data-field="failed"]');
     if (position < 0 || !cell) return;
+    // Say what it lists: beside a failed count of 0 a bare "list" read as "list the
+    // failures", yet it lists the episodes where the check was not measured.
+    const failed = Number(cell.dataset.value);
+    const unmeasured = Number((tr.querySelector('td[data-field="unmeasured"]') || {dataset: {}}).dataset.value) || 0;
+    const listed = notPassedIn.get(position) || 0;
+    const what = failed && unmeasured ? 'failed or not measured' : failed ? 'failed' : 'not measured';
     const button = document.createElement('button');
-    button.type = 'button'; button.className = 'list-episodes'; button.textContent = 'list';
-    button.title = 'list the episodes in which this check did not pass';
+    button.type = 'button'; button.className = 'list-episodes';
+    button.textContent = 'list the ' + listed + ' ' + what;
+    button.title = 'list the episodes in which this check ' + (failed && unmeasured
+      ? 'failed or was not measured' : failed ? 'failed' : 'was not measured');
     button.addEventListener('click', () => {
       find.value = ''; byOutcome.value = ''; byCheck.value = String(position); refilter();
       document.getElementById('episodes-section').scrollIntoView({block: 'start'});

@@ -20,6 +20,7 @@ from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
 from onrecord.report import Trial
 from onrecord.runner._provider import AgentFactory
+from onrecord.runner._toolrules import check_rule_values
 from onrecord.runner._toolrunner import ToolWorldRunner
 
 __all__ = ["ENVKIT_CHECKS", "ToolWorldProvider"]
@@ -209,6 +210,7 @@ class ToolWorldProvider(ToolWorldRunner):
                 check_rules({}, expected["rules"], tables=tables)
             except InputError as exc:
                 raise InputError(f"{name} expected_output['rules']: {exc}") from exc
+            check_rule_values(name, snapshot, expected["rules"])
 
 
 def _tools(tools: Any, finish_tool: str) -> tuple[Tool, ...]:

@@ -5,6 +5,7 @@ recorded the same way (``onrecord.run.tool-episode/v1``, see ``_toolworld``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -121,7 +122,20 @@ class ToolWorldRunner(EnvironmentProvider):
         )
 
     def trial(self, subject: Any, checks: Sequence[OutcomeCheck], repeat: int) -> Trial:
-        return tool_world_trial(subject, checks, repeat, finish_tool=self.finish_tool)
+        trial = tool_world_trial(subject, checks, repeat, finish_tool=self.finish_tool)
+        if subject.manifest.get("ending") != "agent_error":
+            return trial
+        # A crashed agent's episode got two coverage issues for one cause: the kit's
+        # "ended with agent_error: <the exception>, not finished" and the loop's "ended
+        # before its first call without a successful finish call". Keep the one that
+        # names the exception.
+        generic = f" without a successful {self.finish_tool} call"
+        kept = tuple(
+            issue
+            for issue in trial.coverage_issues
+            if not (issue.startswith("the episode ended ") and issue.endswith(generic))
+        )
+        return dataclasses.replace(trial, coverage_issues=kept)
 
     def close(self) -> None:
         self._close_worlds()
