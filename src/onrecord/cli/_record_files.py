@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from onrecord._canonical import file_sha256, load_record_bytes
+from onrecord._canonical import load_record_bytes
 from onrecord.cli._bundle import Bundle, digested, named
 from onrecord.cli._decisions import (
     COMPARISON_SCHEMA,
@@ -37,6 +37,7 @@ from onrecord.dynamics import ForecastEvidence
 from onrecord.dynamics._closed_loop import CLOSED_LOOP_SCHEMA
 from onrecord.dynamics._evidence import FORECAST_SCHEMA
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
+from onrecord.episode._verify_files import read_regular, regular_sha256
 from onrecord.errors import DigestMismatch, SchemaError
 from onrecord.policy import POLICY_SCHEMA, AcceptancePolicy
 from onrecord.report import REPORT_SCHEMA, EvaluationReport
@@ -83,7 +84,9 @@ def verify_file(path: Path) -> Any:
         return named(path, lambda: _blob(path))
     if _HEX64.fullmatch(path.name) and (path.parent.parent / "run.json").is_file():
         return named(path, lambda: _side_file(path))
-    raw = path.read_bytes()
+    # The named path may be a link (the user chose it), but never a FIFO or a device:
+    # reading one blocked `verify` forever (or, /dev/zero, until memory ran out).
+    raw = read_regular(path, follow=True)
     data = _json(raw)
     if isinstance(data, dict) and isinstance(data.get("schema"), str):
         schema = data["schema"]
@@ -140,7 +143,7 @@ def _blob(path: Path) -> Bundle:
     """A large array of episode evidence (``EVIDENCE.blobs/SHA256``, or the blobs folder
     of JSON Lines of episodes): its bytes hash to its name, and the evidence it belongs
     to verifies with it."""
-    if file_sha256(path) != path.name:
+    if regular_sha256(path, follow=True) != path.name:
         raise DigestMismatch(f"{path} does not match its sha256 (its name): it was changed")
     evidence = path.parent.with_name(path.parent.name.removesuffix(".blobs"))
     if not evidence.is_file():
@@ -168,7 +171,7 @@ def _side_file(path: Path) -> Bundle:
     database): its bytes hash to its name, and the run verifies with it."""
     from onrecord.cli._records import directory
 
-    if file_sha256(path) != path.name:
+    if regular_sha256(path, follow=True) != path.name:
         raise DigestMismatch(f"{path} does not match its sha256 (its name): it was changed")
     run = directory(path.parent.parent)
     return Bundle("run side file", path.name, f"of {path.parent.parent.name} ({run.summary})")

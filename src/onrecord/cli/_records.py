@@ -20,6 +20,7 @@ from onrecord.cli._bundle import Bundle, digested, named
 from onrecord.cli._decisions import COMPARISON_SCHEMA, DECISION_SCHEMA, check_decision_body
 from onrecord.cli._experiments import check_in_manifest, experiment_root
 from onrecord.cli._record_files import KINDS, verify_file
+from onrecord.episode._verify_files import check_entry, read_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
 from onrecord.report import EvaluationReport
 from onrecord.runner._graded import Sources, check_graded, graded_source
@@ -98,10 +99,13 @@ def _run_directory(path: Path) -> Bundle:
 
     store = RunStore.open(path)
     sources: Sources = {}
+    actions = 0  # bytes of the action log the committed records account for
     for record in store.records():  # canonical bytes, digests, run id, action-log blocks
         store.saved_episode(record)  # and the side files, by sha256
         sources[record.key] = graded_source(record)
+        actions += record.data["action_log"]["bytes"]
     count = len(sources)
+    tail = _tail(path, actions, complete=count == store.protocol.episodes)
     items: list[Any] = []
     report = _optional(path / "report.json", EvaluationReport.load)
     if report is not None:  # not another run's (the records were read just now)
@@ -114,13 +118,34 @@ def _run_directory(path: Path) -> Bundle:
     return Bundle(
         "run directory",
         store.manifest["digest"],
-        f"{count} of {expected} episodes, {len(regrades)} regrades",
+        f"{count} of {expected} episodes, {len(regrades)} regrades{tail}",
         tuple(items),
     )
 
 
+def _tail(path: Path, actions: int, *, complete: bool) -> str:
+    """Bytes after the last committed record. A killed writer leaves them, but only
+    while episodes remain to be recorded (the records they would have begun): in a
+    complete run they were added afterwards, and `verify` said ok to a changed run.
+    In an incomplete one they are named in the summary (a resume cuts them off)."""
+    from onrecord.runner._repair import uncommitted_tail
+
+    found = uncommitted_tail(path, actions)
+    if found is None:
+        return ""
+    if complete:
+        raise ConsistencyError(
+            f"{path} records every planned episode, yet holds {found}: no interrupted "
+            "write leaves bytes after the last record of a complete run; they were added "
+            "after the run — restore the run from a copy"
+        )
+    return f"; {found}, left by an interrupted write (a resume cuts it off)"
+
+
 def _regrade_directory(path: Path, store: Any = None, sources: Sources | None = None) -> Bundle:
-    changes = load_record_bytes((path / "changes.json").read_bytes(), str(path / "changes.json"))
+    for name in ("changes.json", "report.json", "decision.json"):
+        check_entry(path / name)  # never a link out of the run, a FIFO or a device
+    changes = load_record_bytes(read_regular(path / "changes.json"), str(path / "changes.json"))
     if changes.get("schema") != _REGRADE:
         raise SchemaError(f"{path / 'changes.json'}: schema is {changes.get('schema')!r}")
     digested(path / "changes.json", changes)
@@ -143,7 +168,7 @@ def _regrade_directory(path: Path, store: Any = None, sources: Sources | None = 
 
 
 def _decision(path: Path, report: EvaluationReport) -> Iterator[Any]:
-    data = load_record_bytes(path.read_bytes(), str(path))
+    data = load_record_bytes(read_regular(path), str(path))
     if data.get("schema") != _DECISION:
         raise SchemaError(f"{path}: schema is {data.get('schema')!r}, expected {_DECISION!r}")
     digested(path, data)
@@ -158,7 +183,7 @@ def _optional(path: Path, load: Callable[[Path], Any]) -> Any:
 
 
 def _manifest_directory(path: Path) -> Bundle:
-    manifest = load_record_bytes((path / "manifest.json").read_bytes(), str(path / "manifest.json"))
+    manifest = load_record_bytes(read_regular(path / "manifest.json"), str(path / "manifest.json"))
     schema = manifest.get("schema")
     if schema == _TOOL_EPISODE:
         from onrecord.envkit import ToolEpisode

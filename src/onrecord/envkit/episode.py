@@ -37,6 +37,7 @@ from onrecord.envkit.diff import StateDiff
 from onrecord.envkit.log import read_action_log
 from onrecord.envkit.snapshot import readonly_uri
 from onrecord.envkit.state import state_digest
+from onrecord.episode._verify_files import check_entry, read_regular, regular_sha256
 from onrecord.errors import DigestMismatch, InputError, SchemaError
 
 if TYPE_CHECKING:
@@ -194,17 +195,21 @@ class ToolEpisode:
                 "list it): it was added after saving; remove it"
             )
         for name in sorted(expected):
-            if not (path / name).is_file():
+            # Never a link (its target lies outside the episode; a database opened
+            # through one is not the file verified), a FIFO (blocked forever) or a device.
+            if not check_entry(path / name):
                 raise DigestMismatch(
                     f"{path / name} is missing (or not a file): the manifest pins it, "
                     "so the episode was changed after saving"
                 )
-            if _file_digest(path / name) != manifest["files"][name]:
+            if regular_sha256(path / name) != manifest["files"][name]:
                 raise DigestMismatch(
                     f"{path / name} does not match the sha256 in its "
                     "manifest: the episode was changed after saving"
                 )
-        return cls(path, manifest)
+        episode = cls(path, manifest)
+        episode.__dict__["_pinned"] = True  # its database file is opened immutable
+        return episode
 
     @classmethod
     def from_parts(
@@ -313,7 +318,16 @@ class ToolEpisode:
 
     def connect(self) -> sqlite3.Connection:
         """A read-only connection to the end-state database."""
-        return sqlite3.connect(readonly_uri(self._database_file()), uri=True)
+        uri = readonly_uri(self._database_file())
+        if self.__dict__.get("_pinned"):
+            # A saved episode's file is pinned by its manifest, and may come from anyone:
+            # a header saying WAL (a setting stored in the file; save_episode never
+            # writes one) made even a read-only open create final.sqlite-shm and -wal
+            # beside it, and the episode then failed verification ("added after
+            # saving"). Immutable, SQLite writes and locks nothing. Not for a live
+            # world's file (from_parts): that may hold un-checkpointed WAL content.
+            uri += "&immutable=1"
+        return sqlite3.connect(uri, uri=True)
 
     def end_state_digest(self) -> str:
         """Recompute the end-state digest from the saved database."""
@@ -359,7 +373,7 @@ def _check_manifest(manifest: Mapping[str, Any], path: Path) -> None:
 def _pinned_bytes(episode: ToolEpisode, name: str) -> bytes:
     """A file of a loaded episode, refused unless it still has its manifest sha256 (it
     may have been changed since ``load``). Parts built in memory are not re-hashed."""
-    data = (episode.path / name).read_bytes()
+    data = read_regular(episode.path / name)
     expected = (episode.manifest.get("files") or {}).get(name)
     if expected is not None and hashlib.sha256(data).hexdigest() != expected:
         raise DigestMismatch(
@@ -374,7 +388,7 @@ def _verified_record(
 ) -> dict[str, Any]:
     """The record in ``path``, verified; its field ``reals`` with infinite REALs decoded
     (``save_reals``), so a loaded episode holds what the live world held."""
-    data = path.read_bytes() if episode is None else _pinned_bytes(episode, path.name)
+    data = read_regular(path) if episode is None else _pinned_bytes(episode, path.name)
     try:
         record = orjson.loads(data)
     except orjson.JSONDecodeError as exc:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from onrecord._canonical import atomic_write_bytes
+from onrecord.episode._verify_files import check_entry, read_regular, regular_size
 from onrecord.errors import ConsistencyError, SchemaError
 
 __all__ = [
@@ -209,7 +210,7 @@ def load_blobs_of(folder: Path, records: Iterable[Mapping[str, Any]]) -> dict[st
     malformed record adds no blobs (and, as the folder cannot be judged without it, no
     entry is refused): its verification fails with its own message."""
     found: dict[str, bytes] = {}
-    wanted: set[str] = set()
+    wanted: dict[str, int | None] = {}  # sha256 -> the size its reference announces
     judged = True
     for data in records:
         try:
@@ -217,14 +218,15 @@ def load_blobs_of(folder: Path, records: Iterable[Mapping[str, Any]]) -> dict[st
         except (KeyError, TypeError):
             judged = False
             continue
-        wanted.update(
-            meta["sha256"]
-            for meta in metas
-            if isinstance(meta, Mapping)
-            and isinstance(meta.get("sha256"), str)
-            and _HEX64.fullmatch(meta["sha256"])
-        )
-    if not folder.is_dir():
+        for meta in metas:
+            if (
+                isinstance(meta, Mapping)
+                and isinstance(meta.get("sha256"), str)
+                and _HEX64.fullmatch(meta["sha256"])
+            ):
+                wanted[meta["sha256"]] = _announced(meta)
+    # A real folder, never a link to one elsewhere (its entries would be read there).
+    if not check_entry(folder, directory=True):
         return found  # verification names what is missing
     for entry in sorted(folder.iterdir()) if judged else ():
         if entry.name not in wanted and not _PARTIAL.fullmatch(entry.name):
@@ -232,12 +234,30 @@ def load_blobs_of(folder: Path, records: Iterable[Mapping[str, Any]]) -> dict[st
                 f"{entry} is not a blob this evidence references: the folder holds "
                 "exactly the evidence's blobs; it was added after saving — remove it"
             )
-    for digest in sorted(wanted):
+    for digest, expected in sorted(wanted.items()):
         target = folder / digest
         try:
-            found[digest] = target.read_bytes()
+            # Never a link, a FIFO or a device (a blob linked to /dev/zero was read until
+            # memory ran out, a FIFO blocked forever), and never more bytes than the
+            # reference announces: a blob far larger on disk is refused unread.
+            size = regular_size(target)
+            if expected is not None and size != expected:
+                raise ConsistencyError(
+                    f"{target} holds {size} bytes, its dtype and shape say {expected}: "
+                    "it was changed after recording"
+                )
+            found[digest] = read_regular(target)
         except FileNotFoundError:
             continue
         except OSError as exc:
             raise SchemaError(f"{target} cannot be read as a blob: {exc}") from exc
     return found
+
+
+def _announced(meta: Any) -> int | None:
+    """The size a reference announces, or None for a malformed one (whose verification
+    then fails with its own message)."""
+    try:
+        return _expected_size(meta)
+    except SchemaError:
+        return None

@@ -7,11 +7,47 @@ import os
 from pathlib import Path
 
 from onrecord._canonical import content_digest, load_record_bytes
+from onrecord.episode._verify_files import check_entry
 from onrecord.errors import ConsistencyError, OnrecordError
 
-__all__ = ["DECISION_SCHEMA", "cut_actions", "cut_torn_line", "refuse_lost_records"]
+__all__ = [
+    "DECISION_SCHEMA",
+    "cut_actions",
+    "cut_torn_line",
+    "refuse_links",
+    "refuse_lost_records",
+    "uncommitted_tail",
+]
 
 DECISION_SCHEMA = "onrecord.run.decision/v1"
+
+_RUN_FILES = (
+    ".lock",
+    "run.json",
+    "episodes.jsonl",
+    "actions.jsonl",
+    "errors.jsonl",
+    "report.json",
+    "decision.json",
+)
+
+
+def refuse_links(run: Path) -> None:
+    """Refuse a run directory holding a link or a special file where onrecord writes a
+    regular file or a directory. A received run is hostile input: ``errors.jsonl ->
+    ~/notes.txt`` had a resume cut the last line off that file, ``regrades -> /elsewhere``
+    had ``regrade`` write there, and ``episodes.jsonl`` as a FIFO (or a link to
+    ``/dev/zero``) made ``verify`` wait forever. Checked when the run is opened, before
+    anything is read or written; the files are opened without following links too."""
+    for name in _RUN_FILES:
+        check_entry(run / name)
+    for name in ("files", "regrades"):
+        if check_entry(run / name, directory=True):
+            for entry in (run / name).iterdir():
+                # A side file is a regular file; a regrade a directory (a stray file
+                # there is no regrade and is not read, but a link is never followed).
+                if name == "files" or entry.is_symlink():
+                    check_entry(entry, directory=name == "regrades")
 
 
 def cut_torn_line(run: Path, name: str) -> list[str]:
@@ -39,6 +75,21 @@ def cut_actions(run: Path, committed: int) -> list[str]:
         return []
     os.truncate(path, committed)
     return ["removed the action-log events of an episode that was not committed"]
+
+
+def uncommitted_tail(run: Path, committed_actions: int) -> str | None:
+    """What follows the last committed record: a partial line at the end of
+    ``episodes.jsonl``, action-log bytes no record accounts for (what a killed writer
+    leaves, and what a resume cuts off), said in a few words; None when there is none."""
+    parts = []
+    episodes, actions = run / "episodes.jsonl", run / "actions.jsonl"
+    torn = episodes.stat().st_size - _last_newline_end(episodes) if episodes.exists() else 0
+    if torn:
+        parts.append(f"a partial line ({torn} B) at the end of episodes.jsonl")
+    extra = actions.stat().st_size - committed_actions if actions.exists() else 0
+    if extra > 0:
+        parts.append(f"{extra} B at the end of actions.jsonl that no record accounts for")
+    return " and ".join(parts) or None
 
 
 def refuse_lost_records(run: Path, committed: int) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from onrecord._canonical import (
     load_record_bytes,
     record_bytes,
 )
+from onrecord.episode._verify_files import open_regular, read_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
 from onrecord.runner._commit import GroupCommit, fsync_directory
 from onrecord.runner._job import EPISODE_RECORD_SCHEMA, JobResult
@@ -43,6 +45,7 @@ from onrecord.runner._repair import (
     DECISION_SCHEMA,
     cut_actions,
     cut_torn_line,
+    refuse_links,
     refuse_lost_records,
 )
 from onrecord.runner._sealed import digest_of_canonical
@@ -51,6 +54,7 @@ from onrecord.runner._timeout import check_timeout
 __all__ = ["DECISION_SCHEMA", "RUN_SCHEMA", "EpisodeRecord", "RunStore", "RunWriter"]
 
 RUN_SCHEMA = "onrecord.run/v1"
+_HEX64 = re.compile("[0-9a-f]{64}")
 
 
 _MANIFEST_TEMPS = ".run.json.*.tmp"
@@ -158,7 +162,8 @@ class RunStore:
                 f"{target} is not a run directory (it has no run.json); start "
                 "a run with `onrecord run ... --out DIR`"
             )
-        manifest = load_record_bytes(manifest_path.read_bytes(), str(manifest_path))
+        refuse_links(target)  # before anything in it is read (or, resuming, written)
+        manifest = load_record_bytes(read_regular(manifest_path), str(manifest_path))
         if manifest.get("schema") != RUN_SCHEMA:
             from onrecord import __version__
 
@@ -209,7 +214,7 @@ class RunStore:
         meta = record.data["action_log"]
         events: list[dict[str, Any]] = []
         if meta["bytes"]:
-            with open(self.file("actions.jsonl"), "rb") as handle:
+            with open_regular(self.file("actions.jsonl")) as handle:
                 handle.seek(record.actions_offset)
                 block = handle.read(meta["bytes"])
             events = [load_record_bytes(line, "an action-log event") for line in block.splitlines()]
@@ -217,13 +222,22 @@ class RunStore:
         return SavedEpisode(record.data["evidence"], events, files)
 
     def _blob(self, digest: str) -> bytes:
+        if not (isinstance(digest, str) and _HEX64.fullmatch(digest)):
+            # A forged record naming "../../elsewhere" or "/dev/zero" made `verify`
+            # read a file outside the run directory: only a sha256 names a side file.
+            raise SchemaError(
+                f"{self.file('episodes.jsonl')}: a record names the side file {digest!r}, "
+                "not a sha256 (64 hex digits) under files/: the record was forged; "
+                "nothing outside the run directory is read"
+            )
         path = self.path / "files" / digest
-        if not path.is_file():
+        try:
+            data = read_regular(path)  # never a link, a FIFO or a device (see _repair)
+        except FileNotFoundError:
             raise ConsistencyError(
                 f"{path} is missing: a side file of a recorded episode "
                 "was deleted; restore it from a copy of the run"
-            )
-        data = path.read_bytes()
+            ) from None
         if hashlib.sha256(data).hexdigest() != digest:
             raise DigestMismatch(
                 f"{path} does not match its sha256: it was changed after the episode was recorded"
@@ -237,7 +251,7 @@ def _iterate(store: RunStore, path: Path) -> Iterator[EpisodeRecord]:
     seen: set[tuple[str, int]] = set()
     offset = 0
     actions = store.file("actions.jsonl")
-    with open(path, "rb") as lines, _maybe_open(actions) as log:
+    with open_regular(path) as lines, _maybe_open(actions) as log:
         for number, line in enumerate(lines, start=1):
             if not line.endswith(b"\n"):
                 return  # a torn last line: never committed
@@ -256,7 +270,7 @@ class _NoFile:
 
 
 def _maybe_open(path: Path) -> Any:
-    return open(path, "rb") if path.exists() else _NoFile()
+    return open_regular(path) if path.exists() else _NoFile()
 
 
 def _verified_line(
@@ -295,6 +309,11 @@ def _verified_line(
 
 def _verify_block(log: BinaryIO | None, path: Path, offset: int, record: dict[str, Any]) -> None:
     meta = record["action_log"]
+    if type(meta["bytes"]) is not int or meta["bytes"] < 0:  # read(-1) read the whole log
+        raise SchemaError(
+            f"{path}: the action log of {record['case_id']}#{record['repeat']} is "
+            f"{meta['bytes']!r} bytes long, not a count of bytes: the record was forged"
+        )
     if not meta["bytes"]:
         return
     block = b""

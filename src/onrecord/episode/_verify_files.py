@@ -1,0 +1,115 @@
+"""Reading the files of a received record without trusting the directory they came in.
+
+A record is often verified on a machine that received it from someone else (an archive,
+a shared folder), so the directory itself is hostile input, not only the bytes in it:
+
+* a FIFO or a device in place of a file made ``verify`` block forever (a FIFO waits for
+  a writer; ``/dev/zero`` never ends, and a line read from it exhausts memory);
+* a symbolic link inside a run directory made commands read, and a resume truncate,
+  a file outside it (``errors.jsonl -> ~/notes.txt`` lost its last line), and a
+  ``regrades`` link made ``regrade`` write its directory elsewhere.
+
+So every file inside a record directory is opened without following a link and without
+blocking, and refused unless it is a regular file. Only the path a user names may be a
+link (``onrecord verify evidence.json`` where that is a symlink): the user chose it.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from io import BufferedReader
+from pathlib import Path
+
+from onrecord.errors import SchemaError
+
+__all__ = ["check_entry", "open_regular", "read_regular", "regular_sha256", "regular_size"]
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+_WHY = (
+    "onrecord records are regular files and directories, and onrecord never follows a "
+    "link or reads a special file inside a record (it could point outside it, or block "
+    "forever)"
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _refuse(path: Path, mode: int, want: str = "a regular file") -> SchemaError:
+    return SchemaError(f"{path} is {_kind(mode)}, not {want}: {_WHY}; refused")
+
+
+def check_entry(path: Path, *, directory: bool = False) -> bool:
+    """Whether ``path`` exists, refusing it when it is a link or not a regular file (a
+    real directory when ``directory``). Nothing is opened."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if directory and not stat.S_ISDIR(mode):
+        raise _refuse(path, mode, "a directory")
+    if not directory and not stat.S_ISREG(mode):
+        raise _refuse(path, mode)
+    return True
+
+
+def _open(path: Path, follow: bool) -> int:
+    """A descriptor of the regular file ``path``. The kind is checked before opening
+    (opening a device can itself act) and again on the open file (it may have been
+    swapped in between); ``O_NONBLOCK`` keeps a FIFO swapped in from blocking the open."""
+    mode = (os.stat(path) if follow else os.lstat(path)).st_mode
+    if not stat.S_ISREG(mode):
+        raise _refuse(path, mode)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _refuse(path, stat.S_IFLNK) from exc
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _refuse(path, mode)
+    os.set_blocking(fd, True)
+    return fd
+
+
+def regular_size(path: Path) -> int:
+    """The size of the regular file ``path`` (never a link), read before its bytes so a
+    file far larger than its record says is refused without reading it."""
+    info = os.lstat(path)  # a missing file raises FileNotFoundError
+    if not stat.S_ISREG(info.st_mode):
+        raise _refuse(path, info.st_mode)
+    return info.st_size
+
+
+def open_regular(path: Path, *, follow: bool = False) -> BufferedReader:
+    """The regular file ``path`` opened for reading; a link is followed only when
+    ``follow`` (the path a user named)."""
+    return open(_open(path, follow), "rb", closefd=True)
+
+
+def read_regular(path: Path, *, follow: bool = False) -> bytes:
+    """The bytes of the regular file ``path`` (see ``open_regular``)."""
+    with open_regular(path, follow=follow) as handle:
+        return handle.read()
+
+
+def regular_sha256(path: Path, *, follow: bool = False) -> str:
+    """Hex sha256 of the regular file ``path``, read in blocks (in C, never whole)."""
+    with open_regular(path, follow=follow) as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
