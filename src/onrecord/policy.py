@@ -335,7 +335,9 @@ class AcceptancePolicy:
     def load(cls, path: str | os.PathLike[str]) -> AcceptancePolicy:
         """Read a policy: canonical JSON saved by ``save_json`` (verified) or a hand-written
         TOML file with ``[[requirements]]`` tables."""
-        raw = Path(path).read_bytes()
+        from onrecord.episode._verify_files import read_regular  # (a cycle at import time)
+
+        raw = read_regular(Path(path), follow=True)  # a FIFO as --policy waited for ever
         if Path(path).suffix.lower() == ".toml":
             import tomllib
 

@@ -37,3 +37,16 @@ def test_the_html_report_of_a_pixel_run_renders(run_dir: Path) -> None:
     page = write_report(run_dir).read_text()
     assert "<html" in page
     assert "tests.runner.helpers:pixels" in page
+
+
+def test_show_episode_of_a_pixel_run_reads_its_frames(run_dir: Path) -> None:
+    from tests.runner.conftest import onrecord
+
+    start_run(run_dir, plan_run("tests.runner.helpers:pixels", "random", seeds=[0]))
+    (case,) = {record.key[0] for record in RunStore.open(run_dir).records()}
+    # Before: "references blob …, which was not given" and exit 3: the side files were
+    # read but not handed to the evidence.
+    shown = onrecord("show", str(run_dir), "--episode", f"{case}#0")
+    assert shown.returncode == 0, shown.stderr
+    assert f"{case}#0" in shown.stdout
+    assert "step" in shown.stdout

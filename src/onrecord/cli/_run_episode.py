@@ -16,7 +16,7 @@ from rich.console import Console
 from onrecord._natural import natural_key
 from onrecord.cli._episode_view import Cells, render_episode
 from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal
-from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
+from onrecord.episode import EPISODE_SCHEMA
 from onrecord.errors import InputError
 
 __all__ = ["render_run_episode", "render_tool_calls"]
@@ -53,7 +53,9 @@ def render_run_episode(
     saved = store.saved_episode(record)
     command = f"onrecord show {run} --episode {wanted}"
     if saved.evidence.get("schema") == EPISODE_SCHEMA:
-        evidence = EpisodeEvidence.from_dict(dict(saved.evidence))
+        from onrecord.runner._gym import saved_evidence  # Gymnasium: only for such a run
+
+        evidence = saved_evidence(saved)  # with its side-file blobs (image observations)
         render_episode(console, evidence, steps, full=full, command=command)
     else:
         render_tool_calls(console, saved.action_log, steps, full=full, command=command)

@@ -30,6 +30,7 @@ from onrecord.episode._blobs import (
 )
 from onrecord.episode._coverage import coverage_issues, ending
 from onrecord.episode._verify import verify_episode_shape
+from onrecord.episode._verify_files import read_regular
 from onrecord.errors import (
     ConsistencyError,
     DigestMismatch,
@@ -173,7 +174,7 @@ class EpisodeEvidence:
         """Read and verify evidence saved by ``save_json``, and its blobs from
         ``<path>.blobs/`` (or from beside the file a symlinked ``path`` points to). Every
         ``EvidenceError`` names the file at fault."""
-        raw = Path(path).read_bytes()
+        raw = read_regular(Path(path), follow=True)  # never a FIFO or a device
         folder = find_blob_dir(path)
         try:
             return cls._from_saved(raw, str(path), lambda d: load_blobs(folder, d), str(folder))

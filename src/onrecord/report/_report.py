@@ -250,7 +250,10 @@ class EvaluationReport:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> EvaluationReport:
         """Read and verify a report saved by ``save_json``; errors name the file."""
-        data = load_record_bytes(Path(path).read_bytes(), str(path))
+        from onrecord.episode._verify_files import read_regular  # (a cycle at import time)
+
+        # A regular file only: `gate FIFO`, `compare FIFO FIFO` waited for ever.
+        data = load_record_bytes(read_regular(Path(path), follow=True), str(path))
         try:
             return cls.from_dict(data)
         except OnrecordError as exc:

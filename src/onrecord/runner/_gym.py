@@ -194,17 +194,12 @@ class GymnasiumProvider(EnvironmentProvider):
             options=spec.options,
         )
         # Large observation arrays travel as side files named by their sha256.
-        blobs = {f"blob/{digest}": blob for digest, blob in evidence.blobs.items()}
+        blobs = {f"{_BLOB_PREFIX}{digest}": blob for digest, blob in evidence.blobs.items()}
         # Saved from the episode's own bytes, never parsed again (``_sealed``).
         return EpisodeOutput(CapturedEvidence(evidence), evidence, files=blobs)
 
     def load_subject(self, saved: SavedEpisode) -> EpisodeEvidence:
-        blobs = {
-            name.removeprefix("blob/"): blob
-            for name, blob in saved.files.items()
-            if name.startswith("blob/")
-        }
-        return EpisodeEvidence.from_dict(saved.evidence, blobs)
+        return saved_evidence(saved)
 
     def trial(self, subject: Any, checks: Sequence[OutcomeCheck], repeat: int) -> Trial:
         return episode_trial(subject, checks, repeat)
