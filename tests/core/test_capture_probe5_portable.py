@@ -68,19 +68,10 @@ def test_a_longdouble_in_info_and_state_is_recorded(tmp_path: Any) -> None:
         holder["env"] = Energy(gym.make("CartPole-v1"))
         return holder["env"]
 
-    def interact(env: Any, observation: Any, info: Any) -> None:
-        env.step(0)
-        env.step(1)
-
-    episode = capture_episode(
+    episode = _two_steps(
         factory,
-        interact,
-        case=EvalCase("probe", case_id="probe5-longdouble"),
-        environment_id="e",
-        observer_id="o",
-        observe=lambda: {"total": np.longdouble(0.25), "cells": np.full(2, 0.5, np.longdouble)},
-        seed=0,
-        max_steps=5,
+        lambda: {"total": np.longdouble(0.25), "cells": np.full(2, 0.5, np.longdouble)},
+        "probe5-longdouble",
         options={"low": np.longdouble(-0.05)},
     )
     assert episode.failures() == []
@@ -154,20 +145,7 @@ def test_a_namedtuple_observer_state_is_recorded(tmp_path: Any) -> None:
         x, _, theta, _ = holder["env"].unwrapped.state
         return {"pose": Pose(Meters(x), float(theta))}
 
-    def interact(env: Any, observation: Any, info: Any) -> None:
-        env.step(0)
-        env.step(1)
-
-    episode = capture_episode(
-        factory,
-        interact,
-        case=EvalCase("probe", case_id="probe5-namedtuple"),
-        environment_id="e",
-        observer_id="o",
-        observe=observe,
-        seed=0,
-        max_steps=5,
-    )
+    episode = _two_steps(factory, observe, "probe5-namedtuple")
     assert episode.failures() == []
     bare = gym.make("CartPole-v1")
     bare.reset(seed=0)
@@ -244,3 +222,25 @@ def test_a_big_endian_box_is_recorded(tmp_path: Any) -> None:
     assert [t["observation"] for t in episode.transitions()] == [[2, 2], [3, 1], [4, 1]]
     assert [s["last"] for s in episode.states()] == [[0, 0], [2, 0], [3, 0], [4, 0], [4, 0]]
     assert EpisodeEvidence.load(episode.save_json(tmp_path / "e.json")) == episode
+
+
+def _two_steps(
+    factory: Any, observe: Any, case_id: str, options: dict[str, Any] | None = None
+) -> EpisodeEvidence:
+    """A capture of actions 0 then 1, seed 0, with ``observe``."""
+
+    def interact(env: Any, observation: Any, info: Any) -> None:
+        env.step(0)
+        env.step(1)
+
+    return capture_episode(
+        factory,
+        interact,
+        case=EvalCase("probe", case_id=case_id),
+        environment_id="e",
+        observer_id="o",
+        observe=observe,
+        seed=0,
+        max_steps=5,
+        options=options,
+    )
