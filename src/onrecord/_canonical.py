@@ -137,7 +137,17 @@ def load_record_bytes(raw: bytes, what: str) -> dict[str, Any]:
         ) from exc
     if not isinstance(data, dict):
         raise SchemaError(f"{what} must hold a JSON object, found {type(data).__name__}")
-    if canonical_bytes(data) != raw.rstrip(b"\n"):
+    try:
+        canonical = canonical_bytes(data)
+    except PortabilityError as exc:
+        # orjson reads deeper nesting (1024 levels) than it writes (255): such a file
+        # parsed, then failed here with a message for callers *writing* a value, naming
+        # no file. No record onrecord writes is nested this deeply.
+        raise SchemaError(
+            f"{what} is nested too deeply (more than 255 levels of lists and objects), so "
+            "it is not a record onrecord wrote; the file is damaged or was made by hand"
+        ) from exc
+    if canonical != raw.rstrip(b"\n"):
         raise DigestMismatch(
             f"{what} is not in canonical form: it was edited after saving; "
             "restore the original file"

@@ -13,7 +13,9 @@ Layout::
 ``analyze_ledger_dir`` needs nothing but the directory: it checks the manifest's own
 digest (first: a manifest rewritten with a file would vouch for it) and every hash,
 reloads (and so re-verifies) every record, re-runs the checks on the saved evidence and
-recomputes each decision and the ablation.
+recomputes each decision and the ablation. A link anywhere inside the directory (even to
+an identical copy outside it), or a FIFO or device in place of a file, is refused before
+anything is hashed or read, as in a run directory (``onrecord.episode._verify_files``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from onrecord.domains.ledger._experiment import (
     ablation,
 )
 from onrecord.episode import EpisodeEvidence, evaluate_episode
+from onrecord.episode._verify_files import read_regular, regular_sha256
 from onrecord.errors import DigestMismatch, EvidenceError, InputError, SchemaError
 
 __all__ = ["LedgerAnalysis", "analyze_ledger_dir", "save_ledger_result"]
@@ -173,7 +176,7 @@ class LedgerAnalysis:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    return load_record_bytes(path.read_bytes(), str(path))
+    return load_record_bytes(read_regular(path), str(path))  # never a link, FIFO or device
 
 
 def _verify_manifest(out: Path, analysis: LedgerAnalysis) -> dict[str, Any] | None:
@@ -199,18 +202,25 @@ def _verify_manifest(out: Path, analysis: LedgerAnalysis) -> dict[str, Any] | No
             "of `onrecord ledger run`"
         )
         return None
-    present = {
-        str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != MANIFEST
-    }
+    # The world-model store's walk, so both output directories refuse the same things;
+    # imported here because its package loads the whole experiment, which only this needs.
+    from onrecord.dynamics.experiment._store import output_files
+
+    try:
+        # Before any file is hashed: rglob with is_file followed a link (an identical copy
+        # outside verified) and skipped a FIFO, which the records' reads then waited on.
+        present = {name for name in output_files(out) if Path(name).name != MANIFEST}
+    except (OSError, EvidenceError) as exc:
+        analysis.problems.append(str(exc))
+        return None
     for name in sorted(present - set(listed)):
         analysis.problems.append(f"{name}: not in the manifest (added after the run)")
     for name, expected in sorted(listed.items()):
-        path = out / name
         if Path(name).is_absolute() or ".." in Path(name).parts:
             analysis.problems.append(f"{name}: names a file outside the directory")
-        elif not path.is_file():
+        elif name not in present:
             analysis.problems.append(f"{name}: listed in the manifest but missing")
-        elif file_sha256(path) != expected:
+        elif regular_sha256(out / name) != expected:
             analysis.problems.append(f"{name}: sha256 differs from the manifest")
     return manifest
 

@@ -6,6 +6,11 @@ replaced together with its entry in the manifest no longer verifies. A manifest 
 before manifests were sealed has no digest; it still loads (``unsealed``), and
 ``onrecord verify`` refuses it saying so.
 
+An output directory is often verified after it was received from someone else, so it is
+read as a run directory is (``onrecord.episode._verify_files``): a link inside it (even to
+an identical copy outside) or a FIFO or device in place of a file is refused, naming it,
+before any file is hashed or parsed. Only the directory the user names may be a link.
+
 Episodes saved as JSON Lines keep their large arrays as the single-file form does: in one
 ``<file>.jsonl.blobs/`` folder beside the file, holding exactly the blobs its episodes
 reference.
@@ -13,6 +18,7 @@ reference.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,12 +33,14 @@ from onrecord._canonical import (
 )
 from onrecord._exceptions import naming_file
 from onrecord.episode._blobs import find_blob_dir, load_blobs_of, prune_blobs, save_blobs
+from onrecord.episode._verify_files import check_entry, read_regular, regular_sha256
 from onrecord.errors import DigestMismatch, EvidenceError, SchemaError
 
 __all__ = [
     "MANIFEST_SCHEMA",
     "VerifiedManifest",
     "load_episodes",
+    "output_files",
     "read_json",
     "save_episodes",
     "unsealed_message",
@@ -52,8 +60,30 @@ def write_json(path: Path, value: Any) -> Path:
 
 
 def read_json(path: Path) -> Any:
-    """Read a file written by ``write_json``, insisting on canonical bytes."""
-    return load_record_bytes(path.read_bytes(), str(path))
+    """Read a file written by ``write_json`` inside an output directory (never through a
+    link, never a FIFO or device), insisting on canonical bytes."""
+    return load_record_bytes(read_regular(path), str(path))
+
+
+def output_files(root: Path) -> set[str]:
+    """The relative POSIX name of every file under the output directory ``root``,
+    refusing (``SchemaError`` naming it) a link or a special file anywhere inside.
+
+    ``Path.rglob`` with ``is_file`` followed a link to a file (an identical copy outside
+    the directory verified) and silently skipped a FIFO; a link to a directory is refused
+    too, rather than reported as its files missing. ``root`` itself may be a link."""
+    found: set[str] = set()
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                path = folder / entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(path)
+                elif check_entry(path):  # raises for a link, FIFO, device or socket
+                    found.add(path.relative_to(root).as_posix())
+    return found
 
 
 def save_episodes(path: Path, episodes: Iterable[Any]) -> Path:
@@ -72,10 +102,12 @@ def save_episodes(path: Path, episodes: Iterable[Any]) -> Path:
 
 def load_episodes(path: Path) -> list[Any]:
     """Read and verify every episode of a JSON Lines file, with the blobs its episodes
-    reference from ``<path>.blobs/``; an error names the line."""
+    reference from ``<path>.blobs/``; an error names the line. ``path`` may be a link
+    (commands read files the user names this way); a FIFO or device is refused rather
+    than waited on. In an output directory ``verify_manifest`` has refused links first."""
     numbered = [
         (f"{path}:{number}", load_record_bytes(line, f"{path}:{number}"))
-        for number, line in enumerate(path.read_bytes().splitlines(), start=1)
+        for number, line in enumerate(read_regular(path, follow=True).splitlines(), start=1)
         if line
     ]
     return verified_episodes(path, numbered)
@@ -144,7 +176,7 @@ def verify_manifest(root: Path) -> VerifiedManifest:
     file was added or removed. An unsealed manifest (no digest) is verified as far as
     it goes and returned with ``sealed=False``: the caller decides whether to accept it."""
     path = root / MANIFEST
-    if not path.exists():
+    if not check_entry(path):  # a link or a FIFO as the manifest is refused here
         if (root / "protocol.json").is_file():
             raise SchemaError(
                 f"{path} is missing: {root} is an interrupted worldmodel run (the "
@@ -179,18 +211,14 @@ _NOT_A_MANIFEST = (
 
 
 def _check_files(root: Path, files: Mapping[str, str]) -> None:
-    present = {
-        p.relative_to(root).as_posix()
-        for p in root.rglob("*")
-        if p.is_file() and p.name != MANIFEST
-    }
+    present = {name for name in output_files(root) if Path(name).name != MANIFEST}
     extra, missing = sorted(present - set(files)), sorted(set(files) - present)
     if extra or missing:
         raise DigestMismatch(
             f"run directory {root} differs from its manifest: added {extra}, missing {missing}"
         )
     for name, digest in files.items():
-        if file_sha256(root / name) != digest:
+        if regular_sha256(root / name) != digest:
             raise DigestMismatch(
                 f"{name} does not match its sha256 in the manifest: it was "
                 "changed after the run; restore it or re-run"
