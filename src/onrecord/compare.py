@@ -21,6 +21,7 @@ from onrecord._natural import natural_key
 from onrecord._stats import exact_mean, mcnemar_exact_p, symmetric_bootstrap_ci
 from onrecord.errors import ComparisonRefused, InputError
 from onrecord.report import EvaluationReport, Trial
+from onrecord.report._report import environment_of
 
 __all__ = [
     "CheckComparison",
@@ -180,7 +181,7 @@ def _refuse_moved(pairs: list[tuple[Trial, Trial]]) -> None:
     """Refuse pairs whose trials ran in other environment settings (what a lock saved by
     an earlier onrecord does not say)."""
     moved = sorted(
-        {a.case["case_id"] for a, b in pairs if _environment(a) != _environment(b)},
+        {a.case["case_id"] for a, b in pairs if environment_of(a) != environment_of(b)},
         key=natural_key,
     )
     if moved:
@@ -190,10 +191,6 @@ def _refuse_moved(pairs: list[tuple[Trial, Trial]]) -> None:
                 f"(e.g. {moved[:3]}): their repeats cannot be paired"
             ]
         )
-
-
-def _environment(trial: Trial) -> dict[str, Any]:
-    return {key: value for key, value in trial.settings.items() if key != "seed"}
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ def _lock(
                     f"({checks[result.name]!r} and {result.version!r}) in one "
                     "report; evaluate every trial with the same checks"
                 )
-        settings = {key: value for key, value in trial.settings.items() if key != "seed"}
+        settings = environment_of(trial)
         environment = content_digest(settings)
         environments[environment] = settings
         entry = [trial.repeat, trial.settings.get("seed")]
@@ -297,6 +297,12 @@ def _verify_lock(
             "cases differ); build reports with EvaluationReport.from_trials, or load "
             "a saved one unedited"
         )
+
+
+def environment_of(trial: Trial) -> dict[str, Any]:
+    """The environment settings a trial ran under: its settings but the seed (what the
+    lock lists once per environment, and what a pair's two trials must share)."""
+    return {key: value for key, value in trial.settings.items() if key != "seed"}
 
 
 def _without_environment_index(lock: dict[str, Any]) -> dict[str, Any]:
