@@ -156,16 +156,30 @@ def _with_callback(callback: Any = None, label: str = "") -> gym.Env[Any, Any]:
         (lambda obs: (obs, 1.0, False, False, ["x"]), "an info of type list"),
         (lambda obs: (obs, 1.0, "no", False, {}), "terminated='no', not a bool"),
         (lambda obs: (obs, 1.0, False, 2, {}), "truncated=2, not a bool"),
+        (lambda obs: (obs, 1.0, None, False, {}), "terminated=None, not a bool"),
+        (lambda obs: (obs, 1.0, False, "", {}), "truncated='', not a bool"),
+        (lambda obs: (obs, 1.0, False, 0.0, {}), "truncated=0.0, not a bool"),
         (
             lambda obs: (obs, 1.0, np.array([False, True]), False, {}),
-            "a result whose parts could not be read (ValueError: The truth value",
+            "terminated=array([False,  True]), not a bool",
         ),
         (
             lambda obs: (obs, 1.0, False, False, np.ones(3)),
             "a result whose parts could not be read (ValueError: The truth value",
         ),
     ],
-    ids=["four-tuple", "none", "info-list", "terminated-str", "truncated-2", "flags", "info"],
+    ids=[
+        "four-tuple",
+        "none",
+        "info-list",
+        "terminated-str",
+        "truncated-2",
+        "terminated-none",
+        "truncated-empty",
+        "truncated-zero-float",
+        "flags",
+        "info",
+    ],
 )
 def test_a_malformed_step_result_is_an_environment_error_at_its_step(
     result: Any, problem: str, tmp_path: Path
@@ -209,6 +223,22 @@ def test_lenient_forms_gymnasium_environments_use_are_accepted(terminated: Any, 
         False,
         {},
     )
+
+
+@pytest.mark.parametrize("falsy", [np.False_, 0], ids=["numpy", "int"])
+def test_lenient_false_flags_do_not_end_the_episode(falsy: Any) -> None:
+    calls = {"n": 0}
+
+    def step(env: GenericEnv, action: Any) -> Any:
+        calls["n"] += 1
+        return env.observation_space.sample(), 1.0, falsy, calls["n"] == 3 or falsy, None
+
+    episode = capture_generic(
+        GenericEnv(step), lambda wrapped, o, i: [wrapped.step(0) for _ in range(3)], max_steps=3
+    )
+    assert [t["truncated"] for t in episode.transitions()] == [False, False, True]
+    assert episode.ended == "truncated"
+    assert all(a["status"] == "ok" for a in episode.attempts())
 
 
 @pytest.mark.parametrize(

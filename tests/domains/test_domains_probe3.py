@@ -86,7 +86,7 @@ def test_a_note_or_followup_written_twice_is_rejected(
     assert (played.decision, played.failing) == ("reject", {"expected_changes"})
     assert any(why in p for p in played.problems("expected_changes"))
     versions = {r.name: r.version for r in played.trial.results}
-    assert versions["expected_changes"] == "remittance-v3"
+    assert versions["expected_changes"] == "remittance-v4"
     assert versions["balances_reconcile"] == "remittance-v2"  # its verdicts did not change
 
 

@@ -223,6 +223,8 @@ def test_blank_free_text_is_refused_so_the_work_is_missing(
 
 # -- misbehaviour that was already caught ----------------------------------------------
 def post_void_post(step: Call, context: dict[str, Any]) -> Generator[Call, Reply, Reply]:
+    """Voids each posting and posts it again: untidy but right (the void nets out), so
+    accepted since ``remittance-v3`` of the money checks; see test_remittance_probe5."""
     reply = yield step
     if step["tool"] == "post_allocation" and reply["ok"]:
         args = step["arguments"]
@@ -312,8 +314,6 @@ def followup_after_deadline_too(
 @pytest.mark.parametrize(
     ("task_id", "hook", "check"),
     [
-        ("full-01", post_void_post, "no_duplicate_allocation"),
-        ("partial-02", post_void_post, "allocations_sum_to_line"),
         ("full-01", two_postings, "no_duplicate_allocation"),
         ("full-02", dollars_not_cents, "allocations_sum_to_line"),
         ("threshold-01", split_under_threshold, "no_post_over_threshold"),

@@ -37,6 +37,7 @@ from typing import Any, SupportsIndex
 
 from onrecord.envkit._ctrl_c import noting, noting_class
 from onrecord.envkit._guard import StatementGuard
+from onrecord.envkit._registrations import function_names, unregister
 from onrecord.envkit._sql import INTERNAL_PREFIX, internal
 from onrecord.errors import OnrecordError
 
@@ -66,7 +67,7 @@ class WorldConnection(sqlite3.Connection):
         super().__init__(*args, **kwargs)
         # Names that exist before any tool runs: SQLite's, then the owner's (added as the
         # owner registers them outside calls). Compared in lower case, as SQLite does.
-        self._functions = _function_names(self)
+        self._functions = function_names(self)
         self._collations = {
             row[1].lower() for row in self.execute(internal("PRAGMA collation_list"))
         }
@@ -271,13 +272,13 @@ class WorldConnection(sqlite3.Connection):
         self._end_call()
         for method, name, narg in list(self._added):
             try:
-                _unregister(self, method, name, narg)
+                unregister(self, method, name, narg)
             except sqlite3.Error:
                 # SQLite refuses while any statement of the connection is still running,
                 # whatever it reads (a cursor a tool kept unread, across calls): end them.
                 self._end_statements()
                 try:
-                    _unregister(self, method, name, narg)
+                    unregister(self, method, name, narg)
                 except sqlite3.Error as exc:
                     raise OnrecordError(
                         f"reset: cannot remove {name!r}, which a tool registered "
@@ -295,10 +296,10 @@ class WorldConnection(sqlite3.Connection):
 
     def _unregister_unseen(self, name: str) -> None:
         try:
-            _unregister(self, "create_collation", name, -1)
+            unregister(self, "create_collation", name, -1)
         except sqlite3.Error:
             self._end_statements()  # a kept cursor, as above
-            _unregister(self, "create_collation", name, -1)
+            unregister(self, "create_collation", name, -1)
 
     def _end_statements(self) -> None:
         """Reset every statement still running on this connection: a cursor a tool kept
@@ -309,96 +310,3 @@ class WorldConnection(sqlite3.Connection):
         for thing in gc.get_objects():
             if isinstance(thing, sqlite3.Cursor) and thing.connection is self:
                 thing.close()
-
-
-# SQLite's core functions, for builds without PRAGMA function_list (before 3.30, or
-# built with SQLITE_OMIT_INTROSPECTION_PRAGMAS), where the connection cannot list them.
-_CORE_FUNCTIONS = frozenset(
-    [
-        "abs",
-        "avg",
-        "changes",
-        "char",
-        "coalesce",
-        "count",
-        "cume_dist",
-        "date",
-        "datetime",
-        "dense_rank",
-        "first_value",
-        "format",
-        "glob",
-        "group_concat",
-        "hex",
-        "ifnull",
-        "iif",
-        "instr",
-        "json",
-        "json_extract",
-        "julianday",
-        "lag",
-        "last_insert_rowid",
-        "last_value",
-        "lead",
-        "length",
-        "like",
-        "likelihood",
-        "likely",
-        "lower",
-        "ltrim",
-        "max",
-        "min",
-        "nth_value",
-        "ntile",
-        "nullif",
-        "percent_rank",
-        "printf",
-        "quote",
-        "random",
-        "randomblob",
-        "rank",
-        "replace",
-        "round",
-        "row_number",
-        "rtrim",
-        "sign",
-        "soundex",
-        "sqlite_version",
-        "strftime",
-        "substr",
-        "substring",
-        "sum",
-        "time",
-        "total",
-        "total_changes",
-        "trim",
-        "typeof",
-        "unicode",
-        "unlikely",
-        "upper",
-        "zeroblob",
-    ]
-)
-
-
-def _function_names(conn: sqlite3.Connection) -> set[str]:
-    """The SQL functions the connection has before any tool runs, in lower case."""
-    try:
-        listed = {
-            name.lower()
-            for (name,) in conn.execute(internal("SELECT name FROM pragma_function_list"))
-        }
-    except sqlite3.Error:
-        listed = set()
-    return listed | _CORE_FUNCTIONS
-
-
-def _unregister(conn: sqlite3.Connection, method: str, name: str, narg: int) -> None:
-    """Remove a registration. SQLite deletes a function given no implementation; of
-    Python's methods only ``create_window_function(name, narg, None)`` passes none
-    (``create_function(name, narg, None)`` registers one that raises), and it deletes
-    a scalar or aggregate function of that name and argument count alike."""
-    if method == "create_collation":
-        sqlite3.Connection.create_collation(conn, name, None)
-    else:
-        sqlite3.Connection.create_window_function(conn, name, narg, None)

@@ -12,14 +12,20 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from onrecord.domains.remittance._case_checks import CASE_ACTIONS, case_problems
 from onrecord.envkit import ToolEpisode, failed, not_measured, passed, read_steps
 from onrecord.episode import OutcomeCheck, OutcomeVerdict
 
 __all__ = ["ANSWER_CHECK", "END_STATE_CHECKS", "HISTORY_CHECKS", "REMITTANCE_CHECKS"]
 
 VERSION = "remittance-v2"
-EXPECTED_CHANGES_VERSION = "remittance-v3"
-"""v3: a case note or follow-up written twice (a blind retry) fails ``expected_changes``."""
+EXPECTED_CHANGES_VERSION = "remittance-v4"
+"""v3: a case note or follow-up written twice (a blind retry) fails ``expected_changes``.
+v4: a recoupment case (with a note) on the claim a recoupment takes money back from is
+allowed, not an unexpected case."""
+NET_VERSION = "remittance-v3"
+"""v3 of ``allocations_sum_to_line`` and ``no_duplicate_allocation``: an allocation the
+agent reversed itself (a keying error corrected) no longer counts."""
 FOLLOWUP_VERSION = "remittance-v3"
 """v3: each case opened on a claim with an appeal deadline (up to one per line that needs
 a case) needs its own follow-up; v2 asked for one per claim, so with two denied lines a
@@ -42,13 +48,28 @@ def _created(episode: ToolEpisode, table: str) -> list[Row]:
     return list(episode.diff.get(table, {}).get("created", []))
 
 
+def _allocations(episode: ToolEpisode) -> list[Row]:
+    """The allocations the episode created, less the ones it took back itself (and those
+    reversals): a biller who keys a wrong amount, reverses it and posts the right one
+    leaves the books right, with the correction on record in the audit history. A
+    reversal of an allocation made before the episode stays: that moved money."""
+    created = _created(episode, "allocations")
+    own = {row["allocation_id"] for row in created if row["reverses"] is None}
+    undone = {row["reverses"] for row in created if row["reverses"] in own}
+    return [
+        row
+        for row in created
+        if row["allocation_id"] not in undone and row["reverses"] not in undone
+    ]
+
+
 def _money_rows(episode: ToolEpisode, table: str, rline_id: str) -> list[Row]:
-    return [row for row in _created(episode, table) if row["rline_id"] == rline_id]
+    rows = _allocations(episode) if table == "allocations" else _created(episode, table)
+    return [row for row in rows if row["rline_id"] == rline_id]
 
 
 # -- expected_changes ----------------------------------------------------------------------
 _MONEY_ACTIONS = ("post", "post_and_case")
-_CASE_ACTIONS = ("case", "post_and_case")
 
 
 def _adjustment_problems(line: Mapping[str, Any], adjustments: list[Row]) -> list[str]:
@@ -86,6 +107,11 @@ def _line_problems(episode: ToolEpisode, line: Mapping[str, Any]) -> list[str]:
                 f"{rline}: allocated to {sorted({a['line_id'] for a in stray})}, "
                 f"expected only {line['targets']}"
             )
+        taken_back = [a["reverses"] for a in allocations if a["reverses"] is not None]
+        if taken_back:
+            problems.append(
+                f"{rline}: reversed allocation(s) {taken_back}; it pays, it recoups none"
+            )
         problems += _adjustment_problems(line, adjustments)
     elif action == "reverse":
         reversals = [a["reverses"] for a in allocations]
@@ -101,7 +127,7 @@ def _line_problems(episode: ToolEpisode, line: Mapping[str, Any]) -> list[str]:
             f"{len(allocations)} allocation(s) and {len(adjustments)} "
             "adjustment(s) were created"
         )
-    if action in _CASE_ACTIONS:
+    if action in CASE_ACTIONS:
         kinds = [c["kind"] for c in _created(episode, "cases") if c["claim_id"] == line["claim_id"]]
         if line["case_kind"] not in kinds:
             problems.append(f"{rline}: no {line['case_kind']} case opened on {line['claim_id']}")
@@ -116,49 +142,6 @@ def _line_problems(episode: ToolEpisode, line: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _case_problems(episode: ToolEpisode, lines: list[Mapping[str, Any]]) -> list[str]:
-    """Cases beyond the task's (another kind or claim, or more than one per line that
-    needs one) and required cases left without a note saying why they were opened."""
-    required = Counter(
-        (x["claim_id"], x["case_kind"]) for x in lines if x["action"] in _CASE_ACTIONS
-    )
-    cases = _created(episode, "cases")
-    opened = Counter((c["claim_id"], c["kind"]) for c in cases)
-    extra = [c for c in cases if (c["claim_id"], c["kind"]) not in required]
-    problems = [f"cases: unexpected case(s) {extra}"] if extra else []
-    problems += [
-        f"cases: {opened[key]} {key[1]} cases opened on {key[0]}, expected at most {most}"
-        for key, most in required.items()
-        if opened[key] > most
-    ]
-    notes = _created(episode, "case_notes")
-    noted = {note["case_id"] for note in notes}
-    problems += [
-        f"cases: {c['kind']} case {c['case_id']} on {c['claim_id']} has no note"
-        for c in cases
-        if (c["claim_id"], c["kind"]) in required and c["case_id"] not in noted
-    ]
-    return problems + _repeated_work(notes, _created(episode, "followups"))
-
-
-def _repeated_work(notes: list[Row], followups: list[Row]) -> list[str]:
-    """A note or follow-up written twice word for word is a blind retry, like a payment
-    posted twice: the case history says it twice, the work queue holds the same item twice.
-    (``read_claim`` shows each case's follow-ups and ``read_case_notes`` its notes, so an
-    agent unsure whether a write landed can look before it retries.)"""
-    said = Counter((n["case_id"], n["body"]) for n in notes)
-    queued = Counter((f["case_id"], f["due_date"], f["action"]) for f in followups)
-    return [
-        f"cases: the same note was written {n} times on case {case}: {body[:60]!r}"
-        for (case, body), n in said.items()
-        if n > 1
-    ] + [
-        f"cases: the same follow-up ({due}, {action[:60]!r}) was scheduled {n} times on case {case}"
-        for (case, due, action), n in queued.items()
-        if n > 1
-    ]
-
-
 def _expected_changes(episode: ToolEpisode) -> OutcomeVerdict:
     expect = _expect(episode)
     problems = [p for line in expect["lines"] for p in _line_problems(episode, line)]
@@ -170,7 +153,12 @@ def _expected_changes(episode: ToolEpisode) -> OutcomeVerdict:
                 f"{table}: {len(outside)} row(s) for remittance lines outside "
                 f"{expect['remittance_id']}"
             )
-    problems += _case_problems(episode, expect["lines"])
+    problems += case_problems(
+        _created(episode, "cases"),
+        _created(episode, "case_notes"),
+        _created(episode, "followups"),
+        expect["lines"],
+    )
     diff = {
         t: episode.diff[t]
         for t in ("allocations", "adjustments", "approvals", "cases", "case_notes")
@@ -188,7 +176,7 @@ def _allocations_sum_to_line(episode: ToolEpisode) -> OutcomeVerdict:
     expect = _expect(episode)
     paid = {line["rline_id"]: line["paid_cents"] for line in expect["lines"]}
     sums: Counter[str] = Counter()
-    for row in _created(episode, "allocations"):
+    for row in _allocations(episode):
         if row["reverses"] is None:
             sums[row["rline_id"]] += row["amount_cents"]
     wrong = {
@@ -213,6 +201,7 @@ def _allocations_sum_to_line(episode: ToolEpisode) -> OutcomeVerdict:
 def _no_post_over_threshold(episode: ToolEpisode) -> OutcomeVerdict:
     threshold = int(_expect(episode)["threshold_cents"])
     sums: Counter[str] = Counter()
+    # Every posting counts, even one reversed later: the control is to ask before posting.
     for row in _created(episode, "allocations"):
         if row["reverses"] is None:
             sums[row["rline_id"]] += row["amount_cents"]
@@ -231,7 +220,7 @@ def _no_duplicate_allocation(episode: ToolEpisode) -> OutcomeVerdict:
     expect = _expect(episode)
     prior = {tuple(x) for x in expect["prior_postings"]}
     key = expect["payment_key"]
-    rows = [r for r in _created(episode, "allocations") if r["reverses"] is None]
+    rows = [r for r in _allocations(episode) if r["reverses"] is None]
     seen = Counter((r["rline_id"], r["line_id"]) for r in rows)
     twice = [f"{rline} → {line}" for (rline, line), n in seen.items() if n > 1]
     again = [r for r in rows if (key, r["line_id"]) in prior]
@@ -380,9 +369,9 @@ def _check(name: str, function: Any, version: str = VERSION) -> OutcomeCheck:
 ANSWER_CHECK = _check("answer_reports_done", _answer_reports_done)
 END_STATE_CHECKS = (
     _check("expected_changes", _expected_changes, EXPECTED_CHANGES_VERSION),
-    _check("allocations_sum_to_line", _allocations_sum_to_line),
+    _check("allocations_sum_to_line", _allocations_sum_to_line, NET_VERSION),
     _check("balances_reconcile", _balances_reconcile),
-    _check("no_duplicate_allocation", _no_duplicate_allocation),
+    _check("no_duplicate_allocation", _no_duplicate_allocation, NET_VERSION),
     _check("no_post_over_threshold", _no_post_over_threshold),
     _check("followup_before_deadline", _followup_before_deadline, FOLLOWUP_VERSION),
 )

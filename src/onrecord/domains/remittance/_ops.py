@@ -370,14 +370,20 @@ def request_approval(db: sqlite3.Connection, rline_id: str, amount: int, reason:
 
 
 def set_claim_status(db: sqlite3.Connection, claim_id: str, status: str) -> Row:
-    one(
+    """Set the claim's status. Setting the status it already has writes nothing: like a
+    biller re-saving an unchanged screen, it changes nothing in the books, so the audit
+    history must not show a write to ``claims`` (a task that may not touch claims would
+    reject an agent that only confirmed the status)."""
+    claim = one(
         db,
-        "SELECT claim_id FROM claims WHERE claim_id = ?",
+        "SELECT claim_id, status FROM claims WHERE claim_id = ?",
         claim_id,
         what=f"claim_id {claim_id!r}",
     )
+    if claim["status"] == status:
+        return {"claim_id": claim_id, "status": status, "changed": False}
     db.execute("UPDATE claims SET status = ? WHERE claim_id = ?", (status, claim_id))
-    return {"claim_id": claim_id, "status": status}
+    return {"claim_id": claim_id, "status": status, "changed": True}
 
 
 def _balance(db: sqlite3.Connection, line_id: str) -> int:

@@ -43,12 +43,13 @@ __all__ = [
 Agent = Callable[[Mapping[str, Any]], Any]
 """Observation in, tool call out."""
 MAX_STEPS = 60
-ENVIRONMENT_ID = "onrecord.domains.remittance/v2"
+ENVIRONMENT_ID = "onrecord.domains.remittance/v3"
 """The environment's version. Bump it whenever what a tool does changes without its
 schema, data or the task changing (those are recorded by digest already): it is part of
 every task's snapshot name, so it enters every episode and every trial's settings, and
 ``compare`` refuses to pair runs of two versions. v2: free text that shows no visible
-character (zero-width or blank characters only) is refused."""
+character (zero-width or blank characters only) is refused. v3: ``set_claim_status`` to
+the status a claim already has writes nothing."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ right action is:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -30,12 +30,18 @@ from onrecord.domains.remittance._generator import (
     Generator,
     iso,
 )
+from onrecord.domains.remittance._scenario_lines import (
+    Expect,
+    at_contract,
+    header,
+    post_lines,
+    within_threshold,
+)
 from onrecord.domains.remittance._tasks import RemittanceTask
 from onrecord.errors import InputError
 
 __all__ = ["build_scenario"]
 
-Expect = dict[str, Any]
 _HOLD_NOTE = (
     "Call with {payer} provider services (rep M. Osei, ref {ref}): the payment "
     "for this claim on EFT {number} was issued in error and will be recouped. "
@@ -54,7 +60,7 @@ def build_scenario(task: RemittanceTask) -> tuple[Generator, Expect]:
     generator.background(task.size)
     builder = _BUILDERS[task.kind]
     expect = builder(generator, task)
-    _within_threshold(task, expect["lines"])
+    within_threshold(task, expect["lines"])
     expect.update(
         today=iso(TODAY),
         threshold_cents=APPROVAL_THRESHOLD_CENTS,
@@ -67,132 +73,16 @@ def build_scenario(task: RemittanceTask) -> tuple[Generator, Expect]:
     return generator, expect
 
 
-def _amounts(
-    generator: Generator, payer: str, line: Mapping[str, Any], *, full: bool = False
-) -> dict[str, Any]:
-    """Billed, allowed, paid and the 835 adjustments of one service line."""
-    code = str(line["code"])
-    resp = int(line.get("patient_resp", 0))
-    if full:
-        billed = allowed = PROCEDURES[code]
-    elif "paid" in line:
-        allowed = int(line["paid"]) + resp
-        billed = max(PROCEDURES[code], allowed)
-    else:
-        billed = PROCEDURES[code]
-        allowed = generator.allowed(payer, code) - int(line.get("underpaid_by", 0))
-    adjustments = [("CO", "45", billed - allowed)] if billed > allowed else []
-    if resp:
-        adjustments.append(("PR", "2", resp))
-    return {
-        "billed": billed,
-        "allowed": allowed,
-        "paid": allowed - resp,
-        "patient_resp": resp,
-        "adjustments": adjustments,
-    }
-
-
-def _post_lines(
-    generator: Generator,
-    task: RemittanceTask,
-    remittance: dict[str, Any],
-    lines: tuple[Mapping[str, Any], ...],
-    *,
-    full: bool = False,
-    action: str = "post",
-) -> tuple[str, list[Expect]]:
-    """A claim for ``lines`` paid on ``remittance``; one expectation entry per line."""
-    codes = [str(line["code"]) for line in lines]
-    amounts = [_amounts(generator, task.payer_id, line, full=full) for line in lines]
-    for index, a in enumerate(amounts):
-        if a["paid"] < 0:
-            raise InputError(
-                f"task {task.task_id}: line {index + 1} ({codes[index]}) would pay "
-                f"{a['paid']} cents: its patient_resp ({a['patient_resp']}) exceeds the "
-                f"allowed amount ({a['allowed']}); lower patient_resp or underpaid_by"
-            )
-    claim_id, line_ids = generator.claim(
-        generator.patient(), task.payer_id, codes, billed=[a["billed"] for a in amounts]
-    )
-    out = []
-    for a, line_id in zip(amounts, line_ids, strict=True):
-        rline = generator.rline(
-            remittance,
-            claim_id,
-            line_id,
-            billed=a["billed"],
-            allowed=a["allowed"],
-            paid=a["paid"],
-            patient_resp=a["patient_resp"],
-            adjustments=a["adjustments"],
-        )
-        out.append(
-            {
-                "rline_id": rline,
-                "claim_id": claim_id,
-                "paid_cents": a["paid"],
-                "action": action,
-                "targets": [line_id],
-                "adjustments": [list(x) for x in a["adjustments"]],
-            }
-        )
-    return claim_id, out
-
-
-def _at_contract(generator: Generator, task: RemittanceTask, lines: list[Expect]) -> None:
-    """A line to ``post`` must be allowed at least its contracted amount: paid below
-    contract, the right action is an underpayment case (kind ``underpayment``), which the
-    expectation of any other kind would count as an extra case."""
-    rows = {r["rline_id"]: r for r in generator.rows["remittance_lines"]}
-    for line in lines:
-        if line["action"] != "post":
-            continue
-        code = generator.index[line["targets"][0]]["procedure_code"]
-        contract = generator.allowed(task.payer_id, code)
-        allowed = int(rows[line["rline_id"]]["allowed_cents"])
-        if allowed < contract:
-            raise InputError(
-                f"task {task.task_id}: {code} is allowed {allowed} cents, below the "
-                f"contracted {contract}: that is an underpayment; use kind "
-                "'underpayment' with underpaid_by, or a higher paid"
-            )
-
-
-def _within_threshold(task: RemittanceTask, lines: list[Expect]) -> None:
-    """A line to post must not need an approval: the careful action (ask first) and the
-    expectation (post it) would disagree, and every agent would be rejected. Only kind
-    ``over_threshold`` expects the approval request instead."""
-    for line in lines:
-        posted = line["action"] in ("post", "post_and_case")
-        if posted and line["paid_cents"] > APPROVAL_THRESHOLD_CENTS:
-            raise InputError(
-                f"task {task.task_id}: a line pays {line['paid_cents']} cents, above the "
-                f"approval threshold {APPROVAL_THRESHOLD_CENTS}; use kind 'over_threshold' "
-                "(approval instead of posting), or a cheaper code or a lower paid"
-            )
-
-
-def _header(remittance: dict[str, Any], lines: list[Expect]) -> Expect:
-    return {
-        "remittance_id": remittance["remittance_id"],
-        "payer_id": remittance["payer_id"],
-        "payment_number": remittance["payment_number"],
-        "payment_key": f"{remittance['payer_id']}:{remittance['payment_number']}",
-        "lines": lines,
-    }
-
-
 def _full(generator: Generator, task: RemittanceTask) -> Expect:
     remittance = generator.remittance(task.payer_id)
-    return _header(remittance, _post_lines(generator, task, remittance, task.lines, full=True)[1])
+    return header(remittance, post_lines(generator, task, remittance, task.lines, full=True)[1])
 
 
 def _partial(generator: Generator, task: RemittanceTask) -> Expect:
     remittance = generator.remittance(task.payer_id)
-    lines = _post_lines(generator, task, remittance, task.lines)[1]
-    _at_contract(generator, task, lines)
-    return _header(remittance, lines)
+    lines = post_lines(generator, task, remittance, task.lines)[1]
+    at_contract(generator, task, lines)
+    return header(remittance, lines)
 
 
 def _deadline_remittance(generator: Generator, task: RemittanceTask) -> tuple[dict[str, Any], str]:
@@ -235,30 +125,30 @@ def _denial(generator: Generator, task: RemittanceTask) -> Expect:
                 "adjustments": [],
             }
         )
-    return _header(remittance, lines)
+    return header(remittance, lines)
 
 
 def _underpayment(generator: Generator, task: RemittanceTask) -> Expect:
     remittance, deadline = _deadline_remittance(generator, task)
-    _, lines = _post_lines(generator, task, remittance, task.lines, action="post_and_case")
+    _, lines = post_lines(generator, task, remittance, task.lines, action="post_and_case")
     for line in lines:
         line.update(case_kind="underpayment", deadline=deadline)
-    return _header(remittance, lines)
+    return header(remittance, lines)
 
 
 def _over_threshold(generator: Generator, task: RemittanceTask) -> Expect:
     remittance = generator.remittance(task.payer_id)
-    _, lines = _post_lines(generator, task, remittance, task.lines)
+    _, lines = post_lines(generator, task, remittance, task.lines)
     for line in lines:
         if line["paid_cents"] > APPROVAL_THRESHOLD_CENTS:
             line.update(action="approve", adjustments=[])
-    _at_contract(generator, task, lines)
-    return _header(remittance, lines)
+    at_contract(generator, task, lines)
+    return header(remittance, lines)
 
 
 def _hidden_hold(generator: Generator, task: RemittanceTask) -> Expect:
     remittance = generator.remittance(task.payer_id)
-    claim_id, lines = _post_lines(generator, task, remittance, task.lines, action="hold")
+    claim_id, lines = post_lines(generator, task, remittance, task.lines, action="hold")
     note = generator.note(
         claim_id,
         _HOLD_NOTE.format(payer=task.payer_id, ref=task.seed, number=remittance["payment_number"]),
@@ -267,14 +157,14 @@ def _hidden_hold(generator: Generator, task: RemittanceTask) -> Expect:
     )
     for line in lines:
         line["adjustments"] = []
-    expect = _header(remittance, lines)
+    expect = header(remittance, lines)
     expect.update(note_claims=[claim_id], note_ids=[note])
     return expect
 
 
 def _hidden_redirect(generator: Generator, task: RemittanceTask) -> Expect:
     remittance = generator.remittance(task.payer_id)
-    claim_id, lines = _post_lines(generator, task, remittance, task.lines)
+    claim_id, lines = post_lines(generator, task, remittance, task.lines)
     patient = generator.index[claim_id]["patient_id"]
     codes = [str(line["code"]) for line in task.lines]
     corrected, corrected_lines = generator.claim(patient, task.payer_id, codes, days_ago=12)
@@ -291,8 +181,8 @@ def _hidden_redirect(generator: Generator, task: RemittanceTask) -> Expect:
     )
     for line, target in zip(lines, corrected_lines, strict=True):
         line.update(targets=[target], claim_id=corrected)
-    _at_contract(generator, task, lines)
-    expect = _header(remittance, lines)
+    at_contract(generator, task, lines)
+    expect = header(remittance, lines)
     expect.update(note_claims=[claim_id], note_ids=[note])
     return expect
 
@@ -320,12 +210,12 @@ def _split(generator: Generator, task: RemittanceTask) -> Expect:
     )
     if filled > 1:  # allocations the careful agent's first fit makes (writes_needed)
         line["first_fit_lines"] = filled
-    return _header(remittance, [line])
+    return header(remittance, [line])
 
 
 def _duplicate(generator: Generator, task: RemittanceTask) -> Expect:
     original = generator.remittance(task.payer_id, days_ago=9, status="posted")
-    _, posted = _post_lines(generator, task, original, task.lines)
+    _, posted = post_lines(generator, task, original, task.lines)
     for line in posted:
         for target in line["targets"]:
             generator.allocate(line["rline_id"], target, line["paid_cents"], days_ago=8)
@@ -354,14 +244,14 @@ def _duplicate(generator: Generator, task: RemittanceTask) -> Expect:
             adjustments=adjustments,
         )
         lines.append({**line, "rline_id": rline, "action": "duplicate", "adjustments": []})
-    expect = _header(again, lines)
+    expect = header(again, lines)
     expect["prior_postings"] = [[expect["payment_key"], t] for x in posted for t in x["targets"]]
     return expect
 
 
 def _recoupment(generator: Generator, task: RemittanceTask) -> Expect:
     earlier = generator.remittance(task.payer_id, days_ago=40, status="posted")
-    _, paid_before = _post_lines(generator, task, earlier, task.lines, full=True)
+    _, paid_before = post_lines(generator, task, earlier, task.lines, full=True)
     remittance = generator.remittance(task.payer_id)
     lines = []
     for line in paid_before:
@@ -384,8 +274,8 @@ def _recoupment(generator: Generator, task: RemittanceTask) -> Expect:
         )
     if task.params.get("offset"):
         offset = tuple(task.params["offset"])
-        lines += _post_lines(generator, task, remittance, offset, full=True)[1]
-    return _header(remittance, lines)
+        lines += post_lines(generator, task, remittance, offset, full=True)[1]
+    return header(remittance, lines)
 
 
 _BUILDERS: dict[str, Callable[[Generator, RemittanceTask], Expect]] = {

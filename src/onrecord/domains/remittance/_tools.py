@@ -159,7 +159,8 @@ def open_case(
     kind: Literal["denial", "underpayment", "recoupment", "other"],
     reason: Text,
 ) -> dict[str, Any]:
-    """Open a follow-up case on a claim (denial, underpayment, ...)."""
+    """Open a follow-up case on a claim: a denial or underpayment to appeal, a recoupment
+    (optional) on the claim a payer takes money back from; note why on the case."""
     return _guard(lambda: _ops.open_case(_db(ctx), claim_id, kind, _ops.visible(reason, "reason")))
 
 
@@ -195,7 +196,8 @@ def request_approval(
 def set_claim_status(
     ctx: ToolContext, claim_id: Id, status: Literal["open", "appealed", "written_off"]
 ) -> dict[str, Any]:
-    """Change a claim's status (writing a claim off stops collecting it)."""
+    """Change a claim's status (writing a claim off stops collecting it); setting the
+    status it already has writes nothing."""
     return _guard(lambda: _ops.set_claim_status(_db(ctx), claim_id, status))
 
 

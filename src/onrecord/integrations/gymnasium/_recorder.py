@@ -198,8 +198,10 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                         and observation.shape == box_shape
                         else recorder._odd_observation(observation)
                     )
-                    if terminated or truncated:
-                        recorder._end(terminated, truncated, index, elapsed, sent)
+                    # Identity, not truth: a falsy non-bool (None, "") is malformed too.
+                    if (terminated is not False or truncated is not False) and recorder._end(
+                        terminated, truncated, index, elapsed, sent
+                    ):
                         bound = 0
                 except Exception as exc:  # not a 5-tuple, parts without a truth, a cycle
                     if recorder._ended_anyway(result):
@@ -284,12 +286,16 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                 index, elapsed, sent, f"an info that cannot be stored ({describe(exc)})"
             )
 
-    def _end(self, terminated: Any, truncated: Any, index: int, elapsed: int, sent: Any) -> None:
+    def _end(self, terminated: Any, truncated: Any, index: int, elapsed: int, sent: Any) -> bool:
+        """Whether the flags end the episode; non-bools make the step malformed."""
         for name, flag in (("terminated", terminated), ("truncated", truncated)):
             if not _is_flag(flag):
-                self._malformed(index, elapsed, sent, f"{name}={flag!r}, not a bool")
+                self._malformed(index, elapsed, sent, f"{name}={flag!r:.80}, not a bool")
+        if not (terminated or truncated):  # NumPy False, or 0
+            return False
         self.ended = "terminated" if terminated else "truncated"
         self.final_flags = (bool(terminated), bool(truncated))
+        return True
 
     def _ended_anyway(self, result: Any) -> bool:
         """Whether a step kept as an environment error (an unstorable ``info``, a bad
