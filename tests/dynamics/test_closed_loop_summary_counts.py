@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +26,9 @@ from onrecord.dynamics._closed_loop_stats import (
     _interval,
     closed_loop_summary,
     closed_loop_summary_v1,
+    closed_loop_summary_v2,
 )
+from onrecord.errors import InputError
 
 CARTPOLE = get_simulator("CartPole-v1")
 NAMES = {"random_model": "random-walk/v1", "oracle_model": "oracle/CartPole-v1"}
@@ -149,3 +152,54 @@ def test_the_bounded_interval_widens_with_undefined_draws(
     # One more undefined draw never narrows it.
     wider = _bounded_interval(finite, draws + 1)
     assert wider is None or (wider[0] <= bounded[0] and wider[1] >= bounded[1])
+
+
+def test_a_model_with_failed_runs_has_no_prediction_gap() -> None:
+    seeds = list(range(8))
+    found = runs(
+        [RandomModel(CARTPOLE), OracleModel(CARTPOLE), LeansRightFails(CARTPOLE)], seeds, 12
+    )
+    assert any(r.failed for r in found)
+    assert not all(r.failed for r in found)
+    row = rows(closed_loop_summary(found, **NAMES, draws=200))["leans-right-fails/v1"]
+    # Before (analysis v2): the mean gap of the surviving seeds, while the return, score
+    # and mean steps of the same model were withheld as a survivor sample.
+    assert row["prediction_gap"] is None
+    assert row["prediction_gap_undefined"] is None
+    assert row["mean_return"] is None
+    oracle = rows(closed_loop_summary(found, **NAMES, draws=200))["oracle/CartPole-v1"]
+    assert isinstance(oracle["prediction_gap"], float)
+    assert oracle["prediction_gap_undefined"] == 0
+    # Runs saved by analysis v2 are still summarized as they were.
+    old = rows(closed_loop_summary_v2(found, **NAMES, draws=200))["leans-right-fails/v1"]
+    assert isinstance(old["prediction_gap"], float)
+    assert "prediction_gap_undefined" not in old
+    assert old["normalized_ci_undefined"] is None
+    assert (
+        "prediction_gap_undefined"
+        not in rows(closed_loop_summary_v1(found, **NAMES))["oracle/CartPole-v1"]
+    )
+
+
+def test_seeds_without_a_defined_gap_are_counted() -> None:
+    # Planning 4 steps ahead under a cap of 3 steps: no decision's horizon is ever seen
+    # in full (CartPole does not fall that fast), so no seed has a gap.
+    found = []
+    for model in (RandomModel(CARTPOLE), OracleModel(CARTPOLE)):
+        found += run_closed_loop(
+            CARTPOLE, model, ExhaustivePlanner(4), seeds=[0, 1, 2], max_steps=3
+        )
+    for row in closed_loop_summary(found, **NAMES, draws=200):
+        assert row["prediction_gap"] is None
+        assert row["prediction_gap_undefined"] == 3
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("draws", 0), ("draws", -1), ("draws", 1.5), ("draws", True), ("seed", -1), ("seed", "0")],
+)
+def test_bad_bootstrap_settings_are_refused_naming_them(field: str, value: Any) -> None:
+    # Before: IndexError (draws=0), ValueError or TypeError from NumPy, naming nothing.
+    found = runs([RandomModel(CARTPOLE), OracleModel(CARTPOLE)], [0, 1], 5)
+    with pytest.raises(InputError, match=rf"{field} must be an integer of at least"):
+        closed_loop_summary(found, **NAMES, **{field: value})

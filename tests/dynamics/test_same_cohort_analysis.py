@@ -7,6 +7,7 @@ user model may.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from onrecord.dynamics import Simulator, capture_forecasts
 from onrecord.dynamics._aggregate import observed_everywhere
 from onrecord.dynamics.experiment._analyze import load_evidence, replay
 from onrecord.dynamics.experiment._cohort import same_cohort_table, same_cohort_table_v1
-from onrecord.dynamics.experiment._protocol import ANALYSIS
+from onrecord.dynamics.experiment._protocol import ANALYSIS, ANALYSIS_V2
 from onrecord.dynamics.experiment._run import run_experiment
 from onrecord.dynamics.experiment._store import read_json, write_json, write_manifest
 from onrecord.dynamics.experiment._tables import compute_tables
@@ -142,14 +143,15 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "run"
 
 
-def as_written_by_v1(source: Path, target: Path) -> dict[str, Any]:
-    """``source`` rewritten as onrecord wrote runs before analysis v2: a protocol without
-    ``analysis``, tables computed the v1 way, a manifest sealing both."""
-    import shutil
-
+def as_written_by_v1(source: Path, target: Path, analysis: str | None = None) -> dict[str, Any]:
+    """``source`` rewritten as onrecord wrote runs before analysis v2 (a protocol without
+    ``analysis``), or under ``analysis``: tables computed that way, a manifest sealing
+    both."""
     shutil.copytree(source, target)
     protocol = read_json(target / "protocol.json")
     del protocol["analysis"]
+    if analysis is not None:
+        protocol["analysis"] = analysis
     tables = compute_tables(protocol, load_evidence(target, protocol))
     write_json(target / "protocol.json", protocol)
     write_json(target / "tables.json", tables)
@@ -187,6 +189,30 @@ def test_a_run_written_before_analysis_v2_still_replays(run_dir: Path, tmp_path:
     assert isinstance(mine["mean_steps"], float)
     assert None not in mine["steps"]
     assert replay(old_dir)["heldout_same_cohort"] == old["heldout_same_cohort"]
+
+
+@pytest.mark.slow
+def test_a_model_with_failed_runs_has_no_gap_and_v2_runs_replay(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    loop = {row["model_id"]: row for row in read_json(run_dir / "tables.json")["closed_loop"]}
+    # Before (v2): the gap of the surviving seeds, beside a withheld return and score.
+    assert loop["sometimes-nan/v1"]["prediction_gap"] is None
+    assert loop["sometimes-nan/v1"]["prediction_gap_undefined"] is None
+    assert loop["bayes-linear/v1"]["prediction_gap_undefined"] == 0
+    old_dir = tmp_path / "v2"
+    old = as_written_by_v1(run_dir, old_dir, ANALYSIS_V2)
+    mine = next(r for r in old["closed_loop"] if r["model_id"] == "sometimes-nan/v1")
+    assert isinstance(mine["prediction_gap"], float)
+    assert "prediction_gap_undefined" not in mine
+    assert replay(old_dir)["closed_loop"] == old["closed_loop"]
+    # v3 tables under a v2 protocol are recomputed the v2 way, and differ.
+    protocol = read_json(old_dir / "protocol.json")
+    shutil.copy(run_dir / "tables.json", old_dir / "tables.json")
+    write_manifest(old_dir)
+    assert protocol["analysis"] == ANALYSIS_V2
+    with pytest.raises(ConsistencyError, match=r"tables\.json differs"):
+        replay(old_dir)
 
 
 @pytest.mark.slow

@@ -24,6 +24,7 @@ from onrecord._canonical import (
     load_record_bytes,
 )
 from onrecord.case import EvalCase
+from onrecord.episode._verify_files import read_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
 
 # Running a closed loop needs gymnasium (``_envs``, ``_references``); reading its records
@@ -159,7 +160,9 @@ def load_runs(
     ``NAME.episodes.jsonl`` that ``save_runs(..., episodes=True)`` wrote beside them."""
     if episodes is None:
         beside = episodes_beside(Path(path))
-        if not beside.is_file():
+        # ``exists``, not ``is_file``: a FIFO there is refused by name when read, rather
+        # than reported missing.
+        if not beside.exists():
             raise InputError(
                 f"episodes: none given and no {beside.name} beside {Path(path).name}; "
                 "save the runs with save_runs(path, runs, episodes=True), or pass "
@@ -169,7 +172,10 @@ def load_runs(
 
         episodes = {e.digest: e for e in load_episodes(beside)}
     runs = []
-    for number, line in enumerate(Path(path).read_bytes().splitlines(), start=1):
+    # Never a FIFO or a device (it would block, or never end); a link the user named is
+    # followed, as every command reads the file it is given.
+    raw = read_regular(Path(path), follow=True)
+    for number, line in enumerate(raw.splitlines(), start=1):
         record = load_record_bytes(line, f"{path}:{number}")
         if record.get("schema") != CLOSED_LOOP_SCHEMA:
             raise SchemaError(f"{path}:{number} is not a closed-loop record")

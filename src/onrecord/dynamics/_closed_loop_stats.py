@@ -11,7 +11,12 @@ import numpy as np
 from onrecord.dynamics._closed_loop import ClosedLoopRun
 from onrecord.errors import InputError
 
-__all__ = ["closed_loop_summary", "closed_loop_summary_v1", "prediction_gap"]
+__all__ = [
+    "closed_loop_summary",
+    "closed_loop_summary_v1",
+    "closed_loop_summary_v2",
+    "prediction_gap",
+]
 
 
 def _rewards(run: ClosedLoopRun) -> np.ndarray:
@@ -45,14 +50,17 @@ def closed_loop_summary(
 
     A run that failed (the model raised, see ``ClosedLoopRun.failed``) is counted in
     ``failed_runs``, has no step count (None in ``steps``), and its model gets no mean
-    steps, return or score: a crash is not a measurement, and the other seeds alone would
-    be a survivor sample. Normalization needs the random and oracle models free of
+    steps, return, score or prediction gap: a crash is not a measurement, and the other
+    seeds alone would be a survivor sample. ``prediction_gap`` is the mean of the seeds'
+    ``prediction_gap(run)``; ``prediction_gap_undefined`` counts the seeds left out of it
+    because every decision's horizon was cut off by the step cap (None with failed runs).
+    Normalization needs the random and oracle models free of
     failures and a nonzero span between them; intervals need at least two seeds.
     Otherwise the value is None. Bootstrap draws whose oracle–random span is zero leave
     the score undefined: ``normalized_ci_undefined`` counts them and the interval is
     widened to hold wherever they lie, or None when they are more than 2.5 % of the draws.
     """
-    return _summary(runs, random_model, oracle_model, draws, seed, legacy=False)
+    return _summary(runs, random_model, oracle_model, draws, seed, version=3)
 
 
 def closed_loop_summary_v1(
@@ -66,7 +74,21 @@ def closed_loop_summary_v1(
     """The summary as onrecord computed it before analysis v2, kept so that runs saved
     then still replay: steps of failed runs counted, and the normalized interval taken
     over the defined draws only, without saying how many were left out."""
-    return _summary(runs, random_model, oracle_model, draws, seed, legacy=True)
+    return _summary(runs, random_model, oracle_model, draws, seed, version=1)
+
+
+def closed_loop_summary_v2(
+    runs: Sequence[ClosedLoopRun],
+    *,
+    random_model: str,
+    oracle_model: str,
+    draws: int = 2000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """The summary as analysis v2 computed it, kept so that runs saved then still
+    replay: a model with failed runs still got a prediction gap, averaged over its
+    surviving seeds (a survivor sample), and no count of the seeds without a gap."""
+    return _summary(runs, random_model, oracle_model, draws, seed, version=2)
 
 
 def _summary(
@@ -76,8 +98,9 @@ def _summary(
     draws: int,
     seed: int,
     *,
-    legacy: bool,
+    version: int,
 ) -> list[dict[str, Any]]:
+    _check_bootstrap(draws, seed)
     _check_same_conditions(runs)
     by_model = _by_model(runs)
     for needed in (random_model, oracle_model):
@@ -98,11 +121,22 @@ def _summary(
         scale = (returns[random_model], returns[oracle_model])
     rows = []
     for model_id, per_seed in sorted(by_model.items()):
-        row = _row(per_seed, seeds, failed[model_id], legacy=legacy)
+        row = _row(per_seed, seeds, failed[model_id], version=version)
         if not failed[model_id]:
-            row.update(_scores(returns[model_id], index, scale, legacy=legacy))
+            row.update(_scores(returns[model_id], index, scale, legacy=version == 1))
         rows.append({"model_id": model_id, **row})
     return rows
+
+
+def _check_bootstrap(draws: Any, seed: Any) -> None:
+    """Bad ``draws`` or ``seed`` failed deep in NumPy (``draws=0`` as an IndexError from
+    an empty quantile), naming neither."""
+    for name, value, least in (("draws", draws, 1), ("seed", seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+            raise InputError(
+                f"closed_loop_summary {name} must be an integer of at least {least}, "
+                f"not {value!r:.40}"
+            )
 
 
 def _by_model(runs: Sequence[ClosedLoopRun]) -> dict[str, dict[int, ClosedLoopRun]]:
@@ -135,14 +169,14 @@ def _check_same_conditions(runs: Sequence[ClosedLoopRun]) -> None:
 
 
 def _row(
-    per_seed: dict[int, ClosedLoopRun], seeds: list[int], failed: int, *, legacy: bool
+    per_seed: dict[int, ClosedLoopRun], seeds: list[int], failed: int, *, version: int
 ) -> dict[str, Any]:
     """Everything but the return and score statistics (``_scores`` adds those)."""
+    legacy = version == 1
     ok = [s for s in seeds if not per_seed[s].failed]
     counted = seeds if legacy else ok
     steps = {s: len(per_seed[s].episode.transitions()) for s in counted}
     cap = int(per_seed[seeds[0]].record["max_steps"])
-    gaps = [g for g in (prediction_gap(per_seed[s]) for s in ok) if g is not None]
     row: dict[str, Any] = {
         "seeds": len(seeds),
         "budget": per_seed[seeds[0]].record["budget"],
@@ -159,11 +193,27 @@ def _row(
         "return_ci": None,
         "normalized_score": None,
         "normalized_ci": None,
-        "prediction_gap": float(np.mean(gaps)) if gaps else None,
+        **_gap(per_seed, ok, failed, version),
     }
     if not legacy:
         row["normalized_ci_undefined"] = None
     return row
+
+
+def _gap(
+    per_seed: dict[int, ClosedLoopRun], ok: list[int], failed: int, version: int
+) -> dict[str, Any]:
+    """The mean prediction gap over the seeds where it is defined and, from v3, how
+    many seeds it leaves out; None for a model with failed runs (as its return is)."""
+    found = [prediction_gap(per_seed[s]) for s in ok]
+    gaps = [g for g in found if g is not None]
+    mean = float(np.mean(gaps)) if gaps else None
+    if version < 3:
+        # v1 and v2 averaged the surviving seeds of a model that had failed runs.
+        return {"prediction_gap": mean}
+    if failed:
+        return {"prediction_gap": None, "prediction_gap_undefined": None}
+    return {"prediction_gap": mean, "prediction_gap_undefined": len(found) - len(gaps)}
 
 
 def _scores(

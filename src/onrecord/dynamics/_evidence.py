@@ -25,6 +25,7 @@ from onrecord._canonical import (
 from onrecord._exceptions import naming_file
 from onrecord.dynamics._evidence_schema import verify_shape
 from onrecord.dynamics._protocol import FloatArray
+from onrecord.episode._verify_files import read_regular
 from onrecord.errors import (
     ConsistencyError,
     DigestMismatch,
@@ -133,7 +134,8 @@ class ForecastEvidence:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ForecastEvidence:
         """Read and verify a forecast saved by ``save_json``; errors name the file."""
-        data = load_record_bytes(Path(path).read_bytes(), str(path))
+        # Never a FIFO or a device (it would block, or never end): see _verify_files.
+        data = load_record_bytes(read_regular(Path(path), follow=True), str(path))
         try:
             return cls.from_dict(data)
         except EvidenceError as exc:
@@ -368,9 +370,11 @@ def save_forecasts(path: str | os.PathLike[str], forecasts: Iterable[ForecastEvi
 
 
 def load_forecasts(path: str | os.PathLike[str]) -> list[ForecastEvidence]:
-    """Read and verify every forecast of a JSON Lines file written by ``save_forecasts``."""
+    """Read and verify every forecast of a JSON Lines file written by ``save_forecasts``;
+    ``path`` may be a link (the user named it), a FIFO or a device is refused."""
     forecasts = []
-    for number, line in enumerate(Path(path).read_bytes().splitlines(), start=1):
+    raw = read_regular(Path(path), follow=True)
+    for number, line in enumerate(raw.splitlines(), start=1):
         if line:
             data = load_record_bytes(line, f"{path}:{number}")
             try:

@@ -7,14 +7,25 @@ from typing import Any
 
 from onrecord.errors import SchemaError
 
-__all__ = ["ANALYSIS", "ANALYSIS_V1", "HORIZONS", "analysis_of", "build_protocol"]
+__all__ = [
+    "ANALYSIS",
+    "ANALYSIS_V1",
+    "ANALYSIS_V2",
+    "HORIZONS",
+    "analysis_of",
+    "build_protocol",
+]
 
 # How tables are computed from the evidence. v2: one same-cohort set of references for
 # every model, closed-loop steps without failed runs, and the count of undefined
-# normalized-score draws. A protocol without the field was written before v2 (v1); its
-# tables are still recomputed the v1 way, so saved runs keep replaying.
-ANALYSIS = "onrecord.worldmodel-analysis/v2"
+# normalized-score draws. v3: no closed-loop prediction gap for a model with failed runs
+# (v2 averaged its surviving seeds), and the count of seeds without a defined gap. A
+# protocol without the field was written before v2 (v1). A run's tables are recomputed
+# the way its protocol names, so saved runs keep replaying.
+ANALYSIS = "onrecord.worldmodel-analysis/v3"
+ANALYSIS_V2 = "onrecord.worldmodel-analysis/v2"
 ANALYSIS_V1 = "onrecord.worldmodel-analysis/v1"
+KNOWN = (ANALYSIS_V1, ANALYSIS_V2, ANALYSIS)
 
 HORIZONS = [1, 4, 8, 16, 32]
 _SIZES = {  # (full, smoke)
@@ -102,10 +113,10 @@ def build_protocol(*, smoke: bool, user_models: Sequence[Mapping[str, Any]] = ()
 def analysis_of(protocol: Mapping[str, Any]) -> str:
     """The analysis version a protocol's tables are computed with (v1 when absent)."""
     analysis = protocol.get("analysis", ANALYSIS_V1)
-    if analysis not in (ANALYSIS_V1, ANALYSIS):
+    if analysis not in KNOWN:
         raise SchemaError(
             f"protocol.json analysis is {analysis!r:.60}, which this version of onrecord "
-            f"does not know (it knows {ANALYSIS_V1!r} and {ANALYSIS!r}); replay the run "
+            f"does not know (it knows {', '.join(map(repr, KNOWN))}); replay the run "
             "with the onrecord version that wrote it, or a newer one"
         )
     return str(analysis)

@@ -11,11 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from onrecord.dynamics._closed_loop import ClosedLoopRun
-from onrecord.dynamics._closed_loop_stats import closed_loop_summary, closed_loop_summary_v1
+from onrecord.dynamics._closed_loop_stats import (
+    closed_loop_summary,
+    closed_loop_summary_v1,
+    closed_loop_summary_v2,
+)
 from onrecord.dynamics._controls import effect_table
 from onrecord.dynamics._evidence import ForecastEvidence
 from onrecord.dynamics.experiment._cohort import same_cohort_table, same_cohort_table_v1
-from onrecord.dynamics.experiment._protocol import ANALYSIS_V1, analysis_of
+from onrecord.dynamics.experiment._protocol import ANALYSIS_V1, ANALYSIS_V2, analysis_of
 from onrecord.dynamics_metrics import aggregate_metrics, forecast_report
 
 __all__ = ["Evidence", "compute_tables", "decisions"]
@@ -62,9 +66,12 @@ def compute_tables(protocol: Mapping[str, Any], evidence: Evidence) -> dict[str,
     metrics = {m: aggregate_metrics(f).to_dict() for m, f in evidence.heldout.items()}
     # A run keeps the analysis it was written with: replay recomputes its tables the same
     # way, byte for byte (see _protocol.ANALYSIS).
-    v1 = analysis_of(protocol) == ANALYSIS_V1
+    analysis = analysis_of(protocol)
+    v1 = analysis == ANALYSIS_V1
     cohort = (same_cohort_table_v1 if v1 else same_cohort_table)(evidence.heldout)
-    summary = closed_loop_summary_v1 if v1 else closed_loop_summary
+    summary = {ANALYSIS_V1: closed_loop_summary_v1, ANALYSIS_V2: closed_loop_summary_v2}.get(
+        analysis, closed_loop_summary
+    )
     boot = protocol["bootstrap"]
     tables = {
         "heldout_metrics": metrics,
