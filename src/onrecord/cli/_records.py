@@ -59,11 +59,14 @@ def run_decision_file(path: Path, data: dict[str, Any]) -> Bundle:
 def directory(path: Path) -> Bundle:
     """Verify a run, regrade, tool-world episode or experiment output directory, or an
     evidence file's ``.blobs`` folder."""
-    if (path / "run.json").is_file():
+    # What names the directory's kind is checked as any file inside a record: a FIFO,
+    # a device, a link or a directory named manifest.json was "a directory with no
+    # run.json, changes.json or manifest.json", which it has.
+    if check_entry(path / "run.json"):
         return named(path, lambda: _run_directory(path))
-    if (path / "changes.json").is_file():
+    if check_entry(path / "changes.json"):
         return named(path, lambda: _regrade_directory(path))
-    if (path / "manifest.json").is_file():
+    if check_entry(path / "manifest.json"):
         return named(path, lambda: _manifest_directory(path))
     evidence = path.with_name(path.name.removesuffix(".blobs"))
     if path.name.endswith(".blobs") and evidence.is_file():
@@ -101,7 +104,7 @@ def _run_directory(path: Path) -> Bundle:
     sources: Sources = {}
     actions = 0  # bytes of the action log the committed records account for
     for record in store.records():  # canonical bytes, digests, run id, action-log blocks
-        store.saved_episode(record)  # and the side files, by sha256
+        store.check_saved(record)  # its events and side files (by sha256, in blocks)
         sources[record.key] = graded_source(record)
         actions += record.data["action_log"]["bytes"]
     count = len(sources)

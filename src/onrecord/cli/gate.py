@@ -18,6 +18,7 @@ from onrecord.cli._markdown import gate_markdown
 from onrecord.cli._records import named
 from onrecord.cli._render import make_console, render_decision
 from onrecord.compare import load_source
+from onrecord.episode._verify_files import check_entry
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport
 
@@ -110,7 +111,7 @@ def _run_directory(path: Path) -> Path | None:
     folder = path if path.is_dir() else path.parent if path.name == "report.json" else None
     if folder is None:
         return None
-    if (folder / "run.json").is_file() or (folder / "changes.json").is_file():
+    if check_entry(folder / "run.json") or check_entry(folder / "changes.json"):
         return folder
     return None
 

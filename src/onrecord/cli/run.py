@@ -14,6 +14,7 @@ from rich.console import Console
 from onrecord.case import EvalCase
 from onrecord.cli._progress import BarProgress
 from onrecord.cli._render import literal, make_console, render_decision, render_report
+from onrecord.episode._verify_files import check_entry
 from onrecord.errors import InputError
 from onrecord.runner import (
     RunConfig,
@@ -233,7 +234,7 @@ def _resume_target(config: RunConfig) -> tuple[str, RunProtocol | None]:
     # ``--resume runs/x --out ./runs/x/`` (or an absolute --out from a config file) names
     # one directory twice: compare the paths, not their spelling.
     same = config.out is None or Path(config.out).resolve() == Path(given or ".").resolve()
-    if given and Path(given, "run.json").is_file() and same:
+    if given and check_entry(Path(given, "run.json")) and same:
         out, config = given, replace(config, environment=None)
     elif config.out:
         out = config.out

@@ -20,12 +20,27 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
 from io import BufferedReader
 from pathlib import Path
 
 from onrecord.errors import SchemaError
 
-__all__ = ["check_entry", "open_regular", "read_regular", "regular_sha256", "regular_size"]
+__all__ = [
+    "MAX_LINE",
+    "bounded_lines",
+    "check_entry",
+    "open_regular",
+    "read_regular",
+    "regular_sha256",
+    "regular_size",
+]
+
+MAX_LINE = 1 << 30
+"""The longest line (newline included) of a JSON Lines file a run keeps: 1 GiB. A real
+record line is far shorter (large arrays go to side files; a 500-step CartPole episode
+is about 120 KB), and a run refuses to write a longer one; a received file with a
+multi-GB line (or none at all) is refused rather than read into memory whole."""
 
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -47,7 +62,10 @@ def _kind(mode: int) -> str:
 
 
 def _refuse(path: Path, mode: int, want: str = "a regular file") -> SchemaError:
-    return SchemaError(f"{path} is {_kind(mode)}, not {want}: {_WHY}; refused")
+    return SchemaError(
+        f"{path} is {_kind(mode)}, not {want}: {_WHY}; refused: put {want} there (copy "
+        "the record again from where it came from, without links or special files)"
+    )
 
 
 def check_entry(path: Path, *, directory: bool = False) -> bool:
@@ -55,7 +73,7 @@ def check_entry(path: Path, *, directory: bool = False) -> bool:
     real directory when ``directory``). Nothing is opened."""
     try:
         mode = os.lstat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # NotADirectory: "file/run.json"
         return False
     if directory and not stat.S_ISDIR(mode):
         raise _refuse(path, mode, "a directory")
@@ -113,3 +131,46 @@ def regular_sha256(path: Path, *, follow: bool = False) -> str:
     """Hex sha256 of the regular file ``path``, read in blocks (in C, never whole)."""
     with open_regular(path, follow=follow) as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def bounded_lines(
+    handle: BufferedReader, path: Path, limit: int = MAX_LINE
+) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of the JSON Lines file open as ``handle``. A line is measured
+    before it is read, so one longer than ``limit`` bytes is refused holding only a
+    block of it in memory."""
+    number = 0
+    while True:
+        start = handle.tell()
+        # readline stops at the newline: a short line costs its own bytes, not a block.
+        first = handle.readline(_BLOCK)
+        if not first:
+            return
+        number += 1
+        if first.endswith(b"\n"):  # the usual case: the whole line within one block
+            yield number, first
+            continue
+        length = len(first) + _rest_of_line(handle, limit)
+        if length > limit:
+            raise SchemaError(
+                f"{path}: line {number} is longer than {limit} bytes, the most a line of a "
+                "run's JSON Lines file may hold (onrecord never writes a longer one): the "
+                "file was damaged or forged; restore it from a copy of the run"
+            )
+        handle.seek(start)
+        yield number, handle.read(length)
+
+
+_BLOCK = 1 << 20
+
+
+def _rest_of_line(handle: BufferedReader, limit: int) -> int:
+    """Bytes from here to the end of the line (its newline included, or the end of the
+    file), counting no further than just past ``limit``; nothing is kept."""
+    length = 0
+    while length <= limit and (block := handle.read(_BLOCK)):
+        end = block.find(b"\n") + 1
+        if end:
+            return length + end
+        length += len(block)
+    return length

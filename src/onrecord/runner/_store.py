@@ -23,7 +23,7 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -34,8 +34,16 @@ from onrecord._canonical import (
     load_record_bytes,
     record_bytes,
 )
-from onrecord.episode._verify_files import open_regular, read_regular
+from onrecord.episode._verify_files import (
+    MAX_LINE,
+    bounded_lines,
+    check_entry,
+    open_regular,
+    read_regular,
+    regular_sha256,
+)
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
+from onrecord.runner._actionlog import maybe_open, read_events, verify_block
 from onrecord.runner._commit import GroupCommit, fsync_directory
 from onrecord.runner._job import EPISODE_RECORD_SCHEMA, JobResult
 from onrecord.runner._lock import LOCK_NAME, lock_directory, unlock
@@ -157,7 +165,7 @@ class RunStore:
         """Open and verify ``run.json`` of an existing run directory."""
         target = Path(path)
         manifest_path = target / "run.json"
-        if not manifest_path.is_file():
+        if not check_entry(manifest_path):  # a FIFO or a device there is named, not "no run.json"
             raise InputError(
                 f"{target} is not a run directory (it has no run.json); start "
                 "a run with `onrecord run ... --out DIR`"
@@ -214,14 +222,30 @@ class RunStore:
         meta = record.data["action_log"]
         events: list[dict[str, Any]] = []
         if meta["bytes"]:
-            with open_regular(self.file("actions.jsonl")) as handle:
-                handle.seek(record.actions_offset)
-                block = handle.read(meta["bytes"])
-            events = [load_record_bytes(line, "an action-log event") for line in block.splitlines()]
+            events = read_events(self.file("actions.jsonl"), record.actions_offset, meta["bytes"])
         files = {name: self._blob(digest) for name, digest in record.data["files"].items()}
         return SavedEpisode(record.data["evidence"], events, files)
 
+    def check_saved(self, record: EpisodeRecord) -> None:
+        """Verify what ``saved_episode`` would load (its events parse, its side files
+        match their sha256), reading each side file in blocks, never whole: a forged
+        record can name a file of any size by its hash."""
+        meta = record.data["action_log"]
+        if meta["bytes"]:
+            read_events(self.file("actions.jsonl"), record.actions_offset, meta["bytes"])
+        for digest in record.data["files"].values():
+            path = self._side_path(digest)
+            if self._side(path, regular_sha256) != digest:
+                raise _changed(path)
+
     def _blob(self, digest: str) -> bytes:
+        path = self._side_path(digest)
+        data: bytes = self._side(path, read_regular)  # never a link, a FIFO or a device
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise _changed(path)
+        return data
+
+    def _side_path(self, digest: str) -> Path:
         if not (isinstance(digest, str) and _HEX64.fullmatch(digest)):
             # A forged record naming "../../elsewhere" or "/dev/zero" made `verify`
             # read a file outside the run directory: only a sha256 names a side file.
@@ -230,19 +254,23 @@ class RunStore:
                 "not a sha256 (64 hex digits) under files/: the record was forged; "
                 "nothing outside the run directory is read"
             )
-        path = self.path / "files" / digest
+        return self.path / "files" / digest
+
+    @staticmethod
+    def _side(path: Path, read: Callable[[Path], Any]) -> Any:
         try:
-            data = read_regular(path)  # never a link, a FIFO or a device (see _repair)
+            return read(path)
         except FileNotFoundError:
             raise ConsistencyError(
                 f"{path} is missing: a side file of a recorded episode "
                 "was deleted; restore it from a copy of the run"
             ) from None
-        if hashlib.sha256(data).hexdigest() != digest:
-            raise DigestMismatch(
-                f"{path} does not match its sha256: it was changed after the episode was recorded"
-            )
-        return data
+
+
+def _changed(path: Path) -> DigestMismatch:
+    return DigestMismatch(
+        f"{path} does not match its sha256: it was changed after the episode was recorded"
+    )
 
 
 def _iterate(store: RunStore, path: Path) -> Iterator[EpisodeRecord]:
@@ -251,26 +279,14 @@ def _iterate(store: RunStore, path: Path) -> Iterator[EpisodeRecord]:
     seen: set[tuple[str, int]] = set()
     offset = 0
     actions = store.file("actions.jsonl")
-    with open_regular(path) as lines, _maybe_open(actions) as log:
-        for number, line in enumerate(lines, start=1):
+    with open_regular(path) as lines, maybe_open(actions) as log:
+        for number, line in bounded_lines(lines, path):  # never a multi-GB line whole
             if not line.endswith(b"\n"):
                 return  # a torn last line: never committed
             record = _verified_line(store, path, number, line, seen)
-            _verify_block(log, actions, offset, record)
+            verify_block(log, actions, offset, record)
             yield EpisodeRecord(record, offset)
             offset += record["action_log"]["bytes"]
-
-
-class _NoFile:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _maybe_open(path: Path) -> Any:
-    return open_regular(path) if path.exists() else _NoFile()
 
 
 def _verified_line(
@@ -307,27 +323,6 @@ def _verified_line(
     return record
 
 
-def _verify_block(log: BinaryIO | None, path: Path, offset: int, record: dict[str, Any]) -> None:
-    meta = record["action_log"]
-    if type(meta["bytes"]) is not int or meta["bytes"] < 0:  # read(-1) read the whole log
-        raise SchemaError(
-            f"{path}: the action log of {record['case_id']}#{record['repeat']} is "
-            f"{meta['bytes']!r} bytes long, not a count of bytes: the record was forged"
-        )
-    if not meta["bytes"]:
-        return
-    block = b""
-    if log is not None:
-        log.seek(offset)
-        block = log.read(meta["bytes"])
-    if hashlib.sha256(block).hexdigest() != meta["sha256"]:
-        raise DigestMismatch(
-            f"{path}: the action log of {record['case_id']}#"
-            f"{record['repeat']} (bytes {offset}..{offset + meta['bytes']}) "
-            "does not match its sha256: the log was changed or truncated"
-        )
-
-
 class RunWriter:
     """Appends finished episodes to a run directory; one writer per directory at a time.
     Episodes are committed in durable batches (``_commit.py``): a record reaches
@@ -354,12 +349,19 @@ class RunWriter:
     def append(self, result: JobResult) -> None:
         """Queue one finished episode for the next commit (or note why it could not be
         recorded). Raises what made an earlier commit fail."""
-        if result.error is not None:
+        error = result.error
+        if error is None and len(result.record) > MAX_LINE:  # readers refuse such a line
+            error = (
+                f"its record line is {len(result.record)} bytes, more than the {MAX_LINE} a "
+                "run keeps in one line (the record holds every step; arrays of 1 KiB or "
+                "more per step already go to side files): lower max_steps"
+            )
+        if error is not None:
             line = record_bytes(
                 {
                     "case_id": result.case_id,
                     "repeat": result.repeat,
-                    "error": result.error,
+                    "error": error,
                     "time": time.time(),
                 }
             )
