@@ -5,7 +5,8 @@ work wrong must be rejected.
 
 The first group were accepted before the checks and tools were tightened: a write-down
 or patient share posted to a claim line the remittance does not pay, a recouped amount
-billed to the patient, a case without a note or opened twice, blank free text. The rest
+billed to the patient (now refused by the tool: test_remittance_probe6), a case without
+a note or opened twice, blank free text. The rest
 were already caught and stay caught. Unusual but correct agents: test_remittance_legit_probe.
 """
 
@@ -145,7 +146,7 @@ def patient_share_on_replaced_claim(
     return (yield step)
 
 
-def recoupment_billed_to_patient(
+def recoupment_billed_to_patient(  # refused by the tool since env v3: see probe6
     step: Call, context: dict[str, Any]
 ) -> Generator[Call, Reply, Reply]:
     reply = yield step
@@ -191,8 +192,6 @@ def blank_text_of(blank: str) -> Hook:
     [
         ("partial-03", adjustments_to_another_patient, "adjusted ['CL-"),
         ("hidden-04", patient_share_on_replaced_claim, "adjusted ['CL-"),
-        ("recoup-01", recoupment_billed_to_patient, "differ from the 835's []"),
-        ("recoup-02", recoupment_billed_to_patient, "differ from the 835's []"),
         ("denial-01", case_without_note, "has no note"),
         ("underpaid-01", case_without_note, "has no note"),
         ("denial-01", case_opened_twice, "cases opened on"),

@@ -135,11 +135,12 @@ def test_other_recoupment_cases_are_still_rejected(
 
 # -- a keying error corrected by a reversal --------------------------------------------------
 def keys_wrong_then_corrects(step: Call, context: dict[str, Any]) -> Generator[Call, Reply, Reply]:
-    """Posts a dollar too much, reverses that allocation, then posts the right amount."""
+    """Posts a dollar too little, reverses that allocation, then posts the right amount.
+    (A dollar too much is refused since the remittance line does not hold it: probe6.)"""
     if step["tool"] == "post_allocation":
         args = step["arguments"]
         wrong = yield call(
-            "post_allocation", **{**args, "amount_cents": args["amount_cents"] + 100}
+            "post_allocation", **{**args, "amount_cents": args["amount_cents"] - 100}
         )
         undo = yield call(
             "reverse_allocation",

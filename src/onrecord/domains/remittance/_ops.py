@@ -10,11 +10,13 @@ reversal puts the allocated amount back.
 from __future__ import annotations
 
 import sqlite3
-import unicodedata
 from datetime import date
 from typing import Any
 
-__all__ = ["CASE_KINDS", "CLAIM_STATUSES", "GROUP_CODES", "Rejected"]
+from onrecord.domains.remittance import _limits
+from onrecord.domains.remittance._rejected import Rejected, visible
+
+__all__ = ["CASE_KINDS", "CLAIM_STATUSES", "GROUP_CODES", "Rejected", "visible"]
 
 GROUP_CODES = ("CO", "OA", "PI", "PR")
 CASE_KINDS = ("denial", "underpayment", "recoupment", "other")
@@ -22,32 +24,6 @@ CLAIM_STATUSES = ("open", "appealed", "written_off")
 MAX_CENTS = 10**11
 """One billion dollars: any amount above it is a typo, not money."""
 Row = dict[str, Any]
-
-
-class Rejected(Exception):
-    """A tool call that breaks a domain rule; the message tells the agent what to fix."""
-
-
-# The schema's ``\S`` lets through characters that are not white space but show nothing:
-# format characters (zero-width space, joiners, soft hyphen, bidi marks), lone combining
-# marks, controls, unassigned and private-use code points, and the blank letters below.
-_UNSEEN_CATEGORIES = frozenset(("Cc", "Cf", "Cn", "Co", "Cs", "Me", "Mn", "Zl", "Zp", "Zs"))
-_BLANK_LETTERS = frozenset("\u115f\u1160\u2800\u3164\uffa0")
-"""Hangul fillers and the blank Braille pattern: letters or symbols drawn as nothing."""
-
-
-def visible(text: str, what: str) -> str:
-    """``text`` if a person reading it later sees something, else ``Rejected``: a case
-    whose reason, note and follow-up are all zero-width spaces says nothing, like ``" "``."""
-    if not any(
-        ch not in _BLANK_LETTERS and unicodedata.category(ch) not in _UNSEEN_CATEGORIES
-        for ch in text
-    ):
-        raise Rejected(
-            f"{what} {text!r} shows no visible character (only blank, zero-width or "
-            "invisible ones); write what was done in words"
-        )
-    return text
 
 
 def rows(db: sqlite3.Connection, sql: str, *args: Any) -> list[Row]:
@@ -231,6 +207,7 @@ def _claim_line(db: sqlite3.Connection, line_id: str, payer_id: str) -> Row:
 def post_allocation(db: sqlite3.Connection, rline_id: str, line_id: str, amount: int) -> Row:
     rline = _rline(db, rline_id)
     _claim_line(db, line_id, rline["payer_id"])
+    _limits.check_allocation(db, rline, amount)
     cursor = db.execute(
         "INSERT INTO allocations (rline_id, line_id, amount_cents, reverses, "
         "posted_on) VALUES (?, ?, ?, NULL, ?)",
@@ -240,7 +217,12 @@ def post_allocation(db: sqlite3.Connection, rline_id: str, line_id: str, amount:
         "UPDATE claim_lines SET balance_cents = balance_cents - ? WHERE line_id = ?",
         (amount, line_id),
     )
-    return {"allocation_id": cursor.lastrowid, "line_balance_cents": _balance(db, line_id)}
+    balance = _balance(db, line_id)
+    return {
+        "allocation_id": cursor.lastrowid,
+        "line_balance_cents": balance,
+        **_limits.credit_note(line_id, balance),
+    }
 
 
 def post_adjustment(
@@ -253,6 +235,7 @@ def post_adjustment(
 ) -> Row:
     rline = _rline(db, rline_id)
     line = _claim_line(db, line_id, rline["payer_id"])
+    _limits.check_adjustment(db, rline_id, group_code, reason_code, amount)
     cursor = db.execute(
         "INSERT INTO adjustments (rline_id, line_id, group_code, reason_code, "
         "amount_cents, posted_on) VALUES (?, ?, ?, ?, ?, ?)",
@@ -267,7 +250,12 @@ def post_adjustment(
             "UPDATE patients SET balance_cents = balance_cents + ? WHERE patient_id = ?",
             (amount, line["patient_id"]),
         )
-    return {"adjustment_id": cursor.lastrowid, "line_balance_cents": _balance(db, line_id)}
+    balance = _balance(db, line_id)
+    return {
+        "adjustment_id": cursor.lastrowid,
+        "line_balance_cents": balance,
+        **_limits.credit_note(line_id, balance),
+    }
 
 
 def reverse_allocation(

@@ -49,7 +49,10 @@ schema, data or the task changing (those are recorded by digest already): it is 
 every task's snapshot name, so it enters every episode and every trial's settings, and
 ``compare`` refuses to pair runs of two versions. v2: free text that shows no visible
 character (zero-width or blank characters only) is refused. v3: ``set_claim_status`` to
-the status a claim already has writes nothing."""
+the status a claim already has writes nothing; ``post_allocation`` refuses more than the
+remittance line has left to apply (what it paid less what is applied from it) and
+``post_adjustment`` an adjustment the line's 835 does not carry, or more of it than it
+carries; a posting that leaves a claim line with a credit balance says so in its reply."""
 
 
 @dataclass(frozen=True)

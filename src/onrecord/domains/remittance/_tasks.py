@@ -118,7 +118,9 @@ def _check_task(
 ) -> None:
     """Refuse a task whose expectation would be wrong or impossible: an unknown payer or
     procedure, a line field the kind's builder ignores (a typo, or ``underpaid_by`` on a
-    kind that expects no underpayment case), a negative amount, a missing parameter."""
+    kind that expects no underpayment case), a negative amount, a missing parameter, a
+    redirect whose lines repeat a procedure (which corrected line takes which payment
+    would be a guess)."""
 
     def bad(problem: str) -> InputError:
         return InputError(f"task {task_id!r} ({kind}): {problem}")
@@ -138,6 +140,14 @@ def _check_task(
     if not lines:
         raise bad("lines is empty; give at least one service line")
     _check_lines(bad, lines, _LINE_FIELDS[kind], denial=kind == "denial")
+    codes = [line.get("code") for line in lines]
+    if kind == "hidden_redirect" and len(set(codes)) != len(codes):
+        twice = sorted({str(c) for c in codes if codes.count(c) > 1})
+        raise bad(
+            f"lines repeat code(s) {twice}: the corrected claim then has two lines of one "
+            "procedure and either could take either payment, so the expectation would be a "
+            "guess; give each line its own code"
+        )
     if kind == "underpayment" and any(line.get("underpaid_by", 0) < 1 for line in lines):
         raise bad("every underpayment line needs underpaid_by (cents below contract) of at least 1")
     if "offset" in params:

@@ -117,7 +117,9 @@ def finish(ctx: ToolContext, message: Text) -> dict[str, Any]:
 def post_allocation(
     ctx: ToolContext, remittance_line_id: Id, claim_line_id: Id, amount_cents: Cents
 ) -> dict[str, Any]:
-    """Apply money from a remittance line to a claim line (lowers its balance)."""
+    """Apply money from a remittance line to a claim line (lowers its balance). At most
+    what the remittance line paid less what is already applied from it; a claim line
+    taken below zero keeps a credit balance (the reply says so)."""
     return _guard(
         lambda: _ops.post_allocation(_db(ctx), remittance_line_id, claim_line_id, amount_cents)
     )
@@ -132,7 +134,8 @@ def post_adjustment(
     reason_code: Reason,
     amount_cents: Cents,
 ) -> dict[str, Any]:
-    """Post an 835 adjustment (CO write-down, PR patient share, ...) to a claim line."""
+    """Post an 835 adjustment (CO write-down, PR patient share, ...) to a claim line:
+    only a group and reason code the remittance line carries, up to its amount."""
     return _guard(
         lambda: _ops.post_adjustment(
             _db(ctx), remittance_line_id, claim_line_id, group_code, reason_code, amount_cents
