@@ -14,7 +14,8 @@ Fixed here (each test below failed before):
 - an agent that keyed a wrong amount, reversed its own allocation and posted the right
   one (the books right, the correction on record) failed ``allocations_sum_to_line`` and
   ``no_duplicate_allocation``; and a posting line that reversed an allocation made before
-  the episode was let through by ``expected_changes`` when the money netted out.
+  the episode was let through by ``expected_changes`` when the money netted out (the
+  tool refuses that reversal since environment v3: see test_remittance_probe7).
 """
 
 from __future__ import annotations
@@ -170,41 +171,5 @@ def test_a_corrected_posting_is_accepted(
     assert played.decision == "accept", (played.failing, played.trial.coverage_issues)
 
 
-def reverses_an_old_payment(step: Call, context: dict[str, Any]) -> Generator[Call, Reply, Reply]:
-    """Takes back an allocation of an earlier remittance from the posted claim line and
-    puts the same amount on it again: the line's total is what the 835 paid, but money
-    this remittance never mentioned was moved."""
-    reply = yield step
-    if step["tool"] == "post_allocation" and not context.get("done"):
-        context["done"] = True
-        args = step["arguments"]
-        claims = yield call("search_claims", payer_id=context["remittance"]["payer_id"])
-        for found in claims["result"]["claims"]:
-            claim = (yield call("read_claim", claim_id=found["claim_id"]))["result"]
-            old = [
-                a
-                for line in claim["lines"]
-                for a in line["allocations"]
-                if a["reverses"] is None
-                and not a["reversed"]
-                and a["rline_id"] != args["remittance_line_id"]
-            ]
-            if old:
-                taken = yield call(
-                    "reverse_allocation",
-                    allocation_id=old[0]["allocation_id"],
-                    remittance_line_id=args["remittance_line_id"],
-                    reason="reapplying",
-                )
-                assert taken["ok"], taken
-                yield call("post_allocation", **{**args, "amount_cents": old[0]["amount_cents"]})
-                break
-    return reply
-
-
-def test_reversing_an_earlier_payment_on_a_posting_line_is_rejected(
-    provider: RemittanceProvider,
-) -> None:
-    played = play(provider, "full-01", careful_but(reverses_an_old_payment))
-    assert played.decision == "reject"
-    assert any("recoups none" in p for p in played.problems("expected_changes"))
+# A posting line reversing an allocation made before the episode is refused by the tool
+# since environment v3: test_remittance_probe7.

@@ -45,7 +45,8 @@ __all__ = [
 
 SEEDS = (7, 8)
 ENVIRONMENT_ID = "onrecord-ledger-v1"
-OBSERVER_ID = "ledger-readonly-sqlite-v2"
+OBSERVER_ID = "ledger-readonly-sqlite-v3"
+"""v3: each observation also holds the database's triggers (``audit_triggers``)."""
 _P, _F = LedgerAction.POST, LedgerAction.FINISH
 _CHANGE, _RESTORE = LedgerAction.CHANGE_PROTECTED, LedgerAction.RESTORE_PROTECTED
 

@@ -127,6 +127,10 @@ class LedgerObserver:
                 # deleting the newest audit rows leaves no gap among the rows left, but
                 # the sequence still counts them.
                 "audit_sequence": _audit_sequence(connection),
+                # The triggers that fill the audit log, as SQL: dropped, replaced by one
+                # that writes nothing, or left off, the audit rows are no longer the whole
+                # history, and only the schema shows it.
+                "audit_triggers": _triggers_sql(connection),
             }
         finally:
             connection.close()
@@ -135,6 +139,13 @@ class LedgerObserver:
 def _audit_sequence(connection: sqlite3.Connection) -> int:
     row = connection.execute("SELECT seq FROM sqlite_sequence WHERE name = 'audit_log'").fetchone()
     return int(row[0]) if row is not None else 0
+
+
+def _triggers_sql(connection: sqlite3.Connection) -> dict[str, str]:
+    found = connection.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name"
+    ).fetchall()
+    return {str(name): str(sql) for name, sql in found}
 
 
 def _rows(connection: sqlite3.Connection, sql: str) -> list[dict[str, Any]]:

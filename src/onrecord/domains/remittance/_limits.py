@@ -12,6 +12,12 @@ A claim line's open balance is not a limit: a payment above it is real money (a 
 payment of a claim, a coordination-of-benefits overlap) and billing systems post it as a
 credit balance to be refunded. The tools say so in their reply, and ``balances_reconcile``
 fails an episode that leaves one, since no task here calls for it.
+
+The other two tools that cite a remittance line are held to what the line is: an approval
+request is for posting the line's payment, so it must ask for exactly what the line paid
+(and a line that sends no money has nothing to approve); a reversal takes money back,
+which a payer does on a recoupment line (a negative payment), so a line that pays may
+only undo an allocation of its own money (a keying error corrected).
 """
 
 from __future__ import annotations
@@ -21,7 +27,13 @@ from typing import Any
 
 from onrecord.domains.remittance._rejected import Rejected
 
-__all__ = ["check_adjustment", "check_allocation", "credit_note"]
+__all__ = [
+    "check_adjustment",
+    "check_allocation",
+    "check_approval",
+    "check_reversal",
+    "credit_note",
+]
 
 
 def _cents(db: sqlite3.Connection, sql: str, *args: Any) -> int:
@@ -84,6 +96,38 @@ def check_adjustment(
             f"are already posted, so at most {total - posted} cents of {code} are left, "
             f"not {amount}"
         )
+
+
+def check_approval(rline: dict[str, Any], amount: int) -> None:
+    """Refuse an approval request for anything but posting the line's payment: a
+    supervisor approves a posting, and an amount that is not the payment (cents for
+    dollars, a part of it) would approve a posting that does not exist."""
+    paid, rline_id = int(rline["paid_cents"]), rline["rline_id"]
+    if paid <= 0:
+        raise Rejected(
+            f"remittance line {rline_id} pays {paid} cents: it sends no money to post, so "
+            "there is no posting to approve; approvals are for lines that pay above the "
+            "threshold"
+        )
+    if amount != paid:
+        raise Rejected(
+            f"remittance line {rline_id} paid {paid} cents; an approval is for posting that "
+            f"payment, so request {paid}, not {amount}"
+        )
+
+
+def check_reversal(rline: dict[str, Any], original: dict[str, Any]) -> None:
+    """Refuse a reversal on a line that pays, of an allocation that is not its own: only a
+    recoupment line (negative paid) takes back an earlier payment."""
+    paid, rline_id = int(rline["paid_cents"]), rline["rline_id"]
+    if paid < 0 or original["rline_id"] == rline_id:
+        return
+    raise Rejected(
+        f"remittance line {rline_id} pays {paid} cents and takes nothing back, but "
+        f"allocation {original['allocation_id']} came from {original['rline_id']}: a payer "
+        "takes money back on a recoupment line (a negative payment), so cite that line; "
+        "a line that pays may only undo an allocation made from it (a posting corrected)"
+    )
 
 
 def credit_note(line_id: str, balance: int) -> dict[str, Any]:

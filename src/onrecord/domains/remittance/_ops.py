@@ -288,6 +288,7 @@ def reverse_allocation(
         )
     if db.execute("SELECT 1 FROM allocations WHERE reverses = ?", (allocation_id,)).fetchone():
         raise Rejected(f"allocation {allocation_id} was already reversed; nothing to do")
+    _limits.check_reversal(rline, original)
     cursor = db.execute(
         "INSERT INTO allocations (rline_id, line_id, amount_cents, reverses, "
         "posted_on) VALUES (?, ?, ?, ?, ?)",
@@ -348,7 +349,7 @@ def schedule_followup(db: sqlite3.Connection, case_id: int, due_date: str, actio
 
 
 def request_approval(db: sqlite3.Connection, rline_id: str, amount: int, reason: str) -> Row:
-    _rline(db, rline_id)
+    _limits.check_approval(_rline(db, rline_id), amount)
     cursor = db.execute(
         "INSERT INTO approvals (rline_id, amount_cents, reason, status) "
         "VALUES (?, ?, ?, 'requested')",

@@ -52,7 +52,10 @@ character (zero-width or blank characters only) is refused. v3: ``set_claim_stat
 the status a claim already has writes nothing; ``post_allocation`` refuses more than the
 remittance line has left to apply (what it paid less what is applied from it) and
 ``post_adjustment`` an adjustment the line's 835 does not carry, or more of it than it
-carries; a posting that leaves a claim line with a credit balance says so in its reply."""
+carries; a posting that leaves a claim line with a credit balance says so in its reply;
+``request_approval`` asks for exactly the line's payment (another amount, or a line that
+sends no money, is refused) and ``reverse_allocation`` citing a line that pays undoes only
+an allocation of that line's own money (a payer takes money back on a recoupment line)."""
 
 
 @dataclass(frozen=True)

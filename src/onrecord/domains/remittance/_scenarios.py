@@ -142,6 +142,12 @@ def _over_threshold(generator: Generator, task: RemittanceTask) -> Expect:
     for line in lines:
         if line["paid_cents"] > APPROVAL_THRESHOLD_CENTS:
             line.update(action="approve", adjustments=[])
+    if all(line["action"] != "approve" for line in lines):  # a contract below the threshold
+        raise InputError(
+            f"task {task.task_id}: no line pays above the approval threshold "
+            f"{APPROVAL_THRESHOLD_CENTS} cents at this payer's contracted amounts, so the "
+            "task tests nothing; give a line a paid above the threshold"
+        )
     at_contract(generator, task, lines)
     return header(remittance, lines)
 

@@ -11,7 +11,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from onrecord.domains.remittance._generator import PAYER_IDS, PROCEDURES
+from onrecord.domains.remittance._generator import (
+    APPROVAL_THRESHOLD_CENTS,
+    PAYER_IDS,
+    PROCEDURES,
+)
 from onrecord.errors import InputError
 
 __all__ = ["KINDS", "RemittanceTask", "load_tasks"]
@@ -120,7 +124,8 @@ def _check_task(
     procedure, a line field the kind's builder ignores (a typo, or ``underpaid_by`` on a
     kind that expects no underpayment case), a negative amount, a missing parameter, a
     redirect whose lines repeat a procedure (which corrected line takes which payment
-    would be a guess)."""
+    would be a guess), an ``over_threshold`` task no line of which can pay above the
+    threshold (it would test nothing: the right action would be to post everything)."""
 
     def bad(problem: str) -> InputError:
         return InputError(f"task {task_id!r} ({kind}): {problem}")
@@ -148,12 +153,34 @@ def _check_task(
             "procedure and either could take either payment, so the expectation would be a "
             "guess; give each line its own code"
         )
+    if kind == "over_threshold":
+        _check_some_line_over(bad, lines)
     if kind == "underpayment" and any(line.get("underpaid_by", 0) < 1 for line in lines):
         raise bad("every underpayment line needs underpaid_by (cents below contract) of at least 1")
     if "offset" in params:
         if not isinstance(params["offset"], list):
             raise bad("offset must be a list of service lines")
         _check_lines(bad, tuple(params["offset"]), {"patient_resp"}, denial=False)
+
+
+def _check_some_line_over(bad: Any, lines: tuple[Any, ...]) -> None:
+    """At least one line of an ``over_threshold`` task must be able to pay above the
+    approval threshold. A line's payment is its ``paid`` or, without one, its contracted
+    amount less the patient's share, which is below the code's billed amount; whether
+    the contract itself clears the threshold is checked when the scenario is built."""
+    most = [
+        line["paid"]
+        if "paid" in line
+        else PROCEDURES[str(line["code"])] - int(line.get("patient_resp", 0))
+        for line in lines
+    ]
+    if max(most) <= APPROVAL_THRESHOLD_CENTS:
+        raise bad(
+            f"no line pays above the approval threshold {APPROVAL_THRESHOLD_CENTS} cents "
+            f"(at most {max(most)}), so there is nothing to approve and the task tests "
+            "nothing; give a line a paid above the threshold, or use kind 'full_payment' "
+            "or 'partial_contractual'"
+        )
 
 
 def _check_lines(bad: Any, lines: tuple[Any, ...], fields: set[str], *, denial: bool) -> None:
