@@ -56,6 +56,49 @@ def mcnemar_exact_p(only_a: int, only_b: int) -> float:
     return min(1.0, 2 * tail / (1 << discordant))
 
 
+def mcnemar_smallest_p(discordant: int) -> float:
+    """The smallest p-value the exact two-sided McNemar test can give with this many
+    discordant pairs (all of them on one side): ``2 ** (1 - n)``, and 1 for none or
+    one. Below 6 pairs it is above 0.05: no outcome can be significant."""
+    return 1.0 if discordant <= 1 else 2.0 ** (1 - discordant)
+
+
+def too_few_pairs_note(checks: Sequence[tuple[str, int, int]], shown: int = 5) -> str | None:
+    """The note every view of a comparison puts under its McNemar table: the checks
+    (``checks``: name, discordant pairs, distinct cases among them) whose discordant
+    pairs come from 1–5 cases. Below 6 no p-value can fall below 0.05; and the test
+    counts each pair as independent, so 6 discordant repeats of 2 cases give p = 0.03
+    where the 2 cases, counted once, could give no less than 0.5. None when no check is
+    in that case (none discordant is a measured agreement, not a shortfall)."""
+    few = [(name, n, cases) for name, n, cases in checks if 0 < cases < _SIGNIFICANT_FROM]
+    if not few:
+        return None
+    named = "; ".join(
+        f"{name} ({n} discordant"
+        + (f" pairs from {cases} cases" if cases < n else "")
+        + f", smallest possible p {mcnemar_smallest_p(cases):.4g})"
+        for name, n, cases in few[:shown]
+    )
+    more = f"; and {len(few) - shown} more" if len(few) > shown else ""
+    repeats = any(cases < n for _, n, cases in few)
+    return (
+        f"McNemar p cannot fall below 0.05 with discordant pairs from fewer than "
+        f"{_SIGNIFICANT_FROM} cases"
+        + (
+            " (the test counts each pair as independent; repeats of one case are not, "
+            "so each case counts once here)"
+            if repeats
+            else ""
+        )
+        + f": {named}{more}. Too few cases differ to tell A from B on these checks: "
+        "their p-values show neither a difference nor that A and B are alike."
+    )
+
+
+_SIGNIFICANT_FROM = 6
+"""Discordant pairs from which the exact two-sided test can reach p < 0.05 (2/64)."""
+
+
 _EXACT_LIMIT = 50_000
 """Discordant pairs up to which the tail is summed in exact integers: their size grows
 with the count, so the sum is quadratic (0.26 s at 50,000, 0.9 s at 100,000, minutes at

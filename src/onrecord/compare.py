@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
 from pathlib import Path
@@ -18,7 +18,13 @@ from typing import Any
 
 from onrecord._lock_diff import legacy_lock, lock_differences
 from onrecord._natural import natural_key
-from onrecord._stats import exact_mean, mcnemar_exact_p, symmetric_bootstrap_ci
+from onrecord._stats import (
+    exact_mean,
+    mcnemar_exact_p,
+    mcnemar_smallest_p,
+    symmetric_bootstrap_ci,
+    too_few_pairs_note,
+)
 from onrecord.errors import ComparisonRefused, InputError
 from onrecord.report import EvaluationReport, Trial
 from onrecord.report._report import environment_of
@@ -31,8 +37,10 @@ __all__ = [
     "MeasureComparison",
     "compare_reports",
     "compare_sources",
+    "discordant_cases",
     "load_source",
     "lock_differences",
+    "too_few_pairs_note",
 ]
 
 
@@ -84,6 +92,17 @@ class CheckComparison:
     """Exact two-sided McNemar p-value."""
     discordant: tuple[DiscordantPair, ...]
     """The discordant pairs (``str()`` of one reads ``case_id#repeat: pass→fail``)."""
+
+    @property
+    def smallest_p(self) -> float:
+        """The smallest p-value the test could have given with this many discordant
+        pairs: above 0.05 (fewer than 6 pairs) no outcome could have been significant."""
+        return mcnemar_smallest_p(self.only_a + self.only_b)
+
+
+def discordant_cases(pairs: Sequence[DiscordantPair]) -> int:
+    """How many distinct cases (case id and content digest) the pairs come from."""
+    return len({(pair.case_id, pair.content_digest) for pair in pairs})
 
 
 @dataclass(frozen=True)

@@ -172,12 +172,22 @@ class PolicyDecision:
 
     @property
     def headline(self) -> str:
-        """The decision's cause in a few words: failed and undecided checks, coverage."""
-        parts = []
-        for status in ("failed", "undecided"):
-            names = [o.requirement.check for o in self.outcomes if o.status == status]
-            if names:
-                parts.append(f"{status}: {', '.join(names)}")
+        """The decision's cause in a few words: critical failures, undecided
+        requirements, coverage, then advisory failures. An advisory failure never
+        decides, so it is named as a warning and last: listed as ``failed`` beside a
+        coverage issue it read as the cause of an indeterminate."""
+        groups: dict[str, list[str]] = {"failed": [], "undecided": [], "advisory": []}
+        for o in self.outcomes:
+            if o.status == "undecided" or (o.status == "failed" and o.requirement.critical):
+                groups[o.status].append(o.requirement.check)
+            elif o.status == "failed":
+                groups["advisory"].append(o.requirement.check)
+        parts = [
+            f"{label}: {', '.join(groups[label])}"
+            for label in ("failed", "undecided")
+            if groups[label]
+        ]
+        advisory = groups["advisory"]
         if self.coverage_issues:
             parts.append(
                 f"coverage: {_without_trial(self.coverage_issues[0])}"
@@ -187,6 +197,8 @@ class PolicyDecision:
                     else ""
                 )
             )
+        if advisory:
+            parts.append(f"advisory failed (warning): {', '.join(advisory)}")
         return "; ".join(parts) or "every requirement met"
 
     @property

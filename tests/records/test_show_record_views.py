@@ -82,15 +82,17 @@ def test_a_gate_decision_is_a_table_of_requirements(runs: dict[str, Path], tmp_p
     text = _show(saved)
     assert text.splitlines()[1] == "decision: reject"
     assert _header(text, "requirement") == [
-        "requirement", "critical", "status", "pass rate", "threshold", "cases", "unmeasured",
-        "reason",
+        "requirement", "critical", "status", "pass rate", "95% interval", "threshold", "cases",
+        "unmeasured", "reason",
     ]  # fmt: skip
     rows = {row[0]: row for row in _rows(text)}
-    assert rows["reached_goal"][1:6] == ["yes", "failed", "0.0% (0 of 2)", "≥ 50.0%", "1"]
-    assert rows["reached_goal"][7].startswith("'reached_goal' (critical) failed")
+    assert rows["reached_goal"][1:7] == [
+        "yes", "failed", "0.0% (0 of 2)", "0.0%–65.8%", "≥ 50.0%", "1",
+    ]  # fmt: skip
+    assert rows["reached_goal"][8].startswith("'reached_goal' (critical) failed")
     hole = rows["no_hole_visited"]
     assert hole[1:3] == ["no", "failed"]
-    assert hole[4] == "≥ 75.0%, ≥ 3 cases, coverage ≥ 90.0%"
+    assert hole[5] == "≥ 75.0%, ≥ 3 cases, coverage ≥ 90.0%"
     saved_body = orjson.loads(saved.read_bytes())
     assert len(rows) == len(saved_body["requirements"])
 
@@ -99,7 +101,7 @@ def test_a_run_decision_gets_the_same_table(runs: dict[str, Path]) -> None:
     for path in (runs["hole"] / "decision.json", runs["hole"]):
         text = _show(path)
         assert "decision: reject  (2 of 2 episodes)" in text
-        rows = {row[0]: row for row in _rows(text) if len(row) == 8}
+        rows = {row[0]: row for row in _rows(text) if len(row) == 9}
         assert rows["reached_goal"][2:4] == ["failed", "0.0% (0 of 2)"]
 
 
@@ -209,6 +211,6 @@ def test_every_decision_kind_is_a_table(written: dict[str, Path], kind: str) -> 
     text = _show(written[kind])
     body = orjson.loads(written[kind].read_bytes())
     assert f"decision: {body['decision']}" in text
-    rows = [row for row in _rows(text) if len(row) == 8]
+    rows = [row for row in _rows(text) if len(row) == 9]
     assert [row[0] for row in rows] == [item["check"] for item in body["requirements"]]
     assert all(row[2] == "met" for row in rows)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, clean
-from onrecord.compare import Comparison
+from onrecord.compare import Comparison, discordant_cases, too_few_pairs_note
 from onrecord.policy import PolicyDecision
 
 __all__ = ["compare_markdown", "gate_markdown", "refused_markdown", "table", "text"]
@@ -152,7 +152,10 @@ def _checks(comparison: Comparison) -> list[str]:
         )
         for c in comparison.checks
     ]
-    return [*table(headers, rows), ""]
+    note = too_few_pairs_note(
+        [(c.name, len(c.discordant), discordant_cases(c.discordant)) for c in comparison.checks]
+    )
+    return [*table(headers, rows), "", *([f"_{text(note, limit=2000)}_", ""] if note else [])]
 
 
 def _measures(comparison: Comparison) -> list[str]:

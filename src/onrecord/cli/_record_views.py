@@ -17,8 +17,9 @@ from typing import Any
 from rich.console import Console
 
 from onrecord._natural import natural_key
+from onrecord._stats import wilson_interval
 from onrecord.cli._bundle import Bundle
-from onrecord.cli._numbers import rate_percent, threshold_percent
+from onrecord.cli._numbers import interval_percent, rate_percent, threshold_percent
 from onrecord.cli._render import (
     _styled,
     _table,
@@ -91,8 +92,10 @@ def render_decision_body(
     Without ``reason_column`` every reason is a line of its own after the table, never
     wrapped inside a cell: what a CI log of ``gate`` or ``run`` should let one grep."""
     console.print(f"decision: {_styled(str(body.get('decision')))}{literal(note)}")
-    columns = ["requirement", "critical", "status", "pass rate", "threshold", "cases"]
-    table = _table(*columns, "unmeasured", *(["reason"] if reason_column else []))
+    # The interval beside the rate, as the Markdown and JUnit outputs give it: 19 of 20
+    # "meets" 95 % while its interval reaches down to 76 %.
+    columns = ["requirement", "critical", "status", "pass rate", "95% interval", "threshold"]
+    table = _table(*columns, "cases", "unmeasured", *(["reason"] if reason_column else []))
     explained = set()
     for item in body.get("requirements", ()):
         passed, failed = item.get("passed", 0), item.get("failed", 0)
@@ -103,6 +106,7 @@ def render_decision_body(
             if measured
             else "n/a (none measured)"
         )
+        interval = interval_percent(*wilson_interval(passed, measured)) if measured else "—"
         status = str(item.get("status"))
         style = _REQUIREMENT_STYLE.get(status)
         table.add_row(
@@ -110,6 +114,7 @@ def render_decision_body(
             "yes" if item.get("critical") else "no",
             f"[{style}]{status}[/]" if style else literal(status),
             rate,
+            interval,
             _threshold(item),
             literal(item.get("cases", "")),
             literal(item.get("unmeasured", "")),

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from onrecord.cli._numbers import fixed, percent
-from onrecord.compare import Comparison
+from onrecord.compare import Comparison, discordant_cases, too_few_pairs_note
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, ReportSummary
 
@@ -245,6 +245,11 @@ def render_comparison(console: Console, comparison: Comparison, *, header: bool 
             f"{check.p_value:.4g}",
         )
     console.print(table)
+    note = too_few_pairs_note(
+        [(c.name, len(c.discordant), discordant_cases(c.discordant)) for c in comparison.checks]
+    )
+    if note:
+        console.print(f"[yellow]note:[/] {literal(note)}")
     for check in comparison.checks:
         for pair in check.discordant[:10]:
             console.print(f"  {literal(check.name)}: {literal(pair)}")

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from onrecord.compare import compare_sources, load_source
+from onrecord.compare import compare_sources, load_source, too_few_pairs_note
 from onrecord.errors import ComparisonRefused
 from onrecord.html._page import NAME_CHARS, attr, cell, document, esc, long_text, table
 from onrecord.report import EvaluationReport
@@ -172,9 +172,24 @@ def _checks(comparison: Mapping[str, Any]) -> str:
             rows,
             element_id="checks",
         )
+        + _too_few(comparison["checks"])
         + '<h3>Discordant tasks</h3><p class="meta">task#repeat: result in A → result '
         "in B</p>" + ("".join(details) or "<p>none</p>") + "</section>"
     )
+
+
+def _too_few(checks: list[Mapping[str, Any]]) -> str:
+    note = too_few_pairs_note(
+        [
+            (
+                c["name"],
+                len(c["discordant"]),
+                len({(p["case_id"], p["content_digest"]) for p in c["discordant"]}),
+            )
+            for c in checks
+        ]
+    )
+    return f'<p class="meta" id="too-few-pairs">{esc(note)}</p>' if note else ""
 
 
 def _measures(comparison: Mapping[str, Any]) -> str:
