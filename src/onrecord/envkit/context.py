@@ -97,7 +97,9 @@ class ToolContext:
                 + (" as a list" if len(layout.key) > 1 else "")
             )
         where = " AND ".join(f"{quote(column)} = ?" for column in layout.key)
-        sql = f"SELECT {layout.select_list()} FROM {quote(table)} WHERE {where}"
+        # main.: a TEMP table or view a tool created under the hidden table's name
+        # would otherwise be read instead, and logged as a read of the real row.
+        sql = f"SELECT {layout.select_list()} FROM main.{quote(table)} WHERE {where}"
         with plain_rows(self.connection):  # a factory the tool set must not forge the read
             row = lossless(self.connection, lambda: _first(self.execute(sql, values)))
         if row is None:  # nothing read: the key as asked for
