@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from onrecord.case import EvalCase
+from onrecord.cli._app import EXIT_ERROR
 from onrecord.cli._progress import BarProgress
 from onrecord.cli._render import literal, make_console, render_decision, render_report
 from onrecord.episode._verify_files import check_entry
@@ -29,6 +30,7 @@ from onrecord.runner import (
     start_run,
 )
 from onrecord.runner._config import split_names
+from onrecord.runner._interrupts import terminations_interrupt
 from onrecord.runner._protocol import tasks_from
 from onrecord.runner._store import startable_entry
 from onrecord.runner._timeout import parse_timeout
@@ -179,6 +181,14 @@ def _cases(config: RunConfig) -> list[EvalCase] | None:
 
 def run(args: argparse.Namespace) -> int:
     """Start or resume the run, then print the summary and return the decision's code."""
+    # SIGTERM (a cancelled CI job) is Ctrl-C for the whole command, not only while
+    # episodes run: one that came while the run was planned, or while its report was
+    # written after the last episode, ended the process with 143 and no word.
+    with terminations_interrupt():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     # soft_wrap: off a terminal rich wraps at 80 columns, and a message's command (the
     # resume line of an interrupted run) would be cut where a CI log shows it to copy.
@@ -215,6 +225,16 @@ def run(args: argparse.Namespace) -> int:
             f"--out {literal(out)}` continues"
         )
         return 130
+    except OSError as exc:
+        if not (Path(out) / "run.json").is_file():
+            raise  # no run was made: the error alone says it all
+        where = f"{exc.filename}: " if exc.filename else ""
+        errors.print(
+            f"onrecord run: error: {literal(where)}{literal(exc.strerror or str(exc))}; "
+            "the episodes saved before are kept: fix the cause (a full disk: free space), "
+            f"then `onrecord run --resume --out {literal(out)}` continues"
+        )
+        return EXIT_ERROR
     _summary(console, result, progress, executor.name, executor.workers)
     return result.exit_code
 

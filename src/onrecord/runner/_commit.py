@@ -27,15 +27,28 @@ import contextlib
 import hashlib
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-__all__ = ["COMMIT_SECONDS", "GroupCommit", "fsync_directory"]
+__all__ = ["COMMIT_SECONDS", "GroupCommit", "fsync_directory", "naming_file"]
 
 COMMIT_SECONDS = 0.2
 """Most time a finished episode waits in memory before its batch is committed."""
 
 _Entry = tuple[bytes, bytes, Mapping[str, bytes]]  # record line, action-log block, side files
+
+
+@contextlib.contextmanager
+def naming_file(path: Path | str) -> Iterator[None]:
+    """Give an ``OSError`` raised in the block the file it happened on. ``os.write`` and
+    ``os.fsync`` on a full disk raise a bare ``No space left on device``: the user was
+    told neither which file nor which run."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc
 
 
 def fsync_directory(path: Path) -> None:
@@ -159,16 +172,17 @@ class GroupCommit:
             batch, self._pending = self._pending, []
             failed, self._failed = self._failed, []
         if batch:
-            self._write_files(batch)
+            with naming_file(self._run / "files"):
+                self._write_files(batch)
             actions = b"".join(entry[1] for entry in batch)
             if actions:
-                _write_all(self._actions, actions)
-                os.fsync(self._actions)
-            _write_all(self._episodes, b"".join(entry[0] for entry in batch))  # the commit
-            os.fsync(self._episodes)
+                _write_synced(self._actions, actions, self._run / "actions.jsonl")
+            # The commit point.
+            _write_synced(
+                self._episodes, b"".join(entry[0] for entry in batch), self._run / "episodes.jsonl"
+            )
         if failed:
-            _write_all(self._errors, b"".join(failed))
-            os.fsync(self._errors)
+            _write_synced(self._errors, b"".join(failed), self._run / "errors.jsonl")
 
     def _write_files(self, batch: list[_Entry]) -> None:
         wanted = {
@@ -221,6 +235,12 @@ def _fsync_file(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _write_synced(fd: int, data: bytes, path: Path) -> None:
+    with naming_file(path):
+        _write_all(fd, data)
+        os.fsync(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -15,6 +15,7 @@ from onrecord.case import EvalCase
 from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
+from onrecord.runner._commit import naming_file
 from onrecord.runner._executors import Executor, InProcessExecutor
 from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
 from onrecord.runner._job import JobResult
@@ -344,7 +345,8 @@ def save_grading(
 ) -> None:
     """Write ``report.json`` and ``decision.json`` into ``directory`` (atomically)."""
     target = os.fspath(directory)
-    report.save_json(os.path.join(target, "report.json"))
+    with naming_file(os.path.join(target, "report.json")):
+        report.save_json(os.path.join(target, "report.json"))
     body: dict[str, Any] = {
         "schema": DECISION_SCHEMA,
         "decision": decision.to_dict(),
@@ -355,7 +357,8 @@ def save_grading(
         **dict(extra or {}),
     }
     body["digest"] = content_digest(body)
-    atomic_write_bytes(os.path.join(target, "decision.json"), record_bytes(body))
+    with naming_file(os.path.join(target, "decision.json")):
+        atomic_write_bytes(os.path.join(target, "decision.json"), record_bytes(body))
 
 
 def trials_by_key(trials: Iterable[Trial]) -> dict[tuple[str, int], Trial]:
