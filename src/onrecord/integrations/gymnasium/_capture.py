@@ -64,7 +64,7 @@ def capture_episode(
             case,
             settings,
             "factory",
-            InputError(f"factory returned {type(env).__name__}, not a gymnasium.Env"),
+            InputError(_not_an_env(env)),
         )
     missing = [
         name
@@ -84,6 +84,19 @@ def capture_episode(
             ),
         )
     return _run(env, interact, observe, case, settings)
+
+
+def _not_an_env(env: Any) -> str:
+    """Why the factory's object cannot be captured. A vector environment is a common
+    mistake (``gym.make_vec``): its batched steps are not one episode's history."""
+    if isinstance(env, gym.vector.VectorEnv):
+        return (
+            f"factory returned {type(env).__name__}, a gymnasium.vector.VectorEnv: "
+            "capture_episode records one episode of one environment and does not support "
+            "vector environments; return a single environment (gym.make, not gym.make_vec) "
+            "and capture each sub-environment's episode on its own"
+        )
+    return f"factory returned {type(env).__name__}, not a gymnasium.Env"
 
 
 _ROLES = {

@@ -39,17 +39,15 @@ def batch_layout(space: spaces.Space[Any]) -> Any:
 def decode_sample(space: spaces.Space[Any], encoded: Any) -> Any:
     """One recorded action or observation (``transitions()[i]["observation"]``,
     ``initial["observation"]``) back as the native sample of ``space``, the declared
-    space it was recorded under: the sample is put back into a batch of one along the
-    space's layout for its ``from_jsonable``."""
-    return space.from_jsonable(_batch_of_one(encoded, batch_layout(space)))[0]
-
-
-def _batch_of_one(encoded: Any, layout: Any) -> Any:
-    if layout == "list":
-        return [encoded]
-    if "dict" in layout:
-        return {key: _batch_of_one(encoded[key], sub) for key, sub in layout["dict"].items()}
-    return [_batch_of_one(part, sub) for part, sub in zip(encoded, layout["tuple"], strict=True)]
+    space it was recorded under. A Dict or Tuple is decoded part by part (Gymnasium's
+    own ``from_jsonable`` cannot size the batch of an empty one); each other part is
+    put back into a batch of one for its space's ``from_jsonable``."""
+    if isinstance(space, spaces.Dict):
+        return {key: decode_sample(sub, encoded[key]) for key, sub in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        parts = zip(space.spaces, encoded, strict=True)
+        return tuple(decode_sample(sub, part) for sub, part in parts)
+    return space.from_jsonable([encoded])[0]
 
 
 def describe_space(space: spaces.Space[Any] | None) -> dict[str, Any]:
