@@ -4,15 +4,30 @@ docs/reports-and-policies.md; ``onrecord.policy`` reduces the judgements to a de
 from __future__ import annotations
 
 import fnmatch
+import math
+import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from onrecord._stats import clustered_interval
+from onrecord.errors import PolicyError
 
 if TYPE_CHECKING:
     from onrecord.policy import CheckRequirement
     from onrecord.report import EvaluationReport
 
-__all__ = ["Judgement", "StatusTable", "judge", "matches"]
+__all__ = [
+    "Judgement",
+    "StatusTable",
+    "fraction",
+    "judge",
+    "matches",
+    "refuse_unknown_keys",
+    "requirement_interval",
+    "without_trial",
+]
 
 RequirementStatus = Literal["met", "failed", "undecided"]
 # Why a (trial, check) result is unmeasured, in the order the reasons name them.
@@ -30,6 +45,7 @@ class Judgement:
     cases: int
     matched: tuple[str, ...]
     explanation: str
+    interval: tuple[float, float]
 
 
 def matches(pattern: str, name: str) -> bool:
@@ -74,23 +90,18 @@ def judge(
         why = f"no check in the report matches {requirement.check!r}"
         if not report.trials:
             why += ": the report holds no trial"
-        return Judgement("undecided", 0, 0, 0, 0, matched, why)
+        return Judgement("undecided", 0, 0, 0, 0, matched, why, (0.0, 1.0))
     table = table or StatusTable(report)
     kinds: Counter[str] = Counter()
-    measured_cases: set[tuple[str, str]] = set()
     for name in matched:
-        column = [statuses.get(name, "missing") for statuses in table.statuses]
-        kinds.update(column)  # counted in C
-        measured_cases.update(
-            case
-            for case, status in zip(table.cases, column, strict=True)
-            if status == "pass" or status == "fail"
-        )
+        kinds.update(statuses.get(name, "missing") for statuses in table.statuses)
     passed, failed = kinds["pass"], kinds["fail"]
+    per_case = _case_tallies(table, matched)
     measured = passed + failed
     total = sum(kinds.values())
     unmeasured = total - measured
-    cases = len(measured_cases)
+    cases = len(per_case)
+    interval = clustered_interval(per_case)
     need = requirement.min_pass_rate
     # Evaluator and model errors are named apart from checks that could not measure and
     # from results absent from a trial: each calls for a different fix.
@@ -101,7 +112,7 @@ def judge(
 
     def outcome(status: RequirementStatus, why: str) -> Judgement:
         return Judgement(
-            status, passed, failed, unmeasured, cases, matched, f"{label} {status}: {why}"
+            status, passed, failed, unmeasured, cases, matched, f"{label} {status}: {why}", interval
         )
 
     # Failed whatever the missing results turn out to be: even if every one passed.
@@ -117,9 +128,92 @@ def judge(
         short.append(f"{cases} measured cases < min_cases {requirement.min_cases}")
     if short:
         return outcome("undecided", f"{counts}; {'; '.join(short)}")
-    # Enough is measured: the pass rate over the measured results decides.
-    if passed / measured >= need:
+    # Enough is measured: the pass rate over the measured results decides, and with
+    # min_lower_bound the low end of its interval too; the sentence says which bound did.
+    if passed / measured < need:
+        return outcome(
+            "failed", f"{counts}; measured pass rate {_share(passed, measured, need)} < {need:g}"
+        )
+    bound = requirement.min_lower_bound
+    if bound is None:
         return outcome("met", counts)
-    return outcome(
-        "failed", f"{counts}; measured pass rate {_share(passed, measured, need)} < {need:g}"
-    )
+    low = f"the lower bound of its {_BOUND} is {_percent(interval[0], bound)}"
+    rate = f"measured pass rate {_share(passed, measured, need)} >= {need:g}"
+    if interval[0] < bound:
+        return outcome(
+            "failed",
+            f"{counts}; {rate}, but {low} < min_lower_bound {bound:g}: the lower bound decided",
+        )
+    return outcome("met", f"{counts}; {rate} and {low} >= min_lower_bound {bound:g}")
+
+
+_BOUND = "95% interval (clustered by case)"
+
+
+def _percent(value: float, threshold: float) -> str:
+    """``value`` as a percentage that never reads as equal to the threshold it missed
+    or met (0.89996 against 0.9 is "89.996%", not "90.0%")."""
+    for digits in range(1, 16):
+        text = f"{value * 100:.{digits}f}"
+        if (float(text) / 100 < threshold) == (value < threshold):
+            return f"{text}%"
+    return f"{value * 100!r}%"
+
+
+def requirement_interval(table: StatusTable, matched: tuple[str, ...]) -> tuple[float, float]:
+    """The interval ``judge`` gives a requirement that matched ``matched`` (for views of
+    a saved decision, which keeps the counts but not the cases they came from)."""
+    return clustered_interval(_case_tallies(table, matched))
+
+
+def _case_tallies(table: StatusTable, matched: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(passes, measured results) per case with one: the interval counts a case's
+    repeats, and the checks a glob matches in it, as one cluster, not as independent
+    results."""
+    per_case: dict[tuple[str, str], list[int]] = {}
+    for name in matched:
+        for case, statuses in zip(table.cases, table.statuses, strict=True):
+            status = statuses.get(name)
+            if status == "pass" or status == "fail":
+                tally = per_case.setdefault(case, [0, 0])
+                tally[0] += status == "pass"
+                tally[1] += 1
+    return [(passes, results) for passes, results in per_case.values()]
+
+
+# Field checks of ``onrecord.policy``, kept here so that module stays short.
+
+
+def fraction(name: str, value: Any, *, below_one: bool = False) -> None:
+    """Refuse a share that is not a finite number in (0, 1] (or (0, 1)), naming it."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 < value <= 1
+        or (below_one and value == 1)
+    ):
+        bounds = (
+            "(0, 1), e.g. 0.9 (the lower bound of an interval never reaches 1)"
+            if below_one
+            else "(0, 1]"
+        )
+        raise PolicyError(f"CheckRequirement.{name} must be in {bounds}, got {value!r}")
+
+
+def refuse_unknown_keys(data: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
+    unknown = sorted(str(key) for key in data if key not in allowed)
+    if unknown:
+        raise PolicyError(
+            f"{where} has unknown field(s) {unknown}; the fields are {list(allowed)}: "
+            "fix the spelling or remove them"
+        )
+
+
+_TRIAL_PREFIX = re.compile(r"^.*?#\d+: ")
+
+
+def without_trial(issue: str) -> str:
+    """A report-level coverage issue without its ``case_id#repeat: `` prefix (a case id
+    may itself hold ": ", which splitting on the first one cut in two)."""
+    return _TRIAL_PREFIX.sub("", issue, count=1)

@@ -1,5 +1,6 @@
-"""Small exact statistics: Wilson intervals, exact binomial (McNemar) tests, pass^k and a
-paired bootstrap. Kept dependency-free (NumPy only) so the core needs no SciPy."""
+"""Small exact statistics: Wilson intervals (plain and clustered by case), exact binomial
+(McNemar) tests, pass^k and a paired bootstrap. Kept dependency-free (NumPy only) so the
+core needs no SciPy."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
+    "CLUSTERED_INTERVAL",
+    "FEW_BOOTSTRAP_PAIRS",
+    "clustered_interval",
+    "design_effect",
     "exact_mean",
+    "few_bootstrap_pairs_note",
     "mcnemar_exact_p",
     "paired_bootstrap_ci",
     "pass_hat_k",
@@ -21,21 +27,58 @@ _INDICES_PER_BLOCK = 1_000_000
 
 
 def wilson_interval(
-    successes: int, trials: int, z: float = 1.959963984540054
+    successes: int,
+    trials: int,
+    z: float = 1.959963984540054,
+    *,
+    effective: float | None = None,
 ) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion (95 % by default); (0, 1) when
-    there are no trials."""
+    there are no trials. ``effective`` (at most ``trials``) is the sample size the
+    interval's width is taken from, when the trials are not independent."""
     if trials == 0:
         return (0.0, 1.0)
     rate = successes / trials
-    denominator = 1 + z * z / trials
-    centre = (rate + z * z / (2 * trials)) / denominator
-    half = z * math.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / denominator
+    n = trials if effective is None else effective
+    denominator = 1 + z * z / n
+    centre = (rate + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / denominator
     # At 0 and n successes the bound is exactly 0 or 1; rounding in centre ± half would
     # give 5.6e-17 or 0.9999999999999999 instead.
     low = 0.0 if successes == 0 else max(0.0, centre - half)
     high = 1.0 if successes == trials else min(1.0, centre + half)
     return (float(low), float(high))
+
+
+CLUSTERED_INTERVAL = "95% interval, clustered by case"
+"""How every view heads a pass-rate interval (``clustered_interval``)."""
+
+
+def design_effect(per_case: Sequence[tuple[int, int]]) -> float:
+    """How much the repeats of a case inflate the variance of the pass rate: the
+    cluster-robust (between-case) variance of the rate over the binomial variance that
+    counts every result as independent, floored at 1. ``per_case`` holds (passes,
+    results) per case. 1 when every case has one result or the rate is 0 or 1."""
+    results = sum(total for _, total in per_case)
+    passes = sum(passed for passed, _ in per_case)
+    if results == 0 or passes in (0, results) or all(total <= 1 for _, total in per_case):
+        return 1.0  # one result per case: the cluster-robust variance is the binomial one
+    rate = passes / results
+    between = math.fsum((passed - rate * total) ** 2 for passed, total in per_case)
+    return max(1.0, between / (results * rate * (1 - rate)))
+
+
+def clustered_interval(
+    per_case: Sequence[tuple[int, int]], z: float = 1.959963984540054
+) -> tuple[float, float]:
+    """95 % Wilson interval of a pass rate whose results come in cases (``per_case``:
+    (passes, results) per case), with the Kish effective sample size: the results over
+    the design effect. Three repeats of a task pass or fail together, so 12 failures
+    from 4 of 33 tasks weigh as 4 of 33, not as 12 independent failures of 99. Never
+    narrower than Wilson over the results; exactly Wilson when each case has one."""
+    results = sum(total for _, total in per_case)
+    passes = sum(passed for passed, _ in per_case)
+    return wilson_interval(passes, results, z, effective=results / design_effect(per_case))
 
 
 def mcnemar_exact_p(only_a: int, only_b: int) -> float:
@@ -145,6 +188,30 @@ def exact_mean(values: Sequence[float]) -> float:
     values is the negated mean."""
     first = math.fsum(values) / len(values)
     return first + math.fsum(value - first for value in values) / len(values)
+
+
+FEW_BOOTSTRAP_PAIRS = 20
+"""Pairs below which a percentile bootstrap interval of a mean is too narrow to trust:
+it resamples only the values seen, so with 8 pairs a nominal 95 % interval covers
+about 90 % or less (more so for skewed differences)."""
+
+
+def few_bootstrap_pairs_note(measures: Sequence[tuple[str, int]], shown: int = 5) -> str | None:
+    """The note every view of a comparison puts under its measures table: the measures
+    (name, pairs) with 2 to ``FEW_BOOTSTRAP_PAIRS`` - 1 pairs, whose percentile interval
+    under-covers. None when no measure has so few (one pair has no spread to resample:
+    its interval is that one difference, as the table shows)."""
+    few = [(name, n) for name, n in measures if 1 < n < FEW_BOOTSTRAP_PAIRS]
+    if not few:
+        return None
+    named = "; ".join(f"{name} ({n} pairs)" for name, n in few[:shown])
+    more = f"; and {len(few) - shown} more" if len(few) > shown else ""
+    return (
+        f"The bootstrap interval is a percentile interval: with fewer than "
+        f"{FEW_BOOTSTRAP_PAIRS} pairs it is too narrow and covers the true mean difference "
+        f"less often than 95%: {named}{more}. Read it as a rough range, not as a 95% "
+        "interval; more cases narrow it honestly."
+    )
 
 
 def paired_bootstrap_ci(

@@ -25,6 +25,7 @@ from onrecord._stats import (
     symmetric_bootstrap_ci,
     too_few_pairs_note,
 )
+from onrecord._stats import few_bootstrap_pairs_note as _few_pairs
 from onrecord.errors import ComparisonRefused, InputError
 from onrecord.report import EvaluationReport, Trial
 from onrecord.report._report import environment_of
@@ -38,6 +39,7 @@ __all__ = [
     "compare_reports",
     "compare_sources",
     "discordant_cases",
+    "few_bootstrap_pairs_note",
     "load_source",
     "lock_differences",
     "too_few_pairs_note",
@@ -378,3 +380,9 @@ def _compare_measure(
         exact_mean(differences),
         symmetric_bootstrap_ci(differences, resamples=resamples, seed=seed),
     )
+
+
+def few_bootstrap_pairs_note(measures: Sequence[MeasureComparison]) -> str | None:
+    """The note under a comparison's measures when some have too few pairs for their
+    percentile bootstrap interval to cover 95 % (``onrecord._stats.FEW_BOOTSTRAP_PAIRS``)."""
+    return _few_pairs([(m.name, m.pairs) for m in measures])

@@ -18,9 +18,7 @@ A check whose name equals the pattern always matches, so a check literally named
 
 from __future__ import annotations
 
-import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +31,7 @@ from onrecord._canonical import (
     load_record_bytes,
 )
 from onrecord._exceptions import naming_file
-from onrecord._policy_rules import StatusTable, judge
+from onrecord._policy_rules import StatusTable, fraction, judge, refuse_unknown_keys, without_trial
 from onrecord.errors import DigestMismatch, OnrecordError, PolicyError, SchemaError
 from onrecord.report import EvaluationReport
 
@@ -51,9 +49,17 @@ Decision = Literal["accept", "reject", "indeterminate"]
 # A misspelt key (``critcal = false``) must not silently leave a requirement at its
 # default, so from_dict accepts these keys and no others.
 _POLICY_KEYS = ("schema", "name", "requirements", "digest")
-_REQUIREMENT_KEYS = ("check", "critical", "min_pass_rate", "min_cases", "min_coverage")
+_REQUIREMENT_KEYS = (
+    "check",
+    "critical",
+    "min_pass_rate",
+    "min_cases",
+    "min_coverage",
+    "min_lower_bound",
+)
 # Written only when they differ from these defaults, so a policy saved before they
 # existed keeps its bytes and digest.
+_without_trial = without_trial  # its name before it moved to onrecord._policy_rules
 _DEFAULTS: dict[str, Any] = {"min_cases": 1, "min_coverage": 1.0}
 
 
@@ -75,6 +81,11 @@ class CheckRequirement:
     requirement is undecided; at or above it the pass rate is taken over the measured
     results. 1.0 (the default) means every result must be measured. A result that is not
     measured never counts as a pass either way."""
+    min_lower_bound: float | None = field(default=None, kw_only=True)
+    """When set, the low end of the pass rate's 95 % interval clustered by case
+    (``onrecord._stats.clustered_interval``) must reach it as well as the pass rate
+    reaching ``min_pass_rate``: 19 of 20 meets 0.95, but its interval reaches down to
+    76 %. In (0, 1): no finite evidence puts the lower bound at 1."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.check, str) or not self.check.strip():
@@ -85,31 +96,20 @@ class CheckRequirement:
             raise PolicyError(
                 f"CheckRequirement.critical must be True or False, got {self.critical!r}"
             )
-        rate = self.min_pass_rate
         # bool is an int: ``min_pass_rate = true`` in TOML is a mistake, not 1.0.
-        if (
-            isinstance(rate, bool)
-            or not isinstance(rate, int | float)
-            or not math.isfinite(rate)
-            or not 0 < rate <= 1
-        ):
-            raise PolicyError(f"CheckRequirement.min_pass_rate must be in (0, 1], got {rate!r}")
+        fraction("min_pass_rate", self.min_pass_rate)
         cases = self.min_cases
         if isinstance(cases, bool) or not isinstance(cases, int) or cases < 1:
             raise PolicyError(
                 f"CheckRequirement.min_cases must be a positive integer such as 20, got {cases!r}"
             )
-        coverage = self.min_coverage
-        if (
-            isinstance(coverage, bool)
-            or not isinstance(coverage, int | float)
-            or not math.isfinite(coverage)
-            or not 0 < coverage <= 1
-        ):
-            raise PolicyError(f"CheckRequirement.min_coverage must be in (0, 1], got {coverage!r}")
+        fraction("min_coverage", self.min_coverage)
+        if self.min_lower_bound is not None:
+            fraction("min_lower_bound", self.min_lower_bound, below_one=True)
 
     def to_dict(self) -> dict[str, Any]:
-        """Portable form (``min_cases`` and ``min_coverage`` only when not the default)."""
+        """Portable form (``min_cases``, ``min_coverage`` and ``min_lower_bound`` only when
+        not the default, so a policy saved before they existed keeps its digest)."""
         data: dict[str, Any] = {
             "check": self.check,
             "critical": self.critical,
@@ -119,6 +119,8 @@ class CheckRequirement:
             data["min_cases"] = self.min_cases
         if self.min_coverage != _DEFAULTS["min_coverage"]:
             data["min_coverage"] = float(self.min_coverage)
+        if self.min_lower_bound is not None:
+            data["min_lower_bound"] = float(self.min_lower_bound)
         return data
 
 
@@ -142,15 +144,10 @@ class RequirementOutcome:
     """Check names the requirement matched."""
     explanation: str
     """One sentence."""
-
-
-_TRIAL_PREFIX = re.compile(r"^.*?#\d+: ")
-
-
-def _without_trial(issue: str) -> str:
-    """A report-level coverage issue without its ``case_id#repeat: `` prefix (a case id
-    may itself hold ": ", which splitting on the first one cut in two)."""
-    return _TRIAL_PREFIX.sub("", issue, count=1)
+    interval: tuple[float, float] = (0.0, 1.0)
+    """95 % Wilson interval of the measured pass rate, clustered by case; in the saved
+    form only when the requirement has ``min_lower_bound`` (the decision then rests on
+    it), so decisions saved before it existed re-verify."""
 
 
 @dataclass(frozen=True)
@@ -190,7 +187,7 @@ class PolicyDecision:
         advisory = groups["advisory"]
         if self.coverage_issues:
             parts.append(
-                f"coverage: {_without_trial(self.coverage_issues[0])}"
+                f"coverage: {without_trial(self.coverage_issues[0])}"
                 + (
                     f" (+{len(self.coverage_issues) - 1} more)"
                     if len(self.coverage_issues) > 1
@@ -224,6 +221,11 @@ class PolicyDecision:
                     "cases": o.cases,
                     "matched": list(o.matched),
                     "explanation": o.explanation,
+                    **(
+                        {"interval": list(o.interval)}
+                        if o.requirement.min_lower_bound is not None
+                        else {}
+                    ),
                 }
                 for o in self.outcomes
             ],
@@ -319,12 +321,12 @@ class AcceptancePolicy:
                     f"policy digest is {data['digest']!r} but its content hashes "
                     f"to {actual!r}: it was changed after saving"
                 )
-        _refuse_unknown_keys(data, _POLICY_KEYS, "the policy")
+        refuse_unknown_keys(data, _POLICY_KEYS, "the policy")
         items = data.get("requirements")
         if not isinstance(items, list):
             raise PolicyError(
                 "a policy needs a 'requirements' list of {check, critical, min_pass_rate, "
-                "min_cases, min_coverage} objects"
+                "min_cases, min_coverage, min_lower_bound} objects"
             )
         policy = cls(
             tuple(_requirement_from_dict(index, item) for index, item in enumerate(items)),
@@ -371,15 +373,6 @@ class AcceptancePolicy:
             raise naming_file(path, exc) from exc
 
 
-def _refuse_unknown_keys(data: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
-    unknown = sorted(str(key) for key in data if key not in allowed)
-    if unknown:
-        raise PolicyError(
-            f"{where} has unknown field(s) {unknown}; the fields are {list(allowed)}: "
-            "fix the spelling or remove them"
-        )
-
-
 def _requirement_from_dict(index: int, item: Any) -> CheckRequirement:
     where = f"requirement #{index + 1}"
     if not isinstance(item, Mapping) or "check" not in item:
@@ -387,11 +380,12 @@ def _requirement_from_dict(index: int, item: Any) -> CheckRequirement:
             f"{where} is malformed ({item!r:.60}); each needs a 'check' name, e.g. "
             "{'check': 'posted_once'}"
         )
-    _refuse_unknown_keys(item, _REQUIREMENT_KEYS, f"{where} ({item['check']!r})")
+    refuse_unknown_keys(item, _REQUIREMENT_KEYS, f"{where} ({item['check']!r})")
     return CheckRequirement(
         item["check"],
         critical=item.get("critical", True),
         min_pass_rate=item.get("min_pass_rate", 1.0),
         min_cases=item.get("min_cases", _DEFAULTS["min_cases"]),
         min_coverage=item.get("min_coverage", _DEFAULTS["min_coverage"]),
+        min_lower_bound=item.get("min_lower_bound"),
     )

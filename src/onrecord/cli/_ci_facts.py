@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from onrecord._stats import wilson_interval
 from onrecord.cli._numbers import interval_percent, rate_percent, threshold_percent
 from onrecord.cli._render import plain
 from onrecord.policy import CheckRequirement, PolicyDecision, RequirementOutcome
@@ -59,7 +58,8 @@ class RequirementFacts:
     rate: str
     """``0.0% (0 of 3)``, or ``n/a (none measured)``."""
     interval: str
-    """95 % Wilson interval of the measured pass rate, ``0.0%–56.2%`` (``—`` if none)."""
+    """95 % Wilson interval of the measured pass rate clustered by case (the
+    requirement's, ``RequirementOutcome.interval``), ``0.0%–56.2%`` (``—`` if none)."""
     threshold: str
     """``≥ 95.0%``, with cases and coverage when not the defaults."""
     unpassed: tuple[Unpassed, ...]
@@ -76,7 +76,7 @@ def requirement_facts(decision: PolicyDecision, report: EvaluationReport) -> lis
 def _facts(outcome: RequirementOutcome, report: EvaluationReport) -> RequirementFacts:
     measured = outcome.passed + outcome.failed
     if measured:
-        low, high = wilson_interval(outcome.passed, measured)
+        low, high = outcome.interval
         need = outcome.requirement.min_pass_rate
         rate = f"{rate_percent(outcome.passed / measured, need)} ({outcome.passed} of {measured})"
         interval = interval_percent(low, high)
@@ -100,6 +100,8 @@ def threshold(requirement: CheckRequirement) -> str:
         parts.append(f"≥ {requirement.min_cases} cases")
     if requirement.min_coverage != 1:
         parts.append(f"coverage ≥ {threshold_percent(requirement.min_coverage)}")
+    if requirement.min_lower_bound is not None:
+        parts.append(f"lower bound ≥ {threshold_percent(requirement.min_lower_bound)}")
     return ", ".join(parts)
 
 

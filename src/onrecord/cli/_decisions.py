@@ -161,6 +161,7 @@ def verify_decision(path: Path, data: dict[str, Any]) -> Bundle:
     count = len(body["requirements"])
     summary = f"{body['decision']}, {count} requirement{'s' if count != 1 else ''}"
     report_path = _beside(path, "report")
+    beside: tuple[EvaluationReport, ...] = ()  # for `show`: intervals clustered by case
     if report_path.is_file():
         report = EvaluationReport.load(report_path)
         if report.digest != body["report_digest"]:
@@ -168,6 +169,7 @@ def verify_decision(path: Path, data: dict[str, Any]) -> Bundle:
                 f"{path} decides a report other than the {report_path.name} beside it"
             )
         summary += f"; decides {report_path.name}"
+        beside = (report,)
         policy_path = _policy_near(path, body["policy_digest"])
         if policy_path is not None:
             again = AcceptancePolicy.load(policy_path).evaluate(report).to_dict()
@@ -177,7 +179,7 @@ def verify_decision(path: Path, data: dict[str, Any]) -> Bundle:
                     "changed after it was decided"
                 )
             summary += f", as {os.path.relpath(policy_path, path.parent)} decides"
-    return Bundle(kind, data["digest"], summary, record=data)
+    return Bundle(kind, data["digest"], summary, items=beside, record=data)
 
 
 def verify_comparison(path: Path, data: dict[str, Any]) -> Bundle:

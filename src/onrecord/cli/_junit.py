@@ -21,6 +21,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.cli._ci_facts import RequirementFacts, clean
 from onrecord.policy import PolicyDecision
 
@@ -106,7 +107,7 @@ def _details(item: RequirementFacts) -> str:
     outcome = item.outcome
     lines = [
         clean(outcome.explanation),
-        f"measured pass rate: {item.rate}, 95% interval {item.interval}",
+        f"measured pass rate: {item.rate}, {CLUSTERED_INTERVAL} {item.interval}",
         f"threshold: {item.threshold} ({_kind(outcome.requirement.critical)})",
         f"measured cases: {outcome.cases}; unmeasured results: {outcome.unmeasured}",
         f"matched checks: {clean(', '.join(outcome.matched) or '(none)')}",

@@ -13,8 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, clean
-from onrecord.compare import Comparison, discordant_cases, too_few_pairs_note
+from onrecord.compare import (
+    Comparison,
+    discordant_cases,
+    few_bootstrap_pairs_note,
+    too_few_pairs_note,
+)
 from onrecord.policy import PolicyDecision
 
 __all__ = ["compare_markdown", "gate_markdown", "refused_markdown", "table", "text"]
@@ -64,7 +70,7 @@ def gate_markdown(
         f"{text(subject)} · policy {text(policy)} · {text(decision.headline)}",
         "",
     ]
-    headers = ("requirement", "critical", "status", "pass rate", "95% interval", "threshold")
+    headers = ("requirement", "critical", "status", "pass rate", CLUSTERED_INTERVAL, "threshold")
     rows = [_requirement_row(item) for item in facts]
     lines += [*table((*headers, "cases", "unmeasured"), rows), ""]
     lines += _reasons(decision.reasons)
@@ -173,7 +179,14 @@ def _measures(comparison: Comparison) -> list[str]:
         )
         for m in comparison.measures
     ]
-    return ["**Measures** (B − A, paired bootstrap)", "", *table(headers, rows), ""]
+    note = few_bootstrap_pairs_note(comparison.measures)
+    return [
+        "**Measures** (B − A, paired bootstrap)",
+        "",
+        *table(headers, rows),
+        "",
+        *([f"_{text(note, limit=2000)}_", ""] if note else []),
+    ]
 
 
 def _discordant(comparison: Comparison) -> list[str]:

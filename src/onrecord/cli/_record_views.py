@@ -17,10 +17,12 @@ from typing import Any
 from rich.console import Console
 
 from onrecord._natural import natural_key
+from onrecord._policy_rules import StatusTable, requirement_interval
 from onrecord._stats import wilson_interval
 from onrecord.cli._bundle import Bundle
 from onrecord.cli._numbers import interval_percent, rate_percent, threshold_percent
 from onrecord.cli._render import (
+    INTERVAL_NOTE,
     _styled,
     _table,
     ablation_table,
@@ -74,7 +76,8 @@ def render_bundle(console: Console, bundle: Bundle) -> None:
             _render_report(console, item)
         elif isinstance(item, dict) and "decision" in item:  # a run's (or regrade's)
             note = f"  ({item['recorded']} of {item['expected']} episodes)"
-            render_decision_body(console, item["decision"], note)
+            reports = [other for other in bundle.items if isinstance(other, EvaluationReport)]
+            render_decision_body(console, item["decision"], note, report=next(iter(reports), None))
 
 
 def _schema(record: Any) -> str | None:
@@ -84,20 +87,32 @@ def _schema(record: Any) -> str | None:
 
 
 def render_decision_body(
-    console: Console, body: Mapping[str, Any], note: str = "", *, reason_column: bool = True
+    console: Console,
+    body: Mapping[str, Any],
+    note: str = "",
+    *,
+    reason_column: bool = True,
+    intervals: Sequence[tuple[float, float]] | None = None,
+    report: EvaluationReport | None = None,
 ) -> None:
     """A decision's verdict, then one row per requirement: its status, the pass rate it
     measured, the threshold it had to meet and why; then the reasons that are not a
     requirement's (coverage issues, an incomplete run). ``note`` follows the verdict.
     Without ``reason_column`` every reason is a line of its own after the table, never
-    wrapped inside a cell: what a CI log of ``gate`` or ``run`` should let one grep."""
+    wrapped inside a cell: what a CI log of ``gate`` or ``run`` should let one grep.
+    Each interval is clustered by case: ``intervals`` (one per requirement, as the
+    decision's outcomes carry them), else the one the saved requirement carries, else
+    one made again from ``report`` (the report decided on)."""
     console.print(f"decision: {_styled(str(body.get('decision')))}{literal(note)}")
     # The interval beside the rate, as the Markdown and JUnit outputs give it: 19 of 20
     # "meets" 95 % while its interval reaches down to 76 %.
+    # Headed short, as a terminal is narrow; the line under the table says what it is.
     columns = ["requirement", "critical", "status", "pass rate", "95% interval", "threshold"]
     table = _table(*columns, "cases", "unmeasured", *(["reason"] if reason_column else []))
     explained = set()
-    for item in body.get("requirements", ()):
+    table_of = StatusTable(report) if report is not None and intervals is None else None
+    unclustered = False
+    for index, item in enumerate(body.get("requirements", ())):
         passed, failed = item.get("passed", 0), item.get("failed", 0)
         measured = passed + failed
         need = item.get("min_pass_rate")
@@ -106,7 +121,10 @@ def render_decision_body(
             if measured
             else "n/a (none measured)"
         )
-        interval = interval_percent(*wilson_interval(passed, measured)) if measured else "—"
+        given = intervals[index] if intervals is not None else None
+        bounds, clustered = _interval(item, given, table_of)
+        unclustered |= not clustered and measured > 0
+        interval = (interval_percent(*bounds) + ("" if clustered else " *")) if measured else "—"
         status = str(item.get("status"))
         style = _REQUIREMENT_STYLE.get(status)
         table.add_row(
@@ -123,6 +141,13 @@ def render_decision_body(
         if reason_column:  # else every reason follows the table as a whole line
             explained.add(item.get("explanation"))
     console.print(table)
+    console.print(f"  {INTERVAL_NOTE}")
+    if unclustered:
+        console.print(
+            "  * not clustered by case: the decision keeps no per-case counts and the "
+            "report it decided is not beside it; each result counted as independent, "
+            "so the interval is too narrow when cases ran more than once"
+        )
     other = [reason for reason in body.get("reasons", ()) if reason not in explained]
     for reason in other[:20]:
         console.print(f"  - {literal(reason)}")
@@ -139,7 +164,33 @@ def _threshold(item: Mapping[str, Any]) -> str:
         parts.append(f"≥ {literal(item['min_cases'])} cases")
     if isinstance(item.get("min_coverage"), int | float):
         parts.append(f"coverage ≥ {threshold_percent(item['min_coverage'])}")
+    if isinstance(item.get("min_lower_bound"), int | float):
+        parts.append(f"lower bound ≥ {threshold_percent(item['min_lower_bound'])}")
     return ", ".join(parts)
+
+
+def _interval(
+    item: Mapping[str, Any], given: tuple[float, float] | None, table: StatusTable | None
+) -> tuple[tuple[float, float], bool]:
+    """A requirement's interval, and whether it is clustered by case. A saved decision
+    carries it only for a ``min_lower_bound`` requirement; else it is made again from
+    the report, and without one, Wilson over the results is the clustered interval only
+    when each measured case has one result or every result is alike."""
+    passed, failed = int(item.get("passed", 0)), int(item.get("failed", 0))
+    stored = item.get("interval")
+    if given is not None:
+        return given, True
+    if (
+        isinstance(stored, list)
+        and len(stored) == 2
+        and all(_number(v) is not None for v in stored)
+    ):
+        return (float(stored[0]), float(stored[1])), True
+    if table is not None and isinstance(item.get("matched"), list):
+        return requirement_interval(table, tuple(map(str, item["matched"]))), True
+    # One result per case, or all alike: no spread between cases, so Wilson is exact.
+    alike = item.get("cases") == passed + failed or 0 in (passed, failed)
+    return wilson_interval(passed, passed + failed), alike
 
 
 def _number(value: object) -> float | None:
@@ -148,7 +199,8 @@ def _number(value: object) -> float | None:
 
 
 def _decision(console: Console, record: Mapping[str, Any], items: Sequence[Any]) -> None:
-    render_decision_body(console, record)
+    reports = [item for item in items if isinstance(item, EvaluationReport)]
+    render_decision_body(console, record, report=next(iter(reports), None))
 
 
 def _comparison(console: Console, record: Mapping[str, Any], items: Sequence[Any]) -> None:

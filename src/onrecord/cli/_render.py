@@ -12,8 +12,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.cli._numbers import fixed, percent
-from onrecord.compare import Comparison, discordant_cases, too_few_pairs_note
+from onrecord.compare import (
+    Comparison,
+    discordant_cases,
+    few_bootstrap_pairs_note,
+    too_few_pairs_note,
+)
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, ReportSummary
 
@@ -132,6 +138,13 @@ def _styled(text: str) -> str:
     return f"[{style}]{text}[/]" if style else literal(text)
 
 
+INTERVAL_NOTE = (
+    "95% intervals are Wilson intervals clustered by case: the repeats of one case count "
+    "as one cluster, not as independent trials"
+)
+"""The line under a terminal table of pass rates: its column is headed short."""
+
+
 def _interval(bounds: tuple[float, float]) -> str:
     # ``fixed``: the bounds of 2999 of 3000 read [1.00, 1.00], as if no trial failed.
     return f"[{fixed(bounds[0], 2)}, {fixed(bounds[1], 2)}]"
@@ -143,7 +156,8 @@ def render_report(console: Console, report: EvaluationReport) -> None:
     rate = "n/a" if summary.pass_rate is None else percent(summary.pass_rate)
     console.print(
         f"[bold]report[/] {summary.trials} trials  pass rate {rate} "
-        f"{literal(_interval(summary.interval))}  outcomes {literal(summary.outcomes)}  "
+        f"{literal(_interval(summary.interval))} ({CLUSTERED_INTERVAL})  "
+        f"outcomes {literal(summary.outcomes)}  "
         f"sha256:{report.digest[:16]}"
     )
     # "errors" beside "unmeasured" read as a second, separate count (20 and 20 of 40
@@ -174,6 +188,7 @@ def render_report(console: Console, report: EvaluationReport) -> None:
             fixed(check.coverage, 0, scale=100.0, suffix="%"),
         )
     console.print(table)
+    console.print(f"  {INTERVAL_NOTE}")
     if summary.pass_hat_k:
         shown = _milestones(sorted(summary.pass_hat_k))
         console.print("pass^k: " + "  ".join(_pass_hat_k(summary, k) for k in shown))
@@ -196,22 +211,21 @@ def _milestones(ks: list[int]) -> list[int]:
 
 
 def render_policy(console: Console, policy: AcceptancePolicy) -> None:
-    """One row per requirement."""
+    """One row per requirement (a ``min lower bound`` column when one has it)."""
+    bounds = any(r.min_lower_bound is not None for r in policy.requirements)
+    columns = ["check", "critical", "min pass rate", "min cases", "min coverage"]
     table = _table(
-        "check",
-        "critical",
-        "min pass rate",
-        "min cases",
-        "min coverage",
-        title=f"policy {literal(policy.name)}",
+        *columns, *(["min lower bound"] if bounds else []), title=f"policy {literal(policy.name)}"
     )
     for requirement in policy.requirements:
+        bound = requirement.min_lower_bound
         table.add_row(
             literal(requirement.check),
             str(requirement.critical),
             f"{requirement.min_pass_rate:g}",
             str(requirement.min_cases),
             f"{requirement.min_coverage:g}",
+            *([f"{bound:g}" if bound is not None else "—"] if bounds else []),
         )
     console.print(table)
 
@@ -222,7 +236,12 @@ def render_decision(console: Console, decision: PolicyDecision) -> None:
     reason on a line of its own."""
     from onrecord.cli._record_views import render_decision_body  # it builds on this module
 
-    render_decision_body(console, decision.to_dict(), reason_column=False)
+    render_decision_body(
+        console,
+        decision.to_dict(),
+        reason_column=False,
+        intervals=[outcome.interval for outcome in decision.outcomes],
+    )
 
 
 def render_comparison(console: Console, comparison: Comparison, *, header: bool = True) -> None:
@@ -270,6 +289,9 @@ def render_comparison(console: Console, comparison: Comparison, *, header: bool 
                 literal(f"[{m.interval[0]:+.4g}, {m.interval[1]:+.4g}]"),
             )
         console.print(measures)
+        few = few_bootstrap_pairs_note(comparison.measures)
+        if few:
+            console.print(f"[yellow]note:[/] {literal(few)}")
 
 
 def render_forecasts(console: Console, forecasts: Sequence[Any]) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from onrecord._stats import few_bootstrap_pairs_note
 from onrecord.compare import compare_sources, load_source, too_few_pairs_note
 from onrecord.errors import ComparisonRefused
 from onrecord.html._page import NAME_CHARS, attr, cell, document, esc, long_text, table
@@ -192,6 +193,11 @@ def _too_few(checks: list[Mapping[str, Any]]) -> str:
     return f'<p class="meta" id="too-few-pairs">{esc(note)}</p>' if note else ""
 
 
+def _few_bootstrap_pairs(measures: list[Mapping[str, Any]]) -> str:
+    note = few_bootstrap_pairs_note([(m["name"], m["pairs"]) for m in measures])
+    return f'<p class="meta" id="few-bootstrap-pairs">{esc(note)}</p>' if note else ""
+
+
 def _measures(comparison: Mapping[str, Any]) -> str:
     measures = comparison["measures"]
     if not measures:
@@ -222,5 +228,6 @@ def _measures(comparison: Mapping[str, Any]) -> str:
             rows,
             element_id="measures",
         )
+        + _few_bootstrap_pairs(measures)
         + "</section>"
     )

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from onrecord._natural import natural_key
+from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.html._listing import episodes_section
 from onrecord.html._page import (
     NAME_CHARS,
@@ -102,7 +103,7 @@ def _decision(data: Mapping[str, Any]) -> str:
     line = (
         f'<p><b data-field="trials">{summary["trials"]}</b> episodes · pass rate '
         f'<b data-field="pass_rate" data-value="{attr(_number(summary["pass_rate"]))}">'
-        f"{percent(summary['pass_rate'])}</b> (95% interval "
+        f"{percent(summary['pass_rate'])}</b> ({CLUSTERED_INTERVAL} "
         f"{percent(summary['interval'][0])}–{percent(summary['interval'][1])}) · "
         "outcomes "
         + " · ".join(
@@ -147,7 +148,7 @@ def _checks(data: Mapping[str, Any]) -> str:
     charted = _charted(checks)
     chart = interval_chart(
         [(c["name"], c["pass_rate"], *c["interval"]) for c in charted],
-        title="pass rate per check with 95% Wilson interval",
+        title=f"pass rate per check with {CLUSTERED_INTERVAL}",
     )
     if len(charted) < len(checks):
         chart += (
@@ -167,7 +168,7 @@ def _checks(data: Mapping[str, Any]) -> str:
                 "not measured",
                 "of which errors",
                 "pass rate",
-                "95% interval",
+                CLUSTERED_INTERVAL,
                 "coverage",
             ),
             rows,

@@ -1,5 +1,5 @@
-"""Summary statistics of a report: per-check pass rates with Wilson intervals, coverage,
-trial outcomes and pass^k over repeats."""
+"""Summary statistics of a report: per-check pass rates with Wilson intervals clustered
+by case, coverage, trial outcomes and pass^k over repeats."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from onrecord._natural import natural_key
-from onrecord._stats import pass_hat_k, wilson_interval
+from onrecord._stats import clustered_interval, pass_hat_k
 from onrecord.report._results import Trial
 
 __all__ = ["CheckSummary", "ReportSummary", "summarize"]
@@ -30,7 +30,8 @@ class CheckSummary:
     pass_rate: float | None
     """passed / measured, or None when nothing was measured."""
     interval: tuple[float, float]
-    """95 % Wilson interval of the pass rate over measured trials."""
+    """95 % Wilson interval of the pass rate over measured trials, clustered by case
+    (``clustered_interval``): repeats of one case are not independent trials."""
     errors: int = 0
     """Of the unmeasured, trials whose check raised or misbehaved (evaluator errors) or
     whose model failed (model errors): kept apart from failures, never counted as one."""
@@ -53,7 +54,7 @@ class ReportSummary:
     pass_rate: float | None
     """Share of trials whose every check passed with full coverage."""
     interval: tuple[float, float]
-    """95 % Wilson interval of that rate."""
+    """95 % Wilson interval of that rate, clustered by case (``clustered_interval``)."""
     checks: tuple[CheckSummary, ...]
     """Per-check summaries, by name in natural order (``h4`` before ``h16``)."""
     pass_hat_k: dict[int, float]
@@ -96,11 +97,16 @@ def summarize(trials: Sequence[Trial], check_names: Sequence[str]) -> ReportSumm
     # pass^k: counted as a failure it made {pass, not measured} read pass^2 = 0, a
     # certain "never twice in a row" from one pass and one unknown.
     per_case: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    # (passes, trials) per case for the interval: an incomplete trial is not a pass.
+    every: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for trial in trials:
         outcome = trial.outcome_among(check_names)
         outcomes[outcome] += 1
+        key = (trial.case["case_id"], trial.case["content_digest"])
+        every[key][0] += outcome == "pass"
+        every[key][1] += 1
         if outcome != "incomplete":
-            tally = per_case[(trial.case["case_id"], trial.case["content_digest"])]
+            tally = per_case[key]
             tally[0] += outcome == "pass"
             tally[1] += 1
     counts = [(passes, repeats) for passes, repeats in per_case.values()]
@@ -109,7 +115,7 @@ def summarize(trials: Sequence[Trial], check_names: Sequence[str]) -> ReportSumm
         trials=len(trials),
         outcomes=outcomes,
         pass_rate=outcomes["pass"] / len(trials) if trials else None,
-        interval=wilson_interval(outcomes["pass"], len(trials)),
+        interval=clustered_interval([(passes, total) for passes, total in every.values()]),
         checks=tuple(_check_summary(trials, name) for name in sorted(check_names, key=natural_key)),
         pass_hat_k={k: _value(pass_hat_k(counts, k)) for k in range(1, most_repeats + 1)},
         pass_hat_k_cases={
@@ -126,12 +132,17 @@ def _value(estimate: float | None) -> float:
 
 def _check_summary(trials: Sequence[Trial], name: str) -> CheckSummary:
     passed = failed = errors = 0
+    per_case: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for trial in trials:
         result = trial.result(name)
         status = result.status if result is not None else None
         passed += status == "pass"
         failed += status == "fail"
         errors += status in ("evaluator_error", "model_error")
+        if status in ("pass", "fail"):
+            tally = per_case[(trial.case["case_id"], trial.case["content_digest"])]
+            tally[0] += status == "pass"
+            tally[1] += 1
     measured = passed + failed
     return CheckSummary(
         name,
@@ -139,6 +150,6 @@ def _check_summary(trials: Sequence[Trial], name: str) -> CheckSummary:
         failed,
         len(trials) - measured,
         passed / measured if measured else None,
-        wilson_interval(passed, measured),
+        clustered_interval([(passes, total) for passes, total in per_case.values()]),
         errors,
     )
