@@ -108,6 +108,7 @@ def test_every_statement_the_world_runs_on_its_connection_is_marked(
 _NOT_MARKED_HERE = {
     ("_text.py", '"EXPLAIN " + sql'),  # the tool's own statement, explained in its call
     ("snapshot.py", "schema"),  # the owner's schema script, on the snapshot's connection
+    ("_connection.py", "sql_script"),  # the caller's script (refused inside a tool)
     ("_undo.py", "item.delete"),  # built by internal() in _prepare
     ("_undo.py", "item.fetch"),
     ("_undo.py", "item.insert"),

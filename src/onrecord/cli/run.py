@@ -160,7 +160,19 @@ def _protocol(config: RunConfig) -> RunProtocol:
         options=config.options,
         policy=config.acceptance_policy(),
         environment_config=config.environment_config,
+        task_places=_places(config),
     )
+
+
+def _places(config: RunConfig) -> dict[str, str] | None:
+    """Where each task of ``tasks_file`` is, for the errors planning names a task in."""
+    if config.tasks_file is None:
+        return None
+    cases = config.cases() or []
+    return {
+        str(case.identity["case_id"]): f"{config.tasks_file}: task {number}"
+        for number, case in enumerate(cases, start=1)
+    }
 
 
 def _cases(config: RunConfig) -> list[EvalCase] | None:
@@ -302,6 +314,7 @@ def _expected(config: RunConfig, stored: RunProtocol) -> RunProtocol | None:
             **(environment.config if same_environment else {}),
             **(config.environment_config or {}),
         },
+        task_places=_places(config),
     )
 
 

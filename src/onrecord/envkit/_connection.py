@@ -112,6 +112,20 @@ class WorldConnection(sqlite3.Connection):
             )
         return super().blobopen(table, column, row, readonly=readonly, name=name)
 
+    def executescript(self, sql_script: str, /) -> sqlite3.Cursor:
+        # Refused by name: its first statement would be Python's own COMMIT, which the
+        # guard refused as "COMMIT", a statement the tool never wrote. (With no open
+        # transaction, SQLite ended the call's already; the gate refuses its writes.)
+        if self.in_transaction:
+            self._refuse(
+                "executescript",
+                "Python's sqlite3 commits the open transaction before running a script, and "
+                "each tool call is one transaction onrecord commits when the tool returns; "
+                "run the script's statements one by one with ctx.execute (or "
+                "connection.execute)",
+            )
+        return super().executescript(sql_script)
+
     def set_authorizer(self, authorizer_callback: Callable[..., int] | None) -> None:
         self._refuse("set_authorizer", "the world's authorizer is onrecord's guard")
         super().set_authorizer(authorizer_callback)

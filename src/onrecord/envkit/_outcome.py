@@ -15,6 +15,7 @@ from onrecord.envkit._portable import portable
 from onrecord.errors import PortabilityError
 
 __all__ = [
+    "NOT_SENT",
     "arguments",
     "describe",
     "failure",
@@ -82,10 +83,19 @@ _RECURSION_HINT = (
 )
 
 
+NOT_SENT: Any = object()
+"""``ToolWorld.call``'s default: no arguments given at all (logged as ``{}``)."""
+
+
 def arguments(value: Any) -> tuple[dict[str, Any], Any, str | None]:
     """(arguments to call with, arguments to log, problem or None)."""
-    if value is None:
+    if value is NOT_SENT:
         value = {}
+    elif value is None:
+        # ``"arguments": null``, as models emit for a tool without parameters: a call
+        # without arguments (a tool that needs some says which are missing), logged as
+        # sent so the evidence shows what the model wrote.
+        return {}, None, None
     try:
         plain = portable(value, "arguments")
     except PortabilityError as exc:

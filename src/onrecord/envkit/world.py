@@ -193,7 +193,7 @@ class ToolWorld:
 
     # -- tool calls --------------------------------------------------------------------
     @raises_noted
-    def call(self, tool: Any, arguments: Any = None) -> Event:
+    def call(self, tool: Any, arguments: Any = _outcome.NOT_SENT) -> Event:
         """Run one tool call and log it; returns the event (never raises for bad input)."""
         if self._running is not None:
             self._refuse_nesting("call")

@@ -108,9 +108,12 @@ def plan_run(
     options: Mapping[str, Any] | None = None,
     policy: AcceptancePolicy | None = None,
     environment_config: Mapping[str, Any] | None = None,
+    task_places: Mapping[str, str] | None = None,
 ) -> RunProtocol:
     """Resolve names and build the protocol, failing early on anything unknown.
-    ``tasks`` holds EvalCases, or ids selecting among the environment's own tasks."""
+    ``tasks`` holds EvalCases, or ids selecting among the environment's own tasks;
+    ``task_places`` says, by case id, where a task was read (``tasks.toml: task 3``)
+    for the errors about it."""
     # An empty list is a mistake to report, never "every task" / "the default checks";
     # a string would be taken letter by letter.
     for field, names in (("tasks", tasks), ("checks", checks)):
@@ -129,7 +132,7 @@ def plan_run(
             loaded = load_checks(provider, checks)
             cases = _select_tasks(provider.tasks(), tasks, environment)
             for case in cases:  # tasks from a file meet the environment's needs too
-                provider.check_task(case)
+                _check_task(provider, case, task_places or {})
             chosen = policy if policy is not None else provider.default_policy(loaded)
             if not isinstance(chosen, AcceptancePolicy):
                 raise InputError(
@@ -200,6 +203,17 @@ def _select_tasks(
                 f"tasks are: {known or 'none'}"
             )
     return chosen
+
+
+def _check_task(provider: Any, case: EvalCase, places: Mapping[str, str]) -> None:
+    """``provider.check_task``, its refusal saying where in which file the task is."""
+    try:
+        provider.check_task(case)
+    except InputError as exc:
+        place = places.get(str(case.identity["case_id"]))
+        if place is None:
+            raise
+        raise InputError(f"{place}: {exc}") from exc
 
 
 def start_run(
@@ -306,7 +320,10 @@ def _execute(
             progress.stop()
         recorded_now = len(writer.done) - before
         notices = tuple(writer.notices)
-    report, decision = grade_store(store)
+        # Graded under the lock: a resume removes leftover temporary files, and must not
+        # take the report.json this process is about to rename into place.
+        writer.sync()
+        report, decision = grade_store(store)
     return RunResult(
         store,
         report,

@@ -46,6 +46,7 @@ from onrecord.errors import ConsistencyError, DigestMismatch, InputError, Schema
 from onrecord.runner._actionlog import maybe_open, read_events, verify_block
 from onrecord.runner._commit import GroupCommit, fsync_directory
 from onrecord.runner._job import EPISODE_RECORD_SCHEMA, JobResult
+from onrecord.runner._leftovers import remove_leftovers
 from onrecord.runner._lock import LOCK_NAME, lock_directory, unlock
 from onrecord.runner._protocol import RunProtocol
 from onrecord.runner._provider import SavedEpisode
@@ -121,7 +122,7 @@ class RunStore:
         target.mkdir(parents=True, exist_ok=True)
         fsync_directory(target.parent)  # the run directory's own name survives power loss
         had_lock = (target / LOCK_NAME).exists()
-        lock = lock_directory(target)
+        lock = lock_directory(target, resuming=False)
         try:
             if any(not startable_entry(entry) for entry in target.iterdir()):
                 raise InputError(
@@ -330,7 +331,7 @@ class RunWriter:
 
     def __init__(self, store: RunStore, *, period: float | None = None) -> None:
         self.store = store
-        self._lock, store._lock = store._lock or lock_directory(store.path), None
+        self._lock, store._lock = store._lock or lock_directory(store.path, resuming=True), None
         try:
             self.done: set[tuple[str, int]] = set()
             committed = 0
@@ -338,7 +339,8 @@ class RunWriter:
                 self.done.add(record.key)
                 committed += record.data["action_log"]["bytes"]
             refuse_lost_records(store.path, len(self.done))  # before anything is cut
-            self.notices = cut_torn_line(store.path, "episodes.jsonl")
+            self.notices = remove_leftovers(store.path)  # under the lock: none in use
+            self.notices += cut_torn_line(store.path, "episodes.jsonl")
             self.notices += cut_torn_line(store.path, "errors.jsonl")
             self.notices += cut_actions(store.path, committed)
             self._files = GroupCommit(store.path, period=period)

@@ -85,7 +85,7 @@ def play_tool_world(
 
 def _split(action: Any) -> tuple[Any, Any]:
     if isinstance(action, Mapping) and "tool" in action:
-        return action["tool"], action.get("arguments")
+        return action["tool"], action.get("arguments", {})  # null is kept: logged as sent
     return action, None  # the world logs it as an unknown tool
 
 
