@@ -15,9 +15,12 @@ fails an episode that leaves one, since no task here calls for it.
 
 The other two tools that cite a remittance line are held to what the line is: an approval
 request is for posting the line's payment, so it must ask for exactly what the line paid
-(and a line that sends no money has nothing to approve); a reversal takes money back,
-which a payer does on a recoupment line (a negative payment), so a line that pays may
-only undo an allocation of its own money (a keying error corrected).
+(a line that sends no money has nothing to approve), once: a second request while one is
+pending is a blind retry, refused like a second reversal of one allocation. A reversal
+takes money back, which a payer does on a recoupment line (a negative payment): it names
+the claim line and the amount, so it reverses only an allocation on that claim line, up to
+what it has left to take back; a line that pays may only undo an allocation of its own
+money (a keying error corrected).
 """
 
 from __future__ import annotations
@@ -33,11 +36,18 @@ __all__ = [
     "check_approval",
     "check_reversal",
     "credit_note",
+    "pending_approval",
 ]
 
 
 def _cents(db: sqlite3.Connection, sql: str, *args: Any) -> int:
     return int(db.execute(sql, args).fetchone()[0])
+
+
+def _claim_of(db: sqlite3.Connection, line_id: str) -> str:
+    return str(
+        db.execute("SELECT claim_id FROM claim_lines WHERE line_id = ?", (line_id,)).fetchone()[0]
+    )
 
 
 def check_allocation(db: sqlite3.Connection, rline: dict[str, Any], amount: int) -> None:
@@ -56,6 +66,18 @@ def check_allocation(db: sqlite3.Connection, rline: dict[str, Any], amount: int)
         raise Rejected(
             f"remittance line {rline_id} takes back {-paid} cents (a recoupment): it has "
             "no money to apply; reverse the recouped allocation with reverse_allocation"
+        )
+    if paid == 0:
+        raise Rejected(
+            f"remittance line {rline_id} paid 0 cents: it sends no money to apply (its "
+            "835 adjustments say why, e.g. a denial); post nothing from it"
+        )
+    if left <= 0:
+        raise Rejected(
+            f"remittance line {rline_id} paid {paid} cents and {applied} are already "
+            "applied: nothing is left to post from it. If an earlier posting from it went "
+            "to the wrong claim line, reverse that allocation citing this line, then post "
+            "again (read_claim shows each line's allocations)"
         )
     raise Rejected(
         f"remittance line {rline_id} paid {paid} cents and {applied} are already applied, "
@@ -90,11 +112,17 @@ def check_adjustment(
         group_code,
         reason_code,
     )
-    if amount > total - posted:
+    left = total - posted
+    if amount > left:
+        then = (
+            f"post at most {left} cents of {code}"
+            if left > 0
+            else f"it is posted in full: post no more {code}"
+        )
         raise Rejected(
             f"remittance line {rline_id} carries {code} of {total} cents and {posted} "
-            f"are already posted, so at most {total - posted} cents of {code} are left, "
-            f"not {amount}"
+            f"are already posted, so at most {left} cents of {code} are left, not "
+            f"{amount}; {then}"
         )
 
 
@@ -116,17 +144,97 @@ def check_approval(rline: dict[str, Any], amount: int) -> None:
         )
 
 
-def check_reversal(rline: dict[str, Any], original: dict[str, Any]) -> None:
-    """Refuse a reversal on a line that pays, of an allocation that is not its own: only a
-    recoupment line (negative paid) takes back an earlier payment."""
+def pending_approval(db: sqlite3.Connection, rline_id: str) -> None:
+    """Refuse a second request while one for the line waits for a supervisor: one posting
+    has one approval, and a repeat (a retry after a lost reply, a reworded reason) would
+    put the same posting in the supervisor's queue twice."""
+    pending = db.execute(
+        "SELECT approval_id, amount_cents FROM approvals WHERE rline_id = ? "
+        "AND status = 'requested' ORDER BY approval_id LIMIT 1",
+        (rline_id,),
+    ).fetchone()
+    if pending is None:
+        return
+    raise Rejected(
+        f"remittance line {rline_id} already has approval request {pending[0]} for "
+        f"{pending[1]} cents pending: it was written and waits for a supervisor, so do not "
+        "ask again; post nothing from the line until it is approved (say in finish that "
+        "approval was requested)"
+    )
+
+
+def check_reversal(db: sqlite3.Connection, rline: dict[str, Any], original: dict[str, Any]) -> None:
+    """Refuse a reversal the cited line cannot make: a line that pays only undoes an
+    allocation of its own (a posting corrected); a recoupment line (negative paid) takes
+    back a payment on the claim line it names, no more than it recoups."""
+    _check_reversible(db, original)
     paid, rline_id = int(rline["paid_cents"]), rline["rline_id"]
-    if paid < 0 or original["rline_id"] == rline_id:
+    if paid < 0:
+        _check_recoupment(db, rline, original)
+        return
+    if original["rline_id"] == rline_id:
         return
     raise Rejected(
         f"remittance line {rline_id} pays {paid} cents and takes nothing back, but "
         f"allocation {original['allocation_id']} came from {original['rline_id']}: a payer "
         "takes money back on a recoupment line (a negative payment), so cite that line; "
         "a line that pays may only undo an allocation made from it (a posting corrected)"
+    )
+
+
+def _check_reversible(db: sqlite3.Connection, original: dict[str, Any]) -> None:
+    """Refuse reversing a reversal, or an allocation already reversed (a blind retry)."""
+    allocation_id = original["allocation_id"]
+    if original["reverses"] is not None:
+        raise Rejected(
+            f"allocation {allocation_id} is itself a reversal; reverse the "
+            f"original allocation {original['reverses']} instead"
+        )
+    done = db.execute(
+        "SELECT allocation_id, rline_id FROM allocations WHERE reverses = ?", (allocation_id,)
+    ).fetchone()
+    if done:
+        raise Rejected(
+            f"allocation {allocation_id} was already reversed (by allocation {done[0]}, "
+            f"citing remittance line {done[1]}); nothing to do"
+        )
+
+
+def _check_recoupment(
+    db: sqlite3.Connection, rline: dict[str, Any], original: dict[str, Any]
+) -> None:
+    rline_id, recouped = rline["rline_id"], -int(rline["paid_cents"])
+    allocation, amount = original["allocation_id"], int(original["amount_cents"])
+    named = rline["line_id"]
+    claim = _claim_of(db, original["line_id"])
+    if (named is not None and original["line_id"] != named) or claim != rline["claim_id"]:
+        where = f"claim line {named}" if named is not None else f"claim {rline['claim_id']}"
+        raise Rejected(
+            f"remittance line {rline_id} takes back {recouped} cents from {where}, but "
+            f"allocation {allocation} is on claim line {original['line_id']} of {claim}: "
+            f"a recoupment reverses a payment of the line it names; read_claim on "
+            f"{rline['claim_id']} shows that line's allocations"
+        )
+    # Every allocation of a recoupment line is a reversal (it has no money to post), of
+    # a negative amount: what it already took back.
+    taken = -_cents(
+        db, "SELECT COALESCE(SUM(amount_cents), 0) FROM allocations WHERE rline_id = ?", rline_id
+    )
+    left = recouped - taken
+    if amount <= left:
+        return
+    own = "To undo a posting of your own, cite the line it was posted from"
+    if left <= 0:
+        raise Rejected(
+            f"remittance line {rline_id} takes back {recouped} cents and {taken} are already "
+            f"taken back: nothing is left to take back, so allocation {allocation} "
+            f"({amount} cents) cannot be reversed through it. {own}"
+        )
+    raise Rejected(
+        f"remittance line {rline_id} takes back {recouped} cents and {taken} are already "
+        f"taken back, so at most {left} cents are left to take back, not the {amount} cents "
+        f"of allocation {allocation}: reverse the allocation of the recouped payment "
+        f"(read_claim on {rline['claim_id']} shows each allocation). {own}"
     )
 
 

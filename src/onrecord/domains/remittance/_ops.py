@@ -32,11 +32,21 @@ def rows(db: sqlite3.Connection, sql: str, *args: Any) -> list[Row]:
     return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
 
 
-def one(db: sqlite3.Connection, sql: str, *args: Any, what: str) -> Row:
+def one(
+    db: sqlite3.Connection,
+    sql: str,
+    *args: Any,
+    what: str,
+    hint: str = "search first and use an id from the results",
+) -> Row:
     found = rows(db, sql, *args)
     if not found:
-        raise Rejected(f"unknown {what}; search first and use an id from the results")
+        raise Rejected(f"unknown {what}; {hint}")
     return found[0]
+
+
+_ALLOCATION_HINT = "read_claim lists each claim line's allocations with their ids"
+_CASE_HINT = "open_case returns a case's id and read_claim lists each claim's cases"
 
 
 def today(db: sqlite3.Connection) -> str:
@@ -266,6 +276,7 @@ def reverse_allocation(
         "SELECT * FROM allocations WHERE allocation_id = ?",
         allocation_id,
         what=f"allocation_id {allocation_id}",
+        hint=_ALLOCATION_HINT,
     )
     rline = _rline(db, rline_id)
     payer = one(
@@ -281,14 +292,7 @@ def reverse_allocation(
             f"{rline['payer_id']} who sent remittance line {rline_id}; a payer takes back "
             "only its own payments"
         )
-    if original["reverses"] is not None:
-        raise Rejected(
-            f"allocation {allocation_id} is itself a reversal; reverse the "
-            f"original allocation {original['reverses']} instead"
-        )
-    if db.execute("SELECT 1 FROM allocations WHERE reverses = ?", (allocation_id,)).fetchone():
-        raise Rejected(f"allocation {allocation_id} was already reversed; nothing to do")
-    _limits.check_reversal(rline, original)
+    _limits.check_reversal(db, rline, original)
     cursor = db.execute(
         "INSERT INTO allocations (rline_id, line_id, amount_cents, reverses, "
         "posted_on) VALUES (?, ?, ?, ?, ?)",
@@ -320,7 +324,13 @@ def open_case(db: sqlite3.Connection, claim_id: str, kind: str, reason: str) -> 
 
 
 def add_note(db: sqlite3.Connection, case_id: int, text: str) -> Row:
-    case = one(db, "SELECT * FROM cases WHERE case_id = ?", case_id, what=f"case_id {case_id}")
+    case = one(
+        db,
+        "SELECT * FROM cases WHERE case_id = ?",
+        case_id,
+        what=f"case_id {case_id}",
+        hint=_CASE_HINT,
+    )
     cursor = db.execute(
         "INSERT INTO case_notes (claim_id, case_id, author, written_on, body) "
         "VALUES (?, ?, 'agent', ?, ?)",
@@ -330,7 +340,13 @@ def add_note(db: sqlite3.Connection, case_id: int, text: str) -> Row:
 
 
 def schedule_followup(db: sqlite3.Connection, case_id: int, due_date: str, action: str) -> Row:
-    one(db, "SELECT case_id FROM cases WHERE case_id = ?", case_id, what=f"case_id {case_id}")
+    one(
+        db,
+        "SELECT case_id FROM cases WHERE case_id = ?",
+        case_id,
+        what=f"case_id {case_id}",
+        hint=_CASE_HINT,
+    )
     try:
         due = date.fromisoformat(due_date)
     except ValueError:
@@ -350,6 +366,7 @@ def schedule_followup(db: sqlite3.Connection, case_id: int, due_date: str, actio
 
 def request_approval(db: sqlite3.Connection, rline_id: str, amount: int, reason: str) -> Row:
     _limits.check_approval(_rline(db, rline_id), amount)
+    _limits.pending_approval(db, rline_id)
     cursor = db.execute(
         "INSERT INTO approvals (rline_id, amount_cents, reason, status) "
         "VALUES (?, ?, ?, 'requested')",

@@ -54,8 +54,12 @@ remittance line has left to apply (what it paid less what is applied from it) an
 ``post_adjustment`` an adjustment the line's 835 does not carry, or more of it than it
 carries; a posting that leaves a claim line with a credit balance says so in its reply;
 ``request_approval`` asks for exactly the line's payment (another amount, or a line that
-sends no money, is refused) and ``reverse_allocation`` citing a line that pays undoes only
-an allocation of that line's own money (a payer takes money back on a recoupment line)."""
+sends no money, is refused), once: a second request while one for the line is pending is
+refused, naming it; ``reverse_allocation`` citing a line that pays undoes only an
+allocation of that line's own money (a payer takes money back on a recoupment line), and
+citing a recoupment line only an allocation on the claim line it names, up to what it has
+left to take back; refusals name what to do next (an unknown allocation or case id points
+to ``read_claim``, not to a search that does not exist)."""
 
 
 @dataclass(frozen=True)

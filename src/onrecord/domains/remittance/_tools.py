@@ -117,9 +117,11 @@ def finish(ctx: ToolContext, message: Text) -> dict[str, Any]:
 def post_allocation(
     ctx: ToolContext, remittance_line_id: Id, claim_line_id: Id, amount_cents: Cents
 ) -> dict[str, Any]:
-    """Apply money from a remittance line to a claim line (lowers its balance). At most
-    what the remittance line paid less what is already applied from it; a claim line
-    taken below zero keeps a credit balance (the reply says so)."""
+    """Apply money from a remittance line to a claim line of the same payer (lowers its
+    balance). At most what the remittance line paid less what is already applied from it;
+    a line that pays nothing (a denial) or takes money back (a recoupment: reverse instead)
+    has nothing to apply. A claim line taken below zero keeps a credit balance (the reply
+    says so)."""
     return _guard(
         lambda: _ops.post_allocation(_db(ctx), remittance_line_id, claim_line_id, amount_cents)
     )
@@ -134,8 +136,9 @@ def post_adjustment(
     reason_code: Reason,
     amount_cents: Cents,
 ) -> dict[str, Any]:
-    """Post an 835 adjustment (CO write-down, PR patient share, ...) to a claim line:
-    only a group and reason code the remittance line carries, up to its amount."""
+    """Post an 835 adjustment (CO write-down, PR patient share, ...) to a claim line of the
+    same payer: only a group and reason code the remittance line carries, up to its amount
+    less what is already posted of it."""
     return _guard(
         lambda: _ops.post_adjustment(
             _db(ctx), remittance_line_id, claim_line_id, group_code, reason_code, amount_cents
@@ -147,7 +150,11 @@ def post_adjustment(
 def reverse_allocation(
     ctx: ToolContext, allocation_id: Key, remittance_line_id: Id, reason: Text
 ) -> dict[str, Any]:
-    """Reverse an earlier allocation (a recoupment): its amount returns to the balance."""
+    """Reverse an earlier allocation: its amount returns to the claim line's balance. Cite
+    the recoupment line (negative paid) that takes it back: the allocation must be on the
+    claim line that line names, and no more than it has left to take back. Or, to correct
+    a posting of your own, cite the line it was posted from. An allocation is reversed
+    once; ids are in read_claim."""
     return _guard(
         lambda: _ops.reverse_allocation(
             _db(ctx), allocation_id, remittance_line_id, _ops.visible(reason, "reason")
@@ -177,7 +184,7 @@ def add_note(ctx: ToolContext, case_id: Key, text: Text) -> dict[str, Any]:
 def schedule_followup(
     ctx: ToolContext, case_id: Key, due_date: Day, action: Text
 ) -> dict[str, Any]:
-    """Put a case on the follow-up queue, due on ``due_date`` (YYYY-MM-DD)."""
+    """Put a case on the follow-up queue, due on ``due_date`` (YYYY-MM-DD, today or later)."""
     return _guard(
         lambda: _ops.schedule_followup(_db(ctx), case_id, due_date, _ops.visible(action, "action"))
     )
@@ -187,7 +194,9 @@ def schedule_followup(
 def request_approval(
     ctx: ToolContext, remittance_line_id: Id, amount_cents: Cents, reason: Text
 ) -> dict[str, Any]:
-    """Ask a supervisor to approve posting a large payment (nothing is posted yet)."""
+    """Ask a supervisor to approve posting a line's payment above the approval threshold,
+    for exactly what the line paid (nothing is posted yet). One request per line: a second
+    while it is pending is refused."""
     return _guard(
         lambda: _ops.request_approval(
             _db(ctx), remittance_line_id, amount_cents, _ops.visible(reason, "reason")
