@@ -281,15 +281,18 @@ def test_a_keyless_table_with_a_column_named_rowid_is_keyed_by_its_rowid() -> No
         assert full_state(world.conn) == full_state(snap.connection)
 
 
-def test_a_tool_that_moves_sqlite_sequence_does_not_leak_into_the_next_episode() -> None:
+def test_a_moved_sqlite_sequence_does_not_leak_into_the_next_episode() -> None:
     snap = Snapshot.build(
         "sequence",
         "CREATE TABLE e (id INTEGER PRIMARY KEY AUTOINCREMENT, v)",
         lambda conn, _: conn.execute("INSERT INTO e (v) VALUES (1)"),
     )
     with ToolWorld(snap, [run_sql]) as world:
-        # Not a row of any user table, so the audit (rightly) lists nothing.
-        assert call(world, ("UPDATE sqlite_sequence SET seq = 100", []))["status"] == "ok"
+        # A tool may not move it (no audit event would show it, see test_envkit_probe12);
+        # the owner may, on the world's connection between calls, and no row says so.
+        refused = call(world, ("UPDATE sqlite_sequence SET seq = 100", []))
+        assert refused["error"]["type"] == "forbidden_statement"
+        world.conn.execute("UPDATE main.sqlite_sequence SET seq = 100 WHERE name = 'e'")
         world.reset()
         assert full_state(world.conn) == full_state(snap.connection)
         assert call(world, ("INSERT INTO e (v) VALUES (2)", []))["status"] == "ok"

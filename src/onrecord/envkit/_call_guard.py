@@ -22,11 +22,11 @@ fire before the table's own, and whatever the statement (cached, ``WITH ... INSE
 ``executescript``, a trigger's nested write), so the state after such a call is exactly
 the state before it: SQLite's rollback undid the call's earlier writes, and no row
 was written later. (Tables that cannot have triggers are outside the gate: TEMP tables,
-which are the connection's scratch, ``sqlite_sequence`` written directly, virtual
-tables; the next reset restores them, or drops the TEMP ones.) The world then fails the
-call (``TransactionEnded``): when it sees the connection out of its transaction after
-the tool returned, when its ``RELEASE`` or ``ROLLBACK TO`` finds no savepoint, or when
-the gate refused a write.
+which are the connection's scratch, and virtual tables; the next reset restores them,
+or drops the TEMP ones. ``sqlite_sequence`` a tool may not write at all: ``_guard``.)
+The world then fails the call (``TransactionEnded``): when it sees the connection out
+of its transaction after the tool returned, when its ``RELEASE`` or ``ROLLBACK TO``
+finds no savepoint, or when the gate refused a write.
 
 Outside tool calls (reset, undo) the gate lets every write through. Cost: one trigger
 and one Python call per row a tool writes (~0.45 µs), nothing per call; after a reset

@@ -5,11 +5,14 @@ onrecord's savepoint. A tool could still step outside both, through ``ctx.execut
 ``ctx.connection`` alike: change the schema (a new table's rows would be invisible to
 the diff), commit or roll back the call's transaction (a rejected call could no longer
 be undone), attach another database (side effects outside the world), change a setting
-(``PRAGMA recursive_triggers = OFF``, after which a REPLACE deletes rows unaudited), or
-edit onrecord's own audit tables (a history that lies). The authorizer refuses those
-statements when they are prepared, so they never run; the world then fails the call
-with ``forbidden_statement`` and rolls it back. Everything else (reads, writes to user
-tables, temporary tables, nested savepoints, reading pragmas) is allowed.
+(``PRAGMA recursive_triggers = OFF``, after which a REPLACE deletes rows unaudited),
+edit onrecord's own audit tables (a history that lies), or set the next AUTOINCREMENT id
+in ``sqlite_sequence`` (no trigger can watch it, yet it decides which id the next record
+gets; SQLite's own update after an insert is not authorized, so inserts still move it).
+The authorizer refuses those statements when they are prepared, so they never run; the
+world then fails the call with ``forbidden_statement`` and rolls it back. Everything
+else (reads, writes to user tables, temporary tables, nested savepoints, reading
+pragmas) is allowed.
 
 SQLite asks the authorizer when a statement is prepared, not each time it runs, and the
 ``sqlite3`` module caches prepared statements by their text: every statement onrecord
@@ -257,10 +260,24 @@ def refusal(action: int, arg1: str | None, arg2: str | None, source: str | None)
             f"PRAGMA {arg1} = {arg2}: a tool may read pragmas but not set them; the "
             "world's settings are onrecord's"
         )
-    if (
-        action in _WRITES
-        and (arg1 or "").startswith(INTERNAL_PREFIX)
-        and not (source or "").startswith(INTERNAL_PREFIX)
-    ):
-        return f"{_WRITES[action]} {arg1}: onrecord's audit tables are written by its triggers only"
+    if action in _WRITES:
+        return _write_refusal(_WRITES[action], arg1 or "", source or "")
+    return None
+
+
+def _write_refusal(verb: str, table: str, source: str) -> str | None:
+    """Why a tool may not write this table: onrecord's own, or the world's next
+    AUTOINCREMENT ids. (SQLite's own counter update after an insert is not authorized.)"""
+    if table.startswith(INTERNAL_PREFIX) and not source.startswith(INTERNAL_PREFIX):
+        return f"{verb} {table}: onrecord's audit tables are written by its triggers only"
+    # No trigger can watch sqlite_sequence, so no diff, digest or audit event would show
+    # a direct write; yet it decides which id the next record gets. (Only main has one:
+    # a TEMP AUTOINCREMENT table is refused, as it creates temp.sqlite_sequence.)
+    if table == "sqlite_sequence":
+        via = f" (in trigger {source})" if source else ""
+        return (
+            f"{verb} sqlite_sequence{via}: a tool may not set the next AUTOINCREMENT id "
+            "directly (no diff, digest or audit event would show it); it moves only when a "
+            "row is inserted, so insert the row with the id it should have instead"
+        )
     return None

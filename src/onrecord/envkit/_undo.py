@@ -165,8 +165,9 @@ class RowUndo:
             self._put_back(conn, item, keys)
         for item, _ in touched:  # the undo's own writes were audited too
             conn.execute(internal(f"DELETE FROM {quote(item.shadow)}"))
-        # Compared even when no row was touched: a tool may write sqlite_sequence itself
-        # (unaudited), and the next episode's AUTOINCREMENT ids would start elsewhere.
+        # Compared even when no row was touched: the owner may write sqlite_sequence on
+        # the world's connection between calls (a tool may not, see _guard), unaudited,
+        # and the next episode's AUTOINCREMENT ids would start elsewhere.
         if self._sequence is not None and conn.execute(_SEQUENCE).fetchall() != self._sequence:
             conn.execute(internal("DELETE FROM sqlite_sequence"))
             conn.executemany(
