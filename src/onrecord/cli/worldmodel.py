@@ -14,7 +14,7 @@ from rich.table import Table
 from onrecord.cli._progress import StepProgress
 from onrecord.cli._render import emit, make_console
 
-__all__ = ["register"]
+__all__ = ["loop_table", "register"]
 
 _STEPS_FULL = 17  # ticks of one run: protocol … plots (for the progress bar)
 
@@ -151,8 +151,22 @@ def _errors(table: dict[str, Any]) -> str:
     return f" ({failed} of {table['forecasts']} failed)" if failed else ""
 
 
-def _print(tables: dict[str, Any]) -> None:
-    console = make_console()
+def _gap(row: dict[str, Any]) -> str:
+    """The prediction gap, and (analysis v3) how many seeds it leaves out: a mean over
+    3 of 10 seeds read as the model's gap, and a gap undefined on every seed read "—"
+    as if it had not been measured."""
+    text = _fmt(row["prediction_gap"])
+    undefined = row.get("prediction_gap_undefined")
+    if undefined:
+        text += (
+            f" ({undefined} of {row['seeds']} seeds undefined: every horizon cut off by "
+            "the step cap)"
+        )
+    return text
+
+
+def loop_table(rows: list[dict[str, Any]]) -> Table:
+    """The closed-loop table of ``tables["closed_loop"]``."""
     loop = Table(
         "model",
         "mean steps",
@@ -162,7 +176,7 @@ def _print(tables: dict[str, Any]) -> None:
         "prediction gap",
         title="closed loop (same planner, paired seeds)",
     )
-    for row in tables["closed_loop"]:
+    for row in rows:
         interval = row["return_ci"]
         failed = row.get("failed_runs", 0)
         loop.add_row(
@@ -173,9 +187,14 @@ def _print(tables: dict[str, Any]) -> None:
             if failed
             else ("—" if interval is None else f"{_fmt(interval[0])}–{_fmt(interval[1])}"),
             _fmt(row["normalized_score"]),
-            _fmt(row["prediction_gap"]),
+            _gap(row),
         )
-    console.print(loop)
+    return loop
+
+
+def _print(tables: dict[str, Any]) -> None:
+    console = make_console()
+    console.print(loop_table(tables["closed_loop"]))
     metrics = Table(
         "model",
         "coordinate",

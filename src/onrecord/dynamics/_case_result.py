@@ -236,4 +236,11 @@ def forecast_report(forecasts: Iterable[ForecastEvidence], tolerances: Tolerance
         key = (case["case_id"], case["content_digest"])
         trials.append(forecast_case_result(forecast, tolerances, repeat=seen.get(key, 0)))
         seen[key] = seen.get(key, 0) + 1
+    if not trials:
+        # An empty report was returned quietly: a policy then found no check to decide
+        # on, and aggregate_metrics refuses the same empty list.
+        raise InputError(
+            "forecast_report needs at least one ForecastEvidence, got none; pass the "
+            "model's forecasts (capture_forecasts or load_forecasts)"
+        )
     return EvaluationReport.from_trials(trials)

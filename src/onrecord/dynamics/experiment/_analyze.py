@@ -19,7 +19,7 @@ from onrecord.dynamics.experiment._protocol import analysis_of, build_protocol
 from onrecord.dynamics.experiment._store import load_episodes, read_json, verify_manifest
 from onrecord.dynamics.experiment._tables import Evidence, Pair, compute_tables, decisions
 from onrecord.dynamics.experiment._user_models import slug, user_slugs
-from onrecord.errors import ConsistencyError, SchemaError
+from onrecord.errors import ConsistencyError, InputError, SchemaError
 
 __all__ = ["load_evidence", "replay"]
 
@@ -71,6 +71,19 @@ def _check_protocol(saved: Any, expected: Any, where: str = "protocol.json") -> 
             _check_protocol(item, expected[0], f"{where}[{index}]")
 
 
+def _check_bootstrap(path: Path, settings: dict[str, Any]) -> None:
+    """A run writes ``draws`` ≥ 1 and ``seed`` ≥ 0; anything else was changed after it
+    (``draws: 0`` was refused as if the user had passed it to ``closed_loop_summary``)."""
+    for name, least in (("draws", 1), ("seed", 0)):
+        value = settings[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise SchemaError(
+                f"{path} bootstrap.{name} is {value!r:.40}, which no run writes (an "
+                f"integer of at least {least}): the protocol is damaged or was changed "
+                "after the run; restore the protocol.json the run wrote, or re-run"
+            )
+
+
 def replay(root: str | os.PathLike[str]) -> dict[str, Any]:
     """Verify a run directory and return its recomputed tables (equal to the saved ones),
     with ``verified_files`` (how many files the manifest pins) and ``manifest_sealed``
@@ -88,8 +101,17 @@ def _replay(root: Path) -> dict[str, Any]:
         del expected["analysis"]  # written before analysis v2: replayed the v1 way
     _check_protocol(protocol, expected)
     analysis_of(protocol)  # an unknown analysis version is refused before any work
+    _check_bootstrap(root / "protocol.json", protocol["bootstrap"])
     evidence = load_evidence(root, protocol)
-    tables = compute_tables(protocol, evidence)
+    try:
+        tables = compute_tables(protocol, evidence)
+    except InputError as exc:
+        # The user passed only a directory: a value the analysis refuses was written
+        # into the saved run after it was made, not given on the command line.
+        raise SchemaError(
+            f"{root} is damaged: its tables cannot be recomputed from protocol.json and the "
+            f"saved evidence ({exc}); restore the files the run wrote, or re-run"
+        ) from exc
     saved = read_json(root / "tables.json")
     if canonical_bytes(_as_saved(tables, saved)) != canonical_bytes(saved):
         raise ConsistencyError(

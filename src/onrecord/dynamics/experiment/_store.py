@@ -19,6 +19,7 @@ reference.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from onrecord._canonical import (
 )
 from onrecord._exceptions import naming_file
 from onrecord.episode._blobs import find_blob_dir, load_blobs_of, prune_blobs, save_blobs
-from onrecord.episode._verify_files import check_entry, read_regular, regular_sha256
+from onrecord.episode._verify_files import _kind, check_entry, read_regular, regular_sha256
 from onrecord.errors import DigestMismatch, EvidenceError, SchemaError
 
 __all__ = [
@@ -175,6 +176,7 @@ def verify_manifest(root: Path) -> VerifiedManifest:
     """Check the manifest's digest (when it has one), every listed hash, and that no
     file was added or removed. An unsealed manifest (no digest) is verified as far as
     it goes and returned with ``sealed=False``: the caller decides whether to accept it."""
+    _check_root(root)
     path = root / MANIFEST
     if not check_entry(path):  # a link or a FIFO as the manifest is refused here
         if (root / "protocol.json").is_file():
@@ -202,6 +204,25 @@ def verify_manifest(root: Path) -> VerifiedManifest:
         raise SchemaError(_NOT_A_MANIFEST.format(path=path))
     _check_files(root, files)
     return VerifiedManifest(files, digest, sealed)
+
+
+def _check_root(root: Path) -> None:
+    """Refuse a ``root`` that is no directory, saying so: a file or FIFO given as the run
+    directory was reported as "FILE/manifest.json is missing", and a path that does not
+    exist as "not a worldmodel run directory". ``root`` itself may be a link."""
+    try:
+        mode = os.stat(root).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise SchemaError(
+            f"{root} does not exist: give the directory `onrecord worldmodel run "
+            "--output-dir` wrote"
+        ) from None
+    if not stat.S_ISDIR(mode):
+        kind = "a file" if stat.S_ISREG(mode) else _kind(mode)
+        raise SchemaError(
+            f"{root} is {kind}, not a directory: give the directory `onrecord worldmodel "
+            "run --output-dir` wrote, not a file inside it"
+        )
 
 
 _NOT_A_MANIFEST = (
