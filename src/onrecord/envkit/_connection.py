@@ -258,8 +258,15 @@ class WorldConnection(sqlite3.Connection):
     def tool_call(self, step: int | None) -> Iterator[None]:
         """Run the tool's code under the guard; put back what it may change for its call
         alone as soon as it returns (before the world's own statements run)."""
-        assert self.guard is not None
-        with self.guard.tool_call(step):
+        guard = self.guard
+        assert guard is not None
+        if guard.stale:  # the owner prepared what a tool may not run: see _guard
+            guard.stale = False
+            # SQLite expires every prepared statement of the connection when an
+            # authorizer is set (3.40: main.c): each is prepared again, under the guard,
+            # when next run. The cache (by SQL text) is kept; only the plans are redone.
+            _BASE.set_authorizer(self, guard)
+        with guard.tool_call(step):
             try:
                 yield
             finally:

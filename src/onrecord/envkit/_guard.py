@@ -15,13 +15,20 @@ else (reads, writes to user tables, temporary tables, nested savepoints, reading
 pragmas) is allowed.
 
 SQLite asks the authorizer when a statement is prepared, not each time it runs, and the
-``sqlite3`` module caches prepared statements by their text: every statement onrecord
-runs therefore ends with an ``-- onrecord`` comment and a token drawn per process
+``sqlite3`` module caches prepared statements by their text. Every statement onrecord
+runs ends with an ``-- onrecord`` comment and a token drawn per process
 (``_sql.internal``), so a tool's identical ``COMMIT`` is never served from the cache,
 nor the undo's ``DELETE`` of a shadow table (which let a tool erase the history of its
 own writes). (With a fixed comment, a tool that typed
 ``RELEASE onrecord_call -- onrecord`` committed its call's writes, then failed: the
-rollback found no savepoint.)
+rollback found no savepoint.) The world's owner types plain text: when it prepared,
+between calls, a statement a tool may not run (an observer's ``UPDATE sqlite_sequence
+...``, its own ``BEGIN`` and ``COMMIT``), the guard notes it (``stale``), and the next
+call expires every prepared statement before the tool runs (setting the authorizer
+again does that), so a tool typing the same text has it prepared again, under the
+guard, and refused. Nothing else expires them: a tool's own statements stay cached from
+call to call. (Schema changes, ``ATTACH`` and pragma settings needed none of this:
+SQLite prepares those statements again at each run.)
 """
 
 from __future__ import annotations
@@ -103,6 +110,14 @@ class StatementGuard:
         self.interrupted = False
         """Whether a KeyboardInterrupt (Ctrl-C) came while SQLite ran this authorizer or
         the gate; sqlite3 would swallow it, so the world raises it (``_ctrl_c``)."""
+        self.internal = False
+        """Whether onrecord's own code is preparing statements outside a call (``owned``):
+        its texts end in ``INTERNAL``, which no tool types, so a tool never reuses them."""
+        self.stale = False
+        """Whether a statement this guard refuses to tools was prepared outside a call by
+        the world's owner (setup, an observer, ``world.conn`` between calls). ``sqlite3``
+        caches it by its text, and a tool typing that text would run it unasked: the
+        next call expires every prepared statement first (``WorldConnection.tool_call``)."""
         self.strays: dict[int, threading.Thread] = {}
         """Threads started during a call and still alive after it returned, by ident: a
         tool's, whose SQL would otherwise run unguarded between calls, during a reset
@@ -131,6 +146,15 @@ class StatementGuard:
             after = threading.enumerate()
             if after != before or self.strays:  # the common case costs one comparison
                 self._note_strays(before, after)
+
+    @contextmanager
+    def owned(self) -> Iterator[None]:
+        """onrecord's own statements are prepared in the block (see ``internal``)."""
+        was, self.internal = self.internal, True
+        try:
+            yield
+        finally:
+            self.internal = was
 
     def _note_strays(self, before: list[threading.Thread], after: list[threading.Thread]) -> None:
         # With strays about, a thread born between calls counts as theirs: comparing
@@ -199,6 +223,10 @@ class StatementGuard:
                     return sqlite3.SQLITE_OK
                 return sqlite3.SQLITE_DENY  # not recorded: it is no running call's doing
             if not self.active:
+                # Prepared for the owner: allowed, but noted if a tool may not run it, as
+                # the cached statement would otherwise be served to a tool unasked.
+                if not (self.internal or self.stale) and refusal(action, arg1, arg2, source):
+                    self.stale = True
                 return sqlite3.SQLITE_OK
             reason = refusal(action, arg1, arg2, source)
             if reason is None:

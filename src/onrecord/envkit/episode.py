@@ -26,18 +26,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from onrecord._canonical import atomic_write_bytes, canonical_bytes, content_digest, record_bytes
+from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes
 from onrecord.case import EvalCase
 from onrecord.envkit._ctrl_c import raises_noted
-from onrecord.envkit._sql import Table, internal, load_reals, save_reals
+from onrecord.envkit._episode_records import pinned_bytes, verified_record
+from onrecord.envkit._sql import Table, internal, save_reals
 from onrecord.envkit.audit import AuditEvent, audit_tables
 from onrecord.envkit.diff import StateDiff
 from onrecord.envkit.log import read_action_log
 from onrecord.envkit.snapshot import readonly_uri
 from onrecord.envkit.state import state_digest
-from onrecord.episode._verify_files import check_entry, read_regular, regular_sha256
+from onrecord.episode._verify_files import check_entry, regular_sha256
 from onrecord.errors import DigestMismatch, InputError, SchemaError
 
 if TYPE_CHECKING:
@@ -104,7 +103,8 @@ def save_episode(
     }
     digests = {name: _write(target / name, data) for name, data in files.items()}
     if database:
-        digests["final.sqlite"] = _save_database(world.conn, target / "final.sqlite")
+        with world._guard.owned():  # VACUUM INTO asks to attach: onrecord's own (_guard)
+            digests["final.sqlite"] = _save_database(world.conn, target / "final.sqlite")
     else:  # an earlier save's end state must not pass for this episode's
         (target / "final.sqlite").unlink(missing_ok=True)
     manifest = {
@@ -180,7 +180,7 @@ class ToolEpisode:
                 f"{str(path)!r} has no manifest.json; it is not a saved episode "
                 "(or its save did not finish): save it with save_episode()"
             )
-        manifest = _verified_record(manifest_path, EPISODE_SCHEMA)
+        manifest = verified_record(manifest_path, EPISODE_SCHEMA)
         _check_manifest(manifest, manifest_path)
         listed = set(manifest["files"])
         expected = set(_expected_files(manifest))
@@ -261,12 +261,12 @@ class ToolEpisode:
     @cached_property
     def actions(self) -> tuple[dict[str, Any], ...]:
         """The action log events, in order."""
-        _pinned_bytes(self, "actions.jsonl")  # the bytes parsed are the bytes verified
+        pinned_bytes(self, "actions.jsonl")  # the bytes parsed are the bytes verified
         return read_action_log(self.path / "actions.jsonl").events
 
     @cached_property
     def _audit(self) -> dict[str, Any]:
-        return _verified_record(self.path / "audit.json", AUDIT_SCHEMA, self, reals="events")
+        return verified_record(self.path / "audit.json", AUDIT_SCHEMA, self, reals="events")
 
     @property
     def audit(self) -> list[AuditEvent]:
@@ -284,15 +284,15 @@ class ToolEpisode:
     @cached_property
     def diff(self) -> StateDiff:
         """The end-state diff."""
-        diff: StateDiff = _verified_record(
-            self.path / "diff.json", DIFF_SCHEMA, self, reals="diff"
-        )["diff"]
+        diff: StateDiff = verified_record(self.path / "diff.json", DIFF_SCHEMA, self, reals="diff")[
+            "diff"
+        ]
         return diff
 
     @cached_property
     def task(self) -> dict[str, Any] | None:
         """The task (an ``EvalCase`` in dict form), or ``None``."""
-        case: dict[str, Any] | None = _verified_record(self.path / "task.json", TASK_SCHEMA, self)[
+        case: dict[str, Any] | None = verified_record(self.path / "task.json", TASK_SCHEMA, self)[
             "case"
         ]
         return case
@@ -368,35 +368,3 @@ def _check_manifest(manifest: Mapping[str, Any], path: Path) -> None:
     snapshot = manifest["snapshot"]
     if not isinstance(snapshot.get("name"), str) or not isinstance(snapshot.get("digest"), str):
         raise SchemaError(f"{path}: field 'snapshot' must hold a 'name' and a 'digest'")
-
-
-def _pinned_bytes(episode: ToolEpisode, name: str) -> bytes:
-    """A file of a loaded episode, refused unless it still has its manifest sha256 (it
-    may have been changed since ``load``). Parts built in memory are not re-hashed."""
-    data = read_regular(episode.path / name)
-    expected = (episode.manifest.get("files") or {}).get(name)
-    if expected is not None and hashlib.sha256(data).hexdigest() != expected:
-        raise DigestMismatch(
-            f"{episode.path / name} does not match the sha256 in its manifest: "
-            "it was changed after the episode was loaded"
-        )
-    return data
-
-
-def _verified_record(
-    path: Path, schema: str, episode: ToolEpisode | None = None, reals: str | None = None
-) -> dict[str, Any]:
-    """The record in ``path``, verified; its field ``reals`` with infinite REALs decoded
-    (``save_reals``), so a loaded episode holds what the live world held."""
-    data = read_regular(path) if episode is None else _pinned_bytes(episode, path.name)
-    try:
-        record = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise SchemaError(f"{path} is not JSON: {exc}") from exc
-    if not isinstance(record, dict) or record.get("schema") != schema:
-        raise SchemaError(f"{path} must hold a record with schema {schema!r}")
-    if canonical_bytes(record) + b"\n" != data or record.get("digest") != content_digest(record):
-        raise DigestMismatch(f"{path} does not match its digest: it was changed after saving")
-    if reals is not None and b'"$real"' in data:
-        record[reals] = load_reals(record[reals])
-    return record

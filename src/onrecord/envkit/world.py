@@ -112,11 +112,12 @@ class ToolWorld:
         self._task: tuple[EvalCase | None, str | None] = (None, None)
         self._undo: RowUndo | None = None
         self.reset()
-        # Every reset restores the same snapshot, so the audit layout never changes.
-        self._audit_layout = audit_tables(self.conn)
-        install_gate(self.conn, self._audit_layout, self._guard)
-        self._undo = RowUndo(snapshot.connection, self.conn, foreign_keys=foreign_keys)
-        self._undo.restored(self.conn)
+        with self._guard.owned():
+            # Every reset restores the same snapshot, so the audit layout never changes.
+            self._audit_layout = audit_tables(self.conn)
+            install_gate(self.conn, self._audit_layout, self._guard)
+            self._undo = RowUndo(snapshot.connection, self.conn, foreign_keys=foreign_keys)
+            self._undo.restored(self.conn)
 
     # -- episode lifecycle -------------------------------------------------------------
     @raises_noted
@@ -134,22 +135,23 @@ class ToolWorld:
         connection re-parses the schema); in full when that cannot be proven exact."""
         self._refuse_nesting("reset")
         _setup.check_reset(seed, run_id, case)  # before anything is undone
-        self._ended = True  # until the end: a reset that raised half-way is no episode
-        self.conn.end_episode()  # tools' functions and collations: see _connection
-        if self.conn.in_transaction:
-            self.conn.execute(internal("ROLLBACK"))
-        _setup.drop_temp_objects(self.conn)  # the connection's, so no restore resets it
-        if self._undo is None or not self._undo.undo(self.conn):
-            self.snapshot.restore_into(self.conn)
-            if self._undo is not None:
-                self._undo.restored(self.conn)
-        self.log.close()
-        self.log = ActionLog(log_path)
-        self.seed, self.run_id, self.case = operator.index(seed), run_id, case
-        self.step = self.state_version = 0
-        self.ending = self.ending_error = None
-        self._inject = None
-        self._ended = False
+        with self._guard.owned():
+            self._ended = True  # until the end: a reset that raised half-way is no episode
+            self.conn.end_episode()  # tools' functions and collations: see _connection
+            if self.conn.in_transaction:
+                self.conn.execute(internal("ROLLBACK"))
+            _setup.drop_temp_objects(self.conn)  # the connection's, so no restore resets it
+            if self._undo is None or not self._undo.undo(self.conn):
+                self.snapshot.restore_into(self.conn)
+                if self._undo is not None:
+                    self._undo.restored(self.conn)
+            self.log.close()
+            self.log = ActionLog(log_path)
+            self.seed, self.run_id, self.case = operator.index(seed), run_id, case
+            self.step = self.state_version = 0
+            self.ending = self.ending_error = None
+            self._inject = None
+            self._ended = False
 
     @property
     def ended(self) -> bool:
@@ -246,6 +248,7 @@ class ToolWorld:
 
     def _run(self, spec: Tool, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         self._guard.refused, self._guard.escaped = None, False
+        self._guard.internal = True  # its statements are onrecord's (the tool's: guarded)
         self._guard.claim_thread()  # before its own SAVEPOINT: the caller is the harness
         self.conn.execute(_SAVEPOINT)
         self._running, returned = spec.name, False
@@ -269,7 +272,7 @@ class ToolWorld:
             ended = undo_call(self.conn) and returned  # after the tool returned: not its error
             return self._failure(spec, self._forbidden_or(instead(self._guard, exc), ended))
         finally:
-            self._running = None
+            self._running, self._guard.internal = None, False
         if not spec.writes:
             return {"status": "ok", "result": result, "error": None}
         self.state_version += 1
@@ -392,7 +395,6 @@ class ToolWorld:
         """All rows of a table as dicts, in key order (for tests and review)."""
         layout = next((t for t in self.snapshot.tables if t.name == table), None)
         if layout is None:
-            raise InputError(
-                f"no table {table!r}; tables: {[t.name for t in self.snapshot.tables]}"
-            )
+            names = [t.name for t in self.snapshot.tables]
+            raise InputError(f"no table {table!r}; tables: {names}")
         return [layout.row_of(row) for row in table_rows(self.conn, layout)]  # RawText kept
