@@ -183,7 +183,7 @@ def loop_table(rows: list[dict[str, Any]]) -> Table:
             row["model_id"],
             _fmt(row["mean_steps"]),
             f"{row['reached_cap']}/{row['seeds']}",
-            f"{failed} failed runs"
+            f"{failed} failed run{'s' if failed > 1 else ''}"
             if failed
             else ("—" if interval is None else f"{_fmt(interval[0])}–{_fmt(interval[1])}"),
             _fmt(row["normalized_score"]),

@@ -6,7 +6,9 @@ then summarized over the measured ones only: bias, MAE, RMSE, skill against pers
 (the initial state carried forward), and, with standard deviations, interval coverage
 *beside* mean interval width, Gaussian NLL, closed-form Gaussian CRPS, a PIT histogram
 and a calibration error. ``same_cohort=True`` keeps only forecasts measured at every
-declared horizon, so a horizon curve is not a survivor curve. Units are never pooled.
+declared horizon, so a horizon curve is not a survivor curve; every count of a row then
+describes that cohort, and the forecasts left out are counted apart (``left_out``,
+``left_out_censored``). Units are never pooled.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ class AggregateMetrics:
     measured: NDArray[np.int64]
     """``[H, d]`` forecasts with an actual value at that horizon: the denominator."""
     censored: NDArray[np.int64]
-    """``[H]`` forecasts whose reference ended before the horizon."""
+    """``[H]`` forecasts of the cohort whose reference ended before the horizon (none,
+    with ``same_cohort``: the cohort is observed at every horizon)."""
     with_std: int
     """How many of the cohort carried standard deviations."""
     bias: FloatArray
@@ -72,6 +75,10 @@ class AggregateMetrics:
     pit: NDArray[np.int64] | None = None
     calibration_error: FloatArray | None = None
     """Mean over levels 0.05…0.95 of ``|fraction(PIT <= p) - p|``."""
+    left_out: int = 0
+    """With ``same_cohort``: ok forecasts left out, not observed at every horizon."""
+    left_out_censored: NDArray[np.int64] | None = None
+    """With ``same_cohort``: ``[H]`` of those left out, how many were censored there."""
 
     def rows(self) -> list[dict[str, Any]]:
         """One portable row per coordinate × horizon (None where unavailable)."""
@@ -87,6 +94,10 @@ class AggregateMetrics:
                     "censored": int(self.censored[i]),
                     "denominator": self.cohort,
                 }
+                if self.same_cohort and self.left_out_censored is not None:
+                    # Beside the cohort's own counts, never in them: "censored 29" next
+                    # to "measured 11 of 11" read as a contradiction.
+                    row["left_out_censored"] = int(self.left_out_censored[i])
                 for stat in _STATS:
                     value = getattr(self, stat)
                     row[stat] = None if value is None else portable_number(value[i, j])
@@ -114,6 +125,7 @@ class AggregateMetrics:
             "simulator_errors": self.simulator_errors,
             "cohort": self.cohort,
             "with_std": self.with_std,
+            **({"left_out": self.left_out} if self.same_cohort else {}),
             "levels": list(LEVELS),
             "rows": self.rows(),
         }
@@ -190,12 +202,14 @@ def aggregate_metrics(
             )
     horizons = np.asarray(first.horizons)
     ok = [f for f in forecasts if f._data["status"] == "ok"]
-    # Each forecast's own censoring mask: only the environment's ending censors.
-    censored_counts = np.zeros(len(horizons), dtype=np.int64)
-    for forecast in ok:
-        censored_counts += forecast._layout.censored
+    cohort_extra: dict[str, Any] = {}
     if same_cohort:
+        left_out = [f for f in ok if not observed_everywhere(f)]
         ok = [f for f in ok if observed_everywhere(f)]
+        cohort_extra = {
+            "left_out": len(left_out),
+            "left_out_censored": _censored(left_out, horizons),
+        }
     statuses = [f._data["status"] for f in forecasts]
     shape = (len(horizons), len(first.coordinates))
     base: dict[str, Any] = {
@@ -205,7 +219,9 @@ def aggregate_metrics(
         "same_cohort": same_cohort,
         "forecasts": len(forecasts),
         "cohort": len(ok),
-        "censored": censored_counts,
+        # Counted over the cohort only, like ``measured`` and the denominator.
+        "censored": _censored(ok, horizons),
+        **cohort_extra,
         "model_errors": statuses.count("model_error"),
         "simulator_errors": statuses.count("simulator_error"),
     }
@@ -226,6 +242,15 @@ def aggregate_metrics(
     # they are withheld (their denominator would differ), but the count stays honest.
     with_std = sum(f._std is not None for f in ok)
     return _summarize(base, error, persistence, std, with_std)
+
+
+def _censored(forecasts: Sequence[ForecastEvidence], horizons: NDArray[Any]) -> NDArray[np.int64]:
+    """``[H]`` how many of ``forecasts`` are censored at each horizon (each forecast's own
+    mask: only the environment's ending censors)."""
+    counts = np.zeros(len(horizons), dtype=np.int64)
+    for forecast in forecasts:
+        counts += forecast._layout.censored
+    return counts
 
 
 class _Mask:

@@ -5,7 +5,12 @@ every horizon; called per model, a model that failed some references (a ``--mode
 whose predict returns NaN on hard states, say) would be scored on fewer, possibly
 easier, references than the others, and the table's rows would not be comparable.
 Analysis v2 first finds the references every compared model forecast successfully and
-that are observed at every horizon, then scores each model on exactly those.
+that are observed at every horizon, then scores each model on exactly those; the table's
+``excluded`` says why each other reference is out, so a model's entry has no
+``left_out`` counts of its own (they would read 0 beside ``excluded``'s numbers).
+Under v1 each model's own cohort was scored and a row's ``censored`` counted every
+successful forecast of the model, in the cohort or not (``censored 29`` beside
+``measured`` 11 of 11); ``_as_v1`` rebuilds those rows so v1 runs replay.
 """
 
 from __future__ import annotations
@@ -23,8 +28,8 @@ Forecasts = Mapping[str, Sequence[ForecastEvidence]]
 
 
 def same_cohort_table_v1(heldout: Forecasts) -> dict[str, Any]:
-    """Analysis v1 (runs saved before v2): each model's own cohort."""
-    return {m: aggregate_metrics(f, same_cohort=True).to_dict() for m, f in heldout.items()}
+    """Analysis v1 (runs saved before v2): each model's own cohort, rows as v1 wrote them."""
+    return {m: _as_v1(aggregate_metrics(f, same_cohort=True).to_dict()) for m, f in heldout.items()}
 
 
 def same_cohort_table(heldout: Forecasts) -> dict[str, Any]:
@@ -88,4 +93,22 @@ def _exclusions(
 
 
 def _metrics(forecasts: Sequence[ForecastEvidence]) -> dict[str, Any] | None:
-    return aggregate_metrics(forecasts, same_cohort=True).to_dict() if forecasts else None
+    """A model's entry: every count describes the shared cohort (``censored`` is 0, as the
+    cohort is observed at every horizon); what was left out is the table's ``excluded``."""
+    if not forecasts:
+        return None
+    table = aggregate_metrics(forecasts, same_cohort=True).to_dict()
+    del table["left_out"]
+    for row in table["rows"]:
+        del row["left_out_censored"]
+    return table
+
+
+def _as_v1(table: dict[str, Any]) -> dict[str, Any]:
+    """A same-cohort table as analysis v1 wrote it: no ``left_out`` counts, and a row's
+    ``censored`` over every successful forecast, in the cohort or left out of it (the
+    cohort's own are never censored, so the two counts add up to the old one)."""
+    del table["left_out"]
+    for row in table["rows"]:
+        row["censored"] += row.pop("left_out_censored")
+    return table

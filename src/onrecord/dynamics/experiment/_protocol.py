@@ -19,7 +19,10 @@ __all__ = [
 # How tables are computed from the evidence. v2: one same-cohort set of references for
 # every model, closed-loop steps without failed runs, and the count of undefined
 # normalized-score draws. v3: no closed-loop prediction gap for a model with failed runs
-# (v2 averaged its surviving seeds), and the count of seeds without a defined gap. A
+# (v2 averaged its surviving seeds), the count of seeds without a defined gap, and the
+# headline's closed-loop `failed_runs` (its `reached_cap` of `seeds` left failed seeds
+# unexplained); v1's own-cohort rows keep counting as `censored` every successful
+# forecast, cohort or not (aggregate_metrics now counts the cohort only). A
 # protocol without the field was written before v2 (v1). A run's tables are recomputed
 # the way its protocol names, so saved runs keep replaying.
 ANALYSIS = "onrecord.worldmodel-analysis/v3"

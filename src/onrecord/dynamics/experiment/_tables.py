@@ -19,7 +19,12 @@ from onrecord.dynamics._closed_loop_stats import (
 from onrecord.dynamics._controls import effect_table
 from onrecord.dynamics._evidence import ForecastEvidence
 from onrecord.dynamics.experiment._cohort import same_cohort_table, same_cohort_table_v1
-from onrecord.dynamics.experiment._protocol import ANALYSIS_V1, ANALYSIS_V2, analysis_of
+from onrecord.dynamics.experiment._protocol import (
+    ANALYSIS,
+    ANALYSIS_V1,
+    ANALYSIS_V2,
+    analysis_of,
+)
 from onrecord.dynamics_metrics import aggregate_metrics, forecast_report
 
 __all__ = ["Evidence", "compute_tables", "decisions"]
@@ -97,7 +102,7 @@ def compute_tables(protocol: Mapping[str, Any], evidence: Evidence) -> dict[str,
         "decisions": decisions(protocol, evidence.heldout)[1],
     }
     users = [record["model_id"] for record in protocol.get("user_models", [])]
-    tables["headline"] = headline(tables, users)
+    tables["headline"] = headline(tables, users, failed_runs=analysis == ANALYSIS)
     return tables
 
 
@@ -111,9 +116,15 @@ def _effect(rows: list[dict[str, Any]], coordinate: str, horizon: int) -> dict[s
     return next(r for r in rows if r["coordinate"] == coordinate and r["horizon"] == horizon)
 
 
-def headline(tables: Mapping[str, Any], users: Sequence[str] = ()) -> dict[str, Any]:
+def headline(
+    tables: Mapping[str, Any], users: Sequence[str] = (), *, failed_runs: bool = True
+) -> dict[str, Any]:
     """The numbers the experiment's claims rest on, taken from the other tables;
-    ``users`` (``--model`` ids) are set beside the built-in models they compare with."""
+    ``users`` (``--model`` ids) are set beside the built-in models they compare with.
+
+    ``failed_runs`` (analysis v3) adds each closed-loop model's count of failed runs:
+    without it, ``reached_cap`` 2 of 3 ``seeds`` beside no ``mean_steps`` left the third
+    seed unexplained. Runs of v1 and v2 replay without it."""
     action, blind = "bayes-linear/v1", "bayes-linear-blind/v1"
     loop = {row["model_id"]: row for row in tables["closed_loop"]}
     effects = tables["interventions"]
@@ -129,6 +140,7 @@ def headline(tables: Mapping[str, Any], users: Sequence[str] = ()) -> dict[str, 
                 "reached_cap": r["reached_cap"],
                 "seeds": r["seeds"],
                 "normalized_score": r["normalized_score"],
+                **({"failed_runs": r["failed_runs"]} if failed_runs else {}),
             }
             for m, r in loop.items()
         },
