@@ -79,7 +79,7 @@ def test_every_model_is_scored_on_the_same_references(
         if not observed - failed:
             assert entry is None
             continue
-        assert entry["cohort"] == len(observed - failed)
+        assert entry["scored"] == len(observed - failed)
         assert {row["denominator"] for row in entry["rows"]} == {len(observed - failed)}
     # Before (analysis v1): each model its own cohort, the failing model on fewer.
     old = same_cohort_table_v1(heldout_forecasts)
@@ -95,9 +95,9 @@ def test_a_model_that_failed_everything_is_not_compared(
         {"action": forecasts["action"], "fails/v1": failing_on(cartpole, heldout, set(range(30)))}
     )
     assert table["not_compared"] == ["fails/v1"]
-    assert table["cohort"] == table["models"]["action"]["cohort"] > 0
+    assert table["cohort"] == table["models"]["action"]["scored"] > 0
     broken = table["models"]["fails/v1"]
-    assert broken["cohort"] == 0
+    assert broken["scored"] == 0
     assert broken["model_errors"] == table["cohort"]
 
 
@@ -168,7 +168,7 @@ def test_a_new_run_shares_one_cohort_and_replays(run_dir: Path) -> None:
     assert {m: n for m, n in failed.items() if m != "sometimes-nan/v1"} == dict.fromkeys(
         failed.keys() - {"sometimes-nan/v1"}, 0
     )
-    assert {entry["cohort"] for entry in table["models"].values()} == {table["cohort"]}
+    assert {entry["scored"] for entry in table["models"].values()} == {table["cohort"]}
     loop = {row["model_id"]: row for row in read_json(run_dir / "tables.json")["closed_loop"]}
     mine = loop["sometimes-nan/v1"]
     assert mine["failed_runs"] > 0

@@ -146,9 +146,15 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 def _errors(table: dict[str, Any]) -> str:
     """Forecasts a model failed are outside the denominator: say how many there were, or
-    a model that failed every time reads as "0/0", as if it had not been asked."""
-    failed = table["model_errors"] + table["simulator_errors"]
-    return f" ({failed} of {table['forecasts']} failed)" if failed else ""
+    a model that failed every time reads as "0/0", as if it had not been asked. The
+    references whose own episode failed (simulator errors: the model was not called)
+    are counted apart, or one broken reference read as a failure of every model."""
+    total, parts = table["forecasts"], []
+    if table["model_errors"]:
+        parts.append(f"{table['model_errors']} of {total} failed")
+    if table["simulator_errors"]:
+        parts.append(f"{table['simulator_errors']} of {total} references failed")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _gap(row: dict[str, Any]) -> str:
@@ -192,9 +198,8 @@ def loop_table(rows: list[dict[str, Any]]) -> Table:
     return loop
 
 
-def _print(tables: dict[str, Any]) -> None:
-    console = make_console()
-    console.print(loop_table(tables["closed_loop"]))
+def forecast_table(heldout: dict[str, Any]) -> Table:
+    """The held-out forecast table of ``tables["heldout_metrics"]``."""
     metrics = Table(
         "model",
         "coordinate",
@@ -207,7 +212,7 @@ def _print(tables: dict[str, Any]) -> None:
         "CRPS",
         title="held-out forecasts (CartPole)",
     )
-    for model, table in tables["heldout_metrics"].items():
+    for model, table in heldout.items():
         for row in table["rows"]:
             if row["coordinate"] in ("cart_velocity", "pole_angle") and row["horizon"] in (1, 8):
                 metrics.add_row(
@@ -221,7 +226,13 @@ def _print(tables: dict[str, Any]) -> None:
                     _fmt(row["width_90"]),
                     _fmt(row["crps"]),
                 )
-    console.print(metrics)
+    return metrics
+
+
+def _print(tables: dict[str, Any]) -> None:
+    console = make_console()
+    console.print(loop_table(tables["closed_loop"]))
+    console.print(forecast_table(tables["heldout_metrics"]))
     effects = Table(
         "model",
         "real effect",

@@ -11,6 +11,9 @@ that are observed at every horizon, then scores each model on exactly those; the
 Under v1 each model's own cohort was scored and a row's ``censored`` counted every
 successful forecast of the model, in the cohort or not (``censored 29`` beside
 ``measured`` 11 of 11); ``_as_v1`` rebuilds those rows so v1 runs replay.
+Under v2 a model's entry kept ``aggregate_metrics``' own ``cohort``, the forecasts it
+scored: 0 for a model not compared, beside the table's ``cohort`` of 9, one name for two
+numbers. Analysis v3 calls the entry's count ``scored``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from onrecord.dynamics._aggregate import observed_everywhere
 from onrecord.dynamics._evidence import ForecastEvidence
 from onrecord.dynamics_metrics import aggregate_metrics
 
-__all__ = ["same_cohort_table", "same_cohort_table_v1"]
+__all__ = ["same_cohort_table", "same_cohort_table_v1", "same_cohort_table_v2"]
 
 Forecasts = Mapping[str, Sequence[ForecastEvidence]]
 
@@ -34,7 +37,25 @@ def same_cohort_table_v1(heldout: Forecasts) -> dict[str, Any]:
 
 def same_cohort_table(heldout: Forecasts) -> dict[str, Any]:
     """``references``, the shared ``cohort``, why the others were ``excluded`` and each
-    model's metrics over the cohort (None for every model when the cohort is empty)."""
+    model's metrics over the cohort (None for every model when the cohort is empty).
+
+    An entry's ``scored`` counts the cohort's forecasts the model answered without
+    error: the table's ``cohort``, or 0 for a model ``not_compared``."""
+    table = same_cohort_table_v2(heldout)
+    table["models"] = {m: _scored(entry) for m, entry in table["models"].items()}
+    return table
+
+
+def _scored(entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A copy of ``entry`` with its ``cohort`` renamed ``scored`` (the key order kept)."""
+    if entry is None:
+        return None
+    return {("scored" if key == "cohort" else key): value for key, value in entry.items()}
+
+
+def same_cohort_table_v2(heldout: Forecasts) -> dict[str, Any]:
+    """Analysis v2: as ``same_cohort_table``, each entry counting ``cohort`` (what v3
+    calls ``scored``)."""
     by_model = {m: {f.episode_digest: f for f in items} for m, items in heldout.items()}
     # In the order of the forecasts (sums over the cohort then add up as for one model).
     references = list(dict.fromkeys(d for per in by_model.values() for d in per))

@@ -18,7 +18,11 @@ from onrecord.dynamics._closed_loop_stats import (
 )
 from onrecord.dynamics._controls import effect_table
 from onrecord.dynamics._evidence import ForecastEvidence
-from onrecord.dynamics.experiment._cohort import same_cohort_table, same_cohort_table_v1
+from onrecord.dynamics.experiment._cohort import (
+    same_cohort_table,
+    same_cohort_table_v1,
+    same_cohort_table_v2,
+)
 from onrecord.dynamics.experiment._protocol import (
     ANALYSIS,
     ANALYSIS_V1,
@@ -72,8 +76,9 @@ def compute_tables(protocol: Mapping[str, Any], evidence: Evidence) -> dict[str,
     # A run keeps the analysis it was written with: replay recomputes its tables the same
     # way, byte for byte (see _protocol.ANALYSIS).
     analysis = analysis_of(protocol)
-    v1 = analysis == ANALYSIS_V1
-    cohort = (same_cohort_table_v1 if v1 else same_cohort_table)(evidence.heldout)
+    cohort = {ANALYSIS_V1: same_cohort_table_v1, ANALYSIS_V2: same_cohort_table_v2}.get(
+        analysis, same_cohort_table
+    )(evidence.heldout)
     summary = {ANALYSIS_V1: closed_loop_summary_v1, ANALYSIS_V2: closed_loop_summary_v2}.get(
         analysis, closed_loop_summary
     )
