@@ -72,17 +72,22 @@ def check_allocation(db: sqlite3.Connection, rline: dict[str, Any], amount: int)
             f"remittance line {rline_id} paid 0 cents: it sends no money to apply (its "
             "835 adjustments say why, e.g. a denial); post nothing from it"
         )
+    # Either way, a posting already made may be the mistake (a wrong claim line or
+    # amount): posting the rest elsewhere would leave it in place, so say how to move it.
+    move = (
+        "If an earlier posting from it went to the wrong claim line or was the wrong "
+        "amount, reverse that allocation citing this line, then post again (read_claim "
+        "shows each line's allocations)"
+    )
     if left <= 0:
         raise Rejected(
             f"remittance line {rline_id} paid {paid} cents and {applied} are already "
-            "applied: nothing is left to post from it. If an earlier posting from it went "
-            "to the wrong claim line, reverse that allocation citing this line, then post "
-            "again (read_claim shows each line's allocations)"
+            f"applied: nothing is left to post from it. {move}"
         )
     raise Rejected(
         f"remittance line {rline_id} paid {paid} cents and {applied} are already applied, "
-        f"so at most {max(left, 0)} cents are left to post, not {amount}; post at most the "
-        "amount left (read_claim shows each line's allocations)"
+        f"so at most {left} cents are left to post, not {amount}: post at most the "
+        f"amount left. {move}"
     )
 
 

@@ -90,21 +90,27 @@ def post_lines(
 
 
 def at_contract(generator: Generator, task: RemittanceTask, lines: list[Expect]) -> None:
-    """A line to ``post`` must be allowed at least its contracted amount: paid below
-    contract, the right action is an underpayment case (kind ``underpayment``), which the
-    expectation of any other kind would count as an extra case."""
+    """A line to ``post`` or ``approve`` must be allowed at least its contracted amount:
+    paid below contract, the right action is an underpayment case (kind ``underpayment``),
+    which the expectation of any other kind would count as an extra case. An agent sees
+    the underpayment on a line it must ask approval for just as on one it posts."""
     rows = {r["rline_id"]: r for r in generator.rows["remittance_lines"]}
     for line in lines:
-        if line["action"] != "post":
+        if line["action"] not in ("post", "approve"):
             continue
         code = generator.index[line["targets"][0]]["procedure_code"]
         contract = generator.allowed(task.payer_id, code)
         allowed = int(rows[line["rline_id"]]["allowed_cents"])
         if allowed < contract:
+            share = int(rows[line["rline_id"]]["patient_resp_cents"])
+            fix = (
+                f"give it a paid of at least {contract - share} or none (the contracted amount)"
+                if line["action"] == "approve"
+                else "use kind 'underpayment' with underpaid_by, or a higher paid"
+            )
             raise InputError(
                 f"task {task.task_id}: {code} is allowed {allowed} cents, below the "
-                f"contracted {contract}: that is an underpayment; use kind "
-                "'underpayment' with underpaid_by, or a higher paid"
+                f"contracted {contract}: that is an underpayment; {fix}"
             )
 
 
