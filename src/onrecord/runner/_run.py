@@ -89,7 +89,7 @@ class RunResult(Graded):
     recorded_now: int
     """Episodes recorded by this invocation (the others were recorded before)."""
     errors: tuple[str, ...]
-    """Episodes this invocation could not record, with the reason."""
+    """Episodes this invocation could not record, with the reason, in plan order."""
     notices: tuple[str, ...]
     """Repairs made before resuming (a partial record cut off, ...)."""
     episode_timeout: float | None = None
@@ -304,9 +304,10 @@ def _execute(
 ) -> RunResult:
     progress = progress or Progress()
     executor = executor or InProcessExecutor()
-    errors: list[str] = []
+    failures: list[tuple[int, str]] = []
     with terminations_interrupt(), RunWriter(store) as writer:
         planned = store.protocol.jobs(store.run_id, episode_timeout=limit)
+        order = {job.key: index for index, job in enumerate(planned)}
         jobs = [job for job in planned if job.key not in writer.done]
         before = len(writer.done)
         progress.start(store.protocol.episodes, before)
@@ -314,7 +315,8 @@ def _execute(
             for result in executor.run(jobs):
                 writer.append(result)
                 if result.error is not None:
-                    errors.append(f"{result.case_id}#{result.repeat}: {result.error}")
+                    message = f"{result.case_id}#{result.repeat}: {result.error}"
+                    failures.append((order.get(result.key, len(order)), message))
                 progress.advance(result)
         finally:
             progress.stop()
@@ -330,7 +332,9 @@ def _execute(
         decision,
         store.protocol.episodes,
         recorded_now,
-        tuple(errors),
+        # In plan order, not completion order: the summary names the first ten, which
+        # must not depend on the executor or on how many workers ran the episodes.
+        tuple(message for _, message in sorted(failures, key=lambda failure: failure[0])),
         notices,
         limit,
     )
