@@ -16,6 +16,7 @@ from gymnasium import spaces
 from onrecord import EvalCase
 from onrecord.episode import EpisodeEvidence
 from onrecord.integrations.gymnasium import capture_episode, decode_sample
+from tests.core.envs import GenericEnv, capture_from
 
 
 def _capture(factory: Any) -> EpisodeEvidence:
@@ -114,3 +115,36 @@ def test_observations_with_empty_dict_and_tuple_parts_decode_after_loading(
     assert all(type(sample["goal"]) is np.int64 for sample in decoded)
     assert decode_sample(spaces.Tuple(()), []) == ()
     assert decode_sample(spaces.Dict({}), {}) == {}
+
+
+class _PlainSpace(gym.spaces.Space[int]):
+    """A user's space with gymnasium's default repr, which prints the memory address."""
+
+    def sample(self, mask: Any = None, probability: Any = None) -> int:
+        return 0
+
+    def contains(self, x: Any) -> bool:
+        return x == 0
+
+
+def test_a_space_repr_records_no_memory_address() -> None:
+    """The same episode records the same space description in every process: a default
+    repr prints the instance's memory address, so two captures here would differ too."""
+
+    def make() -> gym.Env[Any, Any]:
+        env = GenericEnv(lambda env, action: ({"inner": 0}, 0.0, True, False, {}))
+        env.observation_space = spaces.Dict({"inner": _PlainSpace()})
+        env.action_space = _PlainSpace()
+        return env
+
+    def interact(wrapped: Any, observation: Any, info: Any) -> None:
+        wrapped.step(0)
+
+    first, second = (capture_from(make, interact) for _ in range(2))
+    described = [
+        (episode.environment["observation_space"], episode.environment["action_space"])
+        for episode in (first, second)
+    ]
+    assert described[0] == described[1]
+    assert described[0][1]["repr"].endswith("_PlainSpace object>")
+    assert " at 0x" not in str(described[0])

@@ -6,6 +6,7 @@ of a batch (``unbatch``) without the original space objects.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -72,7 +73,14 @@ _BOXES_KEPT = 64
 
 
 def _description(space: spaces.Space[Any]) -> dict[str, Any]:
-    return {"repr": repr(space), "type": type(space).__name__, "layout": batch_layout(space)}
+    # A space class without its own __repr__ (here or nested in a Dict) prints its memory
+    # address, which differs in every process: the same episode would record differently
+    # under two executors. The address says nothing about the space, so it is dropped.
+    described = _ADDRESS.sub(">", repr(space))
+    return {"repr": described, "type": type(space).__name__, "layout": batch_layout(space)}
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 def encode_batch(
