@@ -77,11 +77,11 @@ def test_the_gate_table_gives_the_wilson_interval_beside_the_pass_rate(tmp_path:
     assert done.returncode == 0, done.stderr
     header = _row(done.stdout.replace("┃", "│"), "requirement")
     assert header[3:6] == ["pass rate", "95% interval", "threshold"]
-    assert _row(done.stdout, "posted")[3:6] == ["95.0% (19 of 20)", "76.4%–99.1%", "≥ 95.0%"]
+    assert _row(done.stdout, "posted")[3:6] == ["95.0% (19 of 20)", "76.4% – 99.1%", "≥ 95.0%"]
     saved = tmp_path / "decision.json"
     assert onrecord("gate", report, "--policy", policy, "--output", saved).returncode == 0
     shown = onrecord("show", saved)
-    assert _row(shown.stdout, "posted")[3:5] == ["95.0% (19 of 20)", "76.4%–99.1%"]
+    assert _row(shown.stdout, "posted")[3:5] == ["95.0% (19 of 20)", "76.4% – 99.1%"]
 
 
 def _report(cases: list[tuple[str, int]], statuses: list[str]) -> EvaluationReport:
@@ -129,6 +129,7 @@ def test_discordant_repeats_of_two_cases_are_not_six_independent_pairs(
     done = onrecord("compare", a, b, *option)
     assert done.returncode == 0, done.stderr
     text = done.stdout if surface == "terminal" else out.read_text()
+    text = " ".join(text.split())  # the terminal wraps the note at COLUMNS
     assert "posted (6 discordant pairs from 2 cases, smallest possible p 0.5)" in text
     assert "repeats of one case are not" in text
 

@@ -110,16 +110,16 @@ def test_the_report_and_its_views_give_the_clustered_interval(tmp_path: Path) ->
     md, junit = tmp_path / "gate.md", tmp_path / "junit.xml"
     done = onrecord("gate", path, "--policy", policy, "--markdown", md, "--junit-xml", junit)
     assert done.returncode == 0, done.stderr
-    assert _row(done.stdout, "posted")[3:5] == ["87.9% (87 of 99)", "72.7%–95.2%"]
+    assert _row(done.stdout, "posted")[3:5] == ["87.9% (87 of 99)", "72.7% – 95.2%"]
     assert "clustered by case" in done.stdout
     assert "| 95% interval, clustered by case |" in md.read_text()
-    assert "95% interval, clustered by case 72.7%–95.2%" in junit.read_text()
+    assert "95% interval 72.7% – 95.2%, clustered by case" in junit.read_text()
     saved = tmp_path / "decision.json"
     assert onrecord("gate", path, "--policy", policy, "--output", saved).returncode == 0
     shown = onrecord("show", saved)  # the report beside it gives the cases
-    assert _row(shown.stdout, "posted")[3:5] == ["87.9% (87 of 99)", "72.7%–95.2%"]
+    assert _row(shown.stdout, "posted")[3:5] == ["87.9% (87 of 99)", "72.7% – 95.2%"]
     shown = onrecord("show", path)
-    assert "[0.73, 0.95] (95% interval, clustered by case)" in shown.stdout
+    assert "(95% interval 72.7% – 95.2%, clustered by case)" in shown.stdout
     html = onrecord("report", path, "-o", tmp_path / "r.html")
     assert html.returncode == 0, html.stderr
     assert "95% interval, clustered by case" in (tmp_path / "r.html").read_text()
@@ -217,7 +217,7 @@ def test_a_bootstrap_interval_from_few_pairs_says_so(tmp_path: Path, surface: st
     done = onrecord("compare", *paths, *option)
     assert done.returncode == 0, done.stderr
     text = (done.stdout if surface == "terminal" else out.read_text()).replace("\n", " ")
-    assert "with fewer than 20 pairs it is too narrow" in text
+    assert "with pairs from fewer than 20 cases it is too narrow" in text
     assert "return (8 pairs)" in text
 
 

@@ -72,4 +72,6 @@ def _measure_from_dict(data: Mapping[str, Any]) -> MeasureComparison:
         mean_b=float(data["mean_b"]),
         mean_difference=float(data["mean_difference"]),
         interval=(float(low), float(high)),
+        # absent from a comparison saved before measures counted their cases
+        cases=_count(data["cases"]) if data.get("cases") is not None else None,
     )

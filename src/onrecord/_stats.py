@@ -15,7 +15,6 @@ __all__ = [
     "clustered_interval",
     "design_effect",
     "exact_mean",
-    "few_bootstrap_pairs_note",
     "mcnemar_exact_p",
     "paired_bootstrap_ci",
     "pass_hat_k",
@@ -106,42 +105,6 @@ def mcnemar_smallest_p(discordant: int) -> float:
     return 1.0 if discordant <= 1 else 2.0 ** (1 - discordant)
 
 
-def too_few_pairs_note(checks: Sequence[tuple[str, int, int]], shown: int = 5) -> str | None:
-    """The note every view of a comparison puts under its McNemar table: the checks
-    (``checks``: name, discordant pairs, distinct cases among them) whose discordant
-    pairs come from 1–5 cases. Below 6 no p-value can fall below 0.05; and the test
-    counts each pair as independent, so 6 discordant repeats of 2 cases give p = 0.03
-    where the 2 cases, counted once, could give no less than 0.5. None when no check is
-    in that case (none discordant is a measured agreement, not a shortfall)."""
-    few = [(name, n, cases) for name, n, cases in checks if 0 < cases < _SIGNIFICANT_FROM]
-    if not few:
-        return None
-    named = "; ".join(
-        f"{name} ({n} discordant"
-        + (f" pairs from {cases} cases" if cases < n else "")
-        + f", smallest possible p {mcnemar_smallest_p(cases):.4g})"
-        for name, n, cases in few[:shown]
-    )
-    more = f"; and {len(few) - shown} more" if len(few) > shown else ""
-    repeats = any(cases < n for _, n, cases in few)
-    return (
-        f"McNemar p cannot fall below 0.05 with discordant pairs from fewer than "
-        f"{_SIGNIFICANT_FROM} cases"
-        + (
-            " (the test counts each pair as independent; repeats of one case are not, "
-            "so each case counts once here)"
-            if repeats
-            else ""
-        )
-        + f": {named}{more}. Too few cases differ to tell A from B on these checks: "
-        "their p-values show neither a difference nor that A and B are alike."
-    )
-
-
-_SIGNIFICANT_FROM = 6
-"""Discordant pairs from which the exact two-sided test can reach p < 0.05 (2/64)."""
-
-
 _EXACT_LIMIT = 50_000
 """Discordant pairs up to which the tail is summed in exact integers: their size grows
 with the count, so the sum is quadratic (0.26 s at 50,000, 0.9 s at 100,000, minutes at
@@ -194,24 +157,6 @@ FEW_BOOTSTRAP_PAIRS = 20
 """Pairs below which a percentile bootstrap interval of a mean is too narrow to trust:
 it resamples only the values seen, so with 8 pairs a nominal 95 % interval covers
 about 90 % or less (more so for skewed differences)."""
-
-
-def few_bootstrap_pairs_note(measures: Sequence[tuple[str, int]], shown: int = 5) -> str | None:
-    """The note every view of a comparison puts under its measures table: the measures
-    (name, pairs) with 2 to ``FEW_BOOTSTRAP_PAIRS`` - 1 pairs, whose percentile interval
-    under-covers. None when no measure has so few (one pair has no spread to resample:
-    its interval is that one difference, as the table shows)."""
-    few = [(name, n) for name, n in measures if 1 < n < FEW_BOOTSTRAP_PAIRS]
-    if not few:
-        return None
-    named = "; ".join(f"{name} ({n} pairs)" for name, n in few[:shown])
-    more = f"; and {len(few) - shown} more" if len(few) > shown else ""
-    return (
-        f"The bootstrap interval is a percentile interval: with fewer than "
-        f"{FEW_BOOTSTRAP_PAIRS} pairs it is too narrow and covers the true mean difference "
-        f"less often than 95%: {named}{more}. Read it as a rough range, not as a 95% "
-        "interval; more cases narrow it honestly."
-    )
 
 
 def paired_bootstrap_ci(

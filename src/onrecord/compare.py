@@ -16,6 +16,7 @@ from numbers import Integral
 from pathlib import Path
 from typing import Any
 
+from onrecord._compare_notes import few_bootstrap_cases_note, too_few_pairs_note
 from onrecord._lock_diff import legacy_lock, lock_differences
 from onrecord._natural import natural_key
 from onrecord._stats import (
@@ -23,9 +24,7 @@ from onrecord._stats import (
     mcnemar_exact_p,
     mcnemar_smallest_p,
     symmetric_bootstrap_ci,
-    too_few_pairs_note,
 )
-from onrecord._stats import few_bootstrap_pairs_note as _few_pairs
 from onrecord.errors import ComparisonRefused, InputError
 from onrecord.report import EvaluationReport, Trial
 from onrecord.report._report import environment_of
@@ -123,6 +122,9 @@ class MeasureComparison:
     """Mean of B − A."""
     interval: tuple[float, float]
     """95 % paired bootstrap interval of the mean difference."""
+    cases: int | None = None
+    """Distinct cases the pairs come from (None in a comparison saved before it was
+    recorded): repeats of one case are not independent pairs."""
 
 
 @dataclass(frozen=True)
@@ -372,6 +374,11 @@ def _compare_measure(
             "floating-point sums; record it in larger units (smaller numbers)"
         )
     differences = [value_b - value_a for value_a, value_b in values]
+    cases = {
+        (str(a.case["case_id"]), str(a.case.get("content_digest", "")))
+        for a, b in pairs
+        if name in a.measures and name in b.measures
+    }
     return MeasureComparison(
         name,
         len(values),
@@ -379,10 +386,12 @@ def _compare_measure(
         exact_mean([value_b for _, value_b in values]),
         exact_mean(differences),
         symmetric_bootstrap_ci(differences, resamples=resamples, seed=seed),
+        len(cases),
     )
 
 
 def few_bootstrap_pairs_note(measures: Sequence[MeasureComparison]) -> str | None:
-    """The note under a comparison's measures when some have too few pairs for their
-    percentile bootstrap interval to cover 95 % (``onrecord._stats.FEW_BOOTSTRAP_PAIRS``)."""
-    return _few_pairs([(m.name, m.pairs) for m in measures])
+    """The note under a comparison's measures when some have pairs from too few cases
+    for their percentile bootstrap interval to cover 95 % (fewer than
+    ``onrecord._stats.FEW_BOOTSTRAP_PAIRS``; repeats of one case count once)."""
+    return few_bootstrap_cases_note([(m.name, m.pairs, m.cases) for m in measures])

@@ -163,7 +163,7 @@ def test_a_failure_gives_rate_interval_threshold_and_the_first_failing_episodes(
     assert failure.get("message", "").startswith("'posted' (critical) failed: 7 passed, 12 failed")
     text = failure.text or ""
     assert (
-        "measured pass rate: 36.8% (7 of 19), 95% interval, clustered by case 19.1%–59.0%" in text
+        "measured pass rate: 36.8% (7 of 19), 95% interval 19.1% – 59.0%, clustered by case" in text
     )
     assert "threshold: ≥ 90.0% (critical)" in text
     assert "results that did not pass (first 10 of 13):" in text
@@ -172,7 +172,7 @@ def test_a_failure_gives_rate_interval_threshold_and_the_first_failing_episodes(
     assert "case-10#0" not in text
     markdown = summary.read_text()
     assert (
-        "| posted | yes | ❌ failed | 36.8% (7 of 19) | 19.1%–59.0% | ≥ 90.0% | 19 | 1 |"
+        "| posted | yes | ❌ failed | 36.8% (7 of 19) | 19.1% – 59.0% | ≥ 90.0% | 19 | 1 |"
         in markdown
     )
     assert "| posted | case-0\\#0 | posted | fail | row 0 was posted twice |" in markdown

@@ -148,7 +148,8 @@ def test_show_prints_the_first_steps_and_every_failed_one(long_episode: Path) ->
     rows = _step_rows(result.stdout)
     assert rows == [*map(str, range(40)), "…", "45", "…"]
     assert "simulator dropped the connection" in result.stdout
-    assert "--steps 100-160 (or --steps all)" in result.stdout
+    # (joined: the line wraps when COLUMNS is narrower than it)
+    assert "--steps 100-160 (or --steps all)" in " ".join(result.stdout.split())
 
 
 @pytest.mark.parametrize(

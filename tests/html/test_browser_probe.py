@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
+from onrecord._numbers import shown_reason
 from onrecord.episode import EpisodeEvidence, OutcomeCheck, OutcomeVerdict
 from onrecord.html import report_data, write_report
 from onrecord.report import CheckResult, EvaluationReport, Trial
@@ -304,7 +305,8 @@ def test_reasons_beyond_the_first_thirty_are_counted(tmp_path: Path) -> None:
         tmp_path,
     )
     # Before: the first 30, and nothing said that 11 more exist.
-    assert out["items"][:30] == reasons[:30]
+    # (rates and thresholds in percent, as the requirements table shows them)
+    assert out["items"][:30] == [shown_reason(reason) for reason in reasons[:30]]
     assert out["items"][30] == "… 11 more, in decision.json"
 
 

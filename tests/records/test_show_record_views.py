@@ -87,7 +87,7 @@ def test_a_gate_decision_is_a_table_of_requirements(runs: dict[str, Path], tmp_p
     ]  # fmt: skip
     rows = {row[0]: row for row in _rows(text)}
     assert rows["reached_goal"][1:7] == [
-        "yes", "failed", "0.0% (0 of 2)", "0.0%–65.8%", "≥ 50.0%", "1",
+        "yes", "failed", "0.0% (0 of 2)", "0.0% – 65.8%", "≥ 50.0%", "1",
     ]  # fmt: skip
     assert rows["reached_goal"][8].startswith("'reached_goal' (critical) failed")
     hole = rows["no_hole_visited"]

@@ -21,8 +21,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.cli._ci_facts import RequirementFacts, clean
+from onrecord.cli._numbers import shown_reason
 from onrecord.policy import PolicyDecision
 
 __all__ = ["gate_junit"]
@@ -97,7 +97,7 @@ def _requirement_case(item: RequirementFacts, name: str) -> ET.Element:
         tag, kind = "failure", "failed"
     else:
         tag, kind = "skipped", "advisory-failed"
-    child = ET.SubElement(case, tag, message=_line(outcome.explanation), type=kind)
+    child = ET.SubElement(case, tag, message=_line(shown_reason(outcome.explanation)), type=kind)
     child.text = _details(item)
     return case
 
@@ -106,8 +106,8 @@ def _details(item: RequirementFacts) -> str:
     """The numbers behind a requirement's status, then the results that did not pass."""
     outcome = item.outcome
     lines = [
-        clean(outcome.explanation),
-        f"measured pass rate: {item.rate}, {CLUSTERED_INTERVAL} {item.interval}",
+        clean(shown_reason(outcome.explanation)),
+        f"measured pass rate: {item.rate}, 95% interval {item.interval}, clustered by case",
         f"threshold: {item.threshold} ({_kind(outcome.requirement.critical)})",
         f"measured cases: {outcome.cases}; unmeasured results: {outcome.unmeasured}",
         f"matched checks: {clean(', '.join(outcome.matched) or '(none)')}",
@@ -128,7 +128,7 @@ def _kind(critical: bool) -> str:
 
 def _decision_case(decision: PolicyDecision) -> ET.Element:
     case = _case("onrecord.gate", "decision")
-    reasons = [f"- {clean(reason)}" for reason in decision.reasons[:50]]
+    reasons = [f"- {clean(shown_reason(reason))}" for reason in decision.reasons[:50]]
     if len(decision.reasons) > 50:
         reasons.append(f"… {len(decision.reasons) - 50} more reasons")
     text = f"{decision.decision} (exit {decision.exit_code})\n" + "".join(

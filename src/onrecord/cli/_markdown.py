@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, clean
+from onrecord.cli._numbers import shown_reason
 from onrecord.compare import (
     Comparison,
     discordant_cases,
@@ -73,7 +74,7 @@ def gate_markdown(
     headers = ("requirement", "critical", "status", "pass rate", CLUSTERED_INTERVAL, "threshold")
     rows = [_requirement_row(item) for item in facts]
     lines += [*table((*headers, "cases", "unmeasured"), rows), ""]
-    lines += _reasons(decision.reasons)
+    lines += _reasons([shown_reason(reason) for reason in decision.reasons])
     lines += _unpassed(facts)
     lines.append(
         f"<sub>report sha256:{decision.report_digest[:16]} · policy "

@@ -18,15 +18,22 @@ from rich.console import Console
 
 from onrecord._natural import natural_key
 from onrecord._policy_rules import StatusTable, requirement_interval
+from onrecord._saved_decision import saved_headline
 from onrecord._stats import wilson_interval
 from onrecord.cli._bundle import Bundle
-from onrecord.cli._numbers import interval_percent, rate_percent, threshold_percent
+from onrecord.cli._fitted import FittedTable
+from onrecord.cli._numbers import (
+    interval_percent,
+    rate_percent,
+    requirement_threshold,
+    shown_reason,
+)
 from onrecord.cli._render import (
-    INTERVAL_NOTE,
     _styled,
     _table,
     ablation_table,
     literal,
+    print_interval_note,
     render_comparison,
     render_forecasts,
 )
@@ -94,8 +101,10 @@ def render_decision_body(
     reason_column: bool = True,
     intervals: Sequence[tuple[float, float]] | None = None,
     report: EvaluationReport | None = None,
+    headline: str | None = None,
 ) -> None:
-    """A decision's verdict, then one row per requirement: its status, the pass rate it
+    """A decision's verdict and what decided it (``headline``, else made again from the
+    saved requirements), then one row per requirement: its status, the pass rate it
     measured, the threshold it had to meet and why; then the reasons that are not a
     requirement's (coverage issues, an incomplete run). ``note`` follows the verdict.
     Without ``reason_column`` every reason is a line of its own after the table, never
@@ -104,44 +113,25 @@ def render_decision_body(
     decision's outcomes carry them), else the one the saved requirement carries, else
     one made again from ``report`` (the report decided on)."""
     console.print(f"decision: {_styled(str(body.get('decision')))}{literal(note)}")
-    # The interval beside the rate, as the Markdown and JUnit outputs give it: 19 of 20
-    # "meets" 95 % while its interval reaches down to 76 %.
-    # Headed short, as a terminal is narrow; the line under the table says what it is.
-    columns = ["requirement", "critical", "status", "pass rate", "95% interval", "threshold"]
-    table = _table(*columns, "cases", "unmeasured", *(["reason"] if reason_column else []))
-    explained = set()
+    # What decided, as the Markdown and JUnit summaries lead with it: the verdict alone
+    # left a CI log reader to find the cause among the rows and reasons below.
+    cause = headline if headline is not None else saved_headline(body)
+    if cause:
+        console.print(f"  {literal(cause)}")
     table_of = StatusTable(report) if report is not None and intervals is None else None
-    unclustered = False
+    rows, unclustered = [], False
     for index, item in enumerate(body.get("requirements", ())):
-        passed, failed = item.get("passed", 0), item.get("failed", 0)
-        measured = passed + failed
-        need = item.get("min_pass_rate")
-        rate = (
-            f"{rate_percent(passed / measured, _number(need))} ({passed} of {measured})"
-            if measured
-            else "n/a (none measured)"
-        )
         given = intervals[index] if intervals is not None else None
-        bounds, clustered = _interval(item, given, table_of)
-        unclustered |= not clustered and measured > 0
-        interval = (interval_percent(*bounds) + ("" if clustered else " *")) if measured else "—"
-        status = str(item.get("status"))
-        style = _REQUIREMENT_STYLE.get(status)
-        table.add_row(
-            literal(item.get("check")),
-            "yes" if item.get("critical") else "no",
-            f"[{style}]{status}[/]" if style else literal(status),
-            rate,
-            interval,
-            _threshold(item),
-            literal(item.get("cases", "")),
-            literal(item.get("unmeasured", "")),
-            *([literal(item.get("explanation", ""))] if reason_column else []),
-        )
-        if reason_column:  # else every reason follows the table as a whole line
-            explained.add(item.get("explanation"))
+        row, clustered = _requirement_row(item, given, table_of)
+        rows.append(row)
+        unclustered |= not clustered
+    table = _decision_table(rows, reason_column=reason_column, narrow=False)
+    if not table.fits(console.width):  # the reasons then follow it, each a whole line
+        reason_column = False
+        table = _decision_table(rows, reason_column=False, narrow=True)
+    explained = {row["explanation"] for row in rows} if reason_column else set()
     console.print(table)
-    console.print(f"  {INTERVAL_NOTE}")
+    print_interval_note(console)
     if unclustered:
         console.print(
             "  * not clustered by case: the decision keeps no per-case counts and the "
@@ -150,23 +140,66 @@ def render_decision_body(
         )
     other = [reason for reason in body.get("reasons", ()) if reason not in explained]
     for reason in other[:20]:
-        console.print(f"  - {literal(reason)}")
+        console.print(f"  - {literal(shown_reason(reason))}")
     if len(other) > 20:
         console.print(f"  … {len(other) - 20} more reasons")
 
 
-def _threshold(item: Mapping[str, Any]) -> str:
-    """``≥ 95.0%``, with ``≥ 20 cases`` and ``coverage ≥ 90.0%`` when not the defaults."""
-    parts = []
-    if isinstance(item.get("min_pass_rate"), int | float):
-        parts.append(f"≥ {threshold_percent(item['min_pass_rate'])}")
-    if "min_cases" in item:
-        parts.append(f"≥ {literal(item['min_cases'])} cases")
-    if isinstance(item.get("min_coverage"), int | float):
-        parts.append(f"coverage ≥ {threshold_percent(item['min_coverage'])}")
-    if isinstance(item.get("min_lower_bound"), int | float):
-        parts.append(f"lower bound ≥ {threshold_percent(item['min_lower_bound'])}")
-    return ", ".join(parts)
+def _requirement_row(
+    item: Mapping[str, Any], given: tuple[float, float] | None, table: StatusTable | None
+) -> tuple[dict[str, str], bool]:
+    """A requirement's cells, as text to print, and whether its interval is clustered."""
+    passed, failed = item.get("passed", 0), item.get("failed", 0)
+    measured = passed + failed
+    need = item.get("min_pass_rate")
+    bounds, clustered = _interval(item, given, table)
+    status = str(item.get("status"))
+    style = _REQUIREMENT_STYLE.get(status)
+    return {
+        "check": literal(item.get("check")),
+        "critical": "yes" if item.get("critical") else "no",
+        "status": f"[{style}]{status}[/]" if style else literal(status),
+        "rate": f"{rate_percent(passed / measured, _number(need))} ({passed} of {measured})"
+        if measured
+        else "n/a (none measured)",
+        "interval": (interval_percent(*bounds) + ("" if clustered else " *")) if measured else "—",
+        "threshold": requirement_threshold(item, literal),
+        "cases": literal(item.get("cases", "")),
+        "unmeasured": literal(item.get("unmeasured", "")),
+        "reason": literal(shown_reason(str(item.get("explanation", "")))),
+        "explanation": str(item.get("explanation")),
+    }, clustered or not measured
+
+
+def _decision_table(
+    rows: Sequence[Mapping[str, str]], *, reason_column: bool, narrow: bool
+) -> FittedTable:
+    """One row per requirement. ``narrow`` (80 columns): an advisory requirement is
+    marked beside its name and its unmeasured results beside its pass rate, which
+    leaves room for every word whole."""
+    # The interval beside the rate, as the Markdown and JUnit outputs give it: 19 of 20
+    # "meets" 95 % while its interval reaches down to 76 %. Headed short, as a terminal
+    # is narrow; the line under the table says what it is.
+    if narrow:
+        table = _table("requirement", "status", "pass rate", "95% interval", "threshold", "cases")
+        for row in rows:
+            advisory = " (advisory)" if row["critical"] == "no" else ""
+            unmeasured = row["unmeasured"] not in ("", "0")
+            table.add_row(
+                row["check"] + advisory,
+                row["status"],
+                row["rate"] + (f", {row['unmeasured']} unmeasured" if unmeasured else ""),
+                *(row[key] for key in ("interval", "threshold", "cases")),
+            )
+        return table
+    keys = ["critical", "status", "rate", "interval", "threshold", "cases", "unmeasured"]
+    columns = ["requirement", "critical", "status", "pass rate", "95% interval", "threshold"]
+    table = _table(*columns, "cases", "unmeasured", *(["reason"] if reason_column else []))
+    for row in rows:
+        table.add_row(
+            row["check"], *(row[key] for key in keys), *([row["reason"]] if reason_column else [])
+        )
+    return table
 
 
 def _interval(

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from onrecord._stats import CLUSTERED_INTERVAL
-from onrecord.cli._numbers import fixed, percent
+from onrecord.cli._fitted import FittedTable, fitted_table
+from onrecord.cli._numbers import fixed, interval_percent, percent
 from onrecord.compare import (
     Comparison,
     discordant_cases,
@@ -28,6 +28,7 @@ __all__ = [
     "literal",
     "make_console",
     "plain",
+    "print_interval_note",
     "render_comparison",
     "render_decision",
     "render_forecasts",
@@ -66,12 +67,21 @@ def _tolerant_stdout() -> None:
 
 def make_console() -> Console:
     """A console that keeps tables readable when output goes to a file or CI log
-    (rich would otherwise assume 80 columns)."""
+    (rich would otherwise assume 80 columns): 160 columns there, unless ``COLUMNS``
+    says how wide the log is (rich, and most CLIs, read it; it was ignored)."""
     # Record text (case ids, reasons, actions) is the agent's or the user's: emoji codes
     # such as ":warning:" must print as written; markup is escaped with ``_lit``.
     _tolerant_stdout()
     console = _Console(emoji=False)
-    return console if console.is_terminal else _Console(width=160, emoji=False)
+    if console.is_terminal or _columns() is not None:
+        return console  # rich sizes it: the terminal's width, else COLUMNS
+    return _Console(width=160, emoji=False)
+
+
+def _columns() -> int | None:
+    """``COLUMNS`` when it is a width rich uses (a positive whole number)."""
+    value = os.environ.get("COLUMNS", "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 def emit(text: str) -> None:
@@ -119,15 +129,7 @@ _STATUS_STYLE = {
 }
 
 
-def _table(*headers: str, **options: Any) -> Table:
-    """A table whose cells wrap rather than end in "…" on a narrow terminal: at 50
-    columns every check name read "che…", "no_…" twice, and a p-value or interval
-    could be cut to "0.…"."""
-    table = Table(*headers, **options)
-    for column in table.columns:
-        column.overflow = "fold"
-    return table
-
+_table = fitted_table  # every command's tables: words wrap, names stay whole
 
 FIRST_STEPS = 40
 """Steps (or tool calls) an episode view shows by default, besides those that failed."""
@@ -146,8 +148,18 @@ INTERVAL_NOTE = (
 
 
 def _interval(bounds: tuple[float, float]) -> str:
-    # ``fixed``: the bounds of 2999 of 3000 read [1.00, 1.00], as if no trial failed.
-    return f"[{fixed(bounds[0], 2)}, {fixed(bounds[1], 2)}]"
+    # In percent, as ``gate``, Markdown, JUnit and HTML give it: the same interval read
+    # [0.76, 0.97] above the decision's 76.4%–96.9%. ``interval_percent`` never shows a
+    # bound strictly inside (0, 1) as 0 or 1 (2999 of 3000 once read [1.00, 1.00]).
+    return interval_percent(*bounds)
+
+
+def print_interval_note(console: Console) -> None:
+    """The line saying what the "95% interval" column is, once per console: ``run`` and
+    ``regrade`` print the report's table and the decision's, and said it under both."""
+    if not getattr(console, "_onrecord_interval_noted", False):
+        console.print(f"  {INTERVAL_NOTE}")
+        console._onrecord_interval_noted = True  # type: ignore[attr-defined]
 
 
 def render_report(console: Console, report: EvaluationReport) -> None:
@@ -156,44 +168,55 @@ def render_report(console: Console, report: EvaluationReport) -> None:
     rate = "n/a" if summary.pass_rate is None else percent(summary.pass_rate)
     console.print(
         f"[bold]report[/] {summary.trials} trials  pass rate {rate} "
-        f"{literal(_interval(summary.interval))} ({CLUSTERED_INTERVAL})  "
+        f"(95% interval {literal(_interval(summary.interval))}, clustered by case)  "
         f"outcomes {literal(summary.outcomes)}  "
         f"sha256:{report.digest[:16]}"
     )
-    # "errors" beside "unmeasured" read as a second, separate count (20 and 20 of 40
-    # forecasts): the errors are among the unmeasured, as reports-and-policies.md has it
-    # and as the HTML report heads its column.
-    table = _table(
-        "check",
-        "version",
-        "passed",
-        "failed",
-        "unmeasured",
-        "of which errors",
-        "pass rate",
-        "95% interval",
-        "coverage",
-    )
-    versions = report.lock["checks"]
-    for check in summary.checks:
-        table.add_row(
-            literal(check.name),
-            literal(versions[check.name]),
-            str(check.passed),
-            str(check.failed),
-            str(check.unmeasured),
-            str(check.errors),
-            "n/a" if check.pass_rate is None else percent(check.pass_rate),
-            literal(_interval(check.interval)),
-            fixed(check.coverage, 0, scale=100.0, suffix="%"),
-        )
+    table = _report_table(summary, report.lock["checks"], narrow=False)
+    if not table.fits(console.width):
+        table = _report_table(summary, report.lock["checks"], narrow=True)
     console.print(table)
-    console.print(f"  {INTERVAL_NOTE}")
+    print_interval_note(console)
     if summary.pass_hat_k:
         shown = _milestones(sorted(summary.pass_hat_k))
         console.print("pass^k: " + "  ".join(_pass_hat_k(summary, k) for k in shown))
     for issue in report.coverage_issues[:20]:
         console.print(f"[yellow]coverage:[/] {literal(issue)}")
+
+
+def _report_table(
+    summary: ReportSummary, versions: Mapping[str, Any], *, narrow: bool
+) -> FittedTable:
+    """One row per check; ``narrow``: the version under the name and the counts in one
+    column, which a terminal of 80 columns can show without folding a word."""
+    # "errors" beside "unmeasured" read as a second, separate count (20 and 20 of 40
+    # forecasts): the errors are among the unmeasured, as reports-and-policies.md has it
+    # and as the HTML report heads its column.
+    counts = ("passed", "failed", "unmeasured", "of which errors")
+    table = _table(
+        "check", *(("results",) if narrow else ("version", *counts)),
+        "pass rate", "95% interval", "coverage",
+    )  # fmt: skip
+    for check in summary.checks:
+        version = literal(versions[check.name])
+        numbers = (check.passed, check.failed, check.unmeasured, check.errors)
+        table.add_row(
+            f"{literal(check.name)} [dim]({version})[/]" if narrow else literal(check.name),
+            *((_results(*numbers),) if narrow else (version, *map(str, numbers))),
+            "n/a" if check.pass_rate is None else percent(check.pass_rate),
+            literal(_interval(check.interval)),
+            fixed(check.coverage, 0, scale=100.0, suffix="%"),
+        )
+    return table
+
+
+def _results(passed: int, failed: int, unmeasured: int, errors: int) -> str:
+    """``15 passed, 2 failed, 3 unmeasured (1 error)``."""
+    text = f"{passed} passed, {failed} failed"
+    if unmeasured:
+        text += f", {unmeasured} unmeasured"
+        text += f" ({errors} error{'s' if errors != 1 else ''})" if errors else ""
+    return text
 
 
 def _pass_hat_k(summary: ReportSummary, k: int) -> str:
@@ -241,6 +264,7 @@ def render_decision(console: Console, decision: PolicyDecision) -> None:
         decision.to_dict(),
         reason_column=False,
         intervals=[outcome.interval for outcome in decision.outcomes],
+        headline=decision.headline,
     )
 
 
@@ -277,7 +301,9 @@ def render_comparison(console: Console, comparison: Comparison, *, header: bool 
                 f"  {literal(check.name)}: … {len(check.discordant) - 10} more discordant pairs"
             )
     if comparison.measures:
-        measures = _table("measure", "pairs", "mean A", "mean B", "B − A", "95% interval")
+        # Not "95% interval": beside the clustered Wilson intervals of ``run`` and
+        # ``show`` that read as the same kind; Markdown and HTML name it bootstrap too.
+        measures = _table("measure", "pairs", "mean A", "mean B", "B − A", "95% bootstrap interval")
         for m in comparison.measures:
             measures.add_row(
                 literal(m.name),

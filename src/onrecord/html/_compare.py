@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from onrecord._stats import few_bootstrap_pairs_note
+from onrecord._compare_notes import few_bootstrap_cases_note
 from onrecord.compare import compare_sources, load_source, too_few_pairs_note
 from onrecord.errors import ComparisonRefused
 from onrecord.html._page import NAME_CHARS, attr, cell, document, esc, long_text, table
@@ -194,7 +194,7 @@ def _too_few(checks: list[Mapping[str, Any]]) -> str:
 
 
 def _few_bootstrap_pairs(measures: list[Mapping[str, Any]]) -> str:
-    note = few_bootstrap_pairs_note([(m["name"], m["pairs"]) for m in measures])
+    note = few_bootstrap_cases_note([(m["name"], m["pairs"], m.get("cases")) for m in measures])
     return f'<p class="meta" id="few-bootstrap-pairs">{esc(note)}</p>' if note else ""
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from onrecord._canonical import content_digest, load_record_bytes
 from onrecord._natural import natural_key
+from onrecord._policy_rules import StatusTable, requirement_interval
+from onrecord._saved_decision import saved_headline
 from onrecord.errors import DigestMismatch, InputError
 from onrecord.html._selection import episodes_data
 from onrecord.html._tasks import task_list
@@ -90,6 +92,8 @@ def report_data(
         check_graded(store, report, str(report_file))
     beside = report_file.parent / "decision.json"
     decision = _decision(beside, report) if store is not None else _foreign_decision(beside, report)
+    if decision is not None:
+        decision = _explained(decision, report)
     summary = report.summary().to_dict()
     tasks = _tasks(report)
     data: dict[str, Any] = {
@@ -173,6 +177,27 @@ def _decision(path: Path, report: EvaluationReport) -> dict[str, Any] | None:
     partial = not record["complete"] and decision["decision"] == "accept"
     decision["verdict"] = "indeterminate" if partial else decision["decision"]
     return decision
+
+
+def _explained(decision: dict[str, Any], report: EvaluationReport) -> dict[str, Any]:
+    """The decision with what the page shows beside it, as ``gate`` and ``show`` give
+    it: the line saying what decided (``PolicyDecision.headline``) and each
+    requirement's 95 % interval clustered by case, made again from the report it decided
+    (a saved decision keeps one only for a ``min_lower_bound`` requirement)."""
+    table = StatusTable(report)
+    requirements = []
+    for item in decision.get("requirements", ()):
+        if not isinstance(item, dict):
+            continue  # a foreign decision's malformed entry: nothing to show for it
+        shown = dict(item)
+        stored = item.get("interval")
+        if isinstance(stored, list) and len(stored) == 2:
+            shown["shown_interval"] = [float(stored[0]), float(stored[1])]
+        elif isinstance(item.get("matched"), list):
+            matched = tuple(map(str, item["matched"]))
+            shown["shown_interval"] = list(requirement_interval(table, matched))
+        requirements.append(shown)
+    return {**decision, "requirements": requirements, "headline": saved_headline(decision)}
 
 
 def _foreign_decision(path: Path, report: EvaluationReport) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ import orjson
 
 from onrecord._natural import natural_key
 from onrecord._stats import CLUSTERED_INTERVAL
+from onrecord.html._decision import headline, requirements_section
 from onrecord.html._listing import episodes_section
 from onrecord.html._page import (
     NAME_CHARS,
@@ -27,8 +28,6 @@ from onrecord.html._tasks import tasks_section
 
 __all__ = ["render_report_page"]
 
-_REASONS = 30
-"""Policy reasons listed on the page (one per episode with a coverage issue is common)."""
 _ALL_K = 12
 """pass^k values listed in full; beyond, the milestones."""
 _CHART_ROWS = 40
@@ -83,28 +82,26 @@ def _decision(data: Mapping[str, Any]) -> str:
     findings = "".join(f"<li>{long_text(item)}</li>" for item in data["findings"])
     if decision is None:
         badge = '<span class="badge indeterminate" id="decision">no policy</span>'
-        reasons = "<p>This report file has no decision next to it; run `onrecord gate`.</p>"
+        reasons = (
+            "<h3>Reasons</h3><p>This report file has no decision next to it; run "
+            "`onrecord gate`.</p>"
+        )
+        cause = ""
     else:
         verdict = decision["verdict"]
         badge = (
             f'<span class="badge {esc(verdict)}" id="decision" data-decision="{attr(verdict)}" '
             f'data-policy-decision="{attr(decision["decision"])}">{esc(verdict)}</span>'
         )
-        shown, more = decision["reasons"][:_REASONS], len(decision["reasons"]) - _REASONS
-        reasons = (
-            '<ul id="reasons">'
-            + "".join(f"<li>{long_text(r)}</li>" for r in shown)
-            + (f'<li class="meta">… {more} more, in decision.json</li>' if more > 0 else "")
-            + "</ul>"
-            if shown
-            else "<p>every requirement met</p>"
-        )
+        reasons = requirements_section(decision)
+        cause = headline(decision)
     summary = data["summary"]
     line = (
         f'<p><b data-field="trials">{summary["trials"]}</b> episodes · pass rate '
         f'<b data-field="pass_rate" data-value="{attr(_number(summary["pass_rate"]))}">'
-        f"{percent(summary['pass_rate'])}</b> ({CLUSTERED_INTERVAL} "
-        f"{percent(summary['interval'][0])}–{percent(summary['interval'][1])}) · "
+        f"{percent(summary['pass_rate'])}</b> (95% interval "
+        f"{percent(summary['interval'][0])} – {percent(summary['interval'][1])}, "
+        "clustered by case) · "
         "outcomes "
         + " · ".join(
             f'<span class="{esc(k)}" data-outcome="{attr(k)}">{v} {esc(k)}</span>'
@@ -114,8 +111,8 @@ def _decision(data: Mapping[str, Any]) -> str:
     )
     return (
         f'<section class="decision" id="decision-section"><h2>Decision {badge}</h2>'
-        f'{line}<h3>Findings</h3><ul id="findings">{findings}</ul>'
-        f"<h3>Reasons</h3>{reasons}</section>"
+        f'{cause}{line}<h3>Findings</h3><ul id="findings">{findings}</ul>'
+        f"{reasons}</section>"
     )
 
 

@@ -1,0 +1,100 @@
+"""Terminal tables that fit their console: words wrap, names stay whole.
+
+Before, rich shrank the widest columns first and folded whatever they held: at 80
+columns headers broke mid-word ("require/ment", "critica/l", "unmeasu/red") and at 160
+``show RUN`` folded ``only_expected_tables_cha/nged`` to make room for a reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.table import Table
+
+__all__ = ["FittedTable", "fitted_table"]
+
+
+def fitted_table(*headers: str, **options: Any) -> FittedTable:
+    """A table whose cells wrap rather than end in "…" on a narrow terminal: at 50
+    columns every check name read "che…", "no_…" twice, and a p-value or interval
+    could be cut to "0.…". Too wide for the console, it is fitted (``FittedTable``)."""
+    table = FittedTable(*headers, **options)
+    for column in table.columns:
+        column.overflow = "fold"
+    return table
+
+
+_WRAP_FIRST = frozenset({"reason", "model error"})
+"""Columns of sentences: the first to wrap when a table is too wide."""
+
+
+class FittedTable(Table):
+    """A table that, too wide for its console, wraps its columns between words: never
+    below a column's longest word (a check or requirement name stays whole up to half
+    the width, another word up to a third), sentences such as a reason first, then the
+    column with most to spare. When even that does not fit, the outer border goes; only
+    what still does not fit is folded (see the module's docstring for what rich did)."""
+
+    def __init__(self, *headers: str, **options: Any) -> None:
+        super().__init__(*headers, **options)
+        self._headers = list(headers)
+        self._edges = (self.show_edge, self.pad_edge)  # as asked, before any fitting
+
+    def fits(self, width: int) -> bool:
+        """Whether every column fits ``width`` without folding a word."""
+        return self._fit(Console(width=max(width, 1), emoji=False), width, apply=False)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        self._fit(console, options.max_width, apply=True)
+        yield from super().__rich_console__(console, options)
+
+    def _fit(self, console: Console, width: int, *, apply: bool) -> bool:
+        columns = self.columns
+        for column in columns:
+            column.width = None
+        if apply:
+            self.show_edge, self.pad_edge = self._edges
+        texts = [[console.render_str(str(c)).plain for c in column.cells] for column in columns]
+        sizes = [_widths(h, cells) for h, cells in zip(self._headers, texts, strict=True)]
+        widths, least = [most for most, _ in sizes], [fewest for _, fewest in sizes]
+        room = width - self._overhead(edge=True)
+        if sum(widths) <= room:
+            return True
+        # A name longer than half the row folds, and any other word (a JSON action, a
+        # token of a message) longer than a third: it wraps before the cells beside it.
+        least = [min(size, max(room // (2 if i == 0 else 3), 1)) for i, size in enumerate(least)]
+        if sum(least) > room:  # without the outer border and padding
+            room = width - self._overhead(edge=False)
+            if apply:
+                self.show_edge = self.pad_edge = False
+        excess = sum(widths) - room
+        first = [h in _WRAP_FIRST for h in self._headers]
+        while excess > 0:
+            slack = [w - m for w, m in zip(widths, least, strict=True)]
+            pick = max(range(len(widths)), key=lambda i: (slack[i] > 0, first[i], slack[i]))
+            if slack[pick] <= 0:
+                break  # every column at its longest word: rich folds what is left
+            cut = min(excess, slack[pick] if first[pick] else 1)
+            widths[pick] -= cut
+            excess -= cut
+        if apply:
+            for column, size in zip(columns, widths, strict=True):
+                column.width = size
+        return excess <= 0
+
+    def _overhead(self, *, edge: bool) -> int:
+        """Border and padding characters of a row."""
+        _, right, _, left = self.padding
+        count = len(self.columns)
+        borders = (count - 1 + (2 if edge else 0)) if self.box else 0
+        return borders + (left + right) * count - (0 if edge else left + right)
+
+
+def _widths(header: str, cells: Sequence[str]) -> tuple[int, int]:
+    """A column's widest line and its longest word (what it can wrap down to)."""
+    lines = [line for text in (header, *cells) for line in text.splitlines() or [""]]
+    words = [word for line in lines for word in line.split()]
+    return max(map(cell_len, lines), default=1), max(map(cell_len, words), default=1)
