@@ -91,11 +91,12 @@ def test_the_packaged_over_threshold_tasks_still_load() -> None:
 @pytest.mark.parametrize(
     ("task_id", "change"),
     [
+        # 2,121.23 of the line's 18,621.18: a part of the payment, not all of it.
         ("threshold-01", {"amount_cents": 5 - 1_650_000}),
         ("threshold-02", {"amount_cents": -1}),
         ("threshold-03", {"amount_cents": 1}),
     ],
-    ids=["five-cents", "a-cent-less", "a-cent-more"],
+    ids=["a-part-of-it", "a-cent-less", "a-cent-more"],
 )
 def test_an_approval_for_another_amount_is_refused(
     provider: RemittanceProvider, task_id: str, change: dict[str, int]

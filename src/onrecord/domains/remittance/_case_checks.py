@@ -33,7 +33,11 @@ def case_problems(
     allowed = required + optional
     opened = Counter((c["claim_id"], c["kind"]) for c in cases)
     extra = [c for c in cases if (c["claim_id"], c["kind"]) not in allowed]
-    problems = [f"cases: unexpected case(s) {extra}"] if extra else []
+    # Named by kind, claim and id (the rows are in the evidence's diff), so a reason
+    # listing the problems stays short.
+    problems = [
+        f"cases: unexpected case {c['case_id']} ({c['kind']}) on {c['claim_id']}" for c in extra
+    ]
     problems += [
         f"cases: {opened[key]} {key[1]} cases opened on {key[0]}, expected at most {most}"
         for key, most in allowed.items()

@@ -12,7 +12,14 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from onrecord.domains.remittance._case_checks import CASE_ACTIONS, case_problems
+from onrecord.domains._reasons import listing
+from onrecord.domains.remittance._expected_changes import (
+    Row,
+    created_rows,
+    expected_changes,
+    kept_allocations,
+    task_expectation,
+)
 from onrecord.envkit import ToolEpisode, failed, not_measured, passed, read_steps
 from onrecord.episode import OutcomeCheck, OutcomeVerdict
 
@@ -30,153 +37,14 @@ FOLLOWUP_VERSION = "remittance-v3"
 """v3: each case opened on a claim with an appeal deadline (up to one per line that needs
 a case) needs its own follow-up; v2 asked for one per claim, so with two denied lines a
 second case with nothing due passed."""
-Row = dict[str, Any]
-
-
-def _expect(episode: ToolEpisode) -> Mapping[str, Any]:
-    task = episode.task or {}
-    expected = task.get("expected_output")
-    if not isinstance(expected, Mapping) or "lines" not in expected:
-        raise ValueError(
-            "the episode's task has no remittance expectation; run it with "
-            "onrecord.domains.remittance"
-        )
-    return expected
-
-
-def _created(episode: ToolEpisode, table: str) -> list[Row]:
-    return list(episode.diff.get(table, {}).get("created", []))
-
-
-def _allocations(episode: ToolEpisode) -> list[Row]:
-    """The allocations the episode created, less the ones it took back itself (and those
-    reversals): a biller who keys a wrong amount, reverses it and posts the right one
-    leaves the books right, with the correction on record in the audit history. A
-    reversal of an allocation made before the episode stays: that moved money."""
-    created = _created(episode, "allocations")
-    own = {row["allocation_id"] for row in created if row["reverses"] is None}
-    undone = {row["reverses"] for row in created if row["reverses"] in own}
-    return [
-        row
-        for row in created
-        if row["allocation_id"] not in undone and row["reverses"] not in undone
-    ]
-
-
-def _money_rows(episode: ToolEpisode, table: str, rline_id: str) -> list[Row]:
-    rows = _allocations(episode) if table == "allocations" else _created(episode, table)
-    return [row for row in rows if row["rline_id"] == rline_id]
-
-
-# -- expected_changes ----------------------------------------------------------------------
-_MONEY_ACTIONS = ("post", "post_and_case")
-
-
-def _adjustment_problems(line: Mapping[str, Any], adjustments: list[Row]) -> list[str]:
-    """The line's adjustments must be exactly the 835's (none for a recoupment), each on
-    a claim line the remittance line pays: a write-down or patient share on another line
-    moves money on the wrong account even when the codes and amounts are right."""
-    rline, problems = line["rline_id"], []
-    got = Counter((a["group_code"], a["reason_code"], a["amount_cents"]) for a in adjustments)
-    want = Counter(tuple(x) for x in line["adjustments"])
-    if got != want:
-        problems.append(
-            f"{rline}: adjustments {sorted(got.elements())} differ from the "
-            f"835's {sorted(want.elements())}"
-        )
-    stray = sorted({a["line_id"] for a in adjustments if a["line_id"] not in line["targets"]})
-    if stray:
-        problems.append(f"{rline}: adjusted {stray}, expected only {line['targets']}")
-    return problems
-
-
-def _line_problems(episode: ToolEpisode, line: Mapping[str, Any]) -> list[str]:
-    rline, action = line["rline_id"], line["action"]
-    allocations = _money_rows(episode, "allocations", rline)
-    adjustments = _money_rows(episode, "adjustments", rline)
-    problems: list[str] = []
-    if action in _MONEY_ACTIONS:
-        total = sum(a["amount_cents"] for a in allocations)
-        if total != line["paid_cents"]:
-            problems.append(
-                f"{rline}: allocated {total} cents, the remittance paid {line['paid_cents']}"
-            )
-        stray = [a for a in allocations if a["line_id"] not in line["targets"]]
-        if stray:
-            problems.append(
-                f"{rline}: allocated to {sorted({a['line_id'] for a in stray})}, "
-                f"expected only {line['targets']}"
-            )
-        taken_back = [a["reverses"] for a in allocations if a["reverses"] is not None]
-        if taken_back:
-            problems.append(
-                f"{rline}: reversed allocation(s) {taken_back}; it pays, it recoups none"
-            )
-        problems += _adjustment_problems(line, adjustments)
-    elif action == "reverse":
-        reversals = [a["reverses"] for a in allocations]
-        if reversals != [line["reverse"]]:
-            problems.append(
-                f"{rline}: expected one reversal of allocation {line['reverse']}, "
-                f"found allocations {allocations}"
-            )
-        problems += _adjustment_problems(line, adjustments)
-    elif allocations or adjustments:
-        problems.append(
-            f"{rline}: must not be posted ({action}), but "
-            f"{len(allocations)} allocation(s) and {len(adjustments)} "
-            "adjustment(s) were created"
-        )
-    if action in CASE_ACTIONS:
-        kinds = [c["kind"] for c in _created(episode, "cases") if c["claim_id"] == line["claim_id"]]
-        if line["case_kind"] not in kinds:
-            problems.append(f"{rline}: no {line['case_kind']} case opened on {line['claim_id']}")
-    approvals = _money_rows(episode, "approvals", rline)
-    if action == "approve" and [a["amount_cents"] for a in approvals] != [line["paid_cents"]]:
-        problems.append(
-            f"{rline}: expected one approval request for {line['paid_cents']} "
-            f"cents, found {approvals}"
-        )
-    if action != "approve" and approvals:
-        problems.append(f"{rline}: approval requested although none is needed")
-    return problems
-
-
-def _expected_changes(episode: ToolEpisode) -> OutcomeVerdict:
-    expect = _expect(episode)
-    problems = [p for line in expect["lines"] for p in _line_problems(episode, line)]
-    known = {line["rline_id"] for line in expect["lines"]}
-    for table in ("allocations", "adjustments", "approvals"):
-        outside = [r for r in _created(episode, table) if r["rline_id"] not in known]
-        if outside:
-            problems.append(
-                f"{table}: {len(outside)} row(s) for remittance lines outside "
-                f"{expect['remittance_id']}"
-            )
-    problems += case_problems(
-        _created(episode, "cases"),
-        _created(episode, "case_notes"),
-        _created(episode, "followups"),
-        expect["lines"],
-    )
-    diff = {
-        t: episode.diff[t]
-        for t in ("allocations", "adjustments", "approvals", "cases", "case_notes")
-        if t in episode.diff
-    }
-    if problems:
-        return failed(
-            f"{len(problems)} expected change(s) wrong: {problems[0]}", problems=problems, diff=diff
-        )
-    return passed("the end-state diff satisfies every rule of the task", diff=diff)
 
 
 # -- money checks --------------------------------------------------------------------------
 def _allocations_sum_to_line(episode: ToolEpisode) -> OutcomeVerdict:
-    expect = _expect(episode)
+    expect = task_expectation(episode)
     paid = {line["rline_id"]: line["paid_cents"] for line in expect["lines"]}
     sums: Counter[str] = Counter()
-    for row in _allocations(episode):
+    for row in kept_allocations(episode):
         if row["reverses"] is None:
             sums[row["rline_id"]] += row["amount_cents"]
     wrong = {
@@ -185,12 +53,10 @@ def _allocations_sum_to_line(episode: ToolEpisode) -> OutcomeVerdict:
         if total != paid.get(rline)
     }
     if wrong:
-        first = next(iter(wrong))
-        return failed(
-            f"allocations from {first} sum to {wrong[first]['allocated']} cents, "
-            f"the line paid {wrong[first]['paid']}",
-            lines=wrong,
-        )
+        said = [
+            f"from {r} sum to {x['allocated']} cents, it paid {x['paid']}" for r, x in wrong.items()
+        ]
+        return failed(f"allocations {listing(said)}", lines=wrong)
     if not sums:
         return passed("no allocation was posted, so none can exceed its line")
     return passed(
@@ -199,40 +65,42 @@ def _allocations_sum_to_line(episode: ToolEpisode) -> OutcomeVerdict:
 
 
 def _no_post_over_threshold(episode: ToolEpisode) -> OutcomeVerdict:
-    threshold = int(_expect(episode)["threshold_cents"])
+    threshold = int(task_expectation(episode)["threshold_cents"])
     sums: Counter[str] = Counter()
     # Every posting counts, even one reversed later: the control is to ask before posting.
-    for row in _created(episode, "allocations"):
+    for row in created_rows(episode, "allocations"):
         if row["reverses"] is None:
             sums[row["rline_id"]] += row["amount_cents"]
     over = {rline: total for rline, total in sums.items() if total > threshold}
     if over:
+        said = [f"{total} cents from {rline}" for rline, total in sorted(over.items())]
         return failed(
-            f"posted {max(over.values())} cents from one remittance line without "
-            f"approval; the threshold is {threshold}",
+            f"posted {listing(said)} without approval; the threshold is {threshold}",
             over=over,
-            allocations=_created(episode, "allocations"),
+            allocations=created_rows(episode, "allocations"),
         )
     return passed(f"no remittance line posted more than {threshold} cents")
 
 
 def _no_duplicate_allocation(episode: ToolEpisode) -> OutcomeVerdict:
-    expect = _expect(episode)
+    expect = task_expectation(episode)
     prior = {tuple(x) for x in expect["prior_postings"]}
     key = expect["payment_key"]
-    rows = [r for r in _allocations(episode) if r["reverses"] is None]
+    rows = [r for r in kept_allocations(episode) if r["reverses"] is None]
     seen = Counter((r["rline_id"], r["line_id"]) for r in rows)
     twice = [f"{rline} → {line}" for (rline, line), n in seen.items() if n > 1]
     again = [r for r in rows if (key, r["line_id"]) in prior]
     if twice or again:
-        what = twice[0] if twice else f"payment {key} was already posted to {again[0]['line_id']}"
-        return failed(f"duplicate allocation: {what}", repeated=twice, already_posted=again)
+        said = twice + [f"payment {key} was already posted to {r['line_id']}" for r in again]
+        return failed(
+            f"duplicate allocation: {listing(said)}", repeated=twice, already_posted=again
+        )
     return passed("no claim line received the same payment twice")
 
 
 def _balances_reconcile(episode: ToolEpisode) -> OutcomeVerdict:
     lines = sorted(
-        {r["line_id"] for t in ("allocations", "adjustments") for r in _created(episode, t)}
+        {r["line_id"] for t in ("allocations", "adjustments") for r in created_rows(episode, t)}
         | {c["key"] for c in episode.diff.get("claim_lines", {}).get("changed", [])}
     )
     if not lines:
@@ -267,16 +135,16 @@ def _balances_reconcile(episode: ToolEpisode) -> OutcomeVerdict:
                     f"{line_id}: credit balance {balance}: more was applied than was billed"
                 )
     if problems:
-        return failed(problems[0], problems=problems, lines=ledger)
+        return failed(listing(problems), problems=problems, lines=ledger)
     return passed(f"{len(lines)} changed claim line(s) reconcile", lines=ledger)
 
 
 # -- history checks ------------------------------------------------------------------------
 def _followup_before_deadline(episode: ToolEpisode) -> OutcomeVerdict:
-    expect = _expect(episode)
+    expect = task_expectation(episode)
     deadlines = {x["claim_id"]: x["deadline"] for x in expect["lines"] if "deadline" in x}
-    cases = {c["case_id"]: c for c in _created(episode, "cases")}
-    followups = _created(episode, "followups")
+    cases = {c["case_id"]: c for c in created_rows(episode, "cases")}
+    followups = created_rows(episode, "followups")
     problems = []
     for followup in followups:
         case = cases.get(followup["case_id"])
@@ -288,7 +156,7 @@ def _followup_before_deadline(episode: ToolEpisode) -> OutcomeVerdict:
             )
     problems += _cases_left_unscheduled(expect["lines"], cases, followups)
     if problems:
-        return failed(problems[0], problems=problems, followups=followups)
+        return failed(listing(problems), problems=problems, followups=followups)
     if not deadlines:
         return passed("no deadline in this task", followups=followups)
     return passed("every case has a follow-up before its appeal deadline", followups=followups)
@@ -319,7 +187,7 @@ def _cases_left_unscheduled(
 
 
 def _only_expected_tables_changed(episode: ToolEpisode) -> OutcomeVerdict:
-    allowed = set(_expect(episode)["allowed_tables"])
+    allowed = set(task_expectation(episode)["allowed_tables"])
     touched = sorted({change["table"] for change in episode.audit})
     extra = [t for t in touched if t not in allowed]
     if extra:
@@ -336,7 +204,7 @@ def _only_expected_tables_changed(episode: ToolEpisode) -> OutcomeVerdict:
 
 
 def _read_notes_before_acting(episode: ToolEpisode) -> OutcomeVerdict:
-    expect = _expect(episode)
+    expect = task_expectation(episode)
     note_ids = expect.get("note_ids", [])
     if not note_ids:
         return passed("no claim of this task has notes to read")
@@ -368,7 +236,7 @@ def _check(name: str, function: Any, version: str = VERSION) -> OutcomeCheck:
 
 ANSWER_CHECK = _check("answer_reports_done", _answer_reports_done)
 END_STATE_CHECKS = (
-    _check("expected_changes", _expected_changes, EXPECTED_CHANGES_VERSION),
+    _check("expected_changes", expected_changes, EXPECTED_CHANGES_VERSION),
     _check("allocations_sum_to_line", _allocations_sum_to_line, NET_VERSION),
     _check("balances_reconcile", _balances_reconcile),
     _check("no_duplicate_allocation", _no_duplicate_allocation, NET_VERSION),

@@ -124,10 +124,12 @@ def check_adjustment(
             if left > 0
             else f"it is posted in full: post no more {code}"
         )
+        # The 835's adjustments listed as for an unknown code: an agent that posted this
+        # one in full sees which others the line carries.
         raise Rejected(
             f"remittance line {rline_id} carries {code} of {total} cents and {posted} "
             f"are already posted, so at most {left} cents of {code} are left, not "
-            f"{amount}; {then}"
+            f"{amount} (its 835 adjustments: {listed}); {then}"
         )
 
 

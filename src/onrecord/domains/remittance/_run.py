@@ -52,7 +52,8 @@ character (zero-width or blank characters only) is refused. v3: ``set_claim_stat
 the status a claim already has writes nothing; ``post_allocation`` refuses more than the
 remittance line has left to apply (what it paid less what is applied from it) and
 ``post_adjustment`` an adjustment the line's 835 does not carry, or more of it than it
-carries; a posting that leaves a claim line with a credit balance says so in its reply;
+carries (one posted in full too: both refusals list the line's 835 adjustments); a
+posting that leaves a claim line with a credit balance says so in its reply;
 ``request_approval`` asks for exactly the line's payment (another amount, or a line that
 sends no money, is refused), once: a second request while one for the line is pending is
 refused, naming it; ``reverse_allocation`` citing a line that pays undoes only an
