@@ -147,7 +147,10 @@ def load_record_bytes(raw: bytes, what: str) -> dict[str, Any]:
             f"{what} is nested too deeply (more than 255 levels of lists and objects), so "
             "it is not a record onrecord wrote; the file is damaged or was made by hand"
         ) from exc
-    if canonical != raw.rstrip(b"\n"):
+    # The record, or the record and the one newline a file or a line of a log ends
+    # with: a second newline is an edit like any other byte. (A file whose final
+    # newline was removed still reads, as a line does: the values are all there.)
+    if raw != canonical and (raw[-1:] != b"\n" or raw[:-1] != canonical):
         raise DigestMismatch(
             f"{what} is not in canonical form: it was edited after saving; "
             "restore the original file"

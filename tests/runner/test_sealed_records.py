@@ -20,7 +20,7 @@ from onrecord.runner._gym import unwrapped_state
 from onrecord.runner._job import EpisodeJob, RunContext, _result, fingerprint
 from onrecord.runner._registry import EnvironmentRef, load_agent
 from onrecord.runner._sealed import CapturedEvidence, digest_of_canonical, record_line
-from onrecord.runner._store import _iterate
+from onrecord.runner._store_lines import iterate_records
 
 
 def _legacy_line(job: EpisodeJob, evidence: dict[str, Any], trial: dict[str, Any]) -> bytes:
@@ -128,7 +128,7 @@ def test_an_edited_record_is_still_refused_on_reading(tmp_path: Path) -> None:
     lines[1] = lines[1].replace(b'"seed":1', b'"seed":0', 1)
     path.write_bytes(b"".join(lines))
     with pytest.raises(DigestMismatch, match="line 2 does not match its digest"):
-        list(_iterate(RunStore.open(run), path))
+        list(iterate_records(RunStore.open(run), path))
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,6 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -36,16 +35,14 @@ from onrecord._canonical import (
 )
 from onrecord.episode._verify_files import (
     MAX_LINE,
-    bounded_lines,
     check_entry,
-    open_regular,
     read_regular,
     regular_sha256,
 )
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
-from onrecord.runner._actionlog import maybe_open, read_events, verify_block
+from onrecord.runner._actionlog import read_events
 from onrecord.runner._commit import GroupCommit, fsync_directory
-from onrecord.runner._job import EPISODE_RECORD_SCHEMA, JobResult
+from onrecord.runner._job import JobResult
 from onrecord.runner._leftovers import remove_leftovers
 from onrecord.runner._lock import LOCK_NAME, lock_directory, unlock
 from onrecord.runner._protocol import RunProtocol
@@ -57,7 +54,7 @@ from onrecord.runner._repair import (
     refuse_links,
     refuse_lost_records,
 )
-from onrecord.runner._sealed import digest_of_canonical
+from onrecord.runner._store_lines import EpisodeRecord, iterate_records
 from onrecord.runner._timeout import check_timeout
 
 __all__ = ["DECISION_SCHEMA", "RUN_SCHEMA", "EpisodeRecord", "RunStore", "RunWriter"]
@@ -75,21 +72,6 @@ def startable_entry(entry: Path) -> bool:
     finished by a start that was killed. Refused, that left a directory no command took:
     not a run (no ``run.json``) for ``--resume``, not empty for a new run."""
     return entry.name == LOCK_NAME or (entry.match(_MANIFEST_TEMPS) and entry.is_file())
-
-
-@dataclass(frozen=True)
-class EpisodeRecord:
-    """One verified line of ``episodes.jsonl``."""
-
-    data: dict[str, Any]
-    """The record: case_id, repeat, seed, evidence, trial, fingerprint, ..."""
-    actions_offset: int
-    """Where its block starts in ``actions.jsonl``."""
-
-    @property
-    def key(self) -> tuple[str, int]:
-        """(case_id, repeat)."""
-        return (str(self.data["case_id"]), int(self.data["repeat"]))
 
 
 class RunStore:
@@ -212,7 +194,7 @@ class RunStore:
     # -- reading -------------------------------------------------------------------
     def records(self) -> Iterator[EpisodeRecord]:
         """Every committed record, verified, in the order they were appended."""
-        yield from _iterate(self, self.file("episodes.jsonl"))
+        yield from iterate_records(self, self.file("episodes.jsonl"))
 
     def committed(self) -> dict[tuple[str, int], int]:
         """Key → line number of every committed episode (verifies the whole store)."""
@@ -272,56 +254,6 @@ def _changed(path: Path) -> DigestMismatch:
     return DigestMismatch(
         f"{path} does not match its sha256: it was changed after the episode was recorded"
     )
-
-
-def _iterate(store: RunStore, path: Path) -> Iterator[EpisodeRecord]:
-    if not path.exists():
-        return
-    seen: set[tuple[str, int]] = set()
-    offset = 0
-    actions = store.file("actions.jsonl")
-    with open_regular(path) as lines, maybe_open(actions) as log:
-        for number, line in bounded_lines(lines, path):  # never a multi-GB line whole
-            if not line.endswith(b"\n"):
-                return  # a torn last line: never committed
-            record = _verified_line(store, path, number, line, seen)
-            verify_block(log, actions, offset, record)
-            yield EpisodeRecord(record, offset)
-            offset += record["action_log"]["bytes"]
-
-
-def _verified_line(
-    store: RunStore, path: Path, number: int, line: bytes, seen: set[tuple[str, int]]
-) -> dict[str, Any]:
-    where = f"{path}: line {number}"
-    record = load_record_bytes(line, where)
-    if record.get("schema") != EPISODE_RECORD_SCHEMA:
-        raise SchemaError(
-            f"{where}: schema is {record.get('schema')!r}, expected {EPISODE_RECORD_SCHEMA!r}"
-        )
-    # Hashed over the line just proved canonical: the record is not serialized again.
-    if record.get("digest") != digest_of_canonical(line, record):
-        raise DigestMismatch(
-            f"{where} does not match its digest: the episode record was "
-            "changed after it was written"
-        )
-    if record.get("run_id") != store.run_id:
-        raise ConsistencyError(
-            f"{where} belongs to run {record.get('run_id')!r}, not "
-            f"{store.run_id!r}: records from another run were mixed in"
-        )
-    problem = store.protocol.unplanned(record)
-    if problem is not None:
-        raise ConsistencyError(
-            f"{where}: episode {record.get('case_id')}#{record.get('repeat')} is not an "
-            f"episode of this run: {problem}; the record was edited or copied from "
-            "another run: restore episodes.jsonl from a copy of the run"
-        )
-    key = (str(record["case_id"]), int(record["repeat"]))
-    if key in seen:
-        raise ConsistencyError(f"{where}: episode {key[0]}#{key[1]} is recorded twice")
-    seen.add(key)
-    return record
 
 
 class RunWriter:
