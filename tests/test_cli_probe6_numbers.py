@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from onrecord import AcceptancePolicy, CheckRequirement
-from onrecord.cli._numbers import rate_percent, threshold_percent
+from onrecord._numbers import rate_percent, threshold_percent
 from tests.cli_process import onrecord
 from tests.core.test_ci_outputs import make_report
 

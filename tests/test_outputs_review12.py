@@ -26,7 +26,7 @@ import pytest
 
 from onrecord import EvaluationReport
 from onrecord._canonical import content_digest, record_bytes
-from onrecord.cli._numbers import shown_reason
+from onrecord._numbers import shown_reason
 from onrecord.compare import compare_reports, few_bootstrap_pairs_note
 from onrecord.report import CheckResult, Trial
 from tests.cli_process import onrecord

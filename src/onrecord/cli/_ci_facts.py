@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from onrecord.cli._numbers import interval_percent, rate_percent, threshold_percent
+from onrecord._numbers import interval_percent, rate_percent, threshold_percent
 from onrecord.cli._render import plain
 from onrecord.policy import CheckRequirement, PolicyDecision, RequirementOutcome
 from onrecord.report import EvaluationReport

@@ -21,8 +21,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from onrecord._numbers import shown_reason
 from onrecord.cli._ci_facts import RequirementFacts, clean
-from onrecord.cli._numbers import shown_reason
 from onrecord.policy import PolicyDecision
 
 __all__ = ["gate_junit"]

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from onrecord._numbers import shown_reason
 from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, clean
-from onrecord.cli._numbers import shown_reason
 from onrecord.compare import (
     Comparison,
     discordant_cases,

@@ -17,17 +17,17 @@ from typing import Any
 from rich.console import Console
 
 from onrecord._natural import natural_key
-from onrecord._policy_rules import StatusTable, requirement_interval
-from onrecord._saved_decision import saved_headline
-from onrecord._stats import wilson_interval
-from onrecord.cli._bundle import Bundle
-from onrecord.cli._fitted import FittedTable
-from onrecord.cli._numbers import (
+from onrecord._numbers import (
     interval_percent,
     rate_percent,
     requirement_threshold,
     shown_reason,
 )
+from onrecord._policy_rules import StatusTable, requirement_interval
+from onrecord._saved_decision import saved_headline
+from onrecord._stats import wilson_interval
+from onrecord.cli._bundle import Bundle
+from onrecord.cli._fitted import FittedTable
 from onrecord.cli._render import (
     _styled,
     _table,

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from onrecord._numbers import fixed, interval_percent, percent
 from onrecord.cli._fitted import FittedTable, fitted_table
-from onrecord.cli._numbers import fixed, interval_percent, percent
 from onrecord.compare import (
     Comparison,
     discordant_cases,

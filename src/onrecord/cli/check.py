@@ -9,7 +9,7 @@ import json
 import math
 from typing import Any
 
-from onrecord.cli._numbers import fixed
+from onrecord._numbers import fixed
 from onrecord.cli._render import emit, plain
 from onrecord.envkit import ToolEpisode, get_check, run_checks, weighted_score
 from onrecord.errors import InputError
