@@ -19,7 +19,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	bash scripts/install-system-deps.sh
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH)

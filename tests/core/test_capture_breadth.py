@@ -440,7 +440,9 @@ def test_a_sequence_of_dicts_with_a_blob_key_is_no_blob_reference(tmp_path: Path
         (spaces.Tuple((spaces.Discrete(2), spaces.Box(0, 1, (), np.bool_))), (1, object())),
         (spaces.Dict({"on": spaces.Box(0, 1, (), np.bool_)}), {"on": object()}),
     ],
-    ids=repr,
+    # Named, not repr'd: an object's repr holds its address, and pytest-xdist refuses
+    # workers that collect different test ids.
+    ids=["bool scalar", "bool vector", "float text", "tuple part", "dict part"],
 )
 def test_an_action_that_box_contains_only_by_conversion_is_invalid(
     space: Any, invalid: Any, tmp_path: Path

@@ -103,9 +103,12 @@ def _run(out: Path, args: argparse.Namespace) -> int:
     for problem in problems:
         console.print(f"[red]unexpected:[/] {literal(problem)}")
     # Paths are the user's: "[/]" in a directory name crashed rich's markup parser
-    # (a traceback and exit 1, read as reject, after a complete run).
-    console.print(f"\nreports: {', '.join(literal(page) for page in pages)}")
-    console.print(f"everything else (evidence, run stores, databases): {literal(out)}/")
+    # (a traceback and exit 1, read as reject, after a complete run). soft_wrap: a path
+    # is printed whole on one line, to be copied; rich cut it where COLUMNS=80 ends.
+    console.print(f"\nreports: {', '.join(literal(page) for page in pages)}", soft_wrap=True)
+    console.print(
+        f"everything else (evidence, run stores, databases): {literal(out)}/", soft_wrap=True
+    )
     return 0 if not problems else 1
 
 

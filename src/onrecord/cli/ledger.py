@@ -73,10 +73,12 @@ def run(args: argparse.Namespace) -> int:
     console.print(decision_table(result))
     console.print(ablation_table(result.ablation()))
     # The path is the user's: "[/]" in it crashed rich's markup parser after a complete
-    # run (exit 1, read as reject); quoted so that the hint can be pasted as it is.
+    # run (exit 1, read as reject); quoted, and never wrapped (soft_wrap: rich cut the
+    # line where COLUMNS=80 ends), so that the hint can be pasted as it is.
     console.print(
         f"saved to {literal(out)}/ (verify with: onrecord ledger analyze "
-        f"{literal(shlex.quote(str(out)))})"
+        f"{literal(shlex.quote(str(out)))})",
+        soft_wrap=True,
     )
     return 0 if result.ok else 1
 

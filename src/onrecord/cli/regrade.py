@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
             f"[yellow]incomplete run:[/] {len(regrade.report.trials)} of "
             f"{regrade.expected} episodes recorded; never accepted (resume the run first)"
         )
-    console.print(f"saved to {literal(regrade.path)}")
+    console.print(f"saved to {literal(regrade.path)}", soft_wrap=True)
     for problem in _unverified_grading(Path(args.run_dir)):
         console.print(f"[yellow]warning:[/] {literal(problem)}")
     return regrade.exit_code

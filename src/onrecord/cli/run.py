@@ -4,6 +4,7 @@ progress bar, a summary table and the acceptance decision as the exit code."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -360,7 +361,8 @@ def _summary(
         f"[bold]run[/] {literal(result.store.run_id)} → {literal(result.store.path)}  "
         f"{recorded}/{result.expected} episodes recorded "
         f"({result.recorded_now} now, {progress.rate:.1f} ep/s, {executor} × "
-        f"{workers}{limit})"
+        f"{workers}{limit})",
+        soft_wrap=True,
     )
     render_report(console, result.report)
     render_decision(console, result.decision)
@@ -374,6 +376,8 @@ def _summary(
     if not result.complete:
         console.print(
             f"[yellow]incomplete:[/] {result.expected - recorded} episodes are "
-            f"missing; `onrecord run --resume {literal(result.store.path)}` retries them"
+            f"missing; `onrecord run --resume {literal(shlex.quote(str(result.store.path)))}` "
+            "retries them",
+            soft_wrap=True,  # the command is copied from here: one line, quoted
         )
     sys.stdout.flush()
