@@ -9,9 +9,10 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING, Any, Literal
 
-from onrecord._stats import clustered_interval
+from onrecord._stats import clustered_interval_of
 from onrecord.errors import PolicyError
 
 if TYPE_CHECKING:
@@ -68,15 +69,87 @@ def _share(numerator: int, denominator: int, threshold: float) -> str:
 
 
 class StatusTable:
-    """Every trial's case and its results' statuses by check name, read once per report
-    so that judging many requirements does not search each trial's results again."""
+    """Every trial's case and each check's status in every trial, read once per report
+    so that judging many requirements does not search each trial's results again; each
+    check's column, and each set of matched checks' tally, is counted once however many
+    requirements match it (an exact requirement and a glob share it)."""
 
-    __slots__ = ("cases", "statuses")
+    __slots__ = ("_case_of", "_columns", "_statuses", "_tallies", "_trials")
 
     def __init__(self, report: EvaluationReport) -> None:
         trials = report.trials
-        self.cases = [(trial.case["case_id"], trial.case["content_digest"]) for trial in trials]
-        self.statuses = [{r.name: r.status for r in trial.results} for trial in trials]
+        self._trials = len(trials)
+        # One status list per check, filled by a single walk over the results: a dict per
+        # trial, then a lookup per (trial, check), took three times as long.
+        statuses = self._statuses = {name: ["missing"] * len(trials) for name in report.check_names}
+        for index, trial in enumerate(trials):
+            for result in trial.results:
+                statuses[result.name][index] = result.status
+        cases: dict[tuple[str, str], int] = {}
+        # A small int per trial naming its case: per-case tallies then count ints in C
+        # instead of updating a dict keyed by (case id, digest) per result.
+        self._case_of = [
+            cases.setdefault((trial.case["case_id"], trial.case["content_digest"]), len(cases))
+            for trial in trials
+        ]
+        self._columns: dict[str, _Column] = {}
+        self._tallies: dict[tuple[str, ...], _Tally] = {}
+
+    def tally(self, matched: tuple[str, ...]) -> _Tally:
+        """The counts and interval of every (trial, check in ``matched``) result."""
+        found = self._tallies.get(matched)
+        if found is None:
+            found = self._tallies[matched] = self._count(matched)
+        return found
+
+    def _count(self, matched: tuple[str, ...]) -> _Tally:
+        columns = [self._column(name) for name in matched]
+        kinds: Counter[str] = Counter()
+        for column in columns:
+            kinds.update(column.kinds)
+        # A case's repeats, and the checks a glob matches in it, are one cluster.
+        results = Counter(chain.from_iterable(column.measured for column in columns))
+        passes = Counter(chain.from_iterable(column.passes for column in columns))
+        interval = clustered_interval_of(
+            list(map(passes.get, results, repeat(0))), list(results.values())
+        )
+        return _Tally(kinds, len(results), interval)
+
+    def _column(self, name: str) -> _Column:
+        found = self._columns.get(name)
+        if found is None:
+            # A name the report lacks (a saved decision's, shown beside another report)
+            # has no result in any trial.
+            statuses = self._statuses.get(name) or ["missing"] * self._trials
+            found = self._columns[name] = _Column(
+                Counter(statuses),
+                list(compress(self._case_of, map(_MEASURED.__contains__, statuses))),
+                list(compress(self._case_of, map("pass".__eq__, statuses))),
+            )
+        return found
+
+
+_MEASURED = frozenset(("pass", "fail"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Column:
+    """One check over every trial: its results by status (absent ones as "missing"),
+    and the case index of each measured and of each passing result."""
+
+    kinds: Counter[str]
+    measured: list[int]
+    passes: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class _Tally:
+    """Matched checks over every trial: results by status, distinct cases with a
+    measured result, and the pass rate's interval clustered by case."""
+
+    kinds: Counter[str]
+    cases: int
+    interval: tuple[float, float]
 
 
 def judge(
@@ -91,17 +164,12 @@ def judge(
         if not report.trials:
             why += ": the report holds no trial"
         return Judgement("undecided", 0, 0, 0, 0, matched, why, (0.0, 1.0))
-    table = table or StatusTable(report)
-    kinds: Counter[str] = Counter()
-    for name in matched:
-        kinds.update(statuses.get(name, "missing") for statuses in table.statuses)
+    tally = (table or StatusTable(report)).tally(matched)
+    kinds, cases, interval = tally.kinds, tally.cases, tally.interval
     passed, failed = kinds["pass"], kinds["fail"]
-    per_case = _case_tallies(table, matched)
     measured = passed + failed
     total = sum(kinds.values())
     unmeasured = total - measured
-    cases = len(per_case)
-    interval = clustered_interval(per_case)
     need = requirement.min_pass_rate
     # Evaluator and model errors are named apart from checks that could not measure and
     # from results absent from a trial: each calls for a different fix.
@@ -163,22 +231,7 @@ def _percent(value: float, threshold: float) -> str:
 def requirement_interval(table: StatusTable, matched: tuple[str, ...]) -> tuple[float, float]:
     """The interval ``judge`` gives a requirement that matched ``matched`` (for views of
     a saved decision, which keeps the counts but not the cases they came from)."""
-    return clustered_interval(_case_tallies(table, matched))
-
-
-def _case_tallies(table: StatusTable, matched: tuple[str, ...]) -> list[tuple[int, int]]:
-    """(passes, measured results) per case with one: the interval counts a case's
-    repeats, and the checks a glob matches in it, as one cluster, not as independent
-    results."""
-    per_case: dict[tuple[str, str], list[int]] = {}
-    for name in matched:
-        for case, statuses in zip(table.cases, table.statuses, strict=True):
-            status = statuses.get(name)
-            if status == "pass" or status == "fail":
-                tally = per_case.setdefault(case, [0, 0])
-                tally[0] += status == "pass"
-                tally[1] += 1
-    return [(passes, results) for passes, results in per_case.values()]
+    return table.tally(matched).interval
 
 
 # Field checks of ``onrecord.policy``, kept here so that module stays short.
