@@ -26,16 +26,18 @@ between calls, a statement a tool may not run (an observer's ``UPDATE sqlite_seq
 ...``, its own ``BEGIN`` and ``COMMIT``), the guard notes it (``stale``), and the next
 call expires every prepared statement before the tool runs (setting the authorizer
 again does that), so a tool typing the same text has it prepared again, under the
-guard, and refused. Nothing else expires them: a tool's own statements stay cached from
-call to call. (Schema changes, ``ATTACH`` and pragma settings needed none of this:
-SQLite prepares those statements again at each run.)
+guard, and refused. The same is done after a tool's statement read a hidden table, so
+the next step that runs it has it prepared again and its read noted (``sql_reads``, see
+``_sql_reads``). Nothing else expires them: a tool's
+own statements stay cached from call to call. (Schema changes, ``ATTACH`` and pragma
+settings needed none of this: SQLite prepares those statements again at each run.)
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from onrecord.envkit._sql import INTERNAL, INTERNAL_PREFIX
@@ -98,7 +100,17 @@ class StatementGuard:
     """The world connection's authorizer; it refuses only while a tool runs. It is also
     the gate the TEMP write triggers ask (``_call_guard``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hidden: Iterable[str] = ()) -> None:
+        self.hidden = frozenset(hidden)
+        """The world's hidden tables (``main``'s): a tool's SQL reading one is noted."""
+        self._hidden_names = {name.lower(): name for name in self.hidden}
+        self.sql_reads: dict[str, bool] = {}
+        """Hidden tables the running call's own SQL read (its ``ToolContext`` holds the
+        same dict), not counting ``ctx.reveal``'s statement (``revealing``); False when
+        every read named it unqualified, for no column, so a TEMP table may be what was
+        read (``_sql_reads.event_reads``)."""
+        self.revealing: int | None = None
+        """The thread running ``ctx.reveal``'s statement, whose read the reveal logs."""
         self.active = False
         self.refused: str | None = None
         """Why the first statement refused during the current call was refused."""
@@ -117,7 +129,9 @@ class StatementGuard:
         """Whether a statement this guard refuses to tools was prepared outside a call by
         the world's owner (setup, an observer, ``world.conn`` between calls). ``sqlite3``
         caches it by its text, and a tool typing that text would run it unasked: the
-        next call expires every prepared statement first (``WorldConnection.tool_call``)."""
+        next call expires every prepared statement first (``WorldConnection.tool_call``).
+        Also set once a tool's statement that reads a hidden table was prepared
+        (``_sql_reads``)."""
         self.strays: dict[int, threading.Thread] = {}
         """Threads started during a call and still alive after it returned, by ident: a
         tool's, whose SQL would otherwise run unguarded between calls, during a reset
@@ -220,8 +234,16 @@ class StatementGuard:
             if self.strays and self.is_stray():
                 may = action in _STRAY_MAY or (action == sqlite3.SQLITE_PRAGMA and arg2 is None)
                 if may and refusal(action, arg1, arg2, source) is None:
+                    if action == sqlite3.SQLITE_READ and arg1 in self.hidden:
+                        self.stale = True  # no call's read, but cached for a tool's
                     return sqlite3.SQLITE_OK
                 return sqlite3.SQLITE_DENY  # not recorded: it is no running call's doing
+            if action == sqlite3.SQLITE_READ:  # never refused: only noted
+                if arg1 in self.hidden and database == "main":
+                    self._hidden_read(arg1, source, True)
+                elif arg2 == "" and self.hidden:  # no column read: the name as written
+                    self._nameless_read(arg1 or "", database)
+                return sqlite3.SQLITE_OK
             if not self.active:
                 # Prepared for the owner: allowed, but noted if a tool may not run it, as
                 # the cached statement would otherwise be served to a tool unasked.
@@ -239,6 +261,28 @@ class StatementGuard:
             # to be raised once SQLite returns (_ctrl_c); the statement is denied.
             self.interrupted = True
             return sqlite3.SQLITE_DENY
+
+    def _nameless_read(self, name: str, database: str | None) -> None:
+        """A table read for no column (``SELECT count(*) FROM notes``): SQLite names it
+        as the statement wrote it, schema too (``None`` when unqualified, which may be a
+        TEMP table of that name: ``_sql_reads`` looks at the end of the call)."""
+        table = self._hidden_names.get(name.lower())
+        if table is not None and (database is None or database.lower() == "main"):
+            self._hidden_read(table, None, database is not None)
+
+    def _hidden_read(self, table: str, source: str | None, main: bool) -> None:
+        """Note that the statement a tool's call is preparing reads hidden ``table`` (of
+        ``main``, or, ``main`` False, of ``main`` unless a TEMP table shadows it), unless
+        onrecord's own trigger or ``ctx.reveal`` reads it, and expire the cached statement
+        before the next call (see ``_sql_reads``). The owner's reads between calls are
+        not noted, and expire nothing: the world's own (digests, saving) would otherwise
+        have every statement prepared again at the next call."""
+        if not self.active or (source or "").startswith(INTERNAL_PREFIX):  # audit trigger
+            return
+        if self.revealing == threading.get_ident():  # logged with its key
+            return
+        self.sql_reads[table] = main or self.sql_reads.get(table, False)
+        self.stale = True
 
 
 def refusal(action: int, arg1: str | None, arg2: str | None, source: str | None) -> str | None:

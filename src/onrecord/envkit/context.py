@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
+from onrecord.envkit._guard import StatementGuard
 from onrecord.envkit._outcome import safe_repr
 from onrecord.envkit._portable import portable
-from onrecord.envkit._sql import Table, portable_value, quote, row_dict
+from onrecord.envkit._sql import Table, internal, portable_value, quote, row_dict
+from onrecord.envkit._sql_reads import event_reads
 from onrecord.envkit._text import lossless, plain_rows, raw_text, reads_only, undecodable
 from onrecord.errors import InputError, OnrecordError, PortabilityError
 
@@ -42,6 +46,12 @@ class ToolContext:
         """The step number of this call (1 for the first call of an episode)."""
         self.reads: list[dict[str, Any]] = []
         """Hidden records revealed by this call: ``{"table", "key"}``."""
+        self.sql_reads: dict[str, bool] = {}
+        """Hidden tables this call's own SQL read, outside :meth:`reveal` (the world's
+        guard notes them as statements are prepared: see ``_sql_reads``)."""
+        self._guard = getattr(conn, "guard", None)
+        if isinstance(self._guard, StatementGuard):
+            self._guard.sql_reads = self.sql_reads  # this call's, from now on
         self._seed = seed
         self._hidden = hidden
         self._tracer = tracer
@@ -100,8 +110,13 @@ class ToolContext:
         # main.: a TEMP table or view a tool created under the hidden table's name
         # would otherwise be read instead, and logged as a read of the real row.
         sql = f"SELECT {layout.select_list()} FROM main.{quote(table)} WHERE {where}"
-        with plain_rows(self.connection):  # a factory the tool set must not forge the read
-            row = lossless(self.connection, lambda: _first(self.execute(sql, values)))
+        read = (internal(sql), values)
+        if self._tracer is not None:
+            self._tracer(sql, values)
+        with plain_rows(self.connection), self._revealing():  # a tool's factory: no forgery
+            # INTERNAL: a tool typing this text must not be served the statement prepared
+            # here, whose read the guard left to this reveal to log.
+            row = lossless(self.connection, lambda: _first(self.connection.execute(*read)))
         if row is None:  # nothing read: the key as asked for
             self.reads.append({"table": table, "key": _logged_key(values)})
             return None
@@ -111,6 +126,24 @@ class ToolContext:
         stored = [row[position] for position in layout.key_positions]
         self.reads.append({"table": table, "key": _logged_key(stored)})
         return row_dict(layout, row)
+
+    @contextmanager
+    def _revealing(self) -> Iterator[None]:
+        """The guard leaves the read of the block's statement to :meth:`reveal` to log."""
+        guard = self._guard
+        if not isinstance(guard, StatementGuard):
+            yield
+            return
+        was, guard.revealing = guard.revealing, threading.get_ident()
+        try:
+            yield
+        finally:
+            guard.revealing = was
+
+    def logged_reads(self) -> list[dict[str, Any]]:
+        """The event's ``reads``: each reveal, then ``{"table", "rows": "unknown"}`` for
+        each hidden table this call's own SQL read (``_sql_reads``)."""
+        return event_reads(self.connection, self.reads, self.sql_reads)
 
     @staticmethod
     def reject(message: str) -> NoReturn:

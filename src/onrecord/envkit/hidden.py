@@ -2,19 +2,24 @@
 
 Declare hidden tables with ``ToolWorld(..., hidden=["case_notes"])``; tools read them
 with ``ctx.reveal(table, key)``, which logs ``{"table", "key"}`` in the event's ``reads``.
+A tool's own SQL that reads one is logged as ``{"table", "rows": "unknown"}``
+(``_sql_reads``): the table was read, but which rows is unknown, so it counts as a read of
+the table and never as a read of any one key.
 The helpers here turn the saved log and audit into "read X before writing Y" verdicts.
 A table name the episode's database does not have (a typo in a check) is an
 ``InputError`` naming the tables it has, so a check built on them is an evaluator error
 rather than a verdict about nothing; so is reading a table that is not hidden (only
-reveals of hidden tables are logged, so no step ever reads it).
+reads of hidden tables are logged, so no step ever reads it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from onrecord._canonical import canonical_bytes
 from onrecord.envkit._sql import portable_value
+from onrecord.envkit._sql_reads import unknown_rows
 from onrecord.envkit.episode import ToolEpisode
 from onrecord.episode import OutcomeCheck, OutcomeVerdict
 from onrecord.errors import InputError
@@ -60,24 +65,33 @@ def _hidden(episode: ToolEpisode, table: Any, helper: str) -> None:
     if table not in hidden:
         raise InputError(
             f"{helper}: {table!r} is not a hidden table of this episode, and reads are "
-            f"logged only for hidden tables (ctx.reveal), so no step ever reads it; "
+            f"logged only for hidden tables, so no step ever reads it; "
             f"hidden tables: {hidden or 'none'}"
         )
 
 
 def read_steps(episode: ToolEpisode, table: str, key: Any = ANY) -> list[int]:
-    """Steps whose successful call revealed a record of ``table`` (with ``key``).
+    """Steps whose successful call read ``table``: revealed a record of it, or (with no
+    ``key``) ran SQL that read it. With ``key``, only the steps that revealed that
+    record: a read by SQL logs no rows, so it is never counted as a read of one key.
 
     ``InputError`` when ``table`` is not one of the episode's hidden tables."""
     _hidden(episode, table, "read_steps")
+    return _steps(episode, lambda read: read["table"] == table and _read_matches(key, read))
+
+
+def _read_matches(key: Any, read: dict[str, Any]) -> bool:
+    if "key" in read:
+        return _key_matches(key, read["key"])
+    return key is ANY and unknown_rows(read)
+
+
+def _steps(episode: ToolEpisode, matches: Callable[[dict[str, Any]], bool]) -> list[int]:
+    """Steps whose successful call logged a read that ``matches``."""
     return [
         event["step"]
         for event in episode.actions
-        if event["status"] == "ok"
-        and any(
-            read["table"] == table and _key_matches(key, read["key"])
-            for read in event.get("reads", ())
-        )
+        if event["status"] == "ok" and any(matches(read) for read in event.get("reads", ()))
     ]
 
 
@@ -98,11 +112,14 @@ def write_steps(episode: ToolEpisode, table: str, key: Any = ANY) -> list[int]:
 def read_before_write(
     episode: ToolEpisode, read: tuple[str, Any] | str, write: tuple[str, Any] | str
 ) -> OutcomeVerdict:
-    """Pass when a record of ``read`` was revealed before the first change to ``write``.
+    """Pass when ``read`` was read (see :func:`read_steps`) before the first change to
+    ``write``.
 
     ``read`` and ``write`` are a table name or ``(table, key)``. Not measured when
-    ``write`` never changed (nothing to judge the order of). ``InputError`` when ``read``
-    is not a hidden table of the episode or ``write`` not a table of its database.
+    ``write`` never changed (nothing to judge the order of), and when no reveal of the
+    key came before it but a step's own SQL read the table (which rows it read is
+    unknown). ``InputError`` when ``read`` is not a hidden table of the episode or
+    ``write`` not a table of its database.
     """
     read_table, read_key = (read, ANY) if isinstance(read, str) else read
     write_table, write_key = (write, ANY) if isinstance(write, str) else write
@@ -125,6 +142,16 @@ def read_before_write(
             f"{what} was read at step {reads[0]}, before the first change at step {writes[0]}",
             facts,
         )
+    if read_key is not ANY:
+        by_sql = _steps(episode, lambda r: r["table"] == read_table and unknown_rows(r))
+        if by_sql and by_sql[0] < writes[0]:
+            return OutcomeVerdict(
+                None,
+                f"step {by_sql[0]}'s SQL read {read_table} before the first change to "
+                f"{_label(write_table, write_key)} at step {writes[0]}, but which rows it "
+                f"read is unknown, so whether {what} was read first cannot be judged",
+                {**facts, "sql_read_steps": by_sql},
+            )
     when = f"only at step {reads[0]}" if reads else "never"
     return OutcomeVerdict(
         False,

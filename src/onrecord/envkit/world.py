@@ -94,7 +94,7 @@ class ToolWorld:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="onrecord-world-")
             path = Path(self._tmpdir.name) / "world.db"
         self.path = Path(path)
-        self._guard = StatementGuard()
+        self._guard = StatementGuard(self.hidden)  # notes tools' SQL reads of them
         self.conn = _setup.open_world(self.path, self._guard, foreign_keys=foreign_keys)
         self.run_id: str | None = None
         self.case: EvalCase | None = None
@@ -222,7 +222,7 @@ class ToolWorld:
             "tool": tool if type(tool) is str and tool.isascii() else _outcome.tool_label(tool),
             "arguments": logged_args,
             "state_version": self.state_version,
-            "reads": [] if ctx is None else ctx.reads,
+            "reads": [] if ctx is None else ctx.logged_reads(),
             "ts": ts,
             "duration_ns": time.perf_counter_ns() - started,
             **outcome,
