@@ -109,6 +109,8 @@ _NOT_MARKED_HERE = {
     ("_text.py", '"EXPLAIN " + sql'),  # the tool's own statement, explained in its call
     ("snapshot.py", "schema"),  # the owner's schema script, on the snapshot's connection
     ("_connection.py", "sql_script"),  # the caller's script (refused inside a tool)
+    ("_connection.py", "sql"),  # the caller's statement, on a world cursor
+    ("_sql_reads.py", "sql"),  # the world cursor running the caller's statement
     ("_undo.py", "item.delete"),  # built by internal() in _prepare
     ("_undo.py", "item.fetch"),
     ("_undo.py", "item.insert"),

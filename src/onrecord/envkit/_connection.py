@@ -39,6 +39,7 @@ from onrecord.envkit._ctrl_c import noting, noting_class
 from onrecord.envkit._guard import StatementGuard
 from onrecord.envkit._registrations import function_names, unregister
 from onrecord.envkit._sql import INTERNAL_PREFIX, internal
+from onrecord.envkit._sql_reads import TrackedCursor, tracked
 from onrecord.errors import OnrecordError
 
 __all__ = ["WorldConnection"]
@@ -125,6 +126,20 @@ class WorldConnection(sqlite3.Connection):
                 "connection.execute)",
             )
         return super().executescript(sql_script)
+
+    # The world's cursors tell the guard what they run (``_sql_reads``). sqlite3's own
+    # Connection.execute makes a plain cursor without calling ``cursor()``. (Made by
+    # ``cursor()``, not ``TrackedCursor(self)``: only ``cursor()`` has the connection
+    # drop its weak references to collected cursors, which otherwise grew every call.)
+    def cursor(self, factory: Any = sqlite3.Cursor) -> Any:
+        usable = isinstance(factory, type) and issubclass(factory, sqlite3.Cursor)
+        return super().cursor(tracked(factory) if usable else factory)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        return super().cursor(TrackedCursor).execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        return super().cursor(TrackedCursor).executemany(sql, parameters)
 
     def set_authorizer(self, authorizer_callback: Callable[..., int] | None) -> None:
         self._refuse("set_authorizer", "the world's authorizer is onrecord's guard")
@@ -262,6 +277,7 @@ class WorldConnection(sqlite3.Connection):
         assert guard is not None
         if guard.stale:  # the owner prepared what a tool may not run: see _guard
             guard.stale = False
+            guard.read_texts.clear()  # every statement is prepared, and noted, again
             # SQLite expires every prepared statement of the connection when an
             # authorizer is set (3.40: main.c): each is prepared again, under the guard,
             # when next run. The cache (by SQL text) is kept; only the plans are redone.

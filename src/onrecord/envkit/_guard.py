@@ -26,11 +26,13 @@ between calls, a statement a tool may not run (an observer's ``UPDATE sqlite_seq
 ...``, its own ``BEGIN`` and ``COMMIT``), the guard notes it (``stale``), and the next
 call expires every prepared statement before the tool runs (setting the authorizer
 again does that), so a tool typing the same text has it prepared again, under the
-guard, and refused. The same is done after a tool's statement read a hidden table, so
-the next step that runs it has it prepared again and its read noted (``sql_reads``, see
-``_sql_reads``). Nothing else expires them: a tool's
-own statements stay cached from call to call. (Schema changes, ``ATTACH`` and pragma
-settings needed none of this: SQLite prepares those statements again at each run.)
+guard, and refused. A tool's statement that reads a hidden table stays cached: the
+world's cursors tell the guard each statement's text, and a text known to read one is
+noted each time it runs (``sql_reads``, ``read_texts``: see ``_sql_reads``); only one
+prepared past them, or a TEMP schema change, expires them all. Nothing else expires
+them: a tool's own statements stay cached from call to call. (Schema changes, ``ATTACH``
+and pragma settings needed none of this: SQLite prepares those statements again at each
+run.)
 """
 
 from __future__ import annotations
@@ -111,6 +113,12 @@ class StatementGuard:
         read (``_sql_reads.event_reads``)."""
         self.revealing: int | None = None
         """The thread running ``ctx.reveal``'s statement, whose read the reveal logs."""
+        self.running: tuple[int, str] | None = None
+        """The thread and SQL text a world cursor is running (``_sql_reads.TrackedCursor``)."""
+        self.read_texts: dict[str, dict[str, bool]] = {}
+        """SQL texts whose prepared statement reads hidden tables (as ``sql_reads``), so
+        that a run served from ``sqlite3``'s cache, which SQLite authorizes no more, is
+        noted too; emptied whenever every statement is expired (``tool_call``)."""
         self.active = False
         self.refused: str | None = None
         """Why the first statement refused during the current call was refused."""
@@ -252,6 +260,8 @@ class StatementGuard:
                 return sqlite3.SQLITE_OK
             reason = refusal(action, arg1, arg2, source)
             if reason is None:
+                if action in _TEMP_CHANGES and self.hidden:
+                    self.stale = True  # a name may now mean another table: see read_texts
                 return sqlite3.SQLITE_OK
             if self.refused is None:
                 self.refused = reason
@@ -271,18 +281,24 @@ class StatementGuard:
             self._hidden_read(table, None, database is not None)
 
     def _hidden_read(self, table: str, source: str | None, main: bool) -> None:
-        """Note that the statement a tool's call is preparing reads hidden ``table`` (of
-        ``main``, or, ``main`` False, of ``main`` unless a TEMP table shadows it), unless
-        onrecord's own trigger or ``ctx.reveal`` reads it, and expire the cached statement
-        before the next call (see ``_sql_reads``). The owner's reads between calls are
-        not noted, and expire nothing: the world's own (digests, saving) would otherwise
-        have every statement prepared again at the next call."""
-        if not self.active or (source or "").startswith(INTERNAL_PREFIX):  # audit trigger
-            return
-        if self.revealing == threading.get_ident():  # logged with its key
-            return
-        self.sql_reads[table] = main or self.sql_reads.get(table, False)
-        self.stale = True
+        """Note that the statement being prepared reads hidden ``table`` (of ``main``, or,
+        ``main`` False, of ``main`` unless a TEMP table shadows it), unless onrecord's own
+        trigger or ``ctx.reveal`` reads it: by its text, for its later runs from the cache
+        (the owner's statements too, which a tool may type), and, in a tool's call, as
+        the call's read. One prepared past the world's cursors (no known text) has every
+        statement expired before the next call instead (see ``_sql_reads``)."""
+        ident = threading.get_ident()
+        if (source or "").startswith(INTERNAL_PREFIX) or self.revealing == ident:
+            return  # an audit trigger's read, or the reveal's, logged with its key
+        running = self.running
+        text = running[1] if running is not None and running[0] == ident else None
+        if text is not None and INTERNAL not in text:
+            reads = self.read_texts.setdefault(text, {})
+            reads[table] = main or reads.get(table, False)
+        if self.active:
+            self.sql_reads[table] = main or self.sql_reads.get(table, False)
+            if text is None:  # prepared past the world's cursors: its cached runs unseen
+                self.stale = True
 
 
 def refusal(action: int, arg1: str | None, arg2: str | None, source: str | None) -> str | None:

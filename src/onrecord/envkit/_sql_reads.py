@@ -8,22 +8,30 @@ say, so the step's event logs ``{"table": name, "rows": "unknown"}``: an entry w
 so a check can never take it for a read of one row.
 
 A statement runs from ``sqlite3``'s cache without being prepared again, so without the
-authorizer: once a call read a hidden table by SQL, the next call expires every prepared
-statement first (the guard's ``stale``), and a cached statement that reads a hidden
-table is prepared, and noted, again in whichever later step runs it. (A text the world's
-owner ran on ``world.conn`` between calls, which a tool later types, is not: see
-docs/envkit.md.)
+authorizer. The world's cursors (``TrackedCursor``: ``connection.execute``,
+``executemany`` and ``cursor()`` all make one) tell the guard the text they run; a text
+whose preparation read a hidden table is remembered (``read_texts``) and noted at every
+step that runs it. Expiring every prepared statement instead, as a first version did,
+cost the remittance runs a third of their throughput (each statement and its audit
+triggers prepared again after every notes lookup). A statement prepared past those
+cursors (``sqlite3.Cursor(connection)``, the base class's ``execute``) still has every
+statement expired before the next call, and so is noted when next prepared.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
-from typing import Any
+import threading
+from collections.abc import Iterable, Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from onrecord.envkit._sql import internal
+from onrecord.envkit._sql import INTERNAL, internal
 
-__all__ = ["UNKNOWN_ROWS", "event_reads", "unknown_rows"]
+if TYPE_CHECKING:
+    from onrecord.envkit._guard import StatementGuard
+
+__all__ = ["UNKNOWN_ROWS", "TrackedCursor", "event_reads", "tracked", "unknown_rows"]
 
 UNKNOWN_ROWS = "unknown"
 """The ``rows`` of a read logged for a tool's own SQL: which rows it read is unknown."""
@@ -65,3 +73,49 @@ def _shadowed(conn: sqlite3.Connection, table: str) -> bool:
 def unknown_rows(read: Mapping[str, Any]) -> bool:
     """Whether a logged read is a table-level read by SQL (rows unknown), not a reveal."""
     return "key" not in read and read.get("rows") == UNKNOWN_ROWS
+
+
+class TrackedCursor(sqlite3.Cursor):
+    """A cursor of the world's connection: the guard knows the text of the statement it
+    runs, to note a cached statement's hidden reads each time it runs (module doc)."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> TrackedCursor:
+        guard, previous = _running(self, sql)
+        try:
+            return super().execute(sql, parameters)
+        finally:
+            if guard is not None:
+                guard.running = previous
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> TrackedCursor:
+        guard, previous = _running(self, sql)
+        try:
+            return super().executemany(sql, parameters)
+        finally:
+            if guard is not None:
+                guard.running = previous
+
+
+def _running(
+    cursor: sqlite3.Cursor, sql: Any
+) -> tuple[StatementGuard | None, tuple[int, str] | None]:
+    """Tell the guard that ``sql`` runs now on this thread; in a tool's call, note the
+    hidden reads its text is known for. Returns what to restore after."""
+    guard: StatementGuard | None = getattr(cursor.connection, "guard", None)
+    if guard is None or type(sql) is not str:
+        return None, None
+    previous, ident = guard.running, threading.get_ident()
+    guard.running = (ident, sql)
+    reads = guard.read_texts.get(sql) if guard.active else None
+    if reads and guard.revealing != ident and INTERNAL not in sql:
+        for table, main in reads.items():
+            guard.sql_reads[table] = main or guard.sql_reads.get(table, False)
+    return guard, previous
+
+
+@cache
+def tracked(factory: type[sqlite3.Cursor]) -> type[sqlite3.Cursor]:
+    """``factory`` (a tool's cursor class) made a ``TrackedCursor`` too."""
+    if issubclass(factory, TrackedCursor) or factory is sqlite3.Cursor:
+        return TrackedCursor if factory is sqlite3.Cursor else factory
+    return type(f"Tracked{factory.__name__}", (TrackedCursor, factory), {})
