@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -157,9 +158,13 @@ def _interval(bounds: tuple[float, float]) -> str:
 def print_interval_note(console: Console) -> None:
     """The line saying what the "95% interval" column is, once per console: ``run`` and
     ``regrade`` print the report's table and the decision's, and said it under both."""
-    if not getattr(console, "_onrecord_interval_noted", False):
+    if console not in _NOTED:
         console.print(f"  {INTERVAL_NOTE}")
-        console._onrecord_interval_noted = True  # type: ignore[attr-defined]
+        _NOTED.add(console)
+
+
+_NOTED: weakref.WeakSet[Console] = weakref.WeakSet()
+"""Consoles that printed the interval note (weakly: a console ends with its command)."""
 
 
 def render_report(console: Console, report: EvaluationReport) -> None:
