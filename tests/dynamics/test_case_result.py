@@ -148,3 +148,43 @@ def test_simulator_errors_become_evaluator_errors(cartpole: Simulator) -> None:
     assert forecast.status == "simulator_error"
     assert trial.results[0].status == "evaluator_error"
     assert reference.digest[:12] in trial.results[0].reason
+
+
+def test_every_verdict_is_the_absolute_error_against_its_tolerance(
+    forecasts: dict[str, Any],
+) -> None:
+    # Each check's pass or fail, recomputed from the forecast's own means and the
+    # simulator's states: |mean - truth| <= tolerance passes, anything above fails.
+    columns = {"pole_angle": 2, "cart_velocity": 1}  # CartPole's observation order
+    tolerance = {"pole_angle": {1: 0.001, 4: 0.005}, "cart_velocity": {}}
+    seen = {"pass": 0, "fail": 0}
+    for forecast in forecasts["action"] + forecasts["blind"]:
+        trial = forecast_case_result(forecast, TOLERANCES)
+        for name, column in columns.items():
+            for h in HORIZONS:
+                result = trial.result(f"dynamics/{name}/h{h}")
+                assert result is not None
+                if h > forecast.observed_steps:
+                    assert result.status == "not_measured"
+                    continue
+                error = float(forecast.mean[h - 1, column] - forecast.truth[h - 1, column])
+                limit = tolerance[name].get(h, 0.05)
+                expected = "pass" if abs(error) <= limit else "fail"
+                assert result.status == expected, (name, h, error, limit)
+                assert result.evidence["error"] == pytest.approx(error, rel=1e-12, abs=1e-15)
+                seen[expected] += 1
+    # Both verdicts occur, so the comparison above is tested in both directions.
+    assert seen["pass"] > 0
+    assert seen["fail"] > 0
+
+
+def test_an_error_equal_to_its_tolerance_passes_and_one_above_fails(
+    forecasts: dict[str, Any],
+) -> None:
+    forecast = forecasts["blind"][0]
+    error = abs(float(forecast.mean[0, 1] - forecast.truth[0, 1]))
+    assert error > 0
+    at = forecast_case_result(forecast, {"cart_velocity": error})
+    below = forecast_case_result(forecast, {"cart_velocity": math.nextafter(error, 0.0)})
+    assert at.result("dynamics/cart_velocity/h1").status == "pass"  # type: ignore[union-attr]
+    assert below.result("dynamics/cart_velocity/h1").status == "fail"  # type: ignore[union-attr]

@@ -97,6 +97,9 @@ def test_summary_matches_an_independent_paired_bootstrap(runs: list[Any]) -> Non
         totals.setdefault(run.record["model_id"], []).append(float(sum(rewards)))
     index = np.random.default_rng(0).integers(0, len(SEEDS), (500, len(SEEDS)))
     floor, top = np.array(totals["random-walk/v1"]), np.array(totals["oracle/CartPole-v1"])
+    # One row per model run, so that the loop below checks every one of them.
+    assert sorted(row["model_id"] for row in rows) == sorted(totals)
+    assert len(totals) == 3
     for row in rows:
         mine = np.array(totals[row["model_id"]])
         assert row["mean_return"] == pytest.approx(mine.mean())
@@ -108,12 +111,19 @@ def test_summary_matches_an_independent_paired_bootstrap(runs: list[Any]) -> Non
 
 def test_one_seed_gives_no_interval_and_equal_floor_and_top_no_score(runs: list[Any]) -> None:
     one = [r for r in runs if r.record["seed"] == SEEDS[0] and not r.failed]
-    for row in closed_loop_summary(
+    returns = {
+        r.record["model_id"]: float(sum(t["reward"] for t in r.episode.transitions())) for r in one
+    }
+    summary = closed_loop_summary(
         one, random_model="random-walk/v1", oracle_model="oracle/CartPole-v1"
-    ):
+    )
+    assert sorted(row["model_id"] for row in summary) == sorted(returns)
+    assert len(returns) == 3
+    for row in summary:
         assert row["return_ci"] is None
         assert row["normalized_ci"] is None
-        assert row["mean_return"] is not None
+        # One seed still has a mean: that seed's own return.
+        assert row["mean_return"] == pytest.approx(returns[row["model_id"]])
     same = [r for r in runs if r.record["model_id"] == "persistence/v1"]
     (row,) = closed_loop_summary(same, random_model="persistence/v1", oracle_model="persistence/v1")
     assert row["normalized_score"] is None

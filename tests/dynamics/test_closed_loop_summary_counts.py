@@ -189,7 +189,9 @@ def test_seeds_without_a_defined_gap_are_counted() -> None:
         found += run_closed_loop(
             CARTPOLE, model, ExhaustivePlanner(4), seeds=[0, 1, 2], max_steps=3
         )
-    for row in closed_loop_summary(found, **NAMES, draws=200):
+    summary = closed_loop_summary(found, **NAMES, draws=200)
+    assert sorted(row["model_id"] for row in summary) == sorted(NAMES.values())
+    for row in summary:
         assert row["prediction_gap"] is None
         assert row["prediction_gap_undefined"] == 3
 

@@ -9,6 +9,7 @@ saved episode, and ``load_episodes`` and ``onrecord verify`` read them from ther
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -137,9 +138,24 @@ def test_an_experiment_directory_pins_the_blobs(
 ) -> None:
     root = tmp_path / "wm"
     save_episodes(root / "data" / "frames.episodes.jsonl", episodes)
-    write_manifest(root)
+    listed = write_manifest(root)
+    # The manifest lists every blob of both episodes with its own sha256.
+    folder = "data/frames.episodes.jsonl.blobs"
+    blobs = {f"{folder}/{digest}" for episode in episodes for digest in episode.blobs}
+    assert blobs
+    assert blobs <= set(listed)
+    for name in blobs:
+        assert listed[name].removeprefix("sha256:") == (
+            hashlib.sha256((root / name).read_bytes()).hexdigest()
+        )
     done = onrecord("verify", root)
     assert done.returncode == 0, done.stderr
-    blob = next((root / "data" / "frames.episodes.jsonl.blobs").iterdir())
+    blob = next((root / folder).iterdir())
     done = onrecord("verify", blob)
     assert done.returncode == 0, done.stderr
+    # Pinned: one changed byte of a blob and the directory no longer verifies.
+    original = blob.read_bytes()
+    blob.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
+    done = onrecord("verify", root)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert blob.name in done.stderr

@@ -15,7 +15,13 @@ from onrecord import EvalCase
 from onrecord._canonical import canonical_bytes, digest_bytes, load_record_bytes
 from onrecord.dynamics import ForecastEvidence
 from onrecord.dynamics_metrics import forecast_case_result
-from onrecord.errors import ConsistencyError, EvidenceError, InputError, OnrecordError
+from onrecord.errors import (
+    ConsistencyError,
+    EvidenceError,
+    InputError,
+    OnrecordError,
+    SchemaError,
+)
 from onrecord.integrations.gymnasium import capture_episode
 from tests.dynamics.test_capture import ACTIONS, capture, persistence, seed_reference
 
@@ -105,9 +111,15 @@ def test_hand_made_records_with_a_valid_digest_are_refused(
 ) -> None:
     # The digest proves self-consistency only; the shape must still be checked so a
     # crafted record fails at load, not as a KeyError inside the metrics.
+    # The resealing itself is sound: an unchanged record resealed loads, so a refusal
+    # below comes from the shape check and not from a digest that no longer matches.
+    assert ForecastEvidence.from_dict(resealed(forecast, lambda d: None)).digest == (
+        forecast.digest
+    )
     data = resealed(forecast, MALFORMED[name])
-    with pytest.raises(EvidenceError):
+    with pytest.raises((SchemaError, ConsistencyError)) as raised:
         ForecastEvidence.from_dict(data)
+    assert isinstance(raised.value, EvidenceError)
 
 
 def test_a_zero_action_forecast_with_deviations_loads(forecast: ForecastEvidence) -> None:

@@ -86,6 +86,10 @@ def test_crps_tends_to_the_absolute_error_as_the_deviation_vanishes(
         single = forecast_metrics(forecasts[0])
     assert agg.crps is not None
     assert agg.nll is not None
+    # The limit, computed here from the forecasts themselves: the mean absolute error.
+    error = np.stack([f.mean - f.truth for f in forecasts])
+    assert (np.abs(error) > 0).all()
+    np.testing.assert_allclose(agg.crps, np.abs(error).mean(0), rtol=1e-12)
     np.testing.assert_allclose(agg.crps, agg.mae)
     assert np.isinf(agg.nll).all()
     assert np.isinf(single.nll).all()

@@ -252,6 +252,7 @@ def test_an_error_of_a_full_turn_less_epsilon_counts_as_epsilon(env_id: str, tur
 def test_a_half_turn_error_keeps_its_sign() -> None:
     scenario = Scenario("Pendulum-v1", range(720, 723), 4)
     forecasts = scenario.forecast(lambda seed, k: np.array([np.pi, 0.0]), horizons=[1, 4])
+    assert [f.status for f in forecasts] == ["ok"] * 3
     for forecast in forecasts:
         error = forecast_metrics(forecast).error[:, 0]
         assert ((error > 3.14159) & (error <= np.pi + 1e-12)).all()
@@ -327,6 +328,8 @@ def test_same_cohort_is_the_references_every_model_observed_everywhere(
     assert excluded["failed_by_model"] == {"good/v1": 0, "flaky/v1": len(fails_on & set(whole))}
     for model, step in (("good/v1", 2e-3), ("flaky/v1", 1e-3)):
         rows = table["models"][model]["rows"]
+        # One row per CartPole coordinate (4) and horizon, so no loop below is empty.
+        assert sorted(row["horizon"] for row in rows) == sorted(HORIZONS * 4)
         for row in rows:
             assert row["measured"] == row["denominator"] == len(cohort)
             assert row["mae"] == pytest.approx(step * row["horizon"], rel=1e-9)

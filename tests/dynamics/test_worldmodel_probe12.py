@@ -30,6 +30,11 @@ from tests.dynamics.test_same_cohort_analysis import SOMETIMES_NAN, as_written_b
 HORIZONS = (1, 4, 8, 16, 32)
 
 
+def _horizons_of(rows: list[dict[str, Any]]) -> list[int]:
+    """The horizons of a table's rows: CartPole's four coordinates at each horizon."""
+    return sorted(row["horizon"] for row in rows)
+
+
 def _censored_at(forecasts: list[Any], horizon: int) -> int:
     return sum(f.observed_steps < horizon for f in forecasts)
 
@@ -48,6 +53,7 @@ def test_same_cohort_rows_count_the_cohort_and_the_left_out_apart(
     assert table["forecasts"] == (
         table["model_errors"] + table["simulator_errors"] + table["cohort"] + table["left_out"]
     )
+    assert _horizons_of(table["rows"]) == sorted(HORIZONS * 4)
     for row in table["rows"]:
         # Before: censored counted the left-out forecasts too (29 beside 11 of 11).
         assert row["measured"] == row["denominator"] == cohort
@@ -56,6 +62,7 @@ def test_same_cohort_rows_count_the_cohort_and_the_left_out_apart(
     # Without same_cohort nothing changes: every successful forecast is the cohort.
     plain = aggregate_metrics(forecasts).to_dict()
     assert "left_out" not in plain
+    assert _horizons_of(plain["rows"]) == sorted(HORIZONS * 4)
     for row in plain["rows"]:
         assert "left_out_censored" not in row
         assert row["censored"] == _censored_at(ok, row["horizon"])
@@ -70,8 +77,10 @@ def test_experiment_cohort_tables_keep_what_each_analysis_wrote(
     }
     # v2 and v3: every count of an entry is the shared cohort's; `excluded` says the rest.
     shared = same_cohort_table(heldout_forecasts)
+    assert sorted(shared["models"]) == sorted(heldout_forecasts)
     for entry in shared["models"].values():
         assert "left_out" not in entry
+        assert _horizons_of(entry["rows"]) == sorted(HORIZONS * 4)
         for row in entry["rows"]:
             assert "left_out_censored" not in row
             assert row["censored"] == 0
@@ -80,6 +89,7 @@ def test_experiment_cohort_tables_keep_what_each_analysis_wrote(
     for model, items in heldout_forecasts.items():
         ok = [f for f in items if f.status == "ok"]
         assert "left_out" not in old[model]
+        assert _horizons_of(old[model]["rows"]) == sorted(HORIZONS * 4)
         for row in old[model]["rows"]:
             assert "left_out_censored" not in row
             assert row["censored"] == _censored_at(ok, row["horizon"])
@@ -111,6 +121,7 @@ def test_headline_accounts_for_every_seed_and_old_runs_replay(
     mine = headline["sometimes-nan/v1"]
     # Before: reached_cap 2 of 3 seeds, mean_steps None, and nothing said why.
     assert mine["failed_runs"] == loop["sometimes-nan/v1"]["failed_runs"] > 0
+    assert sorted(headline) == sorted(loop)
     for model, entry in headline.items():
         assert entry["failed_runs"] == loop[model]["failed_runs"]
         assert entry["reached_cap"] + entry["failed_runs"] <= entry["seeds"]

@@ -503,9 +503,12 @@ def test_the_environment_id_is_in_the_lock_and_may_equal_the_factory_path(
     assert relabelled.decision.decision == "accept"
     plain = start_run(tmp_path / "plain", plan_run(ENV, "careful"))
     assert {t.settings["environment_id"] for t in plain.report.trials} == {"pharmacy/v1"}
-    # same snapshot, tools and episodes, another version label: not compared as equals
-    with pytest.raises(ComparisonRefused):
+    # same snapshot, tools and episodes, another version label: not compared as equals,
+    # and refused for that label (not for some other difference between the two runs)
+    with pytest.raises(ComparisonRefused) as refused:
         compare_sources(load_source(plain.store.path), load_source(relabelled.store.path))
+    assert f"environments[0].environment_id: 'pharmacy/v1' in A, '{ENV}' in B" in str(refused.value)
+    assert "incomplete run" not in str(refused.value)
 
 
 def test_remittance_refuses_a_task_that_is_not_its_own_when_planning(tmp_path: Path) -> None:
