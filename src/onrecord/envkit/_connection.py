@@ -39,7 +39,7 @@ from onrecord.envkit._ctrl_c import noting, noting_class
 from onrecord.envkit._guard import StatementGuard
 from onrecord.envkit._registrations import function_names, unregister
 from onrecord.envkit._sql import INTERNAL_PREFIX, internal
-from onrecord.envkit._sql_reads import TrackedCursor, tracked
+from onrecord.envkit._sql_reads import TrackedCursor, temp_version, tracked
 from onrecord.errors import OnrecordError
 
 __all__ = ["WorldConnection"]
@@ -54,6 +54,7 @@ _STRAY = (
     "a thread a tool started may not change the world's connection after its call "
     "returned; join the thread before the tool returns"
 )
+_SHADOWS = internal("SELECT tbl, shadow FROM main._onrecord_audit_tables")
 _LIMITS = tuple(getattr(sqlite3, name) for name in dir(sqlite3) if name.startswith("SQLITE_LIMIT_"))
 _EXTENSION = "an extension is native code that outlives the call and the audit"
 _BUILT_IN = "SQLite or the world owner defines it, and the world's own SQL relies on it"
@@ -111,7 +112,24 @@ class WorldConnection(sqlite3.Connection):
                 "incremental BLOB writes fire no trigger, so the audit would not see the "
                 "change; open it with readonly=True, or write the value with UPDATE",
             )
+        guard = self.guard
+        if guard is not None and str(name).lower() == "main":  # not a TEMP table's BLOB
+            hidden = guard.hidden_named(str(table))
+            guard.note_hidden([hidden] if hidden is not None else [])
         return super().blobopen(table, column, row, readonly=readonly, name=name)
+
+    # A copy of main holds every hidden table's rows, read past the authorizer.
+    def serialize(self, *, name: str = "main") -> bytes:
+        self._note_copy(name)
+        return super().serialize(name=name)
+
+    def backup(self, target: sqlite3.Connection, **options: Any) -> None:
+        self._note_copy(options.get("name", "main"))
+        super().backup(target, **options)
+
+    def _note_copy(self, name: Any) -> None:
+        if self.guard is not None and str(name).lower() == "main":
+            self.guard.note_hidden(sorted(self.guard.hidden))
 
     def executescript(self, sql_script: str, /) -> sqlite3.Cursor:
         # Refused by name: its first statement would be Python's own COMMIT, which the
@@ -275,6 +293,10 @@ class WorldConnection(sqlite3.Connection):
         alone as soon as it returns (before the world's own statements run)."""
         guard = self.guard
         assert guard is not None
+        if guard.temp_version is None:  # once: what read_texts is known to match
+            guard.temp_version = temp_version(self)
+            if guard.hidden:
+                guard.shadows = self._shadows(guard.hidden)
         if guard.stale:  # the owner prepared what a tool may not run: see _guard
             guard.stale = False
             guard.read_texts.clear()  # every statement is prepared, and noted, again
@@ -287,6 +309,16 @@ class WorldConnection(sqlite3.Connection):
                 yield
             finally:
                 self._end_call()
+
+    def _shadows(self, hidden: frozenset[str]) -> dict[str, str]:
+        """The audit's shadow table of each hidden table, by shadow table."""
+        cursor = self.cursor()
+        cursor.row_factory = None  # whatever the owner set
+        try:
+            rows = cursor.execute(_SHADOWS).fetchall()
+        except sqlite3.OperationalError:  # no audit installed: nothing to watch
+            return {}
+        return {str(row[1]): str(row[0]) for row in rows if row[0] in hidden}
 
     def _end_call(self) -> None:
         # Compared and set whatever the wrapper saw: a tool may call the base class

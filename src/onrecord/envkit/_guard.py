@@ -28,11 +28,11 @@ call expires every prepared statement before the tool runs (setting the authoriz
 again does that), so a tool typing the same text has it prepared again, under the
 guard, and refused. A tool's statement that reads a hidden table stays cached: the
 world's cursors tell the guard each statement's text, and a text known to read one is
-noted each time it runs (``sql_reads``, ``read_texts``: see ``_sql_reads``); only one
-prepared past them, or a TEMP schema change, expires them all. Nothing else expires
-them: a tool's own statements stay cached from call to call. (Schema changes, ``ATTACH``
-and pragma settings needed none of this: SQLite prepares those statements again at each
-run.)
+noted each time it runs (``sql_reads``, ``read_texts``: see ``_sql_reads``; a TEMP
+schema change has them forgotten); only one prepared past them expires them all.
+Nothing else expires them: a tool's own statements stay cached from call to call.
+(Schema changes, ``ATTACH`` and pragma settings needed none of this: SQLite prepares
+those statements again at each run.)
 """
 
 from __future__ import annotations
@@ -133,6 +133,15 @@ class StatementGuard:
         self.internal = False
         """Whether onrecord's own code is preparing statements outside a call (``owned``):
         its texts end in ``INTERNAL``, which no tool types, so a tool never reuses them."""
+        self.shadows: dict[str, str] = {}
+        """The audit's shadow table of each hidden table (``WorldConnection.tool_call``):
+        it holds the old and new values of the rows written this episode, so a tool's
+        read of it is a read of the hidden table."""
+        self.temp_dirty = False
+        """Whether a TEMP object may have been created or dropped since ``temp_version``:
+        ``read_texts`` may then be wrong (``_sql_reads._check_temp``)."""
+        self.temp_version: int | None = None
+        """``PRAGMA temp.schema_version`` when ``read_texts`` was last known to match."""
         self.stale = False
         """Whether a statement this guard refuses to tools was prepared outside a call by
         the world's owner (setup, an observer, ``world.conn`` between calls). ``sqlite3``
@@ -249,9 +258,13 @@ class StatementGuard:
             if action == sqlite3.SQLITE_READ:  # never refused: only noted
                 if arg1 in self.hidden and database == "main":
                     self._hidden_read(arg1, source, True)
+                elif arg1 in self.shadows and database == "main" and not self._ours():
+                    self._hidden_read(self.shadows[arg1], source, True)
                 elif arg2 == "" and self.hidden:  # no column read: the name as written
                     self._nameless_read(arg1 or "", database)
                 return sqlite3.SQLITE_OK
+            if action in _TEMP_CHANGES and self.hidden:
+                self.temp_dirty = True  # whoever's, even if it fails: checked by version
             if not self.active:
                 # Prepared for the owner: allowed, but noted if a tool may not run it, as
                 # the cached statement would otherwise be served to a tool unasked.
@@ -260,8 +273,6 @@ class StatementGuard:
                 return sqlite3.SQLITE_OK
             reason = refusal(action, arg1, arg2, source)
             if reason is None:
-                if action in _TEMP_CHANGES and self.hidden:
-                    self.stale = True  # a name may now mean another table: see read_texts
                 return sqlite3.SQLITE_OK
             if self.refused is None:
                 self.refused = reason
@@ -271,6 +282,11 @@ class StatementGuard:
             # to be raised once SQLite returns (_ctrl_c); the statement is denied.
             self.interrupted = True
             return sqlite3.SQLITE_DENY
+
+    def _ours(self) -> bool:
+        """Whether onrecord's own statement (the audit's, the undo's) is being prepared."""
+        running = self.running
+        return running is not None and INTERNAL in running[1]
 
     def _nameless_read(self, name: str, database: str | None) -> None:
         """A table read for no column (``SELECT count(*) FROM notes``): SQLite names it
@@ -295,10 +311,21 @@ class StatementGuard:
         if text is not None and INTERNAL not in text:
             reads = self.read_texts.setdefault(text, {})
             reads[table] = main or reads.get(table, False)
+        if text is None:  # prepared past the world's cursors: its cached runs unseen
+            self.stale = True  # the owner's too, which a tool may type on ctx.execute
         if self.active:
             self.sql_reads[table] = main or self.sql_reads.get(table, False)
-            if text is None:  # prepared past the world's cursors: its cached runs unseen
-                self.stale = True
+
+    def note_hidden(self, tables: Iterable[str]) -> None:
+        """Note reads of hidden ``tables`` a call made outside SQL (a BLOB handle, a copy
+        of the database), unless a thread a tool left running made them."""
+        if self.active and not (self.strays and self.is_stray()):
+            for table in tables:
+                self.sql_reads[table] = True
+
+    def hidden_named(self, name: str) -> str | None:
+        """The hidden table ``name`` names (SQLite ignores ASCII case), or None."""
+        return self._hidden_names.get(name.lower())
 
 
 def refusal(action: int, arg1: str | None, arg2: str | None, source: str | None) -> str | None:

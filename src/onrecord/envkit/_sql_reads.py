@@ -15,7 +15,10 @@ step that runs it. Expiring every prepared statement instead, as a first version
 cost the remittance runs a third of their throughput (each statement and its audit
 triggers prepared again after every notes lookup). A statement prepared past those
 cursors (``sqlite3.Cursor(connection)``, the base class's ``execute``) still has every
-statement expired before the next call, and so is noted when next prepared.
+statement expired before the next call, and so is noted when next prepared. A TEMP
+object created or dropped has SQLite prepare every statement again, so ``read_texts``
+is forgotten once the TEMP schema's version moved (``_check_temp``): a view redefined
+over another table would otherwise be noted as reading the old one.
 """
 
 from __future__ import annotations
@@ -31,10 +34,18 @@ from onrecord.envkit._sql import INTERNAL, internal
 if TYPE_CHECKING:
     from onrecord.envkit._guard import StatementGuard
 
-__all__ = ["UNKNOWN_ROWS", "TrackedCursor", "event_reads", "tracked", "unknown_rows"]
+__all__ = [
+    "UNKNOWN_ROWS",
+    "TrackedCursor",
+    "event_reads",
+    "temp_version",
+    "tracked",
+    "unknown_rows",
+]
 
 UNKNOWN_ROWS = "unknown"
 """The ``rows`` of a read logged for a tool's own SQL: which rows it read is unknown."""
+_TEMP_VERSION = internal("PRAGMA temp.schema_version")
 _TEMP_NAMED = internal(
     "SELECT 1 FROM temp.sqlite_schema WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE"
 )
@@ -104,6 +115,8 @@ def _running(
     guard: StatementGuard | None = getattr(cursor.connection, "guard", None)
     if guard is None or type(sql) is not str:
         return None, None
+    if guard.temp_dirty:
+        _check_temp(cursor.connection, guard)
     previous, ident = guard.running, threading.get_ident()
     guard.running = (ident, sql)
     reads = guard.read_texts.get(sql) if guard.active else None
@@ -111,6 +124,29 @@ def _running(
         for table, main in reads.items():
             guard.sql_reads[table] = main or guard.sql_reads.get(table, False)
     return guard, previous
+
+
+def _check_temp(conn: sqlite3.Connection, guard: StatementGuard) -> None:
+    """After a TEMP object was created or dropped, forget what texts were known to read
+    if the TEMP schema did change: SQLite then prepares every statement again at its
+    next run, under the guard, so a view redefined over another table is noted as it
+    now reads. (A failed ``CREATE TEMP TABLE IF NOT EXISTS`` changed nothing: the
+    cached statements still read what ``read_texts`` says.)"""
+    guard.temp_dirty = False
+    if guard.temp_version is None:  # before the first call: taken as it begins
+        return
+    version = temp_version(conn)
+    if version != guard.temp_version:
+        guard.read_texts.clear()
+        guard.temp_version = version
+
+
+def temp_version(conn: sqlite3.Connection) -> int:
+    """``PRAGMA temp.schema_version``, whatever row factory a tool or the owner set."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    version: int = cursor.execute(_TEMP_VERSION).fetchone()[0]
+    return version
 
 
 @cache
