@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -217,22 +218,47 @@ def _forged(camera: EpisodeEvidence, change: Any) -> dict[str, Any]:
     return data
 
 
+_MALFORMED = "malformed blob reference"
+_LAYOUT = "steps.observation must hold one sample per successful step"
+
+
 @pytest.mark.parametrize(
-    "change",
+    ("change", "error", "message"),
     [
-        lambda d: d["steps"]["observation"].update({"$blob": "x"}),
-        lambda d: d["steps"]["observation"]["$blob"].update(sha256=5),
-        lambda d: d["steps"]["observation"]["$blob"].update(dtype="zz"),
-        lambda d: d["steps"]["observation"]["$blob"].update(dtype="|O"),
-        lambda d: d["steps"]["observation"]["$blob"].update(shape="ab"),
-        lambda d: d["steps"]["observation"]["$blob"].update(shape=[-1, 84, 84, 3]),
+        # Not a blob reference at all: a plain mapping where the layout wants a batch.
+        (lambda d: d["steps"]["observation"].update({"$blob": "x"}), ConsistencyError, _LAYOUT),
+        (lambda d: d["steps"]["observation"]["$blob"].update(sha256=5), SchemaError, _MALFORMED),
+        (lambda d: d["steps"]["observation"]["$blob"].update(dtype="zz"), SchemaError, _MALFORMED),
+        (lambda d: d["steps"]["observation"]["$blob"].update(dtype="|O"), SchemaError, _MALFORMED),
+        (
+            lambda d: d["steps"]["observation"]["$blob"].update(shape="ab"),
+            ConsistencyError,
+            _LAYOUT,
+        ),
+        (
+            lambda d: d["steps"]["observation"]["$blob"].update(shape=[-1, 84, 84, 3]),
+            ConsistencyError,
+            _LAYOUT,
+        ),
         # 3 * 4 * (2**62 + 5292) wraps around 64 bits to exactly the blob's 63,504 bytes
-        lambda d: d["steps"]["observation"]["$blob"].update(shape=[3, 4, 2**62 + 5292]),
-        lambda d: d["steps"]["observation"]["$blob"].update(dtype="<f4,<i4"),
+        (
+            lambda d: d["steps"]["observation"]["$blob"].update(shape=[3, 4, 2**62 + 5292]),
+            ConsistencyError,
+            "holds 63504 bytes, its dtype and shape say 55340232221128718352",
+        ),
+        (
+            lambda d: d["steps"]["observation"]["$blob"].update(dtype="<f4,<i4"),
+            SchemaError,
+            _MALFORMED,
+        ),
     ],
 )
-def test_a_malformed_blob_reference_is_a_schema_error(camera: Any, change: Any) -> None:
-    with pytest.raises(EvidenceError):
+def test_a_malformed_blob_reference_is_refused_by_the_check_that_names_it(
+    camera: Any, change: Any, error: type[EvidenceError], message: str
+) -> None:
+    # The record is resealed, so a digest mismatch (or any other evidence error) would
+    # mean the reference itself went unchecked.
+    with pytest.raises(error, match=re.escape(message)):
         EpisodeEvidence.from_dict(_forged(camera, change), camera.blobs)
 
 

@@ -20,7 +20,6 @@ from onrecord.episode import EpisodeEvidence
 from onrecord.errors import (
     ConsistencyError,
     DigestMismatch,
-    EvidenceError,
     OnrecordError,
     SchemaError,
 )
@@ -175,7 +174,8 @@ def test_report_lock_must_match_trials(frozenlake_report: EvaluationReport) -> N
     from onrecord._canonical import content_digest
 
     data["digest"] = content_digest(data)
-    with pytest.raises(EvidenceError):
+    # Resealed, so the digest verifies: only the lock check can refuse it.
+    with pytest.raises(ConsistencyError, match="lock does not match its trials"):
         EvaluationReport.from_dict(data)
 
 
@@ -189,7 +189,7 @@ def test_evidence_pickles_as_its_bytes_and_is_verified_on_arrival(
     pickled = bytearray(pickle.dumps(cartpole_episode))
     at = pickled.index(b'"ended":"') + len(b'"ended":"')
     pickled[at] = ord("x") if pickled[at] != ord("x") else ord("y")  # same length
-    with pytest.raises(OnrecordError):
+    with pytest.raises(DigestMismatch):
         pickle.loads(bytes(pickled))
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from onrecord import AcceptancePolicy, CheckRequirement
 from onrecord._canonical import content_digest
-from onrecord.errors import OnrecordError, PolicyError
+from onrecord.errors import DigestMismatch, PolicyError
 from onrecord.report import CheckResult, EvaluationReport, Trial
 
 
@@ -154,7 +154,7 @@ def test_a_changed_threshold_in_a_saved_policy_fails_loading(tmp_path: Path) -> 
     data["requirements"][0]["min_cases"] = 2
     path = tmp_path / "policy.json"
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_SORT_KEYS) + b"\n")
-    with pytest.raises(OnrecordError):
+    with pytest.raises(DigestMismatch):
         AcceptancePolicy.load(path)
 
 

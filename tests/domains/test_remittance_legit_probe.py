@@ -102,7 +102,19 @@ def test_unusual_but_correct_agents_are_accepted(
 ) -> None:
     for task_id in task_ids:
         played = play(provider, task_id, careful_but(hook))
+        # The hook must really make the agent work differently, or this accepts the
+        # careful agent itself.
+        usual = play(provider, task_id, careful_but(_as_is))
+        assert _calls(played) != _calls(usual), (task_id, hook.__name__)
         assert played.decision == "accept", (task_id, played.failing, played.trial.coverage_issues)
+
+
+def _as_is(step: Call, context: dict[str, Any]) -> Generator[Call, Reply, Reply]:
+    return (yield step)
+
+
+def _calls(played: Any) -> list[tuple[str, Any]]:
+    return [(action["tool"], action["arguments"]) for action in played.actions]
 
 
 def split_last_line_first(brief: Mapping[str, Any]) -> Script:

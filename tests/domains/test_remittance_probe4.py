@@ -78,21 +78,31 @@ def test_case_work_that_says_nothing_is_refused(provider: RemittanceProvider, te
 
 
 @pytest.mark.parametrize(
-    ("task_id", "tool"),
-    [("threshold-01", "request_approval"), ("recoup-01", "reverse_allocation")],
+    ("task_id", "tool", "missing"),
+    [
+        ("threshold-01", "request_approval", "expected one approval request"),
+        ("recoup-01", "reverse_allocation", "expected one reversal of allocation"),
+    ],
 )
 def test_money_reasons_that_say_nothing_are_refused(
-    provider: RemittanceProvider, task_id: str, tool: str
+    provider: RemittanceProvider, task_id: str, tool: str, missing: str
 ) -> None:
     played = play(provider, task_id, careful_but(says("\u200b\u200b", (tool,))))
     assert [a["status"] for a in played.actions if a["tool"] == tool] == ["rejected"]
-    assert played.decision == "reject"
+    # Rejected because the refused write is missing from the outcome, nothing else.
+    assert (played.decision, played.failing) == ("reject", {"expected_changes"})
+    problems = played.problems("expected_changes")
+    assert any(missing in p for p in problems), problems
 
 
 def test_a_finish_that_says_nothing_is_not_a_finish(provider: RemittanceProvider) -> None:
     played = play(provider, "full-01", careful_but(says("\u200b", ("finish",))))
     assert [a["status"] for a in played.actions if a["tool"] == "finish"] == ["rejected"]
-    assert played.decision != "accept"
+    # The work itself was right, so nothing fails: the episode simply never finished,
+    # and the answer check cannot be measured.
+    assert (played.decision, played.failing) == ("indeterminate", set())
+    assert played.trial.result("answer_reports_done").passed is None
+    assert any("not finished" in issue for issue in played.trial.coverage_issues)
 
 
 @pytest.mark.parametrize(
