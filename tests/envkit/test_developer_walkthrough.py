@@ -375,6 +375,17 @@ AGENTS: dict[str, tuple[Callable[[ToolWorld], None], str]] = {
     "write_reported_as_failed": (_write_reported_as_failed, "reject"),
     "crashes": (_crashes, "indeterminate"),
 }
+# Why each agent gets its decision: the one check its behaviour breaks, with the words
+# of its reason (a reject for another check would be the right answer for the wrong
+# reason). Shipping without the audit row breaks the rules; a second write adds a row
+# no rule allows; a controlled price changed and put back leaves a clean diff but an
+# audit trail; a write whose call reports failure is a change by a failed call.
+FAILING: dict[str, dict[str, str]] = {
+    "says_done": {"envkit/diff_satisfies_rules": "found 0"},
+    "ships_and_adds": {"envkit/diff_satisfies_rules": "order_lines: created"},
+    "change_and_restore": {"walkthrough/controlled_untouched": "2 change(s) to controlled"},
+    "write_reported_as_failed": {"envkit/rejected_calls_changed_nothing": "step(s) [1]"},
+}
 
 
 @pytest.mark.parametrize("name", list(AGENTS))
@@ -407,6 +418,14 @@ def test_each_agent_gets_the_decision_a_developer_expects(
         tuple(CheckRequirement(c if isinstance(c, str) else c.name) for c in checks)
     )
     assert policy.evaluate(report).decision == expected
+    assert len(report.trials) == 2
+    for trial in report.trials:
+        failing = {r.name: r.reason for r in trial.results if r.status != "pass"}
+        assert set(failing) == set(FAILING.get(name, {})), failing
+        for check_name, words in FAILING.get(name, {}).items():
+            assert words in failing[check_name], failing[check_name]
+        # A crash is indeterminate for its coverage, not for a check that failed.
+        assert bool(trial.coverage_issues) == (name == "crashes"), trial.coverage_issues
 
 
 # -- the docs' tool world under `onrecord run` ----------------------------------------

@@ -79,6 +79,33 @@ TAMPERING: dict[str, tuple[str, Callable[[Path, Path], object]]] = {
 }
 
 
+# What each tampering is refused as: a changed, added or missing file by its digest or
+# the manifest's list; a resealed manifest by what it says.
+_NOT_LISTED = "is not part of the saved episode (its manifest does not list it)"
+_MISSING = "is missing (or not a file): the manifest pins it"
+REFUSAL: dict[str, tuple[type[OnrecordError], str]] = {
+    "added file": (DigestMismatch, _NOT_LISTED),
+    "added hot journal": (DigestMismatch, _NOT_LISTED),
+    "removed database": (DigestMismatch, _MISSING),
+    "removed log": (DigestMismatch, _MISSING),
+    "removed task": (DigestMismatch, _MISSING),
+    "directory instead of diff": (SchemaError, "is a directory, not a regular file"),
+    "swapped database": (DigestMismatch, "does not match the sha256 in its manifest"),
+    "manifest files not a mapping": (SchemaError, "field 'files' must be of type dict, got []"),
+    "manifest without files": (SchemaError, "field 'files' must be of type dict, got None"),
+    "manifest drops the database": (
+        SchemaError,
+        "but an episode saved with database=True has ['actions.jsonl', 'audit.json', "
+        "'diff.json', 'final.sqlite', 'task.json']",
+    ),
+    "manifest steps not a number": (SchemaError, "field 'steps' must be of type int, got '3'"),
+}
+
+
+def test_every_tampering_has_its_expected_refusal() -> None:
+    assert set(REFUSAL) == set(TAMPERING)
+
+
 @pytest.mark.parametrize("kind", sorted(TAMPERING))
 def test_every_tampering_is_refused_naming_the_file(
     saved: tuple[Path, Path], tmp_path: Path, kind: str
@@ -87,9 +114,14 @@ def test_every_tampering_is_refused_naming_the_file(
     target = tmp_path / "tampered"
     shutil.copytree(saved[0], target)
     tamper(target, saved[1])
-    with pytest.raises((DigestMismatch, SchemaError)) as caught:
+    error, fragment = REFUSAL[kind]
+    with pytest.raises(OnrecordError) as caught:
         ToolEpisode.load(target)
-    assert name in str(caught.value)
+    # The exact class and the check's own words: a forged manifest (resealed) must be
+    # refused for its content, not for a digest, or the content check never ran.
+    assert type(caught.value) is error, (kind, caught.value)
+    assert f"{target / name}" in str(caught.value), caught.value
+    assert fragment in str(caught.value), caught.value
 
 
 def test_changing_a_row_of_the_end_state_is_refused(saved: tuple[Path, Path]) -> None:

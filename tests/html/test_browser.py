@@ -3,9 +3,11 @@ shows are the numbers in the report's JSON."""
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -63,11 +65,20 @@ def test_report_renders_and_matches_its_json(remittance_run: Path, tmp_path: Pat
     dom = _dom(page, tmp_path / "profile")
     assert 'data-rendered="yes"' in dom  # the script ran to the end
     assert re.search(r'id="decision"[^>]*>reject<', dom)
-    for check in data["summary"]["checks"]:
-        shown = _cells(dom, "data-check", check["name"])
-        assert int(shown["passed"]) == check["passed"]
-        assert int(shown["failed"]) == check["failed"]
-        assert float(shown["pass_rate"]) == check["pass_rate"]
+    # The counts the browser shows, against counts taken straight from the saved
+    # report's trials (not from the page's own data): every check has a row.
+    saved = orjson.loads((remittance_run / "report.json").read_bytes())
+    counted: dict[str, Counter[str]] = {}
+    for trial in saved["trials"]:
+        for result in trial["results"]:
+            counted.setdefault(result["name"], Counter())[result["status"]] += 1
+    assert set(re.findall(r'<tr data-check="([^"]+)">', dom)) == set(counted)
+    assert sum(c["fail"] for c in counted.values()) == 24  # 6 duplicate episodes × 4 checks
+    for name, statuses in counted.items():
+        shown = _cells(dom, "data-check", name)
+        assert int(shown["passed"]) == statuses["pass"], name
+        assert int(shown["failed"]) == statuses["fail"], name
+        assert float(shown["pass_rate"]) == statuses["pass"] / sum(statuses.values()), name
     # The script rendered the first failing episode's detail view from the data.
     first = next(e for e in data["episodes"] if e["outcome"] != "pass")
     # The view is the last element of its section (long text in it holds <div>s too).
@@ -85,6 +96,17 @@ def test_report_renders_and_matches_its_json(remittance_run: Path, tmp_path: Pat
     assert detail.count('class="audit-row"') == len(first["audit"])
     failing = [r for r in first["results"] if r["status"] != "pass"]
     assert detail.count('class="failing-check"') == len(failing)
+    # Each failing check of the episode is shown with its name and its reason, as the
+    # saved report states them.
+    trial = next(
+        t for t in saved["trials"] if f"{t['case']['case_id']}#{t['repeat']}" == view.group(1)
+    )
+    reasons = {r["name"]: r["reason"] for r in trial["results"] if r["status"] == "fail"}
+    assert len(reasons) == 4
+    text = html.unescape(re.sub(r"<[^>]+>", "", detail))
+    for name, reason in reasons.items():
+        assert name in text, name
+        assert reason in text, reason
 
 
 def test_comparison_renders_and_matches_its_json(remittance_run: Path, tmp_path: Path) -> None:
