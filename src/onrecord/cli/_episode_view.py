@@ -54,7 +54,8 @@ class Cells:
         if self.shortened:
             console.print(
                 f"{self.shortened} long value(s) shortened, each followed by its length; "
-                f"see them whole: {command} --full"
+                f"see them whole: {literal(command)} --full",
+                soft_wrap=True,  # the command is copied from here: one line
             )
 
 
@@ -130,7 +131,9 @@ def render_episode(
     if calls:
         console.print(_call_summary(calls))
     if steps is None and len(shown) < len(attempts):
-        console.print(f"more: {command} --steps 100-160 (or --steps all)")
+        # ``command`` names the user's file: "[bold]" in it was read as markup, and a
+        # line cut where COLUMNS ends could not be pasted.
+        console.print(f"more: {literal(command)} --steps 100-160 (or --steps all)", soft_wrap=True)
     cell.notice(console, command)
     for issue in episode.coverage_issues:
         console.print(f"[yellow]coverage:[/] {literal(issue)}")

@@ -7,6 +7,7 @@ HTML report showed one episode of a run.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Container, Mapping
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,8 @@ def render_run_episode(
     )
     _verdicts(console, data["trial"])
     saved = store.saved_episode(record)
-    command = f"onrecord show {run} --episode {wanted}"
+    # Quoted: the hints under the table are pasted (a path or case id with spaces).
+    command = f"onrecord show {shlex.quote(str(run))} --episode {_shell_word(wanted)}"
     if saved.evidence.get("schema") == EPISODE_SCHEMA:
         from onrecord.runner._gym import saved_evidence  # Gymnasium: only for such a run
 
@@ -59,6 +61,16 @@ def render_run_episode(
         render_episode(console, evidence, steps, full=full, command=command)
     else:
         render_tool_calls(console, saved.action_log, steps, full=full, command=command)
+
+
+def _shell_word(text: str) -> str:
+    """``text`` quoted for the shell, but an episode such as ``frozenlake/goal#0`` as it
+    is: a ``#`` inside a word starts no comment, and the quotes only made it harder to
+    read (``shlex.quote`` quotes every ``#``)."""
+    unquoted = text.replace("#", "")
+    if text[:1] != "#" and unquoted and shlex.quote(unquoted) == unquoted:
+        return text
+    return shlex.quote(text)
 
 
 def _key(wanted: str, records: Mapping[tuple[str, int], Any]) -> tuple[str, int] | None:
@@ -133,7 +145,8 @@ def render_tool_calls(
     if steps is None and shown < len(events):
         console.print(
             f"{len(events) - shown} successful calls after the first {FIRST_STEPS} left out; "
-            f"more: {command} --steps 100-160 (or --steps all)"
+            f"more: {literal(command)} --steps 100-160 (or --steps all)",
+            soft_wrap=True,  # the command is copied from here: one line
         )
     cell.notice(console, command)
 

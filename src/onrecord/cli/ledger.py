@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
+from onrecord.cli._fitted import fitted_table
 from onrecord.cli._render import ablation_table, literal, make_console
 from onrecord.domains.ledger import (
     LedgerResult,
@@ -109,7 +110,7 @@ def analyze(args: argparse.Namespace) -> int:
 
 def decision_table(result: LedgerResult) -> Table:
     """Variant × seed × attempt with each grader's decision."""
-    table = Table(
+    table = fitted_table(
         "episode",
         "final answer",
         "final posting",

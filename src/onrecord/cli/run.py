@@ -205,7 +205,7 @@ def _run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     # soft_wrap: off a terminal rich wraps at 80 columns, and a message's command (the
     # resume line of an interrupted run) would be cut where a CI log shows it to copy.
-    console, errors = make_console(), Console(stderr=True, soft_wrap=True)
+    console, errors = make_console(), Console(stderr=True, soft_wrap=True, emoji=False)
     expect: RunProtocol | None
     if args.resume:
         out, expect = _resume_target(config)
@@ -235,7 +235,7 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         errors.print(
             f"interrupted; finished episodes are saved: `onrecord run --resume "
-            f"--out {literal(out)}` continues"
+            f"--out {_pasteable(out)}` continues"
         )
         return 130
     except OSError as exc:
@@ -245,11 +245,17 @@ def _run(args: argparse.Namespace) -> int:
         errors.print(
             f"onrecord run: error: {literal(where)}{literal(exc.strerror or str(exc))}; "
             "the episodes saved before are kept: fix the cause (a full disk: free space), "
-            f"then `onrecord run --resume --out {literal(out)}` continues"
+            f"then `onrecord run --resume --out {_pasteable(out)}` continues"
         )
         return EXIT_ERROR
     _summary(console, result, progress, executor.name, executor.workers)
     return result.exit_code
+
+
+def _pasteable(path: str | Path) -> str:
+    """``path`` quoted for the shell, as rich markup text: the resume hints are pasted,
+    and a run directory with a space in it made two arguments of one."""
+    return literal(shlex.quote(str(path)))
 
 
 def _refuse_used(out: Path) -> None:

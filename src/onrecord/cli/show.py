@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Container
 from pathlib import Path
@@ -70,10 +71,11 @@ def run(args: argparse.Namespace) -> int:
         render_bundle(console, record)
         episode = _tool_episode(Path(args.file))
         if episode is not None:  # its calls, as `--episode` shows a run's
-            command = f"onrecord show {args.file}"
+            command = f"onrecord show {shlex.quote(args.file)}"
             render_tool_calls(console, episode.actions, steps, full=args.full, command=command)
     else:
-        _render(console, record, steps, full=args.full, command=f"onrecord show {args.file}")
+        command = f"onrecord show {shlex.quote(args.file)}"
+        _render(console, record, steps, full=args.full, command=command)
     return 0
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from onrecord.cli._fitted import fitted_table
 from onrecord.cli._progress import StepProgress
 from onrecord.cli._render import emit, make_console
 
@@ -173,7 +174,7 @@ def _gap(row: dict[str, Any]) -> str:
 
 def loop_table(rows: list[dict[str, Any]]) -> Table:
     """The closed-loop table of ``tables["closed_loop"]``."""
-    loop = Table(
+    loop = fitted_table(
         "model",
         "mean steps",
         "reached cap",
@@ -233,7 +234,7 @@ def _print(tables: dict[str, Any]) -> None:
     console = make_console()
     console.print(loop_table(tables["closed_loop"]))
     console.print(forecast_table(tables["heldout_metrics"]))
-    effects = Table(
+    effects = fitted_table(
         "model",
         "real effect",
         "predicted effect",
@@ -249,7 +250,7 @@ def _print(tables: dict[str, Any]) -> None:
             _fmt(row["effect_error"]),
         )
     console.print(effects)
-    decisions = Table(
+    decisions = fitted_table(
         "model", *next(iter(tables["decisions"].values())), title="acceptance policies"
     )
     for model, per in tables["decisions"].items():
