@@ -23,3 +23,11 @@ def onrecord(
         cwd=cwd,
         env={**os.environ, "COLUMNS": "200"},
     )
+
+
+def line_after(marker: str, text: str) -> str:
+    """What follows ``marker`` on the one line of ``text`` that holds it (a printed hint
+    must be whole on one line to be pasted)."""
+    lines = [line for line in text.splitlines() if marker in line]
+    assert len(lines) == 1, text
+    return lines[0].split(marker, 1)[1]

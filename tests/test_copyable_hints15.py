@@ -8,6 +8,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from tests.cli_process import line_after
 from tests.runner.conftest import onrecord
 
 NARROW = {"COLUMNS": "60"}
@@ -18,17 +19,11 @@ def _deep(tmp_path: Path) -> Path:
     return tmp_path / "a directory with spaces" / ("long name " * 4).strip() / "out dir"
 
 
-def _line_after(marker: str, text: str) -> str:
-    lines = [line for line in text.splitlines() if marker in line]
-    assert len(lines) == 1, text
-    return lines[0].split(marker, 1)[1]
-
-
 def test_the_ledger_hint_is_one_pasteable_line_in_a_narrow_log(tmp_path: Path) -> None:
     out = _deep(tmp_path)
     done = onrecord("ledger", "run", "--output-dir", str(out), env=NARROW)
     assert done.returncode == 0, done.stdout + done.stderr
-    hint = _line_after("verify with: ", done.stdout).removesuffix(")")
+    hint = line_after("verify with: ", done.stdout).removesuffix(")")
     assert shlex.split(hint) == ["onrecord", "ledger", "analyze", str(out)]
     assert f"saved to {out}/ " in done.stdout
 
@@ -40,7 +35,7 @@ def test_the_resume_hint_of_an_incomplete_run_is_one_quoted_line(tmp_path: Path)
         "run", *args, "--episode-timeout", "0.5", "--out", str(run_dir), env=NARROW, timeout=120
     )
     assert done.returncode == 2, done.stdout + done.stderr
-    hint = _line_after("incomplete: ", done.stdout)
+    hint = line_after("incomplete: ", done.stdout)
     command = hint.split("`")[1]
     assert shlex.split(command) == ["onrecord", "run", "--resume", str(run_dir)]
     # The summary line names the run directory whole too.

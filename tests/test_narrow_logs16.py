@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from tests.cli_process import line_after
 from tests.runner.conftest import interrupt_run, onrecord
 
 NARROW = {"COLUMNS": "80"}
@@ -27,12 +28,6 @@ def _deep(tmp_path: Path) -> Path:
     return tmp_path / "a dir with spaces" / "[bold] x" / "out"
 
 
-def _line_after(marker: str, text: str) -> str:
-    lines = [line for line in text.splitlines() if marker in line]
-    assert len(lines) == 1, text
-    return lines[0].split(marker, 1)[1]
-
-
 def test_the_more_steps_hint_of_a_long_episode_is_one_quoted_line(tmp_path: Path) -> None:
     run_dir = _deep(tmp_path)
     args = ["--agent", "tests.test_narrow_logs16:stays", "--seeds", "0", "--max-steps", "60"]
@@ -40,7 +35,7 @@ def test_the_more_steps_hint_of_a_long_episode_is_one_quoted_line(tmp_path: Path
     assert made.returncode == 2, made.stdout + made.stderr  # the cap left it unmeasured
     shown = onrecord("show", str(run_dir), "--episode", "frozenlake/goal#0", env=NARROW)
     assert shown.returncode == 0, shown.stdout + shown.stderr
-    hint = _line_after("more: ", shown.stdout).removesuffix(" (or --steps all)")
+    hint = line_after("more: ", shown.stdout).removesuffix(" (or --steps all)")
     # Before, "[bold]" vanished as markup, the path was unquoted and cut at 80 columns.
     assert shlex.split(hint)[:5] == [
         "onrecord",
@@ -56,7 +51,7 @@ def test_the_resume_hint_of_an_interrupted_run_is_quoted(tmp_path: Path) -> None
     args = ["frozenlake", "--agent", HANGS, "--seeds", "0-2", "--no-progress"]
     code, stderr = interrupt_run(*args, run_dir=run_dir, env=NARROW, after=1)
     assert code == 130, stderr
-    command = _line_after("interrupted; ", stderr).split("`")[1]
+    command = line_after("interrupted; ", stderr).split("`")[1]
     assert shlex.split(command) == ["onrecord", "run", "--resume", "--out", str(run_dir)]
 
 
