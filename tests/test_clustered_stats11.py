@@ -165,7 +165,20 @@ def test_the_lower_bound_is_clustered_by_case() -> None:
     policy = AcceptancePolicy(
         (CheckRequirement("posted", min_pass_rate=0.85, min_lower_bound=0.78),)
     )
-    assert policy.evaluate(_clustered_report()).decision == "reject"
+    decision = policy.evaluate(_clustered_report())
+    assert decision.decision == "reject"
+    # Rejected by the lower bound, not by the rate (87.9% meets 0.85).
+    (reason,) = decision.reasons
+    assert "72.7% < min_lower_bound 0.78: the lower bound decided" in reason
+    # The same 87 of 99 from 99 distinct cases run once: plain Wilson, computed here
+    # by its formula, has its lower bound at 80.0%, so the same policy accepts.
+    n, p, z = 99, 87 / 99, 1.959964
+    low = (p + z * z / (2 * n) - z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (
+        1 + z * z / n
+    )
+    assert round(low, 3) == 0.800
+    flat = _report({(f"case-{i}", 0): "fail" if i < 12 else "pass" for i in range(99)})
+    assert policy.evaluate(flat).decision == "accept"
 
 
 def test_a_policy_without_a_lower_bound_keeps_its_bytes_and_digest() -> None:

@@ -20,7 +20,7 @@ from onrecord import EvalCase
 from onrecord._canonical import content_digest, record_bytes
 from onrecord.domains.remittance import load_tasks, run_demo_suite
 from onrecord.episode import EpisodeEvidence
-from onrecord.errors import EvidenceError
+from onrecord.errors import ConsistencyError
 from onrecord.integrations.gymnasium import capture_episode
 from onrecord.runner import plan_run, start_run
 from tests.cli_process import onrecord
@@ -202,7 +202,8 @@ def test_any_changed_byte_of_a_blob_is_refused(base: Path, tmp_path: Path, data:
     where = data.draw(st.integers(0, len(raw) - 1))
     raw[where] ^= data.draw(st.integers(1, 255))
     blob.write_bytes(bytes(raw))
-    with pytest.raises(EvidenceError, match=blob.name):
+    # The size is unchanged, so only the sha256 check can refuse it.
+    with pytest.raises(ConsistencyError, match=f"{blob.name} does not match its sha256"):
         EpisodeEvidence.load(folder / "big.json")
 
 

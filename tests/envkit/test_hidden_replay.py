@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from onrecord.envkit import (
@@ -25,6 +26,23 @@ def episode_with(
     for tool, arguments in calls:
         world.call(tool, arguments)
     return save_episode(world, tmp_path / name)
+
+
+TABLES = ("claims", "allocations", "notes", "tags", "events")
+
+
+def rows(conn: sqlite3.Connection) -> dict[str, list[tuple]]:
+    """Every row of the claims environment's tables, read with plain SQL."""
+    return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall()) for t in TABLES}
+
+
+def saved_rows(episode) -> dict[str, list[tuple]]:
+    """The rows of the episode's saved final.sqlite, opened with the sqlite3 module."""
+    conn = sqlite3.connect(f"file:{episode.path / 'final.sqlite'}?mode=ro", uri=True)
+    try:
+        return rows(conn)
+    finally:
+        conn.close()
 
 
 READ = ("read_note", {"note_id": 1})
@@ -75,10 +93,18 @@ def test_replay_reproduces_the_end_state(world: ToolWorld, tmp_path: Path) -> No
     episode = episode_with(world, tmp_path, calls, "ep")
     with claims_env.world(world.snapshot) as fresh:
         result = replay(fresh, episode)
+        replayed = rows(fresh.conn)
     assert result.matches
     assert result.divergence is None
     assert result.replayed_calls == 4
+    assert result.recorded_digest == episode.manifest["end_state_digest"]
     assert result.replayed_digest == result.recorded_digest
+    # The oracle is the recorded end state itself, read with plain SQL from the saved
+    # final.sqlite, not the replay's own digest: every row, the random event bytes too.
+    assert replayed == saved_rows(episode)
+    assert replayed["allocations"] == [(1, 17, 5.0, "")]  # the rejected 999 left no row
+    assert [row[3] for row in replayed["claims"] if row[0] == 2] == ["x"]
+    assert [kind for kind, _ in replayed["events"]] == ["k", "seed"]
 
 
 def test_replay_shows_where_it_diverges(world: ToolWorld, tmp_path: Path) -> None:

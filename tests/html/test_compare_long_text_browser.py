@@ -150,5 +150,18 @@ def test_refusal_reasons_and_errors_are_folded(pages: dict[str, Path], tmp_path:
         # Before: a reason naming three 3,000-character tasks filled the screen.
         assert max(out["heights"]) < 200, out["heights"]
         assert out["full"] == out["data"]  # all of every reason is on the page
+        if page == pages["failed"]:
+            # The error the page was given, whole (not the page's own data as oracle).
+            assert out["full"] == ["cannot read: " + LINES]
+            continue
+        # Refused: every check's version differs (v1 in A, v2 in B) and the case sets
+        # differ; each reason is shown whole, the long names and task ids included.
+        assert len(out["full"]) == 6, out["full"]
+        for name in (CHECK, "short", *HORIZONS):
+            said = f"check '{name}': version 'v1' in A, 'v2' in B"
+            assert sum(said in reason for reason in out["full"]) == 1, name
+        (cases,) = [reason for reason in out["full"] if reason.startswith("case sets differ")]
+        for task in (TASK, HOSTILE, *(f"{TASK}-{n}" for n in range(3))):  # as text
+            assert task in cases, task[:40]
         assert out["pwned"] is None
         assert out["scripts"] == 4
