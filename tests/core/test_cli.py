@@ -149,7 +149,8 @@ def test_show_prints_the_first_steps_and_every_failed_one(long_episode: Path) ->
     assert rows == [*map(str, range(40)), "…", "45", "…"]
     assert "simulator dropped the connection" in result.stdout
     # (joined: the line wraps when COLUMNS is narrower than it)
-    assert "--steps 100-160 (or --steps all)" in " ".join(result.stdout.split())
+    # The steps left out after the first 40, to the episode's last (0-59), not 100-160.
+    assert "--steps 40-59 (or --steps all)" in " ".join(result.stdout.split())
 
 
 @pytest.mark.parametrize(

@@ -133,10 +133,25 @@ def render_episode(
     if steps is None and len(shown) < len(attempts):
         # ``command`` names the user's file: "[bold]" in it was read as markup, and a
         # line cut where COLUMNS ends could not be pasted.
-        console.print(f"more: {literal(command)} --steps 100-160 (or --steps all)", soft_wrap=True)
+        numbers = [attempt["index"] for attempt in attempts]
+        spec = next_steps(numbers, {attempt["index"] for attempt in shown})
+        console.print(f"more: {literal(command)} --steps {spec} (or --steps all)", soft_wrap=True)
     cell.notice(console, command)
     for issue in episode.coverage_issues:
         console.print(f"[yellow]coverage:[/] {literal(issue)}")
+
+
+MORE_STEPS = 60
+"""How many steps the "more:" hint suggests printing next."""
+
+
+def next_steps(numbers: list[int], shown: Container[int]) -> str:
+    """The ``--steps`` range of up to ``MORE_STEPS`` steps from the first one left out,
+    ending at the episode's last: the hint read "--steps 100-160" whatever the episode,
+    which skipped steps 40-99 and, for a 61-step episode, showed nothing at all."""
+    first = next(i for i, number in enumerate(numbers) if number not in shown)
+    last = min(first + MORE_STEPS, len(numbers)) - 1
+    return f"{numbers[first]}-{numbers[last]}"
 
 
 def _call_summary(calls: Mapping[int, Mapping[str, str]]) -> str:

@@ -26,8 +26,8 @@ from onrecord._numbers import (
 from onrecord._policy_rules import StatusTable, requirement_interval
 from onrecord._saved_decision import saved_headline
 from onrecord._stats import wilson_interval
+from onrecord._tables import FittedTable
 from onrecord.cli._bundle import Bundle
-from onrecord.cli._fitted import FittedTable
 from onrecord.cli._render import (
     _styled,
     _table,

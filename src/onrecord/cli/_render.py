@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from onrecord._numbers import fixed, interval_percent, percent
-from onrecord.cli._fitted import FittedTable, fitted_table
+from onrecord._tables import FittedTable, fitted_table
 from onrecord.compare import (
     Comparison,
     discordant_cases,

@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 
 from onrecord._natural import natural_key
-from onrecord.cli._episode_view import Cells, render_episode
+from onrecord.cli._episode_view import Cells, next_steps, render_episode
 from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal
 from onrecord.episode import EPISODE_SCHEMA
 from onrecord.errors import InputError
@@ -123,17 +123,17 @@ def render_tool_calls(
     table = _table("step", "tool", "status", "arguments", "result or error")
     events = list(events)
     cell = Cells(full=full)
-    shown = 0
-    for index, event in enumerate(events):
+    shown: set[int] = set()
+    numbers = [event.get("step", index) for index, event in enumerate(events)]
+    for index, (number, event) in enumerate(zip(numbers, events, strict=True)):
         # By default, as for Gymnasium steps, the first FIRST_STEPS calls and every call
         # that did not succeed: an episode of 100,000 calls printed every one of them.
         # --steps selects by the step number the table shows (the world's, from 1), not
         # by position: `--steps 5` printed the row labelled 6.
-        number = event.get("step", index)
         wanted = number in steps if steps is not None else _shown_by_default(index, event)
         if not wanted:
             continue
-        shown += 1
+        shown.add(number)
         table.add_row(
             str(number),
             literal(event.get("tool")),
@@ -142,10 +142,11 @@ def render_tool_calls(
             cell(_outcome(event), _TEXT),
         )
     console.print(table)
-    if steps is None and shown < len(events):
+    if steps is None and len(shown) < len(events):
         console.print(
-            f"{len(events) - shown} successful calls after the first {FIRST_STEPS} left out; "
-            f"more: {literal(command)} --steps 100-160 (or --steps all)",
+            f"{len(events) - len(shown)} successful calls after the first {FIRST_STEPS} left "
+            f"out; more: {literal(command)} --steps {next_steps(numbers, shown)} "
+            "(or --steps all)",
             soft_wrap=True,  # the command is copied from here: one line
         )
     cell.notice(console, command)

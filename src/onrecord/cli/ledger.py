@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from onrecord.cli._fitted import fitted_table
+from onrecord._tables import fitted_table
 from onrecord.cli._render import ablation_table, literal, make_console
 from onrecord.domains.ledger import (
     LedgerResult,

@@ -377,7 +377,8 @@ def _summary(
     if len(result.errors) > 10:  # never let 10 shown errors read as all of them
         console.print(
             f"[magenta]not recorded:[/] … {len(result.errors) - 10} more episodes; every "
-            f"reason is in {literal(result.store.file('errors.jsonl'))}"
+            f"reason is in {literal(result.store.file('errors.jsonl'))}",
+            soft_wrap=True,  # the path is copied from here: whole, on one line
         )
     if not result.complete:
         console.print(

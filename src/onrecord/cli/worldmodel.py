@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
-from onrecord.cli._fitted import fitted_table
+from onrecord._tables import SplitTable
 from onrecord.cli._progress import StepProgress
 from onrecord.cli._render import emit, make_console
 
@@ -172,15 +171,16 @@ def _gap(row: dict[str, Any]) -> str:
     return text
 
 
-def loop_table(rows: list[dict[str, Any]]) -> Table:
+def loop_table(rows: list[dict[str, Any]]) -> SplitTable:
     """The closed-loop table of ``tables["closed_loop"]``."""
-    loop = fitted_table(
+    loop = SplitTable(
         "model",
         "mean steps",
         "reached cap",
         "return 95% CI",
         "normalized",
         "prediction gap",
+        keys=1,
         title="closed loop (same planner, paired seeds)",
     )
     for row in rows:
@@ -199,9 +199,10 @@ def loop_table(rows: list[dict[str, Any]]) -> Table:
     return loop
 
 
-def forecast_table(heldout: dict[str, Any]) -> Table:
-    """The held-out forecast table of ``tables["heldout_metrics"]``."""
-    metrics = Table(
+def forecast_table(heldout: dict[str, Any]) -> SplitTable:
+    """The held-out forecast table of ``tables["heldout_metrics"]``: its nine columns
+    need about 110 characters, so a narrower console gets it in parts (see SplitTable)."""
+    metrics = SplitTable(
         "model",
         "coordinate",
         "h",
@@ -211,6 +212,7 @@ def forecast_table(heldout: dict[str, Any]) -> Table:
         "cov90",
         "width90",
         "CRPS",
+        keys=3,
         title="held-out forecasts (CartPole)",
     )
     for model, table in heldout.items():
@@ -234,11 +236,12 @@ def _print(tables: dict[str, Any]) -> None:
     console = make_console()
     console.print(loop_table(tables["closed_loop"]))
     console.print(forecast_table(tables["heldout_metrics"]))
-    effects = fitted_table(
+    effects = SplitTable(
         "model",
         "real effect",
         "predicted effect",
         "effect error",
+        keys=1,
         title="matched interventions: cart_velocity, h1",
     )
     for model, rows in tables["interventions"].items():
@@ -250,9 +253,8 @@ def _print(tables: dict[str, Any]) -> None:
             _fmt(row["effect_error"]),
         )
     console.print(effects)
-    decisions = fitted_table(
-        "model", *next(iter(tables["decisions"].values())), title="acceptance policies"
-    )
+    policies = next(iter(tables["decisions"].values()))
+    decisions = SplitTable("model", *policies, keys=1, title="acceptance policies")
     for model, per in tables["decisions"].items():
         decisions.add_row(model, *(d["decision"] for d in per.values()))
     console.print(decisions)

@@ -1,20 +1,20 @@
-"""Terminal tables for the remittance suite (rich)."""
+"""Terminal tables for the remittance suite (rich). Each is a ``SplitTable``: at 80
+columns a plain table cut agent names and check names to "claims_don…", "expected_c…"."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from rich.table import Table
-
+from onrecord._tables import SplitTable
 from onrecord.domains.remittance._suite import GRADERS, SuiteResult
 
 __all__ = ["ablation_table", "suite_table"]
 
 
-def suite_table(result: SuiteResult) -> Table:
+def suite_table(result: SuiteResult) -> SplitTable:
     """Agent × decision: tasks accepted / rejected / indeterminate, the failing checks,
     and whether every task got the decision the agent must get."""
-    table = Table(
+    table = SplitTable(
         "agent",
         "decision",
         "accept",
@@ -22,6 +22,7 @@ def suite_table(result: SuiteResult) -> Table:
         "indet.",
         "failing checks (tasks)",
         "as expected",
+        keys=1,
         title="remittance posting: agents × decisions",
     )
     for name, outcome in result.outcomes.items():
@@ -48,13 +49,14 @@ def suite_table(result: SuiteResult) -> Table:
     return table
 
 
-def ablation_table(result: SuiteResult) -> Table:
+def ablation_table(result: SuiteResult) -> SplitTable:
     """Per agent: episodes each grader accepts (and how many of those violate the full
     contract), and each grader's decision over the agent's whole report."""
-    table = Table(
+    table = SplitTable(
         "agent",
         "episodes",
         *(f"{g}: accepted (violating) → decision" for g in GRADERS),
+        keys=1,
         title="ablation: what weaker graders accept",
     )
     for row in result.ablation():
