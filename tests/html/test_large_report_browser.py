@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from onrecord.html import _selection, report_data, write_report
@@ -36,6 +37,26 @@ def big_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _saved(run: Path) -> dict[str, dict[str, Any]]:
+    """The run's saved report.json, trial by ``task#repeat`` (in the report's order):
+    what the page must show, read apart from the code that builds it."""
+    trials = orjson.loads((run / "report.json").read_bytes())["trials"]
+    return {f"{t['case']['case_id']}#{t['repeat']}": t for t in trials}
+
+
+def _not_passed(trial: dict[str, Any]) -> list[list[str]]:
+    return [
+        [r["name"], r["status"], r["reason"]] for r in trial["results"] if r["status"] != "pass"
+    ]
+
+
+def _outcome(trial: dict[str, Any]) -> str:
+    statuses = {r["status"] for r in trial["results"]}
+    if "fail" in statuses:
+        return "fail"
+    return "pass" if statuses == {"pass"} and not trial["coverage_issues"] else "incomplete"
+
+
 @pytest.fixture(scope="module")
 def big_page(big_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_report(big_run, tmp_path_factory.mktemp("page") / "big.html")
@@ -56,6 +77,16 @@ def test_every_episode_is_listed_failing_first(big_run: Path) -> None:
     assert "no_duplicate_allocation" in {index["checks"][c] for c in rows[0][5]}
     assert "`onrecord show big --episode CASE#REPEAT`" in data["detail_note"]
     assert "`onrecord report big --episodes all`" in data["detail_note"]  # RUN was missing
+    # Every saved trial is listed once, with its outcome and the checks it did not pass
+    # as report.json has them.
+    saved = _saved(big_run)
+    listed = {
+        f"{index['cases'][row[0]]}#{row[1]}": [row[3], [index["checks"][c] for c in row[5]]]
+        for row in rows
+    }
+    assert listed == {
+        key: [_outcome(trial), [r[0] for r in _not_passed(trial)]] for key, trial in saved.items()
+    }
 
 
 def test_failing_episodes_beyond_the_budget_are_still_listed(
@@ -92,7 +123,7 @@ _OPEN = (
 
 
 def test_a_large_report_pages_its_list_and_opens_the_first_failure(
-    big_page: Path, tmp_path: Path
+    big_run: Path, big_page: Path, tmp_path: Path
 ) -> None:
     out: dict[str, Any] = _drive(
         big_page,
@@ -102,6 +133,8 @@ def test_a_large_report_pages_its_list_and_opens_the_first_failure(
         "out.shown = view.dataset.episode;"
         "out.evidence = [...view.querySelectorAll('tr.failing-check td:nth-child(4)')]"
         ".map(td => td.textContent);"
+        "out.checks = [...view.querySelectorAll('tr.failing-check')]"
+        ".map(r => [...r.cells].slice(0, 3).map(td => td.textContent));"
         "document.getElementById('episode-next').click();"
         "out.second = [keys()[0], count()];"
         "document.getElementById('episode-outcome').value = 'pass';"
@@ -114,6 +147,8 @@ def test_a_large_report_pages_its_list_and_opens_the_first_failure(
     assert out["nodes"] < 5000
     assert out["count"] == "episodes 1–100 of 2000"
     assert out["shown"] == "duplicate-01#0"  # the first failure, open with its evidence
+    # Each check it did not pass, with its status and message as report.json saved them.
+    assert out["checks"] == _not_passed(_saved(big_run)["duplicate-01#0"])
     assert len(out["evidence"]) == 4
     assert all(out["evidence"])
     assert out["second"] == ["duplicate-01#100", "episodes 101–200 of 2000"]
@@ -121,14 +156,15 @@ def test_a_large_report_pages_its_list_and_opens_the_first_failure(
 
 
 def test_the_search_finds_a_case_and_a_passing_episode_says_how_to_see_it(
-    big_page: Path, tmp_path: Path
+    big_run: Path, big_page: Path, tmp_path: Path
 ) -> None:
     out: dict[str, Any] = _drive(
         big_page,
         _OPEN + "type('Duplicate-01#137'); out.found = [keys(), count()];"
         "document.querySelector('#episode-list tr[data-key]').click();"
         "out.failing = [view.dataset.episode,"
-        " view.querySelectorAll('tr.failing-check').length,"
+        " [...view.querySelectorAll('tr.failing-check')]"
+        "  .map(r => [...r.cells].slice(0, 3).map(td => td.textContent)),"
         " view.querySelectorAll('tr.event').length, view.querySelectorAll('.diff-row').length];"
         "type('full-03#17'); out.passing = keys();"
         "const row = document.querySelector('#episode-list tr[data-key=\"full-03#17\"]');"
@@ -142,10 +178,13 @@ def test_the_search_finds_a_case_and_a_passing_episode_says_how_to_see_it(
     # The search is case-insensitive and matches task#repeat.
     assert out["found"] == [["duplicate-01#137"], "episodes 1–1 of 1 found (2000 in all)"]
     shown, checks, events, diff = out["failing"]
+    saved = _saved(big_run)["duplicate-01#137"]
     assert shown == "duplicate-01#137"
-    assert checks == 4
-    assert events > 0
-    assert diff > 0
+    assert len(checks) == 4
+    assert checks == _not_passed(saved)
+    # One timeline row per tool call and one diff row per row changed, as recorded.
+    assert events == saved["measures"]["tool_calls"] > 0
+    assert diff == saved["measures"]["rows_changed"] > 0
     assert out["passing"] == ["full-03#17", "full-03#170", "full-03#171", "full-03#172",
                               "full-03#173", "full-03#174", "full-03#175", "full-03#176",
                               "full-03#177", "full-03#178", "full-03#179"]  # fmt: skip
@@ -156,19 +195,31 @@ def test_the_search_finds_a_case_and_a_passing_episode_says_how_to_see_it(
     assert out["none"] == [0, "no episode found (2000 in all)"]
 
 
-def test_a_failing_check_lists_its_episodes(big_page: Path, tmp_path: Path) -> None:
+def test_a_failing_check_lists_its_episodes(big_run: Path, big_page: Path, tmp_path: Path) -> None:
     out: dict[str, Any] = _drive(
         big_page,
         _OPEN + "const row = document.querySelector("
         "'#checks tr[data-check=\"no_duplicate_allocation\"]');"
         "row.querySelector('button.list-episodes').click();"
         "out.count = count();"
+        "const next = document.getElementById('episode-next');"
+        "out.listed = keys(); while (!next.disabled) { next.click(); out.listed.push(...keys()); }"
         "out.check = document.getElementById('episode-check').selectedOptions[0].textContent;"
         "out.passing = document.querySelectorAll('#checks button.list-episodes').length;",
         tmp_path,
     )
-    assert out["count"] == "episodes 1–100 of 250 found (2000 in all)"
-    assert out["check"] == "not passed: no_duplicate_allocation (250)"
+    saved = _saved(big_run)
+    failed = [
+        key
+        for key, trial in saved.items()
+        if any(r[0] == "no_duplicate_allocation" for r in _not_passed(trial))
+    ]
+    assert len(failed) == 250
+    # Exactly the episodes report.json has failing that check, each once.
+    assert sorted(out["listed"]) == sorted(failed)
+    assert len(out["listed"]) == len(set(out["listed"]))
+    assert out["count"] == f"episodes 1–100 of {len(failed)} found ({len(saved)} in all)"
+    assert out["check"] == f"not passed: no_duplicate_allocation ({len(failed)})"
     assert out["passing"] == 4  # only the checks that did not pass somewhere
 
 
