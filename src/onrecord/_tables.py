@@ -119,6 +119,8 @@ class SplitTable:
     the one table it always was."""
 
     def __init__(self, *headers: str, keys: int, title: str, **options: Any) -> None:
+        if not 0 <= keys <= len(headers):
+            raise ValueError(f"keys={keys} for a table of {len(headers)} columns")
         self._headers, self._keys, self._title, self._options = headers, keys, title, options
         self._rows: list[tuple[str, ...]] = []
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from rich.markup import escape
+
 from onrecord._tables import SplitTable
 from onrecord.domains.remittance._suite import GRADERS, SuiteResult
 
@@ -38,7 +40,7 @@ def suite_table(result: SuiteResult) -> SplitTable:
             else "[red]no[/red]"
         )
         table.add_row(
-            name,
+            escape(name),  # an agent's name is the caller's: "[/]" must print, not crash
             outcome.decision.decision,
             str(counts["accept"]),
             str(counts["reject"]),
@@ -61,5 +63,5 @@ def ablation_table(result: SuiteResult) -> SplitTable:
     )
     for row in result.ablation():
         cells = [f"{row[g]} ({row[f'{g}_violating']}) → {row[f'{g}_decision']}" for g in GRADERS]
-        table.add_row(row["agent"], str(row["episodes"]), *cells)
+        table.add_row(escape(row["agent"]), str(row["episodes"]), *cells)
     return table
