@@ -201,7 +201,10 @@ def test_hidden_tables_stay_out_of_agent_views_and_reads_match_writes(
         )
         # Revealed and written in the same call: measured, and the write is found.
         assert verdict.passed is False, verdict
-        assert verdict.evidence["write_steps"] == verdict.evidence["read_steps"], verdict
+        # the steps of the calls that revealed and bumped this row, counted by hand
+        steps = [step for step, call in enumerate(reveals, 1) if call == (table, key)]
+        assert verdict.evidence["read_steps"] == steps, verdict
+        assert verdict.evidence["write_steps"] == steps, verdict
 
 
 def encode_key(key: Any) -> Any:

@@ -89,6 +89,11 @@ def test_a_check_constraint_is_a_tool_error_and_replays_alike(tmp_path: Path) ->
         assert event["error"]["message"] == (
             "move: IntegrityError: CHECK constraint failed: shelf BETWEEN 1 AND 9"
         )
-        world.call("move", {"shelf": 2})
+        assert (event["state_version"], world.audit_history()) == (0, [])
+        assert world.conn.execute("SELECT sku, stock, shelf FROM items").fetchall() == [
+            ("bolt", 3, 1)
+        ]
+        assert world.call("move", {"shelf": 2})["status"] == "ok"
+        assert world.conn.execute("SELECT shelf FROM items").fetchall() == [(2,)]
         episode = save_episode(world, tmp_path / "episode")
         assert replay(world, episode).matches  # the status recorded is the status replayed

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -87,12 +88,39 @@ def test_saved_episode_layout_and_contents(world: ToolWorld, tmp_path: Path) -> 
     assert (manifest["steps"], manifest["state_version"], manifest["task_id"]) == (3, 1, "alloc-17")
     assert manifest["writes"] == ["allocate", "log_event", "set_status", "tag_claim"]
     assert [e["status"] for e in episode.actions] == ["ok", "ok", "rejected"]
-    assert episode.diff == world.diff()
-    assert [e["table"] for e in episode.audit] == ["allocations"]
+    expected_diff = {
+        "allocations": {
+            "created": [{"id": 1, "claim_id": 17, "amount": 5.0, "memo": ""}],
+            "changed": [],
+            "deleted": [],
+        }
+    }
+    assert episode.diff == expected_diff
+    assert [(e["step"], e["table"], e["op"]) for e in episode.audit] == [
+        (2, "allocations", "insert")
+    ]
     assert episode.case == CASE
     assert episode.task == CASE.to_dict()
-    with pytest.raises(Exception, match="readonly"):
-        episode.connect().execute("DELETE FROM claims")
+    # What was written to disk loads back as the same episode.
+    loaded = ToolEpisode.load(tmp_path / "ep")
+    assert loaded.diff == expected_diff
+    assert loaded.actions == episode.actions
+    assert [(e["tool"], e["status"]) for e in loaded.actions] == [
+        ("read_note", "ok"),
+        ("allocate", "ok"),
+        ("allocate", "rejected"),
+    ]
+    assert loaded.audit == episode.audit
+    assert loaded.manifest == manifest
+    conn = loaded.connect()
+    try:  # the final database holds the row, read with plain SQL
+        assert conn.execute("SELECT id, claim_id, amount, memo FROM allocations").fetchall() == [
+            (1, 17, 5.0, "")
+        ]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            conn.execute("DELETE FROM claims")
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize("name", ["actions.jsonl", "diff.json", "final.sqlite", "audit.json"])
@@ -124,6 +152,20 @@ def test_checks_and_weighted_score(world: ToolWorld, tmp_path: Path) -> None:
     results = run_checks(bad, names)
     assert [r.status for r in results] == ["fail", "fail", "pass", "fail"]
     assert results[0].reason.startswith("1 rule(s) broken: expected exactly 1 row created")
+    assert results[0].evidence == {
+        "broken": [
+            "expected exactly 1 row created in allocations where amount = 5.0 and "
+            "claim_id = 17; found 0"
+        ]
+    }
+    assert results[1].evidence == {  # the expected row is missing and the 4.00 one is extra
+        "mismatches": [
+            'allocations: expected a created row {"amount":5.0,"claim_id":17,"id":1,"memo":""},'
+            " which the episode did not create",
+            'allocations: the episode created the row {"amount":4.0,"claim_id":17,"id":1,'
+            '"memo":""}, which was not expected',
+        ]
+    }
     assert results[3].evidence == {"total": 4.0}
     score = weighted_score(results, {"envkit/rejected_calls_changed_nothing": 3})
     assert (score.value, score.measured_weight, score.total_weight) == (0.5, 6.0, 6.0)

@@ -96,9 +96,13 @@ def test_a_reset_with_enforced_keys_undoes_rows_and_equals_the_snapshot(
     pristine = full_state(world.snapshot.connection)
     for calls in (first, second):  # two episodes: nothing leaks through the reset
         for sql, params in calls:
+            before, version = full_state(world.conn), world.state_version
             event = world.call("run_sql", {"sql": sql, "params": params})
             if event["status"] != "ok":  # a broken key or UNIQUE fails the call, unchanged
+                assert event["error"]["type"] == "tool_error", event
                 assert "constraint failed" in event["error"]["message"], event
+                assert full_state(world.conn) == before  # rows, cascades and audit alike
+                assert world.state_version == version
         assert world.diff() == world.scan_diff()  # the cascades are in the history
         cookie = _cookie(world)
         world.reset()

@@ -10,6 +10,7 @@ import pytest
 from onrecord.envkit import Snapshot, SnapshotError, ToolWorld, state_digest
 
 from . import claims_env
+from .test_state_property import full_state
 
 HERE = Path(__file__).parent
 
@@ -19,12 +20,16 @@ def _dump(world: ToolWorld) -> list[str]:
 
 
 def test_reset_restores_snapshot_digest_and_counters(world: ToolWorld) -> None:
+    pristine = full_state(world.snapshot.connection)  # plain SQL, rowids and audit included
     assert world.state_digest() == world.snapshot.digest
     world.call("allocate", {"claim_id": 1, "amount": 1.0})
     world.call("set_status", {"claim_id": 2, "status": "closed"})
     assert world.state_digest() != world.snapshot.digest
     assert (world.step, world.state_version, len(world.log.events)) == (2, 2, 2)
     world.reset(seed=5)
+    assert full_state(world.conn) == pristine
+    assert world.conn.execute("SELECT count(*) FROM allocations").fetchone() == (0,)
+    assert world.conn.execute("SELECT status FROM claims WHERE id = 2").fetchone() == ("open",)
     assert world.state_digest() == world.snapshot.digest
     assert (world.step, world.state_version, world.log.events) == (0, 0, [])
     assert world.audit_history() == []
@@ -153,15 +158,40 @@ def test_observer_connection_cannot_write(world: ToolWorld) -> None:
     assert world.state_digest() == world.snapshot.digest
 
 
-def test_state_digest_matches_canonical_bytes_of_the_whole_structure(world: ToolWorld) -> None:
+def _independent_digest(conn: sqlite3.Connection) -> str:
+    """docs/envkit.md's definition, read with plain SQL: sha256 of the canonical JSON
+    of [[table, create_sql, rows], ...] over user tables in name order, rows as value
+    lists in key order (rowid where no key is declared), BLOBs as {"$blob": hex}."""
     import hashlib
+    import json
 
-    from onrecord._canonical import canonical_bytes
-    from onrecord.envkit._sql import portable_value, user_tables
-    from onrecord.envkit.state import table_rows
+    tables = conn.execute(
+        "SELECT name, sql FROM sqlite_schema WHERE type = 'table'"
+        " AND name NOT LIKE 'sqlite!_%' ESCAPE '!' AND name NOT LIKE '!_onrecord!_%' ESCAPE '!'"
+        " ORDER BY name"
+    ).fetchall()
+    whole = []
+    for name, sql in tables:
+        info = conn.execute(f'PRAGMA table_info("{name}")').fetchall()
+        columns = [row[1] for row in info]
+        key = [row[1] for row in sorted(info, key=lambda row: row[5]) if row[5]]
+        if not key:
+            columns, key = ["rowid", *columns], ["rowid"]
+        rows = conn.execute(
+            f'SELECT {", ".join(columns)} FROM "{name}" ORDER BY {", ".join(key)}'
+        ).fetchall()
+        encoded = [[{"$blob": v.hex()} if isinstance(v, bytes) else v for v in row] for row in rows]
+        whole.append([name, sql, encoded])
+    text = json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
 
-    whole = [
-        [t.name, t.sql, [[portable_value(v) for v in row] for row in table_rows(world.conn, t)]]
-        for t in user_tables(world.conn)
-    ]
-    assert world.state_digest() == hashlib.sha256(canonical_bytes(whole)).hexdigest()
+
+def test_state_digest_follows_its_documented_definition(world: ToolWorld) -> None:
+    # The expectation is built with plain SQL and json, not with the kit's own readers.
+    assert world.state_digest() == _independent_digest(world.conn)
+    world.call("allocate", {"claim_id": 3, "amount": 1.5, "memo": "m"})
+    world.call("tag_claim", {"claim_id": 2, "tag": "a"})  # sorts before (17, 'urgent')
+    world.call("log_event", {"kind": "x"})  # a BLOB payload in a rowid-keyed table
+    world.call("set_status", {"claim_id": 9, "status": "closed"})
+    assert world.state_digest() == _independent_digest(world.conn)
+    assert world.state_digest() != world.snapshot.digest
