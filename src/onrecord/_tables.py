@@ -125,7 +125,15 @@ class SplitTable:
         self._rows: list[tuple[str, ...]] = []
 
     def add_row(self, *cells: str) -> None:
-        self._rows.append(cells)
+        """Add a row; a short one is padded with empty cells, as rich's Table does (it
+        failed with an IndexError only when printed). A longer one is refused: every
+        cell belongs under a header, and the extra ones would silently be dropped."""
+        if len(cells) > len(self._headers):
+            raise ValueError(
+                f"a row of {len(cells)} cells for a table of {len(self._headers)} columns: "
+                "pass at most one cell per header"
+            )
+        self._rows.append((*cells, *[""] * (len(self._headers) - len(cells))))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         groups = self._groups(options.max_width)

@@ -232,13 +232,13 @@ _LAYOUT = "steps.observation must hold one sample per successful step"
         (lambda d: d["steps"]["observation"]["$blob"].update(dtype="|O"), SchemaError, _MALFORMED),
         (
             lambda d: d["steps"]["observation"]["$blob"].update(shape="ab"),
-            ConsistencyError,
-            _LAYOUT,
+            SchemaError,
+            _MALFORMED,  # named as what it is, not read as a wrong length
         ),
         (
             lambda d: d["steps"]["observation"]["$blob"].update(shape=[-1, 84, 84, 3]),
-            ConsistencyError,
-            _LAYOUT,
+            SchemaError,
+            _MALFORMED,  # named as what it is, not read as a wrong length
         ),
         # 3 * 4 * (2**62 + 5292) wraps around 64 bits to exactly the blob's 63,504 bytes
         (

@@ -8,9 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
-from onrecord._tables import fitted_table
+from onrecord._tables import SplitTable
 from onrecord.cli._render import ablation_table, literal, make_console
 from onrecord.domains.ledger import (
     LedgerResult,
@@ -108,14 +106,17 @@ def analyze(args: argparse.Namespace) -> int:
     return 0 if analysis.ok else 3
 
 
-def decision_table(result: LedgerResult) -> Table:
-    """Variant × seed × attempt with each grader's decision."""
-    table = fitted_table(
+def decision_table(result: LedgerResult) -> SplitTable:
+    """Variant × seed × attempt with each grader's decision. A ``SplitTable``: at 80
+    columns the four decisions beside a 38-character episode name folded both the
+    name ("duplicate_write-seed7-attempt" over "1") and "indetermin" over "ate"."""
+    table = SplitTable(
         "episode",
         "final answer",
         "final posting",
         "full policy",
         "required",
+        keys=1,
         title="ledger experiment",
     )
     for episode in result.episodes:

@@ -34,6 +34,7 @@ __all__ = [
     "BLOB_THRESHOLD",
     "blob_dir",
     "blob_ref",
+    "blob_size",
     "decode_blob",
     "find_blob_dir",
     "is_blob",
@@ -101,7 +102,7 @@ def verify_blobs(
     ``where`` is the folder they were read from, named in every complaint."""
     kept = {}
     for meta in referenced_blobs(data):
-        expected = _expected_size(meta)
+        expected = blob_size(meta)
         digest = meta["sha256"]
         name = f"{where}/{digest}" if where else f"blob {digest[:16]}…"
         given = blobs.get(digest)
@@ -126,7 +127,7 @@ def verify_blobs(
     return kept
 
 
-def _expected_size(meta: Any) -> int:
+def blob_size(meta: Any) -> int:
     """The byte size a well-formed reference announces; SchemaError for any other."""
     if (
         type(meta) is dict
@@ -258,6 +259,6 @@ def _announced(meta: Any) -> int | None:
     """The size a reference announces, or None for a malformed one (whose verification
     then fails with its own message)."""
     try:
-        return _expected_size(meta)
+        return blob_size(meta)
     except SchemaError:
         return None

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from onrecord.case import EvalCase
-from onrecord.episode._blobs import BLOB_TAG, is_blob
+from onrecord.episode._blobs import BLOB_TAG, blob_size, is_blob
 from onrecord.episode._verify_parts import verify_parts
 from onrecord.errors import ConsistencyError, InputError, SchemaError
 
@@ -169,12 +169,14 @@ def _verify_steps(steps: dict[str, Any], environment: dict[str, Any]) -> None:
 
 def _batch_holds(batch: Any, layout: Any, count: int) -> bool:
     """Whether ``batch`` holds ``count`` samples in the batch ``layout`` (``"list"``, or
-    nested ``{"dict": {...}}`` / ``{"tuple": [...]}``); a blob counts its first axis."""
+    nested ``{"dict": {...}}`` / ``{"tuple": [...]}``); a blob counts its first axis.
+    A malformed blob reference raises SchemaError."""
     if layout == "list":
         if is_blob(batch):
-            meta = batch[BLOB_TAG]
-            shape = meta.get("shape") if type(meta) is dict else None
-            return type(shape) is list and bool(shape) and shape[0] == count
+            # The reference first: a malformed shape ("ab", [-1, 84]) is named as such,
+            # not as a column of the wrong length.
+            blob_size(batch[BLOB_TAG])
+            return bool(batch[BLOB_TAG]["shape"][0] == count)
         return type(batch) is list and len(batch) == count
     if type(layout) is not dict or len(layout) != 1:
         return False
