@@ -68,10 +68,7 @@ def test_report_renders_and_matches_its_json(remittance_run: Path, tmp_path: Pat
     # The counts the browser shows, against counts taken straight from the saved
     # report's trials (not from the page's own data): every check has a row.
     saved = orjson.loads((remittance_run / "report.json").read_bytes())
-    counted: dict[str, Counter[str]] = {}
-    for trial in saved["trials"]:
-        for result in trial["results"]:
-            counted.setdefault(result["name"], Counter())[result["status"]] += 1
+    counted = _statuses(saved)
     assert set(re.findall(r'<tr data-check="([^"]+)">', dom)) == set(counted)
     assert sum(c["fail"] for c in counted.values()) == 24  # 6 duplicate episodes × 4 checks
     for name, statuses in counted.items():
@@ -116,10 +113,7 @@ def test_comparison_renders_and_matches_its_json(remittance_run: Path, tmp_path:
     # A run compared with itself: every episode pairs with itself, so each check's
     # counts follow from the saved report.json's trials alone (not the page's data).
     saved = orjson.loads((remittance_run / "report.json").read_bytes())
-    counted: dict[str, Counter[str]] = {}
-    for trial in saved["trials"]:
-        for result in trial["results"]:
-            counted.setdefault(result["name"], Counter())[result["status"]] += 1
+    counted = _statuses(saved)
     assert set(re.findall(r'<tr data-check="([^"]+)">', dom)) == set(counted)
     assert sum(c["fail"] for c in counted.values()) == 24  # some checks fail in both
     for name, statuses in counted.items():
@@ -130,3 +124,13 @@ def test_comparison_renders_and_matches_its_json(remittance_run: Path, tmp_path:
         assert int(shown["only_a"]) == int(shown["only_b"]) == 0, name
         unmeasured = sum(statuses.values()) - statuses["pass"] - statuses["fail"]
         assert int(shown["unmeasured"]) == unmeasured, name
+
+
+def _statuses(saved: dict[str, Any]) -> dict[str, Counter[str]]:
+    """Each check's statuses counted straight from a saved report.json (an oracle
+    independent of the page's own data)."""
+    counted: dict[str, Counter[str]] = {}
+    for trial in saved["trials"]:
+        for result in trial["results"]:
+            counted.setdefault(result["name"], Counter())[result["status"]] += 1
+    return counted
