@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+from types import FunctionType
 
 import onrecord.envkit as envkit
+from onrecord.errors import InputError
 
 ROOT = Path(__file__).parent.parent.parent
 
@@ -50,8 +53,27 @@ def test_public_api_is_curated_and_sorted() -> None:
         return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
     assert envkit.__all__ == sorted(envkit.__all__, key=style)
+    assert len(set(envkit.__all__)) == len(envkit.__all__)
     for name in envkit.__all__:
-        assert getattr(envkit, name) is not None
+        value = getattr(envkit, name)
+        if isinstance(value, type | FunctionType):
+            # The kit's own class or function of that name, not another one bound to it.
+            assert value.__name__ == name, name
+            assert value.__module__.startswith("onrecord.envkit."), name
+    # Values docs/envkit.md states.
+    assert envkit.EPISODE_SCHEMA == "onrecord.envkit.episode/v1"
+    assert envkit.ENDINGS == ("finished", "agent_error", "step_limit", "stopped")
+    assert issubclass(envkit.SnapshotError, InputError)
+    # Every exported name is documented, and every name the reference table lists is
+    # exported.
+    docs = (ROOT / "docs" / "envkit.md").read_text()
+    documented = set(re.findall(r"\w+", docs))
+    assert {name for name in envkit.__all__ if name not in documented} == set()
+    reference = docs.split("## Reference: names not described above", 1)[1]
+    listed = re.findall(r"^\| (`.+?) \|", reference, flags=re.MULTILINE)
+    names = {name for cell in listed for name in re.findall(r"`(\w+)`", cell)}
+    assert len(names) >= 10, names
+    assert names <= set(envkit.__all__)
     public = {name for name in dir(envkit) if not name.startswith("_")}
     modules = {
         "audit",
