@@ -132,14 +132,19 @@ def factory(simulator):
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A smoke run (analysis v2) with a user model that fails some references."""
-    root = tmp_path_factory.mktemp("same-cohort")
-    (root / "cohort_probe_models.py").write_text(SOMETIMES_NAN)
+    return smoke_run_with_sometimes_nan(tmp_path_factory.mktemp("same-cohort"), "cohort_probe")
+
+
+def smoke_run_with_sometimes_nan(root: Path, module: str) -> Path:
+    """``root/run``: a smoke run beside the user model ``SOMETIMES_NAN``, imported as
+    ``module`` (a name of its own per test module: each leaves no import behind)."""
+    (root / f"{module}.py").write_text(SOMETIMES_NAN)
     sys.path.insert(0, str(root))
     try:
-        run_experiment(root / "run", smoke=True, user_models=["cohort_probe_models:factory"])
+        run_experiment(root / "run", smoke=True, user_models=[f"{module}:factory"])
     finally:
         sys.path.remove(str(root))
-        sys.modules.pop("cohort_probe_models", None)
+        sys.modules.pop(module, None)
     return root / "run"
 
 

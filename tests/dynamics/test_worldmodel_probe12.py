@@ -10,7 +10,6 @@ still replay exactly. Real CartPole references and a real smoke run.
 from __future__ import annotations
 
 import io
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +21,13 @@ from onrecord.dynamics._aggregate import observed_everywhere
 from onrecord.dynamics.experiment._analyze import replay
 from onrecord.dynamics.experiment._cohort import same_cohort_table, same_cohort_table_v1
 from onrecord.dynamics.experiment._protocol import ANALYSIS, ANALYSIS_V2
-from onrecord.dynamics.experiment._run import run_experiment
 from onrecord.dynamics.experiment._store import read_json
 from onrecord.dynamics_metrics import aggregate_metrics
-from tests.dynamics.test_same_cohort_analysis import SOMETIMES_NAN, as_written_by_v1, failing_on
+from tests.dynamics.test_same_cohort_analysis import (
+    as_written_by_v1,
+    failing_on,
+    smoke_run_with_sometimes_nan,
+)
 
 HORIZONS = (1, 4, 8, 16, 32)
 
@@ -99,15 +101,7 @@ def test_experiment_cohort_tables_keep_what_each_analysis_wrote(
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A smoke run with a user model that fails some references and planning seeds."""
-    root = tmp_path_factory.mktemp("probe12")
-    (root / "probe12_models.py").write_text(SOMETIMES_NAN)
-    sys.path.insert(0, str(root))
-    try:
-        run_experiment(root / "run", smoke=True, user_models=["probe12_models:factory"])
-    finally:
-        sys.path.remove(str(root))
-        sys.modules.pop("probe12_models", None)
-    return root / "run"
+    return smoke_run_with_sometimes_nan(tmp_path_factory.mktemp("probe12"), "probe12_models")
 
 
 @pytest.mark.slow
