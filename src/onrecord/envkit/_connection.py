@@ -46,6 +46,7 @@ __all__ = ["WorldConnection"]
 
 _Added = tuple[str, str, int]
 """A registration a tool made: (method, name in lower case, argument count)."""
+_Progress = tuple[Callable[[], int | None] | None, int]
 _BASE = sqlite3.Connection
 _ROW_FACTORY: Any = _BASE.__dict__["row_factory"]
 _TEXT_FACTORY: Any = _BASE.__dict__["text_factory"]
@@ -78,7 +79,9 @@ class WorldConnection(sqlite3.Connection):
         self._limits = {category: self.getlimit(category) for category in _LIMITS}
         """The owner's limits (the world's as created, or as the owner set them)."""
         self._owner_trace: Callable[[str], object] | None = None
-        self._owner_progress: tuple[Callable[[], int | None] | None, int] = (None, 1)
+        self._owner_progress: _Progress = (None, 1)
+        # The trace callback and progress handler the running tool set (``quiet``).
+        self._call_callbacks: tuple[Callable[[str], object] | None, _Progress] = (None, (None, 1))
 
     # -- refusals ----------------------------------------------------------------------
     def _refuse(self, what: str, why: str) -> None:
@@ -255,6 +258,7 @@ class WorldConnection(sqlite3.Connection):
         trace_callback = noting(self, trace_callback)
         if self._in_tool():
             self._refuse_stray("set_trace_callback")
+            self._call_callbacks = (trace_callback, self._call_callbacks[1])
         else:
             self._owner_trace = trace_callback
         super().set_trace_callback(trace_callback)
@@ -265,6 +269,7 @@ class WorldConnection(sqlite3.Connection):
         progress_handler = noting(self, progress_handler)
         if self._in_tool():
             self._refuse_stray("set_progress_handler")
+            self._call_callbacks = (self._call_callbacks[0], (progress_handler, n))
         else:
             self._owner_progress = (progress_handler, n)
         super().set_progress_handler(progress_handler, n)
@@ -293,6 +298,7 @@ class WorldConnection(sqlite3.Connection):
         alone as soon as it returns (before the world's own statements run)."""
         guard = self.guard
         assert guard is not None
+        self._call_callbacks = (self._owner_trace, self._owner_progress)
         if guard.temp_version is None:  # once: what read_texts is known to match
             guard.temp_version = temp_version(self)
             if guard.hidden:
@@ -309,6 +315,21 @@ class WorldConnection(sqlite3.Connection):
                 yield
             finally:
                 self._end_call()
+
+    @contextmanager
+    def quiet(self) -> Iterator[None]:
+        """onrecord's statements in a call with no callback of the tool's (``_sql_reads``)."""
+        if self.guard is None or not self.guard.active:  # the owner's callbacks are set
+            yield
+            return
+        _BASE.set_trace_callback(self, self._owner_trace)
+        _BASE.set_progress_handler(self, *self._owner_progress)
+        try:
+            yield
+        finally:
+            trace, progress = self._call_callbacks
+            _BASE.set_trace_callback(self, trace)
+            _BASE.set_progress_handler(self, *progress)
 
     def _shadows(self, hidden: frozenset[str]) -> dict[str, str]:
         """The audit's shadow table of each hidden table, by shadow table."""
@@ -371,10 +392,9 @@ class WorldConnection(sqlite3.Connection):
             unregister(self, "create_collation", name, -1)
 
     def _end_statements(self) -> None:
-        """Reset every statement still running on this connection: a cursor a tool kept
-        unread, once collected or closed. A kept cursor is the tool's state from an
-        episode that is ending, like its TEMP tables: closing it is what a fresh world
-        would offer (only here, when a registration cannot be removed otherwise)."""
+        """Close every cursor of this connection (one a tool kept unread): the tool's
+        state from an ending episode, like its TEMP tables (only when a registration
+        cannot be removed otherwise)."""
         gc.collect()
         for thing in gc.get_objects():
             if isinstance(thing, sqlite3.Cursor) and thing.connection is self:

@@ -284,9 +284,10 @@ class StatementGuard:
             return sqlite3.SQLITE_DENY
 
     def _ours(self) -> bool:
-        """Whether onrecord's own statement (the audit's, the undo's) is being prepared."""
-        running = self.running
-        return running is not None and INTERNAL in running[1]
+        """Whether onrecord's own statement (the audit's, the undo's) is being prepared
+        on this thread (not a tool's other thread, preparing while that one runs)."""
+        ident, text = self.running or (None, "")
+        return ident == threading.get_ident() and INTERNAL in text
 
     def _nameless_read(self, name: str, database: str | None) -> None:
         """A table read for no column (``SELECT count(*) FROM notes``): SQLite names it

@@ -26,6 +26,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,7 @@ __all__ = [
     "UNKNOWN_ROWS",
     "TrackedCursor",
     "event_reads",
+    "quiet",
     "temp_version",
     "tracked",
     "unknown_rows",
@@ -145,8 +147,17 @@ def temp_version(conn: sqlite3.Connection) -> int:
     """``PRAGMA temp.schema_version``, whatever row factory a tool or the owner set."""
     cursor = conn.cursor()
     cursor.row_factory = None
-    version: int = cursor.execute(_TEMP_VERSION).fetchone()[0]
+    with quiet(conn):
+        version: int = cursor.execute(_TEMP_VERSION).fetchone()[0]
     return version
+
+
+def quiet(conn: sqlite3.Connection) -> AbstractContextManager[None]:
+    """A block where onrecord's own statement runs with no trace callback or progress
+    handler of the running tool's (``WorldConnection.quiet``): SQL the tool ran from one
+    would be taken for onrecord's own (a reveal's reads, ``_ours``) and go unlogged."""
+    method = getattr(conn, "quiet", None)
+    return nullcontext() if method is None else method()
 
 
 @cache

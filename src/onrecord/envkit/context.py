@@ -13,7 +13,7 @@ from onrecord.envkit._guard import StatementGuard
 from onrecord.envkit._outcome import safe_repr
 from onrecord.envkit._portable import portable
 from onrecord.envkit._sql import Table, internal, portable_value, quote, row_dict
-from onrecord.envkit._sql_reads import event_reads
+from onrecord.envkit._sql_reads import event_reads, quiet
 from onrecord.envkit._text import lossless, plain_rows, raw_text, reads_only, undecodable
 from onrecord.errors import InputError, OnrecordError, PortabilityError
 
@@ -113,7 +113,8 @@ class ToolContext:
         read = (internal(sql), values)
         if self._tracer is not None:
             self._tracer(sql, values)
-        with plain_rows(self.connection), self._revealing():  # a tool's factory: no forgery
+        # A tool's row factory would forge the row, its callbacks run SQL as the reveal's.
+        with plain_rows(self.connection), quiet(self.connection), self._revealing():
             # INTERNAL: a tool typing this text must not be served the statement prepared
             # here, whose read the guard left to this reveal to log.
             row = lossless(self.connection, lambda: _first(self.connection.execute(*read)))
