@@ -50,12 +50,8 @@ class FittedTable(Table):
     def fits_whole(self, width: int) -> bool:
         """Whether the table fits ``width`` with its outer border and every word whole:
         unlike ``fits``, a name is never folded (headers and sentences still wrap)."""
-        console = Console(width=max(width, 1), emoji=False)
-        texts = [
-            [console.render_str(str(c)).plain for c in column.cells] for column in self.columns
-        ]
-        least = [_widths(h, cells)[1] for h, cells in zip(self._headers, texts, strict=True)]
-        return sum(least) + self._overhead(edge=True) <= width
+        texts = self._texts(Console(width=max(width, 1), emoji=False))
+        return sum(_widths(lines)[1] for lines in texts) + self._overhead(edge=True) <= width
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         self._fit(console, options.max_width, apply=True)
@@ -67,17 +63,21 @@ class FittedTable(Table):
             column.width = None
         if apply:
             self.show_edge, self.pad_edge = self._edges
-        texts = [[console.render_str(str(c)).plain for c in column.cells] for column in columns]
-        sizes = [_widths(h, cells) for h, cells in zip(self._headers, texts, strict=True)]
+        sizes = [_widths(lines) for lines in self._texts(console)]
         widths, least = [most for most, _ in sizes], [fewest for _, fewest in sizes]
         room = width - self._overhead(edge=True)
         if sum(widths) <= room:
             return True
-        # A name longer than half the row folds, and any other word (a JSON action, a
-        # token of a message) longer than a third: it wraps before the cells beside it.
-        least = [min(size, max(room // (2 if i == 0 else 3), 1)) for i, size in enumerate(least)]
-        if sum(least) > room:  # without the outer border and padding
-            room = width - self._overhead(edge=False)
+        bare = width - self._overhead(edge=False)  # without the outer border and padding
+        if sum(least) > bare:
+            # Only when not every word fits whole, even borderless: a name longer than
+            # half the row folds, and any other word (a JSON action, a token of a
+            # message) longer than a third, before the cells beside it. Capped always,
+            # a 43-character check name folded at 100 columns in a part a SplitTable had
+            # chosen because it fits whole, and at 56 where it fits without the border.
+            least = [min(s, max(room // (2 if i == 0 else 3), 1)) for i, s in enumerate(least)]
+        if sum(least) > room:
+            room = bare
             if apply:
                 self.show_edge = self.pad_edge = False
         excess = sum(widths) - room
@@ -95,6 +95,14 @@ class FittedTable(Table):
                 column.width = size
         return excess <= 0
 
+    def _texts(self, console: Console) -> list[list[str]]:
+        """Each column's header and cells as printed: measured as written, an escaped
+        header ("\\[x]") counted its backslashes, and its names were folded for them."""
+        return [
+            [console.render_str(str(text)).plain for text in (header, *column.cells)]
+            for header, column in zip(self._headers, self.columns, strict=True)
+        ]
+
     def _overhead(self, *, edge: bool) -> int:
         """Border and padding characters of a row."""
         _, right, _, left = self.padding
@@ -103,9 +111,9 @@ class FittedTable(Table):
         return borders + (left + right) * count - (0 if edge else left + right)
 
 
-def _widths(header: str, cells: Sequence[str]) -> tuple[int, int]:
+def _widths(texts: Sequence[str]) -> tuple[int, int]:
     """A column's widest line and its longest word (what it can wrap down to)."""
-    lines = [line for text in (header, *cells) for line in text.splitlines() or [""]]
+    lines = [line for text in texts for line in text.splitlines() or [""]]
     words = [word for line in lines for word in line.split()]
     return max(map(cell_len, lines), default=1), max(map(cell_len, words), default=1)
 

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from onrecord._tables import SplitTable
 from onrecord.cli._progress import StepProgress
-from onrecord.cli._render import emit, make_console
+from onrecord.cli._render import emit, literal, make_console
 
 __all__ = ["loop_table", "register"]
 
@@ -187,7 +187,9 @@ def loop_table(rows: list[dict[str, Any]]) -> SplitTable:
         interval = row["return_ci"]
         failed = row.get("failed_runs", 0)
         loop.add_row(
-            row["model_id"],
+            # A model's id is its author's (--model, or a replayed directory's): "[/]"
+            # in it crashed the table (MarkupError) and "[bold]x" printed as "x".
+            literal(row["model_id"]),
             _fmt(row["mean_steps"]),
             f"{row['reached_cap']}/{row['seeds']}",
             f"{failed} failed run{'s' if failed > 1 else ''}"
@@ -219,7 +221,7 @@ def forecast_table(heldout: dict[str, Any]) -> SplitTable:
         for row in table["rows"]:
             if row["coordinate"] in ("cart_velocity", "pole_angle") and row["horizon"] in (1, 8):
                 metrics.add_row(
-                    model,
+                    literal(model),
                     row["coordinate"],
                     str(row["horizon"]),
                     f"{row['measured']}/{row['denominator']}" + _errors(table),
@@ -247,14 +249,14 @@ def _print(tables: dict[str, Any]) -> None:
     for model, rows in tables["interventions"].items():
         row = next(r for r in rows if r["coordinate"] == "cart_velocity" and r["horizon"] == 1)
         effects.add_row(
-            model,
+            literal(model),
             _fmt(row["real_effect"]),
             _fmt(row["predicted_effect"]),
             _fmt(row["effect_error"]),
         )
     console.print(effects)
     policies = next(iter(tables["decisions"].values()))
-    decisions = SplitTable("model", *policies, keys=1, title="acceptance policies")
+    decisions = SplitTable("model", *map(literal, policies), keys=1, title="acceptance policies")
     for model, per in tables["decisions"].items():
-        decisions.add_row(model, *(d["decision"] for d in per.values()))
+        decisions.add_row(literal(model), *(literal(d["decision"]) for d in per.values()))
     console.print(decisions)

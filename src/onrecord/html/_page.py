@@ -30,6 +30,10 @@ NAME_CHARS = 120
 TEXT_LINES = 6
 """Lines of a long message shown before "show all" (``report.js`` uses the same)."""
 
+# A table's first column holds names (a check, a task, a requirement): in a table that
+# scrolls sideways in its own box, they break only where no other column can give way
+# ("break-word"), not anywhere, which let the layout fold "only_expected_tables_chang/ed"
+# on a 1400-pixel page beside a wide interval column.
 CSS = """
 :root{--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--muted:#57606a;--line:#d0d7de;
 --bg:#f6f8fa;font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:14px}
@@ -47,6 +51,7 @@ color:#fff;text-transform:uppercase;letter-spacing:.05em}
 .decision{border:2px solid var(--line);border-radius:.6rem;padding:1rem;background:var(--bg)}
 code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
 td,li,p,summary,h1,h2{overflow-wrap:anywhere}td.num{overflow-wrap:normal;white-space:nowrap}
+.scroll td:first-child{overflow-wrap:break-word}
 pre{white-space:pre-wrap;word-break:break-all;margin:0}
 tr.created td{background:#dafbe1}tr.deleted td{background:#ffebe9}
 tr.selected td{background:#fff8c5}.episodes tr{cursor:pointer}

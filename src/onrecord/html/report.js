@@ -312,9 +312,10 @@ if (controls && list) {
 tasksTable();
 function taskText(t){ return fold(t.case_id + ' ' + t.failing_checks.join(', ')); }
 function tasksTable(){
-  // A run of up to 300 tasks has its whole table in the HTML, filtered in place; a
-  // larger one is paged like the episodes, failing tasks first (as the first page in
-  // the HTML), from the page's data: 5,000 pre-rendered rows were 40,000 elements.
+  // A run of up to 300 tasks has its whole table in the HTML (failing tasks first),
+  // filtered in place; a larger one is paged like the episodes, failing tasks first (as
+  // the first page in the HTML), from the page's data: 5,000 pre-rendered rows were
+  // 40,000 elements.
   const filter = document.getElementById('task-filter');
   const table = document.getElementById('tasks');
   const body = table && table.querySelector('tbody');
