@@ -43,6 +43,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from onrecord.envkit._sql import INTERNAL, INTERNAL_PREFIX
+from onrecord.envkit._sql_reads import temp_changing
 
 __all__ = ["CALL_SAVEPOINT", "INTERNAL", "READ_ONLY", "StatementGuard"]
 
@@ -264,7 +265,7 @@ class StatementGuard:
                     self._nameless_read(arg1 or "", database)
                 return sqlite3.SQLITE_OK
             if action in _TEMP_CHANGES and self.hidden:
-                self.temp_dirty = True  # whoever's, even if it fails: checked by version
+                temp_changing(self, action, arg1)  # whoever's, even if it fails
             if not self.active:
                 # Prepared for the owner: allowed, but noted if a tool may not run it, as
                 # the cached statement would otherwise be served to a tool unasked.
@@ -292,7 +293,7 @@ class StatementGuard:
     def _nameless_read(self, name: str, database: str | None) -> None:
         """A table read for no column (``SELECT count(*) FROM notes``): SQLite names it
         as the statement wrote it, schema too (``None`` when unqualified, which may be a
-        TEMP table of that name: ``_sql_reads`` looks at the end of the call)."""
+        TEMP table of that name: see ``_sql_reads.temp_changing``)."""
         table = self._hidden_names.get(name.lower())
         if table is not None and (database is None or database.lower() == "main"):
             self._hidden_read(table, None, database is not None)

@@ -40,6 +40,7 @@ __all__ = [
     "TrackedCursor",
     "event_reads",
     "quiet",
+    "temp_changing",
     "temp_version",
     "tracked",
     "unknown_rows",
@@ -47,6 +48,15 @@ __all__ = [
 
 UNKNOWN_ROWS = "unknown"
 """The ``rows`` of a read logged for a tool's own SQL: which rows it read is unknown."""
+_TEMP_NAMING = frozenset(
+    {
+        sqlite3.SQLITE_CREATE_TEMP_TABLE,
+        sqlite3.SQLITE_CREATE_TEMP_VIEW,
+        sqlite3.SQLITE_DROP_TEMP_TABLE,
+        sqlite3.SQLITE_DROP_TEMP_VIEW,
+    }
+)
+"""TEMP changes whose first argument names a table or view unqualified SQL may read."""
 _TEMP_VERSION = internal("PRAGMA temp.schema_version")
 _TEMP_NAMED = internal(
     "SELECT 1 FROM temp.sqlite_schema WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE"
@@ -60,8 +70,8 @@ def event_reads(
     hidden table the call's own SQL read and revealed nothing of, by name (a stable
     order, whatever order the statements were prepared in). ``tables`` maps each to
     whether a read was surely of ``main``'s table; one read only for no column, by an
-    unqualified name, is of a TEMP table if one of that name exists now (SQLite names
-    such a read as written)."""
+    unqualified name, is of a TEMP table if one of that name exists now and none came
+    or went since (``temp_changing``; SQLite names such a read as written)."""
     if not tables:
         return reveals  # the common case: the very list ctx.reveal appended to
     # A call that revealed rows of a table declared what it showed of it: its SQL over
@@ -75,6 +85,20 @@ def event_reads(
         if table not in revealed and (surely or not _shadowed(conn, table))
     )
     return reveals + [{"table": table, "rows": UNKNOWN_ROWS} for table in names]
+
+
+def temp_changing(guard: StatementGuard, action: int, name: str | None) -> None:
+    """A TEMP object is about to be created or dropped (the authorizer asks as each such
+    statement is about to run). A bare read of a hidden table this call noted before a
+    TEMP table or view of its name came or went may have been of ``main``'s table, so it
+    is taken as one, with no SQL run: ``event_reads`` looks at the TEMP schema at the
+    end of the call only for reads that all met the TEMP tables the end has. (A read of
+    a TEMP ``notes`` then dropped or created again in the call is logged too: rare, and
+    on the safe side.)"""
+    guard.temp_dirty = True  # checked by version: the statement may still fail
+    table = guard.hidden_named(name or "") if action in _TEMP_NAMING else None
+    if table is not None and guard.active and guard.sql_reads.get(table) is False:
+        guard.sql_reads[table] = True
 
 
 def _shadowed(conn: sqlite3.Connection, table: str) -> bool:

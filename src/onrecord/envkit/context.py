@@ -110,7 +110,8 @@ class ToolContext:
         # main.: a TEMP table or view a tool created under the hidden table's name
         # would otherwise be read instead, and logged as a read of the real row.
         sql = f"SELECT {layout.select_list()} FROM main.{quote(table)} WHERE {where}"
-        read = (internal(sql), values)
+        bound = _bindable(values)  # logged as bound when no row is found
+        read = (internal(sql), bound)
         if self._tracer is not None:
             self._tracer(sql, values)
         # A tool's row factory would forge the row, its callbacks run SQL as the reveal's.
@@ -119,7 +120,7 @@ class ToolContext:
             # here, whose read the guard left to this reveal to log.
             row = lossless(self.connection, lambda: _first(self.connection.execute(*read)))
         if row is None:  # nothing read: the key as asked for
-            self.reads.append({"table": table, "key": _logged_key(values)})
+            self.reads.append({"table": table, "key": _logged_key(bound)})
             return None
         # The key of the row read, as stored: SQLite matched the key sent under the
         # column's collation and affinity ('A' finds 'a' under COLLATE NOCASE, 1 finds
@@ -150,6 +151,39 @@ class ToolContext:
     def reject(message: str) -> NoReturn:
         """Refuse the call (domain rule violation); nothing it wrote is kept."""
         raise ToolRejected(message)
+
+
+def _bindable(values: list[Any]) -> list[Any]:
+    """The key's values as SQLite will bind them, adapted here, as the tool's code: a
+    value's ``__conform__`` (or an adapter of its type) run while the reveal's statement
+    binds it would have its SQL taken for the reveal's, a hidden read unlogged. The
+    result is of exact built-in types, which binding adapts no further (unless an
+    adapter for ``int``, ``str``... itself is registered: see docs/envkit.md)."""
+    return [_plain(sqlite3.adapt(value, sqlite3.PrepareProtocol, value)) for value in values]
+
+
+_COPIES: tuple[tuple[type, Callable[[Any], Any]], ...] = (
+    (int, int.__int__),
+    (float, float.__float__),
+    (str, str.__str__),
+)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` (adapted) as the exact built-in type SQLite binds it as."""
+    if value is None or type(value) in (int, float, str, bytes):
+        return value
+    # A subclass (bool) is bound by its stored value, which the base's own method
+    # copies (``int(value)`` would run the subclass's ``__int__``).
+    for base, copy in _COPIES:
+        if isinstance(value, base):
+            return copy(value)
+    try:
+        return bytes(memoryview(value))  # bytearray, memoryview: bound as a BLOB
+    except TypeError:
+        raise sqlite3.ProgrammingError(
+            f"reveal: type {type(value).__name__!r} is not supported as a key value"
+        ) from None
 
 
 def _first(cursor: sqlite3.Cursor) -> Any:
