@@ -11,16 +11,18 @@ shown beside its threshold gets the decimals that keep met and failed readable.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = [
+    "P_VALUE_MARKS",
     "fixed",
     "interval_percent",
     "percent",
     "rate_percent",
     "requirement_threshold",
     "shown_reason",
+    "significant",
     "threshold_percent",
 ]
 
@@ -43,6 +45,24 @@ def fixed(value: float, digits: int, *, scale: float = 1.0, suffix: str = "") ->
     step = 10.0**-digits
     bound = f"<{step:.{digits}f}" if value < 0.5 else f">{scale - step:.{digits}f}"
     return bound + suffix
+
+
+P_VALUE_MARKS = (1.0, 0.1, 0.05, 0.01, 0.001)
+"""The levels a p-value is read against: "0.05" must not stand for 0.049996."""
+
+
+def significant(value: float, digits: int = 3, marks: Iterable[float] = (0.0, 1.0, -1.0)) -> str:
+    """``value`` to ``digits`` significant digits, and more when rounding would show it
+    as one of ``marks`` it is not: a forecast skill of 0.99996 read "1", the perfect
+    score of the oracle beside it, and a p-value of 0.049996 read "0.05", across the
+    level it is compared with. 17 digits tell any two doubles apart, so it ends."""
+    marks = tuple(marks)
+    text = f"{value:.{digits}g}"
+    for more in range(digits + 1, 18):
+        if value in marks or float(text) not in marks:
+            break
+        text = f"{value:.{more}g}"
+    return text
 
 
 def percent(value: float) -> str:

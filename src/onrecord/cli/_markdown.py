@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from onrecord._numbers import shown_reason
+from onrecord._numbers import P_VALUE_MARKS, shown_reason, significant
 from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, clean
 from onrecord.compare import (
@@ -155,7 +155,7 @@ def _checks(comparison: Comparison) -> list[str]:
         (
             text(c.name),
             *(str(n) for n in (c.both_pass, c.only_a, c.only_b, c.both_fail, c.unmeasured)),
-            f"{c.p_value:.4g}",
+            significant(c.p_value, 4, P_VALUE_MARKS),
         )
         for c in comparison.checks
     ]

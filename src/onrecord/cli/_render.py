@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from onrecord._numbers import fixed, interval_percent, percent
+from onrecord._numbers import P_VALUE_MARKS, fixed, interval_percent, percent, significant
 from onrecord._tables import FittedTable, fitted_table
 from onrecord.compare import (
     Comparison,
@@ -290,7 +290,7 @@ def render_comparison(console: Console, comparison: Comparison, *, header: bool 
             str(check.only_b),
             str(check.both_fail),
             str(check.unmeasured),
-            f"{check.p_value:.4g}",
+            significant(check.p_value, 4, P_VALUE_MARKS),
         )
     console.print(table)
     note = too_few_pairs_note(

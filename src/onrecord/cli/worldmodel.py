@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
+from onrecord._numbers import significant
 from onrecord._tables import SplitTable
 from onrecord.cli._progress import StepProgress
 from onrecord.cli._render import emit, literal, make_console
@@ -136,11 +137,13 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
+def _fmt(value: Any, marks: tuple[float, ...] = (0.0, 1.0, -1.0)) -> str:
+    """A number to 3 significant digits, never rounded onto a mark it is not (a skill of
+    0.99996 is not the oracle's 1; a 90% interval covering 0.8996 is not exactly 0.9)."""
     if value is None:
         return "—"
     if isinstance(value, float):
-        return f"{value:.{digits}g}"
+        return significant(value, 3, marks)
     return str(value)
 
 
@@ -171,6 +174,11 @@ def _gap(row: dict[str, Any]) -> str:
     return text
 
 
+def _seed_steps(row: dict[str, Any]) -> tuple[float, ...]:
+    """The steps each seed's episode lasted (None for a failed run)."""
+    return tuple(float(steps) for steps in row.get("steps") or () if steps is not None)
+
+
 def loop_table(rows: list[dict[str, Any]]) -> SplitTable:
     """The closed-loop table of ``tables["closed_loop"]``."""
     loop = SplitTable(
@@ -190,7 +198,8 @@ def loop_table(rows: list[dict[str, Any]]) -> SplitTable:
             # A model's id is its author's (--model, or a replayed directory's): "[/]"
             # in it crashed the table (MarkupError) and "[bold]x" printed as "x".
             literal(row["model_id"]),
-            _fmt(row["mean_steps"]),
+            # Not "500" for 499.67: the mean would read as every seed reaching the cap.
+            _fmt(row["mean_steps"], _seed_steps(row)),
             f"{row['reached_cap']}/{row['seeds']}",
             f"{failed} failed run{'s' if failed > 1 else ''}"
             if failed
@@ -227,7 +236,7 @@ def forecast_table(heldout: dict[str, Any]) -> SplitTable:
                     f"{row['measured']}/{row['denominator']}" + _errors(table),
                     _fmt(row["mae"]),
                     _fmt(row["skill"]),
-                    _fmt(row["coverage_90"]),
+                    _fmt(row["coverage_90"], (0.0, 0.9, 1.0)),
                     _fmt(row["width_90"]),
                     _fmt(row["crps"]),
                 )
