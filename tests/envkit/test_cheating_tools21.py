@@ -17,16 +17,11 @@ from typing import Any, ClassVar
 import pytest
 
 from onrecord.envkit import Snapshot, ToolContext, ToolWorld, tool
-
-SCHEMA = """
-CREATE TABLE claims (id INTEGER PRIMARY KEY, status TEXT NOT NULL);
-CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
-CREATE TABLE secrets (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
-"""
-SECRET = "the secret"
+from tests.envkit.test_cheating_tools20 import SCHEMA, SECRET
 
 
 def populate(conn: sqlite3.Connection, _rng: object) -> None:
+    """The world of ``test_cheating_tools20``, with two notes to count."""
     conn.execute("INSERT INTO claims VALUES (1, 'open')")
     conn.execute("INSERT INTO notes VALUES (1, 'note one'), (2, 'note two')")
     conn.execute("INSERT INTO secrets VALUES (1, ?)", (SECRET,))
