@@ -373,4 +373,5 @@ def test_a_long_unbroken_name_does_not_push_the_numbers_off_the_page(tmp_path: P
     # Before: the tables grew to 2300 px and the counts and rates sat off screen.
     assert out["overflow"] <= 0
     assert out["right"] <= out["width"]
-    assert out["label"] == LONG_CHECKS[0].name[:29] + "…"  # fits left of its bar
+    name = LONG_CHECKS[0].name
+    assert out["label"] == name[:9] + "…" + name[-20:]  # fits left of its bar, middle cut

@@ -72,8 +72,9 @@ def test_the_list_button_says_what_it_lists(tmp_path: Path) -> None:
         page,
         "out.buttons = Object.fromEntries([...document.querySelectorAll('#checks tr')]"
         ".filter(tr => tr.querySelector('button.list-episodes'))"
-        ".map(tr => [tr.dataset.check, [tr.querySelector('td[data-field=\"failed\"]')"
-        ".textContent, tr.querySelector('button').title]]));"
+        ".map(tr => { const button = tr.querySelector('button.list-episodes');"
+        " return [tr.dataset.check, [button.parentElement.dataset.field,"
+        " button.parentElement.textContent, button.title]]; }));"
         "const row = document.querySelector('#checks tr[data-check=\"unknowable\"]');"
         "row.querySelector('button.list-episodes').click();"
         "out.listed = [...document.querySelectorAll('#episode-list tbody tr')]"
@@ -82,14 +83,17 @@ def test_the_list_button_says_what_it_lists(tmp_path: Path) -> None:
         tmp_path,
     )
     # Before: "0 list" beside a check that never failed, and its button listed the
-    # episodes where it was not measured.
+    # episodes where it was not measured; then "0 list the 2 not measured", still in the
+    # failed column. Now beside the count it lists.
     assert out["buttons"] == {
-        "fails": ["2 list the 2 failed", "list the episodes in which this check failed"],
+        "fails": ["failed", "2 list the 2 failed", "list the episodes in which this check failed"],
         "unknowable": [
-            "0 list the 2 not measured",
+            "unmeasured",
+            "2 list the 2 not measured",
             "list the episodes in which this check was not measured",
         ],
         "fails_or_unknown": [
+            "failed",
             "1 list the 2 failed or not measured",
             "list the episodes in which this check failed or was not measured",
         ],

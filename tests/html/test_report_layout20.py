@@ -1,5 +1,7 @@
-"""The report's tables as a reviewer reads them: check names whole on a wide page, and
-the tasks that failed at the top of a small Per task table, as in the Episodes list."""
+"""The report's tables as a reviewer reads them: check names whole on a wide page, the
+tasks that failed at the top of a small Per task table (as in the Episodes list) with the
+checks each did not pass, a run line in good grammar, and p-values with the digits that
+keep them off the level they are read against."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ from typing import Any
 import orjson
 import pytest
 
-from onrecord.html import write_report
+from onrecord.case import EvalCase
+from onrecord.html import write_comparison, write_report
+from onrecord.runner import plan_run, start_run
+from tests.core.test_ci_outputs import make_report
 from tests.html.test_browser_probe import _drive
 
 pytestmark = pytest.mark.browser
@@ -67,3 +72,54 @@ def test_check_names_are_not_folded_on_a_wide_page(remittance_run: Path, tmp_pat
     # Before: "only_expected_tables_chang" on one line, "ed" on the next, beside a wide
     # interval column; every name fits on one line at this width.
     assert names == dict.fromkeys(names, 1), names
+
+
+def test_an_incomplete_task_names_the_checks_it_was_not_measured_on(
+    lake_run: Path, tmp_path: Path
+) -> None:
+    trials = orjson.loads((lake_run / "report.json").read_bytes())["trials"]
+    failed: dict[str, set[str]] = {}
+    unmeasured: dict[str, set[str]] = {}
+    for trial in trials:
+        task = trial["case"]["case_id"]
+        for result in trial["results"]:
+            if result["status"] == "fail":
+                failed.setdefault(task, set()).add(result["name"])
+            elif result["status"] != "pass":
+                unmeasured.setdefault(task, set()).add(result["name"])
+    assert unmeasured  # the agent gives up: checks are left unmeasured
+    page = write_report(lake_run, tmp_path / "r.html").read_text()
+    table = page[page.index('id="tasks"') : page.index("</table>", page.index('id="tasks"'))]
+    assert '<th scope="col">checks not passed</th>' in table
+    rows = re.findall(r'<tr data-task="([^"]*)">(.*?)</tr>', table)
+    assert {html.unescape(task) for task, _ in rows} == {t["case"]["case_id"] for t in trials}
+    for task, row in rows:
+        cell = html.unescape(re.findall(r"<td[^>]*>(.*?)</td>", row)[-1])
+        names = [name for name in cell.split(", ") if name]
+        shown_failed = {name for name in names if not name.endswith(" (not measured)")}
+        shown_unmeasured = {n.removesuffix(" (not measured)") for n in names} - shown_failed
+        task = html.unescape(task)
+        # Before: an empty cell for a task whose episodes were all incomplete.
+        assert shown_failed == failed.get(task, set())
+        assert shown_unmeasured == unmeasured.get(task, set()) - failed.get(task, set())
+
+
+def test_the_run_line_counts_one_task_in_the_singular(tmp_path: Path) -> None:
+    task = EvalCase("walk", case_id="only-task", completion="either")
+    run = tmp_path / "run"
+    start_run(run, plan_run("frozenlake", "walks_into_hole", tasks=[task], seeds=[0, 1]))
+    page = write_report(run, tmp_path / "r.html").read_text()
+    # Before: "1 tasks × 2 seeds × 1 repeats".
+    assert "1 task × 2 seeds × 1 repeat " in page
+
+
+def test_a_p_value_just_above_a_level_is_not_shown_as_the_level(tmp_path: Path) -> None:
+    # 151 and 182 discordant pairs: exact McNemar p = 0.100034, "0.1" at four digits.
+    a = make_report({"posted_once": ["pass"] * 151 + ["fail"] * 182})
+    b = make_report({"posted_once": ["fail"] * 151 + ["pass"] * 182})
+    path, _ = write_comparison(
+        a.save_json(tmp_path / "a.json"), b.save_json(tmp_path / "b.json"), tmp_path / "c.html"
+    )
+    page = path.read_text()
+    (cell,) = re.findall(r'data-field="p_value"[^>]*>([^<]*)<', page)
+    assert cell == "0.10003"

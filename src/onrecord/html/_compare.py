@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from onrecord._compare_notes import few_bootstrap_cases_note
+from onrecord._numbers import P_VALUE_MARKS, significant
 from onrecord.compare import compare_sources, load_source, too_few_pairs_note
 from onrecord.errors import ComparisonRefused
 from onrecord.html._page import NAME_CHARS, attr, cell, document, esc, long_text, table
@@ -147,7 +148,7 @@ def _checks(comparison: Mapping[str, Any]) -> str:
                 for k in ("both_pass", "only_a", "only_b", "both_fail", "unmeasured")
             )
             + cell(
-                f"{check['p_value']:.4g}",
+                significant(check["p_value"], 4, P_VALUE_MARKS),
                 css="num",
                 data={"field": "p_value", "value": check["p_value"]},
             )

@@ -288,16 +288,23 @@ def _tasks(report: EvaluationReport) -> list[dict[str, Any]]:
                 "fail": 0,
                 "incomplete": 0,
                 "failing_checks": [],
+                "unmeasured_checks": [],
             },
         )
         row["episodes"] += 1
         row[trial.outcome_among(report.check_names)] += 1
         for result in trial.results:
-            if result.status == "fail" and result.name not in row["failing_checks"]:
-                row["failing_checks"].append(result.name)
+            if result.status != "pass":  # failed, or not measured (an evaluator error too)
+                key = "failing_checks" if result.status == "fail" else "unmeasured_checks"
+                if result.name not in row[key]:
+                    row[key].append(result.name)
     for row in rows.values():
         row["pass_rate"] = row["pass"] / row["episodes"]
         row["failing_checks"].sort(key=natural_key)  # not whichever trial failed first
+        # A check that failed in one episode and was not measured in another is listed
+        # once, as failing; an incomplete task showed an empty cell without this list.
+        unmeasured = set(row["unmeasured_checks"]) - set(row["failing_checks"])
+        row["unmeasured_checks"] = sorted(unmeasured, key=natural_key)
     return list(rows.values())
 
 

@@ -33,7 +33,8 @@ TEXT_LINES = 6
 # A table's first column holds names (a check, a task, a requirement): in a table that
 # scrolls sideways in its own box, they break only where no other column can give way
 # ("break-word"), not anywhere, which let the layout fold "only_expected_tables_chang/ed"
-# on a 1400-pixel page beside a wide interval column.
+# on a 1400-pixel page beside a wide interval column. A run's plot (a PNG 990 pixels
+# wide) shrinks to the page: at its own size it made a phone's whole page scroll sideways.
 CSS = """
 :root{--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--muted:#57606a;--line:#d0d7de;
 --bg:#f6f8fa;font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:14px}
@@ -57,7 +58,7 @@ tr.created td{background:#dafbe1}tr.deleted td{background:#ffebe9}
 tr.selected td{background:#fff8c5}.episodes tr{cursor:pointer}
 .episodes tr:focus-visible{outline:2px solid #0969da;outline-offset:-2px}
 del{color:var(--bad)}ins{color:var(--ok);text-decoration:none}
-input[type=search]{padding:.3rem;width:20rem;max-width:100%}.svg-chart{max-width:100%}
+input[type=search]{padding:.3rem;width:20rem;max-width:100%}figure img{max-width:100%;height:auto}
 td.tag{overflow-wrap:normal;white-space:nowrap}.scroll{overflow-x:auto}
 .msg,.long .preview,.long .full{white-space:pre-wrap;overflow-wrap:anywhere}
 details.long>summary{cursor:pointer;list-style:none}

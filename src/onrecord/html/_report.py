@@ -58,11 +58,17 @@ def _header(data: Mapping[str, Any]) -> str:
         meta = (
             f"run <code>{esc(run['run_id'])}</code> · {esc(run['environment'])} "
             f"{esc(_config(run['environment_config']))} · agent <b>{esc(run['agent'])}</b> · "
-            f"{run['tasks']} tasks × {len(run['seeds'])} seeds × {run['repeats']} repeats "
+            f"{_count(run['tasks'], 'task')} × {_count(len(run['seeds']), 'seed')} × "
+            f"{_count(run['repeats'], 'repeat')} "
             f"· max {run['max_steps']} steps · grading {esc(run['grading'])} · "
             f"started {esc(run['created'])} · " + meta
         )
     return f'<header><h1>{esc(data["title"])}</h1><p class="meta">{meta}</p></header>'
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 task``, ``2 tasks``: "1 tasks × 1 seeds" headed a one-task run."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _number(value: float | None) -> str:

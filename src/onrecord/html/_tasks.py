@@ -13,7 +13,7 @@ from typing import Any
 from onrecord.html._listing import ONE_PAGE, PAGE_ROWS
 from onrecord.html._page import NAME_CHARS, TEXT_CHARS, attr, cell, percent, table
 
-__all__ = ["task_list", "tasks_section"]
+__all__ = ["not_passed", "task_list", "tasks_section"]
 
 
 def task_list(tasks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -55,7 +55,7 @@ def tasks_section(data: Mapping[str, Any]) -> str:
         + controls
         + more
         + table(
-            ("task", "episodes", "pass", "fail", "incomplete", "pass rate", "failing checks"),
+            ("task", "episodes", "pass", "fail", "incomplete", "pass rate", "checks not passed"),
             [_row(tasks[at], listing["rates"][at]) for at in order],
             element_id="tasks",
             data={"page": PAGE_ROWS} if paged else None,
@@ -74,6 +74,13 @@ def _row(task: Mapping[str, Any], rate: str) -> str:
         + cell(task["fail"], css="num fail")
         + cell(task["incomplete"], css="num incomplete")
         + cell(rate, css="num", data={"value": task["pass_rate"]})
-        + cell(", ".join(task["failing_checks"]), limit=TEXT_CHARS)
+        + cell(not_passed(task), limit=TEXT_CHARS)
         + "</tr>"
     )
+
+
+def not_passed(task: Mapping[str, Any]) -> str:
+    """The checks that failed, then those only not measured in some episode (what made
+    an incomplete task incomplete; its cell was empty). ``taskNotPassed`` in ``report.js``."""
+    unmeasured = [f"{name} (not measured)" for name in task.get("unmeasured_checks", ())]
+    return ", ".join([*task["failing_checks"], *unmeasured])

@@ -294,7 +294,8 @@ if (controls && list) {
     // Say what it lists: beside a failed count of 0 a bare "list" read as "list the
     // failures", yet it lists the episodes where the check was not measured.
     const failed = Number(cell.dataset.value);
-    const unmeasured = Number((tr.querySelector('td[data-field="unmeasured"]') || {dataset: {}}).dataset.value) || 0;
+    const unmeasuredCell = tr.querySelector('td[data-field="unmeasured"]');
+    const unmeasured = Number((unmeasuredCell || {dataset: {}}).dataset.value) || 0;
     const listed = notPassedIn.get(position) || 0;
     const what = failed && unmeasured ? 'failed or not measured' : failed ? 'failed' : 'not measured';
     const button = document.createElement('button');
@@ -308,9 +309,12 @@ if (controls && list) {
       // The focus follows to the filter it set: left on the button, out of sight, the
       // next Tab went on through the checks table and scrolled the list away again.
       byCheck.focus({preventScroll: true}); });
-    cell.append(' ', button); }); }
+    // Beside the count it lists: in the failed column, "0 list the 4 not measured".
+    (failed || !unmeasuredCell ? cell : unmeasuredCell).append(' ', button); }); }
 tasksTable();
-function taskText(t){ return fold(t.case_id + ' ' + t.failing_checks.join(', ')); }
+// The checks a task did not pass, as _tasks.not_passed writes them.
+function taskNotPassed(t){ return t.failing_checks.concat((t.unmeasured_checks || []).map(c => c + ' (not measured)')).join(', '); }
+function taskText(t){ return fold(t.case_id + ' ' + taskNotPassed(t)); }
 function tasksTable(){
   // A run of up to 300 tasks has its whole table in the HTML (failing tasks first),
   // filtered in place; a larger one is paged like the episodes, failing tasks first (as
@@ -343,7 +347,7 @@ function tasksTable(){
       + '</td><td class="num">' + esc(t.episodes) + '</td><td class="num pass">' + esc(t.pass)
       + '</td><td class="num fail">' + esc(t.fail) + '</td><td class="num incomplete">'
       + esc(t.incomplete) + '</td><td class="num" data-value="' + attr(value(t.pass_rate)) + '">'
-      + esc(rates[at]) + '</td><td class="">' + long(t.failing_checks.join(', '), TEXT)
+      + esc(rates[at]) + '</td><td class="">' + long(taskNotPassed(t), TEXT)
       + '</td></tr>'; };
   const count = document.getElementById('task-count');
   const prev = document.getElementById('task-prev'), next = document.getElementById('task-next');
