@@ -104,3 +104,15 @@ def test_the_mean_steps_of_seeds_that_did_not_all_reach_the_cap_is_not_the_cap()
     cells = [cell.strip() for cell in line.split("│")]
     assert "499.7" in cells  # "500" read as every seed reaching the cap
     assert "2/3" in cells
+
+
+def test_show_gives_a_check_measured_nowhere_no_interval(tmp_path: Path) -> None:
+    report = make_report({"unknowable": ["not_measured"] * 3, "posted_once": ["pass"] * 3})
+    result = onrecord("show", report.save_json(tmp_path / "report.json"))
+    assert result.returncode == 0, result.stderr
+    (row,) = [line for line in result.stdout.splitlines() if "unknowable" in line]
+    assert "n/a" in row
+    assert "—" in row
+    assert "100.0%" not in row  # before: "0.0% – 100.0%", as if estimated from results
+    (measured,) = [line for line in result.stdout.splitlines() if "posted_once" in line]
+    assert "–" in measured  # a measured check keeps its interval

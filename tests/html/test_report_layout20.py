@@ -123,3 +123,20 @@ def test_a_p_value_just_above_a_level_is_not_shown_as_the_level(tmp_path: Path) 
     page = path.read_text()
     (cell,) = re.findall(r'data-field="p_value"[^>]*>([^<]*)<', page)
     assert cell == "0.10003"
+
+
+def test_a_check_measured_nowhere_has_no_interval(lake_run: Path, tmp_path: Path) -> None:
+    trials = orjson.loads((lake_run / "report.json").read_bytes())["trials"]
+    statuses: dict[str, set[str]] = {}
+    for trial in trials:
+        for result in trial["results"]:
+            statuses.setdefault(result["name"], set()).add(result["status"])
+    never = {name for name, seen in statuses.items() if not seen & {"pass", "fail"}}
+    assert never  # the agent gives up before the goal can be judged
+    assert never != set(statuses)  # and other checks are measured
+    page = write_report(lake_run, tmp_path / "r.html").read_text()
+    for name in statuses:
+        (row,) = re.findall(rf'<tr data-check="{re.escape(name)}">(.*?)</tr>', page)
+        (interval,) = re.findall(r'data-field="interval"[^>]*>([^<]*)<', row)
+        # Before: "0.0% – 100.0%", as if estimated from results, beside "n/a".
+        assert (interval == "—") == (name in never)

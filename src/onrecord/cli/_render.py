@@ -209,7 +209,8 @@ def _report_table(
             f"{literal(check.name)} [dim]({version})[/]" if narrow else literal(check.name),
             *((_results(*numbers),) if narrow else (version, *map(str, numbers))),
             "n/a" if check.pass_rate is None else percent(check.pass_rate),
-            literal(_interval(check.interval)),
+            # No measured result: "0.0% – 100.0%" read as an interval estimated from data.
+            "—" if check.pass_rate is None else literal(_interval(check.interval)),
             fixed(check.coverage, 0, scale=100.0, suffix="%"),
         )
     return table

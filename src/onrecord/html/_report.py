@@ -140,7 +140,10 @@ def _checks(data: Mapping[str, Any]) -> str:
             percent(c["pass_rate"]), css="num", data={"field": "pass_rate", "value": c["pass_rate"]}
         )
         + cell(
-            f"{percent(c['interval'][0])} – {percent(c['interval'][1])}",
+            # No measured result: "0.0% – 100.0%" read as an interval estimated from data.
+            "—"
+            if c["pass_rate"] is None
+            else f"{percent(c['interval'][0])} – {percent(c['interval'][1])}",
             css="num",
             data={"field": "interval", "value": c["interval"]},
         )
