@@ -6,8 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from onrecord._canonical import load_record_bytes
 from onrecord.cli._bundle import digested
+from onrecord.cli._progress import BarProgress
 from onrecord.cli._render import literal, make_console, render_decision, render_report
 from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy
@@ -37,6 +40,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--policy", help="acceptance policy file (default: the run's)")
     parser.add_argument("--name", help="name of the regrade (default: a UTC timestamp)")
     parser.add_argument("--limit", type=int, default=50, help="changes to print (default 50)")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (nor the plain progress lines written when stderr is not a terminal)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -48,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
         item.strip() for value in args.checks or () for item in value.split(",") if item.strip()
     ]
     policy = AcceptancePolicy.load(args.policy) if args.policy else None
-    regrade = regrade_run(args.run_dir, checks or None, policy=policy, name=args.name)
+    # Each episode's world is rebuilt from its evidence: minutes for a few thousand.
+    progress = BarProgress(Console(stderr=True, soft_wrap=True), enabled=not args.no_progress)
+    regrade = regrade_run(
+        args.run_dir, checks or None, policy=policy, name=args.name, progress=progress
+    )
     console = make_console()
     for name, (old, new) in regrade.versions.items():
         console.print(

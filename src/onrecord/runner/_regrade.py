@@ -19,9 +19,10 @@ from onrecord.errors import ConsistencyError, InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
 from onrecord.runner._interrupts import interrupts_kept
+from onrecord.runner._job import JobResult
 from onrecord.runner._provider import EnvironmentProvider
 from onrecord.runner._registry import build_provider, load_checks
-from onrecord.runner._run import Graded, save_grading, trials_by_key
+from onrecord.runner._run import Graded, Progress, save_grading, trials_by_key
 from onrecord.runner._store import RunStore
 
 __all__ = ["REGRADE_SCHEMA", "Regrade", "VerdictChange", "contained", "regrade_run"]
@@ -80,12 +81,14 @@ def regrade_run(
     *,
     policy: AcceptancePolicy | None = None,
     name: str | None = None,
+    progress: Progress | None = None,
 ) -> Regrade:
     """Grade every saved episode of a run with ``checks`` (default: the run's own check
     specs, re-imported, so improved checks are picked up). Writes ``report.json``,
     ``decision.json`` and ``changes.json`` under ``RUN/regrades/NAME``; the run's own
     records are only read. An interrupted run is re-graded too (its recorded episodes;
-    never accepted)."""
+    never accepted). ``progress`` hears of every episode graded (``start`` with the
+    number recorded, an ``advance`` per episode with its new outcome, ``stop``)."""
     store = RunStore.open(path)
     protocol = store.protocol
     target = _target(store.path / "regrades", name)
@@ -106,7 +109,7 @@ def regrade_run(
         provider = build_provider(protocol.environment)
         try:
             loaded = [contained(check) for check in _load(provider, specs)]
-            trials = [_regraded(store, provider, loaded, record) for record in records]
+            trials = _regraded_all(store, provider, loaded, records, progress or Progress())
         finally:
             provider.close()
     report = EvaluationReport.from_trials(trials, lock_extra=protocol.lock_extra())
@@ -183,6 +186,28 @@ def _load(provider: EnvironmentProvider, specs: list[str]) -> list[OutcomeCheck]
             f"loading the checks {specs} raised {type(exc).__name__}: {exc}; fix the "
             "check module or pass other --checks"
         ) from exc
+
+
+def _regraded_all(
+    store: RunStore,
+    provider: EnvironmentProvider,
+    checks: list[OutcomeCheck],
+    records: list[Any],
+    progress: Progress,
+) -> list[Trial]:
+    # Regrading rebuilds each episode's world from its evidence: a few thousand take
+    # minutes, so the caller hears of each one (the CLI draws the bar of `onrecord run`).
+    progress.start(len(records), 0)
+    trials = []
+    try:
+        for record in records:
+            trial = _regraded(store, provider, checks, record)
+            trials.append(trial)
+            case_id, repeat = record.key
+            progress.advance(JobResult(case_id, repeat, outcome=trial.outcome))
+    finally:
+        progress.stop()
+    return trials
 
 
 def _regraded(
