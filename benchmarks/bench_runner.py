@@ -9,6 +9,8 @@
    task's snapshot), measured from the first to the last episode recorded.
 2. A 10,000-episode run streaming to disk: peak RSS of the parent and of the workers.
 3. The Ray executor against the process pool on this machine (same protocol, 2 CPUs).
+4. Re-grading the in-process run (one process: rebuild each episode's end state from its
+   start snapshot and recorded diff, grade it) against running it in-process.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from onrecord.runner import (
     RayExecutor,
     RunProtocol,
     plan_run,
+    regrade_run,
     start_run,
 )
 
@@ -153,6 +156,19 @@ def ray_overhead(root: Path, seeds: int, pool: dict[str, Any]) -> None:
     )
 
 
+def regrade_speed(root: Path, run: dict[str, Any]) -> None:
+    clock = _Clock()
+    started = time.perf_counter()
+    regrade_run(root / "in-process", progress=clock)
+    seconds = time.perf_counter() - started
+    rate = len(clock.stamps) / seconds
+    print(f"4. regrade of the in-process run ({len(clock.stamps)} episodes, one process)")
+    print(
+        f"  {seconds:.2f} s, {rate:.0f} ep/s; regrade / in-process run: "
+        f"{rate / run['overall']:.2f}x the episodes per second (context)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -165,6 +181,7 @@ def main() -> None:
         rows = throughput(root, seeds)
         memory(root, big)
         ray_overhead(root, seeds, rows["process pool, 2 workers"])
+        regrade_speed(root, rows["in-process"])
     usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"(benchmark driver peak RSS {usage:.0f} MB)")
 
