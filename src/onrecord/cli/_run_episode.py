@@ -17,6 +17,7 @@ from rich.console import Console
 from onrecord._natural import natural_key
 from onrecord.cli._episode_view import Cells, next_steps, render_episode
 from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal
+from onrecord.cli._row_history import render_row_history
 from onrecord.episode import EPISODE_SCHEMA
 from onrecord.errors import InputError
 
@@ -60,7 +61,8 @@ def render_run_episode(
         evidence = saved_evidence(saved)  # with its side-file blobs (image observations)
         render_episode(console, evidence, steps, full=full, command=command)
     else:
-        render_tool_calls(console, saved.action_log, steps, full=full, command=command)
+        shown = render_tool_calls(console, saved.action_log, steps, full=full, command=command)
+        render_row_history(console, saved.evidence, shown, full=full, command=command)
 
 
 def _shell_word(text: str) -> str:
@@ -117,9 +119,10 @@ def render_tool_calls(
     *,
     full: bool = False,
     command: str = "onrecord show FILE",
-) -> None:
+) -> set[int]:
     """A tool world's action log, one row per call (by default the first ``FIRST_STEPS``
-    and every call that did not succeed); long values shortened unless ``full``."""
+    and every call that did not succeed); long values shortened unless ``full``. Returns
+    the step numbers shown."""
     table = _table("step", "tool", "status", "arguments", "result or error")
     events = list(events)
     cell = Cells(full=full)
@@ -150,6 +153,7 @@ def render_tool_calls(
             soft_wrap=True,  # the command is copied from here: one line
         )
     cell.notice(console, command)
+    return shown
 
 
 def _outcome(event: Any) -> Any:

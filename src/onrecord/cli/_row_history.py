@@ -1,0 +1,101 @@
+"""``onrecord show RUN --episode``: the rows a tool-world episode really wrote.
+
+The tool calls say what the agent asked for and what each tool answered; the audit
+history says what changed in the database, step by step, and the end-state diff what
+stayed changed. Only the HTML report showed either, so in a terminal an agent that
+changed a protected row and restored it looked like one that never touched it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Mapping
+from typing import Any
+
+from rich.console import Console
+
+from onrecord.cli._episode_view import Cells
+from onrecord.cli._episode_view import _text as as_json
+from onrecord.cli._render import _table, literal
+
+__all__ = ["render_row_history"]
+
+_KEY = 40
+_VALUES = 100
+"""Characters of a key, and of a row's values, shown before ``… (N characters)``."""
+_CHANGE = {"insert": "created", "update": "changed", "delete": "deleted"}
+
+
+def render_row_history(
+    console: Console,
+    evidence: Mapping[str, Any],
+    steps: Container[int],
+    *,
+    full: bool = False,
+    command: str = "onrecord show FILE",
+) -> None:
+    """The audit history's row changes made at ``steps`` (the calls shown above them),
+    then what stayed changed at the end, table by table."""
+    audit = evidence.get("audit")
+    events = audit.get("events", []) if isinstance(audit, Mapping) else []
+    events = [event for event in events if isinstance(event, Mapping)]
+    if not events:
+        console.print("row changes: none (no call wrote a row)")
+        return
+    table = _table("step", "table", "change", "key", "values", title="row changes, in order")
+    cell = Cells(full=full)
+    shown = [event for event in events if event.get("step") in steps]
+    for event in shown:
+        operation = str(event.get("op"))
+        table.add_row(
+            str(event.get("step")),
+            literal(event.get("table")),
+            _CHANGE.get(operation, literal(operation)),
+            cell(event.get("key"), _KEY),
+            cell(_values(event), _VALUES),
+        )
+    if shown:
+        console.print(table)
+    if len(shown) < len(events):
+        console.print(
+            f"{len(events) - len(shown)} row change(s) made at steps not shown left out "
+            "(--steps all shows every one)"
+        )
+    console.print(_end_state(evidence.get("diff"), events))
+    cell.notice(console, command)
+
+
+def _values(event: Mapping[str, Any]) -> str:
+    """The columns an update changed, ``column: old → new``; a created or deleted row
+    whole. Values as JSON, so text "1" and the number 1 read apart."""
+    old, new = event.get("old"), event.get("new")
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        changed = [column for column in new if column not in old or old[column] != new[column]]
+        return "; ".join(
+            f"{column}: {as_json(old.get(column))} → {as_json(new[column])}" for column in changed
+        )
+    return as_json(new if new is not None else old)
+
+
+def _end_state(diff: Any, events: list[Mapping[str, Any]]) -> str:
+    """What stayed changed, per table, and the tables the history changed that the end
+    state does not show (changed, then put back)."""
+    counts: list[str] = []
+    changed: set[str] = set()
+    for name, change in sorted((diff or {}).items()):
+        if not isinstance(change, Mapping):
+            continue
+        parts = [
+            f"{len(change.get(kind) or ())} {kind}"
+            for kind in ("created", "changed", "deleted")
+            if change.get(kind)
+        ]
+        if parts:
+            changed.add(name)
+            counts.append(f"{literal(name)} {', '.join(parts)}")
+    restored = sorted({str(event.get("table")) for event in events} - changed)
+    text = "at the end: " + ("; ".join(counts) if counts else "no row changed")
+    if restored:
+        text += (
+            f" — changed during the episode and put back by its end: {literal(', '.join(restored))}"
+        )
+    return text
