@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
+from onrecord.envkit import Snapshot, ToolContext, ToolWorld, save_episode, tool
 from onrecord.runner import RunStore, plan_run, start_run
 from tests.cli_process import onrecord
 
@@ -94,3 +95,31 @@ def test_an_episode_that_wrote_nothing_says_so(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "row changes: none (no call wrote a row)" in result.stdout
     assert re.search(r"^at the end:", result.stdout, re.M) is None
+
+
+@tool(writes=True, example={"status": "written_off"})
+def set_status(ctx: ToolContext, status: str) -> None:
+    """Set the claim's status."""
+    ctx.execute("UPDATE claims SET status = ? WHERE id = 1", (status,))
+
+
+def test_a_saved_tool_episode_shows_its_row_changes(tmp_path: Path) -> None:
+    snapshot = Snapshot.build(
+        "history25",
+        "CREATE TABLE claims (id INTEGER PRIMARY KEY, status TEXT NOT NULL);",
+        lambda conn, _rng: conn.execute("INSERT INTO claims VALUES (1, 'open')"),
+        seed=1,
+    )
+    with ToolWorld(snapshot, [set_status]) as world:
+        world.reset(seed=1)
+        world.call("set_status", {"status": "written_off"})
+        world.call("set_status", {"status": "open"})
+        saved = save_episode(world, tmp_path / "episode")
+    assert not any(any(change.values()) for change in saved.diff.values())  # put back
+    result = onrecord("show", tmp_path / "episode")
+    assert result.returncode == 0, result.stderr
+    assert [row[:4] for row in _rows(result.stdout)] == [
+        ["1", "claims", "changed", "1"],
+        ["2", "claims", "changed", "1"],
+    ]
+    assert "put back by its end: claims" in result.stdout

@@ -16,6 +16,7 @@ from onrecord.cli._episode_view import render_episode
 from onrecord.cli._record_views import render_bundle
 from onrecord.cli._records import Bundle, load_any
 from onrecord.cli._render import make_console, render_forecasts, render_policy, render_report
+from onrecord.cli._row_history import render_row_history
 from onrecord.cli._run_episode import render_run_episode, render_tool_calls
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import InputError
@@ -70,9 +71,13 @@ def run(args: argparse.Namespace) -> int:
     elif isinstance(record, Bundle):
         render_bundle(console, record)
         episode = _tool_episode(Path(args.file))
-        if episode is not None:  # its calls, as `--episode` shows a run's
+        if episode is not None:  # its calls and row changes, as `--episode` shows a run's
             command = f"onrecord show {shlex.quote(args.file)}"
-            render_tool_calls(console, episode.actions, steps, full=args.full, command=command)
+            shown = render_tool_calls(
+                console, episode.actions, steps, full=args.full, command=command
+            )
+            written = {"audit": {"events": episode.audit}, "diff": episode.diff}
+            render_row_history(console, written, shown, full=args.full, command=command)
     else:
         command = f"onrecord show {shlex.quote(args.file)}"
         _render(console, record, steps, full=args.full, command=command)
