@@ -21,7 +21,7 @@ from onrecord.cli._row_history import render_row_history
 from onrecord.episode import EPISODE_SCHEMA
 from onrecord.errors import InputError
 
-__all__ = ["render_run_episode", "render_tool_calls"]
+__all__ = ["render_not_passed", "render_run_episode", "render_tool_calls"]
 
 _TEXT = 80
 """Characters of arguments, a result or an error shown before ``… (N characters)``."""
@@ -171,3 +171,39 @@ def _shown_by_default(index: int, event: Any) -> bool:
 
 
 _tool_calls = render_tool_calls  # its earlier name (tests import it)
+
+
+_LISTED = 10
+"""Episodes not passed that ``show RUN`` lists before saying how many more there are."""
+
+
+def render_not_passed(console: Console, run: Path, report: Any) -> None:
+    """The run's episodes that did not pass (failed first, then incomplete, each in the
+    report's order) with the checks each did not pass, and the command that shows one:
+    ``show RUN`` printed rates and a decision, and the way to the failures themselves was
+    only in the HTML report."""
+    names = report.check_names
+    outcomes = [(trial, trial.outcome_among(names)) for trial in report.trials]
+    listed = [item for item in outcomes if item[1] == "fail"]
+    listed += [item for item in outcomes if item[1] == "incomplete"]
+    if not listed:
+        return
+    table = _table("episode", "outcome", "checks not passed", title="episodes not passed")
+    for trial, outcome in listed[:_LISTED]:
+        missing = [f"{name} (no result)" for name in names if trial.result(name) is None]
+        not_passed = [r.name for r in trial.results if r.status != "pass"] + missing
+        table.add_row(
+            literal(f"{trial.case['case_id']}#{trial.repeat}"),
+            _styled(outcome),
+            literal(", ".join(not_passed)),
+        )
+    console.print(table)
+    more = len(listed) - _LISTED
+    if more > 0:
+        console.print(f"… {more} more not passed (onrecord report RUN lists every one)")
+    first = listed[0][0]
+    episode = _shell_word(f"{first.case['case_id']}#{first.repeat}")
+    console.print(
+        f"see one: {literal(f'onrecord show {shlex.quote(str(run))} --episode {episode}')}",
+        soft_wrap=True,  # the command is copied from here: one line
+    )

@@ -17,7 +17,7 @@ from onrecord.cli._record_views import render_bundle
 from onrecord.cli._records import Bundle, load_any
 from onrecord.cli._render import make_console, render_forecasts, render_policy, render_report
 from onrecord.cli._row_history import render_row_history
-from onrecord.cli._run_episode import render_run_episode, render_tool_calls
+from onrecord.cli._run_episode import render_not_passed, render_run_episode, render_tool_calls
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
@@ -70,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
         render_run_episode(console, run_dir, args.episode, steps, full=args.full)
     elif isinstance(record, Bundle):
         render_bundle(console, record)
+        reports = [item for item in record.items if isinstance(item, EvaluationReport)]
+        if reports and (Path(args.file) / "run.json").is_file():  # a run: its failures
+            render_not_passed(console, Path(args.file), reports[0])
         episode = _tool_episode(Path(args.file))
         if episode is not None:  # its calls and row changes, as `--episode` shows a run's
             command = f"onrecord show {shlex.quote(args.file)}"
