@@ -18,7 +18,7 @@ from onrecord.episode import OutcomeCheck
 from onrecord.errors import ConsistencyError, InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
-from onrecord.runner._interrupts import interrupts_kept
+from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
 from onrecord.runner._job import JobResult
 from onrecord.runner._provider import EnvironmentProvider
 from onrecord.runner._registry import build_provider, load_checks
@@ -89,6 +89,21 @@ def regrade_run(
     records are only read. An interrupted run is re-graded too (its recorded episodes;
     never accepted). ``progress`` hears of every episode graded (``start`` with the
     number recorded, an ``advance`` per episode with its new outcome, ``stop``)."""
+    # SIGTERM (a cancelled CI job, ``timeout``) is Ctrl-C, as in ``start_run``: its
+    # default ended Python at once and left each world's scratch copy and rebuilt end
+    # state in the temporary directory, one database each per cancelled regrade.
+    with terminations_interrupt():
+        return _regrade_run(path, checks, policy=policy, name=name, progress=progress)
+
+
+def _regrade_run(
+    path: str | os.PathLike[str],
+    checks: Sequence[str] | None,
+    *,
+    policy: AcceptancePolicy | None,
+    name: str | None,
+    progress: Progress | None,
+) -> Regrade:
     store = RunStore.open(path)
     protocol = store.protocol
     target = _target(store.path / "regrades", name)

@@ -21,6 +21,7 @@ import hashlib
 import math
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from onrecord.envkit._sql import (
     native_value,
     portable_value,
     quote,
+    rowid_alias,
     save_reals,
     sql_param,
 )
@@ -235,10 +237,16 @@ def rebuild_episode(
     snapshot.save(path)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
-        _apply_diff(conn, evidence["diff"], evidence["audit"]["tables"])
+        stale = _apply_diff(conn, evidence["diff"], evidence["audit"]["tables"])
         digests = table_digests(conn, evidence["diff"], evidence["audit"]["tables"])
     finally:
         conn.close()
+    if stale:
+        raise ConsistencyError(
+            f"the recorded diff of {evidence['task_id']!r} says rows of tables {stale} "
+            "were, before the episode changed or deleted them, what the start snapshot "
+            "does not hold: the diff was changed after recording"
+        )
     wrong = sorted(
         name for name, digest in digests.items() if evidence["changed_tables"].get(name) != digest
     )
@@ -254,7 +262,9 @@ def rebuild_episode(
 
 def _apply_diff(
     conn: sqlite3.Connection, diff: StateDiff, layouts: Mapping[str, Mapping[str, Any]]
-) -> None:
+) -> list[str]:
+    """Apply ``diff`` to the snapshot ``conn`` holds; the tables whose recorded rows
+    before the episode (deleted, and changed ones' ``before``) are not the snapshot's."""
     # A scratch copy, rebuilt for each episode: nothing to make durable. Each of the
     # ~150 DROP TRIGGERs was its own synced transaction, and re-grading ran at 16
     # episodes/s, waiting on the disk (the run itself: ~250).
@@ -263,26 +273,70 @@ def _apply_diff(
     # Triggers would re-derive rows the diff already holds (and write audit rows).
     for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
         conn.execute(f"DROP TRIGGER {quote(name)}")
-    for table, change in diff.items():
-        key = list(layouts[table]["key"])
-        for row in change["deleted"]:
-            where, params = _terms(key, [row[column] for column in key], " AND ")
-            conn.execute(f"DELETE FROM {quote(table)} WHERE {where}", params)
-        for item in change["changed"]:
-            after = item["after"]
-            sets, values = _terms(list(after), list(after.values()), ", ")
-            keys = item["key"] if len(key) > 1 else [item["key"]]
-            where, params = _terms(key, keys, " AND ")
-            conn.execute(f"UPDATE {quote(table)} SET {sets} WHERE {where}", [*values, *params])
-        for row in change["created"]:
-            columns = ", ".join(map(quote, row))
-            bound = [sql_param(native_value(value)) for value in row.values()]
-            marks = ", ".join(mark for mark, _ in bound)
-            conn.execute(
-                f"INSERT INTO {quote(table)} ({columns}) VALUES ({marks})",
-                [param for _, param in bound],
-            )
+    stale = [
+        table
+        for table, change in diff.items()
+        if not _apply_table(conn, table, change, layouts[table])
+    ]
     conn.execute("COMMIT")
+    return stale
+
+
+def _apply_table(
+    conn: sqlite3.Connection, table: str, change: Mapping[str, Any], layout: Mapping[str, Any]
+) -> bool:
+    """Apply one table's part of the diff; whether the rows it records as they were
+    before the episode (deleted rows, changed rows' ``before`` and ``key``) are the
+    snapshot's: the digests cover only the end state, so an edited ``before`` (which
+    rules such as ``changed(where=...)`` grade) would otherwise pass unseen.
+
+    Changed rows are deleted and inserted again, not updated: the end state satisfied
+    every UNIQUE constraint, but a value that moved between rows (two rows swapping a
+    rank) fails one halfway through UPDATEs in any order. Deleting all first leaves a
+    subset of the end state at every step. A rowid table's changed row keeps its rowid
+    (the order a scan without ORDER BY returns rows in, as in the live world)."""
+    columns, key = list(layout["columns"]), list(layout["key"])
+    listed = conn.execute("SELECT wr FROM pragma_table_list WHERE name = ?", (table,)).fetchone()
+    rowid = None if listed is None or listed[0] else rowid_alias(columns)
+    select = f"SELECT {', '.join(map(quote, [*columns, *([rowid] if rowid else [])]))} FROM "
+    same, inserts = True, []
+    earlier = [(row, None) for row in change["deleted"]]
+    earlier += [(item["before"], item) for item in change["changed"]]
+    for before, item in earlier:
+        keys = [before[column] for column in key]
+        where, params = _terms(key, keys, " AND ")
+        sql = f"{select}{quote(table)} WHERE {where}"
+        found = lossless(conn, partial(_one, conn, sql, params))
+        same = same and found is not None and _same_row(found[: len(columns)], before, columns)
+        if item is not None:
+            after, recorded = item["after"], keys if len(key) > 1 else keys[0]
+            same = same and item["key"] == recorded == _key_of(after, key)
+            inserts.append((after, found[-1] if found is not None and rowid else None))
+        conn.execute(f"DELETE FROM {quote(table)} WHERE {where}", params)
+    inserts += [(row, None) for row in change["created"]]
+    for row, old_rowid in inserts:
+        names = [*row, *([rowid] if old_rowid is not None else [])]
+        bound = [sql_param(native_value(value)) for value in row.values()]
+        marks = ", ".join([*(mark for mark, _ in bound), *(["?"] if old_rowid is not None else [])])
+        conn.execute(
+            f"INSERT INTO {quote(table)} ({', '.join(map(quote, names))}) VALUES ({marks})",
+            [*(param for _, param in bound), *([old_rowid] if old_rowid is not None else [])],
+        )
+    return same
+
+
+def _one(conn: sqlite3.Connection, sql: str, params: list[Any]) -> Any:
+    return conn.execute(sql, params).fetchone()
+
+
+def _same_row(found: Sequence[Any], recorded: Mapping[str, Any], columns: list[str]) -> bool:
+    """Whether the snapshot's row is the recorded one, compared as the diff encodes values
+    (BLOBs, TEXT not UTF-8 and infinities as ``{"$...": ...}``), as JSON: 1 and 1.0 differ."""
+    return _encoded_rows([list(found)]) == canonical_bytes([[recorded[c] for c in columns]])
+
+
+def _key_of(row: Mapping[str, Any], key: list[str]) -> Any:
+    return [row[column] for column in key] if len(key) > 1 else row[key[0]]
 
 
 def _terms(columns: Sequence[str], values: Sequence[Any], joiner: str) -> tuple[str, list[Any]]:
