@@ -1,5 +1,6 @@
-"""Progress on stderr: the bar of ``onrecord run`` (episodes done, rate, failures so far)
-and the steps of ``onrecord worldmodel run``; plain lines where no bar is drawn."""
+"""Progress on stderr: the bar of ``onrecord run`` (episodes done, rate, failures so far),
+the steps of ``onrecord worldmodel run`` and the count of ``onrecord verify RUN``; plain
+lines where no bar is drawn."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from rich.progress import (
 from onrecord.runner import JobResult
 from onrecord.runner import Progress as RunProgress
 
-__all__ = ["BarProgress", "StepProgress"]
+__all__ = ["BarProgress", "CountProgress", "StepProgress"]
 
 
 LINE_INTERVAL = 10.0
@@ -175,4 +176,58 @@ class StepProgress:
         self._lines.write(
             f"{self.name} {self.done}/{max(self.total, self.done)} · {self.label} done · "
             f"{time.perf_counter() - self._started:.0f} s"
+        )
+
+
+class CountProgress:
+    """A count towards a total (``onrecord verify RUN``: its episodes): a transient bar on
+    a terminal; where none is drawn, a plain line ``NAME 0/2970 · 0 s`` on ``start``, at
+    most one every ``LINE_INTERVAL`` seconds, and one on ``stop`` with the count reached
+    (the work ``stop`` ends may include more than the count: its time is in that line)."""
+
+    def __init__(self, console: Console, name: str, *, enabled: bool = True) -> None:
+        self.name = name
+        self.done = self.total = 0
+        self.running = False
+        self._started = time.perf_counter()
+        self._lines = _Lines(console, enabled=enabled)
+        self._bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+            disable=not enabled or not _live(console),
+        )
+        self._task = self._bar.add_task(name, total=0)
+
+    def start(self, total: int) -> None:
+        self._started = time.perf_counter()
+        self.done, self.total, self.running = 0, total, True
+        self._bar.update(self._task, total=total, completed=0, description=self.name)
+        self._bar.start()
+        self._line()
+
+    def advance(self) -> None:
+        self.done += 1
+        self._bar.update(self._task, advance=1)
+        if self._lines.due():
+            self._line()
+
+    def phase(self, label: str) -> None:
+        """Name what is being done after the count (on the bar only: it is brief)."""
+        self._bar.update(self._task, description=f"{self.name} · {label}")
+
+    def stop(self) -> None:
+        """Remove the bar and write the last line, once, if ``start`` was called."""
+        if self.running:
+            self.running = False
+            self._bar.stop()
+            self._line()
+
+    def _line(self) -> None:
+        self._lines.write(
+            f"{self.name} {self.done}/{self.total} · {time.perf_counter() - self._started:.0f} s"
         )

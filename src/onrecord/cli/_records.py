@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from rich.console import Console
 
 from onrecord._canonical import load_record_bytes
 from onrecord.cli._bundle import Bundle, digested, named
 from onrecord.cli._decisions import COMPARISON_SCHEMA, DECISION_SCHEMA, check_decision_body
 from onrecord.cli._experiments import check_in_manifest, experiment_root
+from onrecord.cli._progress import CountProgress
 from onrecord.cli._record_files import KINDS, verify_file
 from onrecord.episode._verify_files import check_entry, read_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
@@ -31,13 +33,15 @@ _DECISION, _REGRADE = "onrecord.run.decision/v1", "onrecord.run.regrade/v1"
 _TOOL_EPISODE, _MANIFEST = "onrecord.envkit.episode/v1", "onrecord.manifest/v1"
 
 
-def load_any(path: str | Path) -> Any:
-    """Load and verify any onrecord record; errors name the file (and line) at fault."""
+def load_any(path: str | Path, progress: CountProgress | None = None) -> Any:
+    """Load and verify any onrecord record; errors name the file (and line) at fault.
+    ``progress`` counts the episodes of a run directory (nothing else takes long)."""
     target = Path(path)
     if target.is_dir():
-        return directory(target)
+        return directory(target, progress)
     if target.suffix == ".jsonl" and (target.parent / "run.json").is_file():
-        return directory(target.parent)  # a run's log: only verifiable as the whole run
+        # A run's log: only verifiable as the whole run
+        return directory(target.parent, progress)
     return verify_file(target)
 
 
@@ -56,14 +60,14 @@ def run_decision_file(path: Path, data: dict[str, Any]) -> Bundle:
     return Bundle("run decision", data["digest"], summary, (data,))
 
 
-def directory(path: Path) -> Bundle:
+def directory(path: Path, progress: CountProgress | None = None) -> Bundle:
     """Verify a run, regrade, tool-world episode or experiment output directory, or an
-    evidence file's ``.blobs`` folder."""
+    evidence file's ``.blobs`` folder; ``progress`` counts a run's episodes."""
     # What names the directory's kind is checked as any file inside a record: a FIFO,
     # a device, a link or a directory named manifest.json was "a directory with no
     # run.json, changes.json or manifest.json", which it has.
     if check_entry(path / "run.json"):
-        return named(path, lambda: _run_directory(path))
+        return named(path, lambda: _counted(path, progress))
     if check_entry(path / "changes.json"):
         return named(path, lambda: _regrade_directory(path))
     if check_entry(path / "manifest.json"):
@@ -97,25 +101,38 @@ def _blobs(path: Path, evidence: Path) -> Bundle:
     return Bundle("episode blobs", digest, f"{count} blobs of {evidence.name}")
 
 
-def _run_directory(path: Path) -> Bundle:
+def _counted(path: Path, progress: CountProgress | None) -> Bundle:
+    # Seconds for a few thousand episodes, growing with the run: a CI log saw nothing.
+    counter = progress or CountProgress(Console(quiet=True), "", enabled=False)
+    try:
+        return _run_directory(path, counter)
+    finally:
+        counter.stop()  # also on failure: the log shows how far verification got
+
+
+def _run_directory(path: Path, progress: CountProgress) -> Bundle:
     from onrecord.runner import RunStore
 
     store = RunStore.open(path)
+    progress.start(store.protocol.episodes)
     sources: Sources = {}
     actions = 0  # bytes of the action log the committed records account for
     for record in store.records():  # canonical bytes, digests, run id, action-log blocks
         store.check_saved(record)  # its events and side files (by sha256, in blocks)
         sources[record.key] = graded_source(record)
         actions += record.data["action_log"]["bytes"]
+        progress.advance()
     count = len(sources)
     tail = _tail(path, actions, complete=count == store.protocol.episodes)
     items: list[Any] = []
+    progress.phase("report")  # loading a large run's report takes a while too
     report = _optional(path / "report.json", EvaluationReport.load)
     if report is not None:  # not another run's (the records were read just now)
         check_graded(store, report, str(path / "report.json"), sources)
         items += [report, *_decision(path / "decision.json", report)]
     regrades = sorted(p for p in (path / "regrades").glob("*") if p.is_dir())
     for regrade in regrades:
+        progress.phase(f"regrade {regrade.name}")
         _regrade_directory(regrade, store, sources)
     expected = store.protocol.episodes
     return Bundle(

@@ -8,9 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from onrecord._tables import SplitTable
+from onrecord.cli._progress import StepProgress
 from onrecord.cli._render import ablation_table, literal, make_console
 from onrecord.domains.ledger import (
+    CLASSIC_RUNS,
+    SEEDS,
+    VARIANTS,
     LedgerResult,
     analyze_ledger_dir,
     run_ledger_experiment,
@@ -40,6 +46,11 @@ def register(subparsers: Any) -> None:
         "every decision is the one the protocol requires, else 1.",
     )
     run_parser.add_argument("--output-dir", required=True, type=Path, metavar="DIR")
+    run_parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (nor the plain progress lines written when stderr is not a terminal)",
+    )
     run_parser.set_defaults(func=run)
     analyze_parser = actions.add_parser(
         "analyze",
@@ -58,10 +69,20 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and any(out.iterdir()):
         raise InputError(f"--output-dir {out} is not empty; pass a new or empty directory")
     console = make_console()
+    # Each episode and native run is a step, then the save. A bar on a terminal and plain
+    # lines in a CI log, as `worldmodel run` (a spinner left a log silent for seconds).
+    episodes = sum(len(variant.attempts) for variant in VARIANTS) * len(SEEDS)
+    progress = StepProgress(
+        Console(stderr=True),
+        "ledger steps",
+        episodes + len(CLASSIC_RUNS) + 1,
+        enabled=not args.no_progress,
+    )
     try:
-        with console.status("running the ledger experiment") as status:
-            result = run_ledger_experiment(out, progress=lambda text: status.update(text))
-        save_ledger_result(result, out)
+        with progress:
+            result = run_ledger_experiment(out, progress=progress.step)
+            save_ledger_result(result, out)
+            progress.step("save")
     except KeyboardInterrupt:
         print(
             f"onrecord ledger: interrupted: {out} is incomplete (no manifest.json) and "

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rich.console import Console
+
+from onrecord.cli._progress import CountProgress
 from onrecord.cli._record_files import KINDS
 from onrecord.cli._records import Bundle, load_any
 from onrecord.cli._render import emit, plain
@@ -20,16 +23,26 @@ def register(subparsers: Any) -> None:
         description="Verify the schema, digest and internal consistency of any file "
         f"onrecord writes: {KINDS}. A file that is not a record (an HTML page, its data, "
         "a foreign file) is refused saying what it is. Exit 0 when every one verifies, 3 "
-        "otherwise (the error names the file and what failed).",
+        "otherwise (the error names the file and what failed). A run directory's "
+        "episodes are counted on stderr as they are verified.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (nor the plain progress lines written when stderr is not a terminal)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Verify each file; stop at the first that fails (its error names the problem)."""
     for path in args.files:
-        record = load_any(path)
+        # Only a run directory uses it: seconds for a few thousand episodes.
+        progress = CountProgress(
+            Console(stderr=True), "episodes verified", enabled=not args.no_progress
+        )
+        record = load_any(path, progress)
         if isinstance(record, Bundle):
             emit(plain(f"ok  {path}  {record.kind} ({record.summary})  sha256:{record.digest}"))
         else:

@@ -53,11 +53,7 @@ def register(subparsers: Any) -> None:
         help="your own model beside the built-in ones (repeatable): FACTORY(simulator) "
         "returns a WorldModel; the module must be importable (PYTHONPATH)",
     )
-    run.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress bar (nor the plain progress lines written when stderr is not a terminal)",
-    )
+    _no_progress(run)
     run.set_defaults(func=_run)
     analyze = commands.add_parser(
         "analyze",
@@ -71,7 +67,16 @@ def register(subparsers: Any) -> None:
     analyze.add_argument(
         "--replay", required=True, type=Path, metavar="DIR", help="a `worldmodel run` directory"
     )
+    _no_progress(analyze)
     analyze.set_defaults(func=_analyze)
+
+
+def _no_progress(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (nor the plain progress lines written when stderr is not a terminal)",
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -118,8 +123,15 @@ def _run(args: argparse.Namespace) -> int:
 
 def _analyze(args: argparse.Namespace) -> int:
     from onrecord.dynamics.experiment import replay
+    from onrecord.dynamics.experiment._analyze import REPLAY_STEPS
 
-    tables = replay(args.replay)
+    # Seconds on a full run (every forecast is checked against its episode, every table
+    # recomputed), in which a CI log showed nothing: the steps as `worldmodel run` does.
+    progress = StepProgress(
+        Console(stderr=True), "world-model replay", REPLAY_STEPS, enabled=not args.no_progress
+    )
+    with progress:
+        tables = replay(args.replay, step=progress.step)
     _print(tables)
     emit(
         f"verified {tables['verified_files']} files; every table and report recomputed "

@@ -9,6 +9,7 @@ reports differ. No model and no simulator is called.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,15 @@ from onrecord.dynamics.experiment._tables import Evidence, Pair, compute_tables,
 from onrecord.dynamics.experiment._user_models import slug, user_slugs
 from onrecord.errors import ConsistencyError, InputError, SchemaError
 
-__all__ = ["load_evidence", "replay"]
+__all__ = ["REPLAY_STEPS", "load_evidence", "replay"]
+
+Step = Callable[[str], None]
+"""Called with a label after each step of a replay (``onrecord worldmodel analyze``
+shows them as progress: a full run takes seconds to replay)."""
+
+REPLAY_STEPS = 10
+"""How many times ``replay`` calls ``step``: manifest, protocol, six kinds of evidence,
+tables, reports."""
 
 
 def _linked(forecasts: list[ForecastEvidence], episodes: dict[str, Any]) -> list[ForecastEvidence]:
@@ -84,17 +93,19 @@ def _check_bootstrap(path: Path, settings: dict[str, Any]) -> None:
             )
 
 
-def replay(root: str | os.PathLike[str]) -> dict[str, Any]:
+def replay(root: str | os.PathLike[str], *, step: Step | None = None) -> dict[str, Any]:
     """Verify a run directory and return its recomputed tables (equal to the saved ones),
     with ``verified_files`` (how many files the manifest pins) and ``manifest_sealed``
     (False for a run written before manifests carried a digest: it still replays, but
-    nothing shows its manifest was not rewritten along with a file it lists)."""
+    nothing shows its manifest was not rewritten along with a file it lists).
+    ``step(label)`` is called after each of its ``REPLAY_STEPS`` steps."""
     # A str as well as a Path, as run_experiment takes it (a str raised a TypeError).
-    return _replay(Path(root))
+    return _replay(Path(root), step or (lambda _label: None))
 
 
-def _replay(root: Path) -> dict[str, Any]:
+def _replay(root: Path, tick: Step) -> dict[str, Any]:
     manifest = verify_manifest(root)
+    tick("manifest and hashes")
     protocol = read_json(root / "protocol.json")
     expected = build_protocol(smoke=protocol.get("smoke") is True)
     if isinstance(protocol, dict) and "analysis" not in protocol:
@@ -102,7 +113,8 @@ def _replay(root: Path) -> dict[str, Any]:
     _check_protocol(protocol, expected)
     analysis_of(protocol)  # an unknown analysis version is refused before any work
     _check_bootstrap(root / "protocol.json", protocol["bootstrap"])
-    evidence = load_evidence(root, protocol)
+    tick("protocol")
+    evidence = load_evidence(root, protocol, step=tick)
     try:
         tables = compute_tables(protocol, evidence)
     except InputError as exc:
@@ -112,20 +124,24 @@ def _replay(root: Path) -> dict[str, Any]:
             f"{root} is damaged: its tables cannot be recomputed from protocol.json and the "
             f"saved evidence ({exc}); restore the files the run wrote, or re-run"
         ) from exc
+    tick("tables")
     saved = read_json(root / "tables.json")
     if canonical_bytes(_as_saved(tables, saved)) != canonical_bytes(saved):
         raise ConsistencyError(
             "tables.json differs from the tables recomputed from the saved evidence"
         )
     _check_reports(root, protocol, evidence)
+    tick("reports")
     tables["verified_files"] = len(manifest.files)
     tables["manifest_sealed"] = manifest.sealed
     return tables
 
 
-def load_evidence(root: Path, protocol: dict[str, Any]) -> Evidence:
+def load_evidence(root: Path, protocol: dict[str, Any], *, step: Step | None = None) -> Evidence:
     """Every forecast and closed-loop run of a run directory, each checked against its
-    saved episode, grouped as ``compute_tables`` takes them."""
+    saved episode, grouped as ``compute_tables`` takes them; ``step(label)`` after each
+    of its six kinds."""
+    tick = step or (lambda _label: None)
     models = protocol["models"]
     evidence = Evidence()
     for split, target in (("development", evidence.development), ("heldout", evidence.heldout)):
@@ -134,6 +150,7 @@ def load_evidence(root: Path, protocol: dict[str, Any]) -> Evidence:
             target[model] = _linked(
                 load_forecasts(root / "forecasts" / split / f"{slug(model)}.jsonl"), episodes
             )
+        tick(f"{split} forecasts")
     for key, pairs in (
         ("interventions", evidence.interventions),
         ("persistence", evidence.persistence),
@@ -141,12 +158,15 @@ def load_evidence(root: Path, protocol: dict[str, Any]) -> Evidence:
         episodes = _by_digest(root / "data" / f"{key}.episodes.jsonl")
         for model in models:
             pairs[model] = _pair(root / "forecasts" / key / slug(model), episodes)
+        tick(key)
     for model in models:
         episodes = _by_digest(root / "data" / "closed_loop" / f"{slug(model)}.episodes.jsonl")
         evidence.closed_loop.extend(
             load_runs(root / "closed_loop" / f"{slug(model)}.jsonl", episodes)
         )
+    tick("closed loop")
     evidence.other = _other_envs(root, protocol)
+    tick("other environments")
     return evidence
 
 
