@@ -16,8 +16,10 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from onrecord.runner import JobResult
-from onrecord.runner import Progress as RunProgress
+# From their own module: ``onrecord.runner``'s Progress came from ``_run``, which imports
+# every environment's code (Gymnasium too), and verify, show, gate and compare import this.
+from onrecord.runner._job import JobResult
+from onrecord.runner._job import Progress as RunProgress
 
 __all__ = ["BarProgress", "CountProgress", "StepProgress"]
 

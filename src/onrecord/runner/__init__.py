@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         make_executor,
     )
     from onrecord.runner._gym import COMPLETED, GymnasiumProvider
-    from onrecord.runner._job import EpisodeJob, JobResult, RunContext, fingerprint
+    from onrecord.runner._job import EpisodeJob, JobResult, Progress, RunContext, fingerprint
     from onrecord.runner._protocol import RunProtocol
     from onrecord.runner._provider import (
         AgentContext,
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from onrecord.runner._registry import register_environment, registered_environments
     from onrecord.runner._regrade import Regrade, VerdictChange, regrade_run
     from onrecord.runner._run import (
-        Progress,
         RunResult,
         grade_store,
         plan_run,
@@ -117,7 +116,7 @@ _LAZY = {
     "InProcessExecutor": "onrecord.runner._executors",
     "JobResult": "onrecord.runner._job",
     "ProcessPoolExecutor": "onrecord.runner._executors",
-    "Progress": "onrecord.runner._run",
+    "Progress": "onrecord.runner._job",
     "RayExecutor": "onrecord.runner._ray",
     "Regrade": "onrecord.runner._regrade",
     "RunConfig": "onrecord.runner._config",

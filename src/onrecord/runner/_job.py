@@ -257,3 +257,18 @@ def _without_volatile(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_volatile(item) for item in value]
     return value
+
+
+class Progress:
+    """Receives progress events; the default does nothing. The CLI draws a bar. (Here,
+    beside ``JobResult``, not in ``_run``: the CLI's progress module imports it, and
+    ``_run`` imports every environment's code, which reading a record must not.)"""
+
+    def start(self, total: int, done: int) -> None:
+        """``total`` episodes in the run, ``done`` of them already recorded."""
+
+    def advance(self, result: JobResult) -> None:
+        """One episode finished (recorded, or failed to record)."""
+
+    def stop(self) -> None:
+        """The run loop ended."""

@@ -19,10 +19,10 @@ from onrecord.errors import ConsistencyError, InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
 from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
-from onrecord.runner._job import JobResult
+from onrecord.runner._job import JobResult, Progress
 from onrecord.runner._provider import EnvironmentProvider
 from onrecord.runner._registry import build_provider, load_checks
-from onrecord.runner._run import Graded, Progress, save_grading, trials_by_key
+from onrecord.runner._run import Graded, save_grading, trials_by_key
 from onrecord.runner._store import RunStore
 
 __all__ = ["REGRADE_SCHEMA", "Regrade", "VerdictChange", "contained", "regrade_run"]

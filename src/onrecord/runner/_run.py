@@ -18,7 +18,7 @@ from onrecord.report import EvaluationReport, Trial
 from onrecord.runner._commit import naming_file
 from onrecord.runner._executors import Executor, InProcessExecutor
 from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
-from onrecord.runner._job import JobResult
+from onrecord.runner._job import Progress
 from onrecord.runner._protocol import RunProtocol, tasks_from
 from onrecord.runner._registry import (
     build_provider,
@@ -38,19 +38,6 @@ __all__ = [
     "resume_run",
     "start_run",
 ]
-
-
-class Progress:
-    """Receives progress events; the default does nothing. The CLI draws a bar."""
-
-    def start(self, total: int, done: int) -> None:
-        """``total`` episodes in the run, ``done`` of them already recorded."""
-
-    def advance(self, result: JobResult) -> None:
-        """One episode finished (recorded, or failed to record)."""
-
-    def stop(self) -> None:
-        """The run loop ended."""
 
 
 class Graded:
