@@ -38,9 +38,15 @@ class FittedTable(Table):
     column with most to spare. When even that does not fit, the outer border goes; only
     what still does not fit is folded (see the module's docstring for what rich did)."""
 
-    def __init__(self, *headers: str, **options: Any) -> None:
+    def __init__(self, *headers: str, whole_words: bool = False, **options: Any) -> None:
         super().__init__(*headers, **options)
         self._headers = list(headers)
+        # Words are capped (a name at half the row, another word at a third) unless
+        # ``whole_words`` and every word fits whole without the outer border: a
+        # SplitTable's part, chosen because its words fit. Uncapped everywhere, a
+        # 110-character JSON token in an action kept its width and squeezed the errors
+        # beside it into two lines each.
+        self._whole_words = whole_words
         self._edges = (self.show_edge, self.pad_edge)  # as asked, before any fitting
 
     def fits(self, width: int) -> bool:
@@ -69,11 +75,11 @@ class FittedTable(Table):
         if sum(widths) <= room:
             return True
         bare = width - self._overhead(edge=False)  # without the outer border and padding
-        if sum(least) > bare:
-            # Only when not every word fits whole, even borderless: a name longer than
-            # half the row folds, and any other word (a JSON action, a token of a
-            # message) longer than a third, before the cells beside it. Capped always,
-            # a 43-character check name folded at 100 columns in a part a SplitTable had
+        if sum(least) > bare or not self._whole_words:
+            # A name longer than half the row folds, and any other word (a JSON action, a
+            # token of a message) longer than a third, before the cells beside it. In a
+            # SplitTable's part, only when not every word fits whole even borderless:
+            # capped there, a 43-character check name folded at 100 columns in a part
             # chosen because it fits whole, and at 56 where it fits without the border.
             least = [min(s, max(room // (2 if i == 0 else 3), 1)) for i, s in enumerate(least)]
         if sum(least) > room:
@@ -162,7 +168,8 @@ class SplitTable:
 
     def _table(self, group: list[int], *, title: str) -> FittedTable:
         columns = [*range(self._keys), *group]
-        table = fitted_table(*(self._headers[i] for i in columns), title=title, **self._options)
+        headers = (self._headers[i] for i in columns)
+        table = fitted_table(*headers, title=title, whole_words=True, **self._options)
         for row in self._rows:
             table.add_row(*(row[i] for i in columns))
         return table

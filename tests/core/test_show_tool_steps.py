@@ -134,7 +134,9 @@ def test_a_saved_tool_world_episode_directory_shows_its_calls(tmp_path: Path) ->
     done = _onrecord("show", str(directory))
     assert done.returncode == 0, done.stderr
     assert "tool-world episode" in done.stdout  # the summary, as before
-    calls = {int(step): (tool, status) for step, tool, status in ROW.findall(done.stdout)}
+    # The calls' table, not the row changes printed after it (tests/test_show_row_history25).
+    table = done.stdout.split("row changes")[0]
+    calls = {int(step): (tool, status) for step, tool, status in ROW.findall(table)}
     assert calls[1] == ("pick", "rejected")
     assert calls[2] == ("pick", "error")
     assert calls[3] == ("nope", "rejected")
