@@ -20,10 +20,11 @@ from typing import Any
 
 import orjson
 from rich.console import Console
+from rich.text import Text
 
 from onrecord._tool_steps import DONE as _DONE
 from onrecord._tool_steps import tool_call, tool_calls
-from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal
+from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal, plain
 from onrecord.episode import EpisodeEvidence
 
 __all__ = ["ACTION", "ERROR", "STATE", "Cells", "render_episode", "tool_call", "tool_calls"]
@@ -41,13 +42,15 @@ class Cells:
         self.full = full
         self.shortened = 0
 
-    def __call__(self, value: Any, limit: int) -> str:
+    def __call__(self, value: Any, limit: int) -> str | Text:
         """``value`` as literal cell text, cut after ``limit`` characters with its length."""
         text = value if isinstance(value, str) else _text(value)
         if self.full or len(text) <= limit:
             return literal(text)
         self.shortened += 1
-        return f"{literal(text[:limit])}[dim]… ({len(text):,} characters)[/]"
+        # A Text, not markup: a cut ending in three backslashes took the "[dim]" after it
+        # for escaped text, and the closing "[/]" crashed the table (MarkupError).
+        return Text(plain(text[:limit])).append(f"… ({len(text):,} characters)", style="dim")
 
     def notice(self, console: Console, command: str) -> None:
         """Say that values were shortened and how to see them whole."""

@@ -23,6 +23,8 @@ _KEY = 40
 _VALUES = 100
 """Characters of a key, and of a row's values, shown before ``… (N characters)``."""
 _CHANGE = {"insert": "created", "update": "changed", "delete": "deleted"}
+_ROWS = 100
+"""Row changes printed by default (one call may write 10,000 rows: all were printed)."""
 
 
 def render_row_history(
@@ -32,9 +34,11 @@ def render_row_history(
     *,
     full: bool = False,
     command: str = "onrecord show FILE",
+    chosen: bool = False,
 ) -> None:
-    """The audit history's row changes made at ``steps`` (the calls shown above them),
-    then what stayed changed at the end, table by table."""
+    """The audit history's row changes made at ``steps`` (the calls shown above them;
+    every one if ``chosen`` with ``--steps``, else the first ``_ROWS``), then what stayed
+    changed at the end, table by table."""
     audit = evidence.get("audit")
     events = audit.get("events", []) if isinstance(audit, Mapping) else []
     events = [event for event in events if isinstance(event, Mapping)]
@@ -43,7 +47,8 @@ def render_row_history(
         return
     table = _table("step", "table", "change", "key", "values", title="row changes, in order")
     cell = Cells(full=full)
-    shown = [event for event in events if event.get("step") in steps]
+    at_steps = [event for event in events if event.get("step") in steps]
+    shown = at_steps if chosen else at_steps[:_ROWS]
     for event in shown:
         operation = str(event.get("op"))
         table.add_row(
@@ -55,9 +60,16 @@ def render_row_history(
         )
     if shown:
         console.print(table)
-    if len(shown) < len(events):
+    if len(shown) < len(at_steps):
+        left = at_steps[len(shown) :]
         console.print(
-            f"{len(events) - len(shown)} row change(s) made at steps not shown left out "
+            f"{len(left)} more row change(s) at these steps left out; every one: "
+            f"{literal(command)} --steps {left[0].get('step')}-{left[-1].get('step')}",
+            soft_wrap=True,  # the command is copied from here: one line
+        )
+    if len(at_steps) < len(events):
+        console.print(
+            f"{len(events) - len(at_steps)} row change(s) made at steps not shown left out "
             "(--steps all shows every one)"
         )
     console.print(_end_state(evidence.get("diff"), events))
@@ -66,8 +78,12 @@ def render_row_history(
 
 def _values(event: Mapping[str, Any]) -> str:
     """The columns an update changed, ``column: old → new``; a created or deleted row
-    whole. Values as JSON, so text "1" and the number 1 read apart."""
-    old, new = event.get("old"), event.get("new")
+    whole. Values as JSON, so text "1" and the number 1 read apart; an infinite REAL as
+    the saved evidence writes it, ``{"$real": "Infinity"}`` (JSON has none: it read null)."""
+    # Here, not at the top: `show` of a report or a Gymnasium run imports no envkit.
+    from onrecord.envkit._sql import encode_reals
+
+    old, new = encode_reals(event.get("old")), encode_reals(event.get("new"))
     if isinstance(old, Mapping) and isinstance(new, Mapping):
         changed = [column for column in new if column not in old or old[column] != new[column]]
         return "; ".join(

@@ -21,7 +21,7 @@ from onrecord.cli._row_history import render_row_history
 from onrecord.episode import EPISODE_SCHEMA
 from onrecord.errors import InputError
 
-__all__ = ["render_not_passed", "render_run_episode", "render_tool_calls"]
+__all__ = ["path_word", "render_not_passed", "render_run_episode", "render_tool_calls"]
 
 _TEXT = 80
 """Characters of arguments, a result or an error shown before ``… (N characters)``."""
@@ -54,7 +54,7 @@ def render_run_episode(
     _verdicts(console, data["trial"])
     saved = store.saved_episode(record)
     # Quoted: the hints under the table are pasted (a path or case id with spaces).
-    command = f"onrecord show {shlex.quote(str(run))} --episode {_shell_word(wanted)}"
+    command = f"onrecord show {path_word(run)} {_episode_option(wanted)}"
     if saved.evidence.get("schema") == EPISODE_SCHEMA:
         from onrecord.runner._gym import saved_evidence  # Gymnasium: only for such a run
 
@@ -62,7 +62,23 @@ def render_run_episode(
         render_episode(console, evidence, steps, full=full, command=command)
     else:
         shown = render_tool_calls(console, saved.action_log, steps, full=full, command=command)
-        render_row_history(console, saved.evidence, shown, full=full, command=command)
+        render_row_history(
+            console, saved.evidence, shown, full=full, command=command, chosen=steps is not None
+        )
+
+
+def path_word(path: Path | str) -> str:
+    """``path`` quoted for the shell, with ``./`` before one that starts with ``-``
+    (``Path('./-run')`` prints as ``-run``, which a pasted command took for an option)."""
+    text = str(path)
+    return shlex.quote(f"./{text}" if text.startswith("-") else text)
+
+
+def _episode_option(wanted: str) -> str:
+    """``--episode WORD``, or ``--episode=WORD`` for a case id starting with ``-``: the
+    command line refused ``--episode -dash#0`` ("expected one argument")."""
+    word = _shell_word(wanted)
+    return f"--episode={word}" if wanted.startswith("-") else f"--episode {word}"
 
 
 def _shell_word(text: str) -> str:
@@ -192,6 +208,9 @@ def render_not_passed(console: Console, run: Path, report: Any) -> None:
     for trial, outcome in listed[:_LISTED]:
         missing = [f"{name} (no result)" for name in names if trial.result(name) is None]
         not_passed = [r.name for r in trial.results if r.status != "pass"] + missing
+        # Every check may pass and the episode still be incomplete (it never called
+        # finish): the cell was empty, saying nothing of why. Its coverage issues say.
+        not_passed = not_passed or [f"coverage: {issue}" for issue in trial.coverage_issues]
         table.add_row(
             literal(f"{trial.case['case_id']}#{trial.repeat}"),
             _styled(outcome),
@@ -200,10 +219,14 @@ def render_not_passed(console: Console, run: Path, report: Any) -> None:
     console.print(table)
     more = len(listed) - _LISTED
     if more > 0:
-        console.print(f"… {more} more not passed (onrecord report RUN lists every one)")
+        console.print(
+            f"… {more} more not passed ({literal(f'onrecord report {path_word(run)}')} "
+            "lists every one)",
+            soft_wrap=True,  # the command is copied from here: one line
+        )
     first = listed[0][0]
-    episode = _shell_word(f"{first.case['case_id']}#{first.repeat}")
+    episode = _episode_option(f"{first.case['case_id']}#{first.repeat}")
     console.print(
-        f"see one: {literal(f'onrecord show {shlex.quote(str(run))} --episode {episode}')}",
+        f"see one: {literal(f'onrecord show {path_word(run)} {episode}')}",
         soft_wrap=True,  # the command is copied from here: one line
     )

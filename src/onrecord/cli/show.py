@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from collections.abc import Container
 from pathlib import Path
@@ -17,7 +16,12 @@ from onrecord.cli._record_views import render_bundle
 from onrecord.cli._records import Bundle, load_any
 from onrecord.cli._render import make_console, render_forecasts, render_policy, render_report
 from onrecord.cli._row_history import render_row_history
-from onrecord.cli._run_episode import render_not_passed, render_run_episode, render_tool_calls
+from onrecord.cli._run_episode import (
+    path_word,
+    render_not_passed,
+    render_run_episode,
+    render_tool_calls,
+)
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
@@ -75,14 +79,16 @@ def run(args: argparse.Namespace) -> int:
             render_not_passed(console, Path(args.file), reports[0])
         episode = _tool_episode(Path(args.file))
         if episode is not None:  # its calls and row changes, as `--episode` shows a run's
-            command = f"onrecord show {shlex.quote(args.file)}"
+            command = f"onrecord show {path_word(args.file)}"
             shown = render_tool_calls(
                 console, episode.actions, steps, full=args.full, command=command
             )
             written = {"audit": {"events": episode.audit}, "diff": episode.diff}
-            render_row_history(console, written, shown, full=args.full, command=command)
+            render_row_history(
+                console, written, shown, full=args.full, command=command, chosen=steps is not None
+            )
     else:
-        command = f"onrecord show {shlex.quote(args.file)}"
+        command = f"onrecord show {path_word(args.file)}"
         _render(console, record, steps, full=args.full, command=command)
     return 0
 
