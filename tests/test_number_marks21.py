@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
@@ -21,20 +21,37 @@ from tests.test_table_widths20 import _render
 finite = st.floats(allow_nan=False, allow_infinity=False)
 
 
-@given(finite, st.integers(1, 6), st.lists(finite, max_size=4))
+@st.composite
+def _marked(draw: st.DrawFn) -> tuple[float, int, list[float]]:
+    """A value, the digits asked for and marks; half the time the marks hold what the
+    value rounds to at those digits (random marks alone almost never do)."""
+    value, digits = draw(finite), draw(st.integers(1, 6))
+    marks = draw(st.lists(finite, max_size=4))
+    if draw(st.booleans()):
+        marks.append(float(f"{value:.{digits}g}"))
+    return value, digits, draw(st.permutations(marks))
+
+
+@settings(deadline=None)
+@given(_marked())
 def test_a_number_is_shown_as_a_mark_only_when_it_is_that_mark(
-    value: float, digits: int, marks: list[float]
+    case: tuple[float, int, list[float]],
 ) -> None:
+    value, digits, marks = case
     text = significant(value, digits, marks)
     shown = float(text)
     if shown in marks:
         assert value == shown  # never rounded onto a mark it is not
     plain = f"{value:.{digits}g}"
-    if float(plain) not in marks or value in marks:
+    if float(plain) not in marks or float(plain) == value:
         assert text == plain  # no more digits than asked, unless a mark needs them
     else:  # a correct rounding of the value, to as many digits as the text has
         places = len(text.lstrip("-").replace(".", "").lstrip("0").split("e")[0])
         assert math.isclose(shown, value, rel_tol=10.0 ** (1 - places))
+        # and no more digits than it takes to leave the marks (17 always do)
+        readings = {n: f"{value:.{n}g}" for n in range(digits, 18)}
+        fewest = next(n for n, t in readings.items() if float(t) == value or float(t) not in marks)
+        assert text == readings[fewest]
 
 
 def test_compare_shows_a_p_value_just_above_a_level_with_the_digits_that_say_so(

@@ -54,30 +54,47 @@ def _listed(output: str) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize(
-    ("environment", "agent", "config"),
+    ("environment", "agent", "config", "seeds", "more"),
     [
-        ("remittance", "double_poster", {"size": 30, "kinds": ["duplicate", "full_payment"]}),
-        ("frozenlake", "gives_up_early", None),
+        (
+            "remittance",
+            "double_poster",
+            {"size": 30, "kinds": ["duplicate", "full_payment"]},
+            2,
+            False,
+        ),
+        ("frozenlake", "gives_up_early", None, 2, False),
+        ("remittance", "double_poster", {"size": 30, "kinds": ["duplicate"]}, 4, True),
     ],
 )
 def test_show_of_a_run_lists_what_did_not_pass(
-    tmp_path: Path, environment: str, agent: str, config: dict[str, Any] | None
+    tmp_path: Path,
+    environment: str,
+    agent: str,
+    config: dict[str, Any] | None,
+    seeds: int,
+    more: bool,
 ) -> None:
     run = tmp_path / "run"
     options = {"environment_config": config} if config else {}
-    start_run(run, plan_run(environment, agent, seeds=[0, 1], **options))
+    start_run(run, plan_run(environment, agent, seeds=list(range(seeds)), **options))
     expected = _expected(run)
     assert expected  # each agent leaves some episodes not passed
+    assert (len(expected) > 10) == more  # both sides of the first-10 cut are tested
     result = onrecord("show", run)
     assert result.returncode == 0, result.stderr
     listed = _listed(result.stdout)
     assert listed == expected[:10]
-    if len(expected) > 10:
-        assert f"… {len(expected) - 10} more not passed" in result.stdout
+    if more:
+        hint = line_after(f"… {len(expected) - 10} more not passed (", result.stdout)
+        assert hint == f"onrecord report {run} lists every one)"
+    else:
+        assert "more not passed" not in result.stdout
     command = line_after("see one: ", result.stdout)
     assert shlex.split(command) == ["onrecord", "show", str(run), "--episode", expected[0][0]]
     shown = onrecord(*shlex.split(command)[1:])  # the hint works as printed
     assert shown.returncode == 0, shown.stderr
+    assert f"episode {expected[0][0]} " in shown.stdout  # that very episode
 
 
 def test_a_run_that_passed_lists_nothing(tmp_path: Path) -> None:

@@ -72,6 +72,7 @@ def test_a_change_put_back_shows_in_the_history_and_is_named_at_the_end(restored
         f"status: {orjson.dumps(new).decode()} → {orjson.dumps(old).decode()}",
     ]
     (end,) = [line for line in result.stdout.splitlines() if line.startswith("at the end:")]
+    assert evidence["diff"]  # the task's own writes stayed: the loop below checks them
     for table, change_of in evidence["diff"].items():
         assert f"{table} {len(change_of['created'])} created" in end
     assert end.endswith("changed during the episode and put back by its end: claims")

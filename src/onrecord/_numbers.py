@@ -59,7 +59,7 @@ def significant(value: float, digits: int = 3, marks: Iterable[float] = (0.0, 1.
     marks = tuple(marks)
     text = f"{value:.{digits}g}"
     for more in range(digits + 1, 18):
-        if value in marks or float(text) not in marks:
+        if float(text) == value or float(text) not in marks:  # a mark only if it is one
             break
         text = f"{value:.{more}g}"
     return text

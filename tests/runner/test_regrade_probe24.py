@@ -383,6 +383,8 @@ def test_an_interrupted_regrade_leaves_nothing_half_written(
         deadline = time.monotonic() + 60
         while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
+        # Not before the work: a signal then would test an empty regrade.
+        assert started.exists(), "the regrade never reached its checks"
         process.send_signal(signum)
         _, stderr = process.communicate(timeout=30)
     finally:
