@@ -102,7 +102,7 @@ def test_ledger_run_reports_its_steps_in_a_ci_log(tmp_path: Path) -> None:
     assert loud.returncode == 0, loud.stderr
     lines = loud.stderr.splitlines()
     # Before: a spinner on a terminal and nothing at all in a CI log.
-    assert lines[0].startswith("ledger steps 1/24 · ledger correct-seed7-attempt1: accept done")
+    assert lines[0].startswith("ledger steps 1/24 · correct-seed7-attempt1: accept done")
     assert lines[-1].startswith("ledger steps 24/24 · save done · "), loud.stderr
     assert all(line.startswith("ledger steps ") for line in lines)
     assert not _controls(loud.stderr)

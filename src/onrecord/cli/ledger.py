@@ -80,7 +80,11 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         with progress:
-            result = run_ledger_experiment(out, progress=progress.step)
+            # "ledger steps 1/24 · correct-seed7-attempt1: accept done", not "… · ledger
+            # correct-…": the prefix already says whose steps these are.
+            result = run_ledger_experiment(
+                out, progress=lambda text: progress.step(text.removeprefix("ledger "))
+            )
             save_ledger_result(result, out)
             progress.step("save")
     except KeyboardInterrupt:
