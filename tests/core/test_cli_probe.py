@@ -94,7 +94,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     ("name", "kind"),
     [
-        ("", "run directory (2 of 2 episodes, 1 regrades)"),
+        ("", "run directory (2 of 2 episodes, 1 regrade)"),
         ("run.json", "run directory"),
         ("episodes.jsonl", "run directory"),
         ("decision.json", "run decision (accept, 2 of 2 episodes)"),

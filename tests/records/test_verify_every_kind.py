@@ -32,7 +32,7 @@ KINDS = {
     "wm model": "file of an experiment output",
     "wm plot": "file of an experiment output",
     "wm directory": "world-model output",
-    "run directory": "run directory (2 of 2 episodes, 1 regrades)",
+    "run directory": "run directory (2 of 2 episodes, 1 regrade)",
     "run decision": "run decision (reject, 2 of 2 episodes)",
     "run side file": "run side file (of big-run (1 of 1 episodes, 0 regrades))",
     "regrade directory": "regrade directory (0 changed verdicts)",

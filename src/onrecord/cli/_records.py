@@ -138,7 +138,8 @@ def _run_directory(path: Path, progress: CountProgress) -> Bundle:
     return Bundle(
         "run directory",
         store.manifest["digest"],
-        f"{count} of {expected} episodes, {len(regrades)} regrades{tail}",
+        f"{count} of {expected} episodes, {len(regrades)} "
+        f"regrade{'' if len(regrades) == 1 else 's'}{tail}",
         tuple(items),
     )
 

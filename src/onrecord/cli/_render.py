@@ -185,8 +185,15 @@ def render_report(console: Console, report: EvaluationReport) -> None:
     if summary.pass_hat_k:
         shown = _milestones(sorted(summary.pass_hat_k))
         console.print("pass^k: " + "  ".join(_pass_hat_k(summary, k) for k in shown))
-    for issue in report.coverage_issues[:20]:
+    for issue in report.coverage_issues[:_COVERAGE_LISTED]:
         console.print(f"[yellow]coverage:[/] {literal(issue)}")
+    unlisted = len(report.coverage_issues) - _COVERAGE_LISTED
+    if unlisted > 0:  # the 21st and later were left out without a word
+        console.print(f"[yellow]coverage:[/] … {unlisted} more coverage issues")
+
+
+_COVERAGE_LISTED = 20
+"""Coverage issues a report lists in the terminal before counting the rest."""
 
 
 def _report_table(
@@ -274,13 +281,23 @@ def render_decision(console: Console, decision: PolicyDecision) -> None:
     )
 
 
-def render_comparison(console: Console, comparison: Comparison, *, header: bool = True) -> None:
+def render_comparison(
+    console: Console,
+    comparison: Comparison,
+    *,
+    header: bool = True,
+    labels: tuple[str, str] | None = None,
+) -> None:
     """Per check McNemar; per measure bootstrap interval (``header=False`` when the
-    caller has already said what is compared, as ``show`` does)."""
+    caller has already said what is compared, as ``show`` does). ``labels`` name A and
+    B (agent, environment, run) as ``--markdown`` does: a CI log that gave only their
+    digests left a reviewer to guess which run was the new one."""
     if header:
+        label_a, label_b = (f"{literal(label)} " for label in labels or ("", ""))
         console.print(
-            f"[bold]comparison[/] {comparison.pairs} paired trials "
-            f"(A {comparison.report_a[:12]} vs B {comparison.report_b[:12]})"
+            f"[bold]comparison[/] {comparison.pairs} paired trials  "
+            f"A: {label_a}sha256:{comparison.report_a[:16]}  vs  "
+            f"B: {label_b}sha256:{comparison.report_b[:16]}",
         )
     table = _table("check", "both pass", "A only", "B only", "both fail", "unmeasured", "McNemar p")
     for check in comparison.checks:
@@ -299,6 +316,9 @@ def render_comparison(console: Console, comparison: Comparison, *, header: bool 
     )
     if note:
         console.print(f"[yellow]note:[/] {literal(note)}")
+    if any(check.discordant for check in comparison.checks):
+        # "fail→pass" alone did not say which side was which.
+        console.print("discordant pairs (episode: A→B):")
     for check in comparison.checks:
         for pair in check.discordant[:10]:
             console.print(f"  {literal(check.name)}: {literal(pair)}")

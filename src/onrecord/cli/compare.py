@@ -77,12 +77,12 @@ def run(args: argparse.Namespace) -> int:
         raise
     if json is not None:  # before printing: a closed stdout must not lose the file
         json.replace(comparison_record(comparison))  # `onrecord verify` reads it
+    labels = _labels(args.report_a, source_a.label, args.report_b, source_b.label)
     if markdown is not None:
-        labels = _labels(args.report_a, source_a.label, args.report_b, source_b.label)
         markdown.append(compare_markdown(comparison, *labels))
     if on_stdout:
         return 0
-    render_comparison(make_console(), comparison)
+    render_comparison(make_console(), comparison, labels=labels)
     return 0
 
 

@@ -10,13 +10,15 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from onrecord.cli._ci_facts import requirement_facts
+from rich.console import Console
+
+from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, requirement_facts
 from onrecord.cli._ci_files import CiOutput, ci_output, record_output, refuse_same_file
 from onrecord.cli._decisions import decision_record
 from onrecord.cli._junit import gate_junit
 from onrecord.cli._markdown import gate_markdown
 from onrecord.cli._records import named
-from onrecord.cli._render import make_console, render_decision
+from onrecord.cli._render import _styled, _table, literal, make_console, render_decision
 from onrecord.compare import load_source
 from onrecord.episode._verify_files import check_entry
 from onrecord.policy import AcceptancePolicy, PolicyDecision
@@ -37,7 +39,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "report", metavar="REPORT", help="a report file, or a run or regrade directory"
     )
-    parser.add_argument("--policy", required=True, metavar="POLICY")
+    parser.add_argument(
+        "--policy",
+        required=True,
+        metavar="POLICY",
+        help="the acceptance policy to decide with: a TOML or JSON policy file",
+    )
     parser.add_argument(
         "--output",
         metavar="FILE",
@@ -82,8 +89,40 @@ def run(args: argparse.Namespace) -> int:
         output.replace(decision_record(decision))  # `onrecord verify` reads it
     _write_ci(junit, markdown, decision, report, subject=subject, policy=policy.name)
     if not any(item is not None and item.to_stdout for item in (output, junit, markdown)):
-        render_decision(make_console(), decision)
+        console = make_console()
+        render_decision(console, decision)
+        _render_unpassed(console, requirement_facts(decision, report))
     return decision.exit_code
+
+
+def _render_unpassed(console: Console, facts: list[RequirementFacts]) -> None:
+    """The first results that did not pass of each requirement not met, as ``--markdown``
+    lists them (``onrecord show RUN --episode CASE#REPEAT`` shows one): the log of a
+    rejected gate said which checks failed and never in which episodes."""
+    shown = [item for item in facts if item.outcome.status != "met" and item.unpassed]
+    if not shown:
+        return
+    # No requirement column beside the check: it is the check's name or a pattern
+    # matching it, and four columns fold no header at 80 columns where five did.
+    table = _table(
+        "check",
+        "episode",
+        "status",
+        "reason",
+        title=f"results not passed (first {FIRST_UNPASSED} per requirement not met)",
+    )
+    for item in shown:
+        for unpassed in item.unpassed:
+            table.add_row(
+                literal(unpassed.check),
+                literal(unpassed.episode),
+                _styled(unpassed.status),
+                literal(unpassed.reason),
+            )
+    console.print(table)
+    more = sum(item.more for item in shown)
+    if more:
+        console.print(f"… and {more} more")
 
 
 def _write_ci(
