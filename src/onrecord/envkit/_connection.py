@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, SupportsIndex
 
+from onrecord.envkit._copies import note_copy, refuse_stuck_backup
 from onrecord.envkit._ctrl_c import noting, noting_class
 from onrecord.envkit._guard import StatementGuard
 from onrecord.envkit._registrations import function_names, unregister
@@ -121,18 +122,16 @@ class WorldConnection(sqlite3.Connection):
             guard.note_hidden([hidden] if hidden is not None else [])
         return super().blobopen(table, column, row, readonly=readonly, name=name)
 
-    # A copy of main holds every hidden table's rows, read past the authorizer.
+    # A copy of main holds every hidden table's rows, read past the authorizer; a write
+    # call's backup would never end (``_copies``).
     def serialize(self, *, name: str = "main") -> bytes:
-        self._note_copy(name)
+        note_copy(self.guard, name)
         return super().serialize(name=name)
 
     def backup(self, target: sqlite3.Connection, **options: Any) -> None:
-        self._note_copy(options.get("name", "main"))
+        refuse_stuck_backup(self, self.guard, options.get("name", "main"))
+        note_copy(self.guard, options.get("name", "main"))
         super().backup(target, **options)
-
-    def _note_copy(self, name: Any) -> None:
-        if self.guard is not None and str(name).lower() == "main":
-            self.guard.note_hidden(sorted(self.guard.hidden))
 
     def executescript(self, sql_script: str, /) -> sqlite3.Cursor:
         # Refused by name: its first statement would be Python's own COMMIT, which the
