@@ -27,6 +27,7 @@ from onrecord.envkit import (
 )
 from onrecord.runner import AgentContext, ToolWorldProvider, agent_factory, plan_run, start_run
 from tests.cli_process import line_after, onrecord
+from tests.test_show_row_history25 import _rows
 
 SCHEMA = "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, r REAL);"
 
@@ -63,20 +64,6 @@ def look(ctx: ToolContext) -> Any:
     return ctx.one("SELECT v FROM t WHERE id = 1")
 
 
-def _rows_of(output: str) -> list[list[str]]:
-    """The row-changes table's rows (step, table, change, key, values)."""
-    table = output[output.index("row changes, in order") :]
-    rows: list[list[str]] = []
-    for line in table.splitlines():
-        if line.startswith("│"):
-            cells = [cell.strip() for cell in line.strip("│").split("│")]
-            if cells[0]:
-                rows.append(cells)
-            else:  # a wrapped cell continues on the next line
-                rows[-1] = [f"{a}{b}" if b else a for a, b in zip(rows[-1], cells, strict=True)]
-    return rows
-
-
 def _episode(path: Path, *calls: tuple[str, dict[str, Any]]) -> ToolEpisode:
     snapshot = Snapshot.build("probe27", SCHEMA, populate, seed=1)
     with ToolWorld(snapshot, [overflow, bulk]) as world:
@@ -92,7 +79,7 @@ def test_an_infinite_real_is_not_shown_as_null(tmp_path: Path) -> None:
     assert event["new"]["r"] == math.inf  # the database holds an infinity, not NULL
     result = onrecord("show", tmp_path / "episode", "--full")
     assert result.returncode == 0, result.stderr
-    (row,) = _rows_of(result.stdout)
+    (row,) = _rows(result.stdout)
     assert row[4] == 'r: 1.0 → {"$real":"Infinity"}'
 
 
@@ -104,7 +91,7 @@ def test_one_call_writing_many_rows_prints_a_bounded_table_and_how_to_see_all(
     assert written == 150
     result = onrecord("show", tmp_path / "episode")
     assert result.returncode == 0, result.stderr
-    rows = _rows_of(result.stdout)
+    rows = _rows(result.stdout)
     assert len(rows) < written  # every one of 10,000 rows was printed
     command = line_after(
         f"{written - len(rows)} more row change(s) at these steps left out; every one: ",
@@ -112,7 +99,7 @@ def test_one_call_writing_many_rows_prints_a_bounded_table_and_how_to_see_all(
     )
     everything = onrecord(*shlex.split(command)[1:])  # the hint works as printed
     assert everything.returncode == 0, everything.stderr
-    assert [row[3] for row in _rows_of(everything.stdout)] == [
+    assert [row[3] for row in _rows(everything.stdout)] == [
         str(event["key"]) for event in episode.audit
     ]
 
