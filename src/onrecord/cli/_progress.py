@@ -4,6 +4,7 @@ lines where no bar is drawn."""
 
 from __future__ import annotations
 
+import argparse
 import time
 
 from rich.console import Console
@@ -21,7 +22,16 @@ from rich.progress import (
 from onrecord.runner._job import JobResult
 from onrecord.runner._job import Progress as RunProgress
 
-__all__ = ["BarProgress", "CountProgress", "StepProgress"]
+__all__ = ["BarProgress", "CountProgress", "StepProgress", "add_no_progress"]
+
+
+def add_no_progress(parser: argparse.ArgumentParser) -> None:
+    """The ``--no-progress`` option every command with progress on stderr takes."""
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (nor the plain progress lines written when stderr is not a terminal)",
+    )
 
 
 LINE_INTERVAL = 10.0

@@ -87,11 +87,12 @@ def run(args: argparse.Namespace) -> int:
     decision = _never_accept_partial(policy.evaluate(report), missing)
     if output is not None:  # before printing: a closed stdout must not lose the file
         output.replace(decision_record(decision))  # `onrecord verify` reads it
-    _write_ci(junit, markdown, decision, report, subject=subject, policy=policy.name)
+    facts = requirement_facts(decision, report)  # the CI files' and the log's, made once
+    _write_ci(junit, markdown, decision, facts, subject=subject, policy=policy.name)
     if not any(item is not None and item.to_stdout for item in (output, junit, markdown)):
         console = make_console()
         render_decision(console, decision)
-        _render_unpassed(console, requirement_facts(decision, report))
+        _render_unpassed(console, facts)
     return decision.exit_code
 
 
@@ -129,16 +130,13 @@ def _write_ci(
     junit: CiOutput | None,
     markdown: CiOutput | None,
     decision: PolicyDecision,
-    report: EvaluationReport,
+    facts: list[RequirementFacts],
     *,
     subject: str,
     policy: str,
 ) -> None:
     """The JUnit XML file (replaced) and the Markdown summary (appended), for every
     decision alike."""
-    if junit is None and markdown is None:
-        return
-    facts = requirement_facts(decision, report)
     if junit is not None:
         junit.replace(gate_junit(decision, facts, suite=subject, policy=policy))
     if markdown is not None:

@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from onrecord._tables import SplitTable
-from onrecord.cli._progress import StepProgress
+from onrecord.cli._progress import StepProgress, add_no_progress
 from onrecord.cli._render import ablation_table, literal, make_console
 from onrecord.domains.ledger import (
     CLASSIC_RUNS,
@@ -46,11 +46,7 @@ def register(subparsers: Any) -> None:
         "every decision is the one the protocol requires, else 1.",
     )
     run_parser.add_argument("--output-dir", required=True, type=Path, metavar="DIR")
-    run_parser.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress bar (nor the plain progress lines written when stderr is not a terminal)",
-    )
+    add_no_progress(run_parser)
     run_parser.set_defaults(func=run)
     analyze_parser = actions.add_parser(
         "analyze",

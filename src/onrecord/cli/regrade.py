@@ -10,7 +10,7 @@ from rich.console import Console
 
 from onrecord._canonical import load_record_bytes
 from onrecord.cli._bundle import digested
-from onrecord.cli._progress import BarProgress
+from onrecord.cli._progress import BarProgress, add_no_progress
 from onrecord.cli._render import literal, make_console, render_decision, render_report
 from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy
@@ -40,11 +40,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--policy", help="acceptance policy file (default: the run's)")
     parser.add_argument("--name", help="name of the regrade (default: a UTC timestamp)")
     parser.add_argument("--limit", type=int, default=50, help="changes to print (default 50)")
-    parser.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress bar (nor the plain progress lines written when stderr is not a terminal)",
-    )
+    add_no_progress(parser)
     parser.set_defaults(func=run)
 
 

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from onrecord.case import EvalCase
 from onrecord.cli._app import EXIT_ERROR
-from onrecord.cli._progress import BarProgress
+from onrecord.cli._progress import BarProgress, add_no_progress
 from onrecord.cli._render import literal, make_console, render_decision, render_report
 from onrecord.episode._verify_files import check_entry
 from onrecord.errors import InputError
@@ -93,7 +93,7 @@ def register(subparsers: Any) -> None:
         help="Ray cluster address; implies --executor ray (default: RAY_ADDRESS, the last "
         "`ray start` on this machine, else a new local cluster)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_no_progress(parser)
     parser.set_defaults(func=run)
 
 

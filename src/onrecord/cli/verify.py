@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from onrecord.cli._progress import CountProgress
+from onrecord.cli._progress import CountProgress, add_no_progress
 from onrecord.cli._record_files import KINDS
 from onrecord.cli._records import Bundle, load_any
 from onrecord.cli._render import emit, plain
@@ -27,11 +27,7 @@ def register(subparsers: Any) -> None:
         "episodes are counted on stderr as they are verified.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE")
-    parser.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress bar (nor the plain progress lines written when stderr is not a terminal)",
-    )
+    add_no_progress(parser)
     parser.set_defaults(func=run)
 
 

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from onrecord._numbers import significant
 from onrecord._tables import SplitTable
-from onrecord.cli._progress import StepProgress
+from onrecord.cli._progress import StepProgress, add_no_progress
 from onrecord.cli._render import emit, literal, make_console
 
 __all__ = ["loop_table", "register"]
@@ -53,7 +53,7 @@ def register(subparsers: Any) -> None:
         help="your own model beside the built-in ones (repeatable): FACTORY(simulator) "
         "returns a WorldModel; the module must be importable (PYTHONPATH)",
     )
-    _no_progress(run)
+    add_no_progress(run)
     run.set_defaults(func=_run)
     analyze = commands.add_parser(
         "analyze",
@@ -67,16 +67,8 @@ def register(subparsers: Any) -> None:
     analyze.add_argument(
         "--replay", required=True, type=Path, metavar="DIR", help="a `worldmodel run` directory"
     )
-    _no_progress(analyze)
+    add_no_progress(analyze)
     analyze.set_defaults(func=_analyze)
-
-
-def _no_progress(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress bar (nor the plain progress lines written when stderr is not a terminal)",
-    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -187,8 +179,9 @@ def _gap(row: dict[str, Any]) -> str:
 
 
 def _seed_steps(row: dict[str, Any]) -> tuple[float, ...]:
-    """The steps each seed's episode lasted (None for a failed run)."""
-    return tuple(float(steps) for steps in row.get("steps") or () if steps is not None)
+    """The longest seed's steps (None for a failed run), the cap when one reached it."""
+    steps = [float(count) for count in row.get("steps") or () if count is not None]
+    return (max(steps),) if steps else ()
 
 
 def loop_table(rows: list[dict[str, Any]]) -> SplitTable:
