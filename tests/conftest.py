@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
+import stat
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,3 +31,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         group = "ray" if item.get_closest_marker("ray") else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(scope="session")
+def smoke_world_model_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One ``onrecord worldmodel run --smoke`` (about 10 s) per test worker, shared by the
+    modules that only read it. Its files are made read-only, so a test that wrote into
+    it (and changed what the next one reads) fails instead; copy it to change it."""
+    from tests.runner.conftest import onrecord
+
+    out = tmp_path_factory.mktemp("shared-smoke") / "run"
+    done = onrecord("worldmodel", "run", "--smoke", "--no-progress", "--output-dir", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    _set_writable(out, writable=False)
+    yield out
+    _set_writable(out, writable=True)  # so pytest can remove it
+
+
+def writable_copy(source: Path, target: Path) -> Path:
+    """A copy of a shared read-only directory that a test may change."""
+    shutil.copytree(source, target)
+    _set_writable(target, writable=True)
+    return target
+
+
+def _set_writable(root: Path, *, writable: bool) -> None:
+    write = stat.S_IWUSR
+    for folder, _, files in os.walk(root):
+        for path in [Path(folder), *(Path(folder) / name for name in files)]:
+            mode = path.stat().st_mode
+            path.chmod(mode | write if writable else mode & ~write)

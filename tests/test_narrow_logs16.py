@@ -65,10 +65,8 @@ def test_the_ledger_table_names_every_episode_whole(tmp_path: Path) -> None:
         assert f"│ {name}" in table or f"\n{name} " in table, table
 
 
-def test_the_world_model_tables_name_every_model_whole(tmp_path: Path) -> None:
-    out = tmp_path / "wm"
-    done = onrecord("worldmodel", "run", "--smoke", "--no-progress", "--output-dir", str(out))
-    assert done.returncode == 0, done.stdout + done.stderr
+def test_the_world_model_tables_name_every_model_whole(smoke_world_model_run: Path) -> None:
+    out = smoke_world_model_run
     replayed = onrecord("worldmodel", "analyze", "--replay", str(out), env=NARROW)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     loop = replayed.stdout.split("held-out forecasts")[0]

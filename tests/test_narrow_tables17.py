@@ -16,13 +16,10 @@ NARROW = {"COLUMNS": "80"}
 CUT = re.compile(r"[-+.\w]…")  # "7.73e…", "claims_don…": something cut short
 
 
-@pytest.fixture(scope="module")
-def world_model_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One smoke run of the world-model experiment (about 10 s), replayed by each test."""
-    out = tmp_path_factory.mktemp("wm") / "run"
-    done = onrecord("worldmodel", "run", "--smoke", "--no-progress", "--output-dir", str(out))
-    assert done.returncode == 0, done.stdout + done.stderr
-    return out
+@pytest.fixture
+def world_model_run(smoke_world_model_run: Path) -> Path:
+    """The shared smoke run of the world-model experiment, replayed by each test."""
+    return smoke_world_model_run
 
 
 def _replay(run: Path, columns: int) -> str:
@@ -63,19 +60,6 @@ def test_every_world_model_table_keeps_numbers_whole_at_60_columns(
     for whole in ("21.3", "13–34", "500–500", "indeterminate", "bayes-linear-blind/v1"):
         assert whole in cells, narrow
     assert not CUT.search(narrow), narrow
-
-
-def test_the_remittance_tables_name_every_agent_and_check_whole(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
-    done = onrecord("demo", "--output-dir", str(out), "--repeats", "1", env=NARROW, timeout=300)
-    assert done.returncode in (0, 1), done.stdout + done.stderr
-    tables = done.stdout.split("running the invoice ledger experiment")[0]
-    # Before, rows read "claims_don…", "crash_afte…" and checks "expected_c…".
-    assert "…" not in tables, tables
-    cells = _cells(tables)
-    for name in ("claims_done_without_writing", "crash_after_commit", "indeterminate"):
-        assert name in cells or any(c.startswith(name) for c in cells), tables
-    assert "only_expected_tables_changed" in tables, tables
 
 
 def stays(env: object, observation: object, info: object) -> str:

@@ -17,13 +17,10 @@ def _controls(text: str) -> set[str]:
     return {c for c in text if ord(c) < 32 and c != "\n"}
 
 
-@pytest.fixture(scope="module")
-def replay_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A smoke world-model run."""
-    out = tmp_path_factory.mktemp("audit23") / "worldmodel"
-    made = onrecord("worldmodel", "run", "--smoke", "--no-progress", "--output-dir", out)
-    assert made.returncode == 0, made.stderr
-    return out
+@pytest.fixture
+def replay_dir(smoke_world_model_run: Path) -> Path:
+    """A smoke world-model run (shared, read-only)."""
+    return smoke_world_model_run
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +69,24 @@ def test_verify_counts_a_run_directorys_episodes_in_a_ci_log(run_dir: Path) -> N
     assert quiet.stderr == ""
     assert "run directory (33 of 33 episodes, 0 regrades)" in loud.stdout
     assert loud.stdout == quiet.stdout
+
+
+def test_show_counts_the_episodes_it_verifies_in_a_ci_log(run_dir: Path) -> None:
+    """show verifies a run directory whole before printing it, as verify does: the
+    same count on stderr, and ``--no-progress`` for none (it was refused)."""
+    loud = onrecord("show", run_dir)
+    assert loud.returncode == 0, loud.stderr
+    lines = loud.stderr.splitlines()
+    assert lines[0].startswith("episodes verified 0/33 · "), loud.stderr
+    assert lines[-1].startswith("episodes verified 33/33 · "), loud.stderr
+    assert not _controls(loud.stderr)
+    quiet = onrecord("show", run_dir, "--no-progress")
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""
+    assert loud.stdout == quiet.stdout
+    single = onrecord("show", run_dir / "report.json")
+    assert single.returncode == 0, single.stderr
+    assert single.stderr == ""
 
 
 def test_verify_of_a_single_file_writes_no_progress(run_dir: Path) -> None:

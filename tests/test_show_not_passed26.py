@@ -86,8 +86,8 @@ def test_show_of_a_run_lists_what_did_not_pass(
     listed = _listed(result.stdout)
     assert listed == expected[:10]
     if more:
-        hint = line_after(f"… {len(expected) - 10} more not passed (", result.stdout)
-        assert hint == f"onrecord report {run} lists every one)"
+        hint = line_after(f"… {len(expected) - 10} more not passed; every one: ", result.stdout)
+        assert shlex.split(hint) == ["onrecord", "show", str(run), "--all-not-passed"]
     else:
         assert "more not passed" not in result.stdout
     command = line_after("see one: ", result.stdout)

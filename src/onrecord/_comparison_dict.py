@@ -1,5 +1,6 @@
-"""``Comparison.from_dict``: a comparison rebuilt from its portable form (``to_dict()``,
-or what ``onrecord compare --json`` saved), each field checked for its shape."""
+"""A comparison's portable form: ``Comparison.from_dict`` rebuilds one from ``to_dict()``
+(or what ``onrecord compare --json`` saved), each field checked for its shape, and
+``check_to_dict`` is a check's part of ``to_dict()``."""
 
 from __future__ import annotations
 
@@ -7,10 +8,24 @@ from collections.abc import Mapping
 from numbers import Integral
 from typing import Any
 
+from onrecord._compare_rates import pass_rate_from_dict
 from onrecord.compare import CheckComparison, Comparison, DiscordantPair, MeasureComparison
 from onrecord.errors import SchemaError
 
-__all__ = ["comparison_from_dict"]
+__all__ = ["check_to_dict", "comparison_from_dict"]
+
+
+def check_to_dict(check: CheckComparison) -> dict[str, Any]:
+    """A check's portable form: its counts, p-value, discordant pairs and pass rates."""
+    # Rates not recorded (a comparison saved before them) stay absent: such a record
+    # read back and written again is the record it was.
+    rates = {
+        name: rate.to_dict()
+        for name, rate in (("rate_a", check.rate_a), ("rate_b", check.rate_b))
+        if rate is not None
+    }
+    body = {key: value for key, value in vars(check).items() if key not in ("rate_a", "rate_b")}
+    return body | {"discordant": [pair.to_dict() for pair in check.discordant]} | rates
 
 
 def comparison_from_dict(data: Mapping[str, Any]) -> Comparison:
@@ -53,6 +68,9 @@ def _check_from_dict(data: Mapping[str, Any]) -> CheckComparison:
             )
             for pair in data["discordant"]
         ),
+        # absent from a comparison saved before the pass rates were recorded
+        rate_a=pass_rate_from_dict(data.get("rate_a")),
+        rate_b=pass_rate_from_dict(data.get("rate_b")),
     )
 
 

@@ -9,14 +9,14 @@ versions, environment settings or case sets would make a p-value meaningless.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
-from pathlib import Path
 from typing import Any
 
 from onrecord._compare_notes import few_bootstrap_cases_note, too_few_pairs_note
+from onrecord._compare_rates import PassRate, pass_rates
+from onrecord._compare_sources import ComparedSource, incomplete_reasons, load_source
 from onrecord._lock_diff import legacy_lock, lock_differences
 from onrecord._natural import natural_key
 from onrecord._stats import (
@@ -35,6 +35,7 @@ __all__ = [
     "Comparison",
     "DiscordantPair",
     "MeasureComparison",
+    "PassRate",
     "compare_reports",
     "compare_sources",
     "discordant_cases",
@@ -93,6 +94,11 @@ class CheckComparison:
     """Exact two-sided McNemar p-value."""
     discordant: tuple[DiscordantPair, ...]
     """The discordant pairs (``str()`` of one reads ``case_id#repeat: pass→fail``)."""
+    rate_a: PassRate | None = None
+    """The check's pass rate in A, as A's report gives it (None in a comparison saved
+    before it was recorded)."""
+    rate_b: PassRate | None = None
+    """The same in B."""
 
     @property
     def smallest_p(self) -> float:
@@ -144,14 +150,13 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form."""
+        from onrecord._comparison_dict import check_to_dict
+
         return {
             "pairs": self.pairs,
             "report_a": self.report_a,
             "report_b": self.report_b,
-            "checks": [
-                vars(check) | {"discordant": [pair.to_dict() for pair in check.discordant]}
-                for check in self.checks
-            ],
+            "checks": [check_to_dict(check) for check in self.checks],
             "measures": [
                 vars(measure) | {"interval": list(measure.interval)} for measure in self.measures
             ],
@@ -186,7 +191,11 @@ def compare_reports(
         _refuse_moved(pairs)
     # Natural order: a world model's horizons read h1, h4, h8, h16, h32 (as text h16
     # and h32 came before h4), tasks task-2 before task-10.
-    checks = tuple(_compare_check(name, pairs) for name in sorted(a.check_names, key=natural_key))
+    rates_a, rates_b = pass_rates(a), pass_rates(b)
+    checks = tuple(
+        _compare_check(name, pairs, (rates_a[name], rates_b[name]))
+        for name in sorted(a.check_names, key=natural_key)
+    )
     names = sorted(
         {
             name
@@ -216,86 +225,11 @@ def _refuse_moved(pairs: list[tuple[Trial, Trial]]) -> None:
         )
 
 
-@dataclass(frozen=True)
-class ComparedSource:
-    """What ``onrecord compare`` compares: a report file, a run directory or a regrade
-    directory (``RUN/regrades/NAME``)."""
-
-    source: str
-    """The path as given."""
-    report: EvaluationReport
-    """Its report."""
-    label: str
-    """A readable name (the agent and environment of a run)."""
-    planned: int | None
-    """Episodes the run plans (None for a report file)."""
-    missing: tuple[str, ...]
-    """Planned episodes the report holds no trial for, as ``case_id#repeat``."""
-    hint: str = ""
-    """What completes an incomplete run."""
-
-
-def load_source(source: str | os.PathLike[str]) -> ComparedSource:
-    """A report file, or the report of a run or regrade directory together with the
-    planned episodes it lacks (an interrupted run, episodes that could not be recorded)."""
-    from onrecord.runner import RunStore
-    from onrecord.runner._graded import check_graded
-
-    path = Path(source)
-    if not path.is_dir():
-        return ComparedSource(str(source), EvaluationReport.load(path), path.name, None, ())
-    resolved = path.resolve()
-    regrade = resolved.parent.name == "regrades" and not (path / "run.json").exists()
-    store = RunStore.open(resolved.parent.parent if regrade else path)
-    protocol = store.protocol
-    label = f"{protocol.agent} on {protocol.environment.name} ({store.path.name}"
-    label += f", regrade {resolved.name})" if regrade else ")"
-    if not (path / "report.json").is_file():
-        episodes = store.file("episodes.jsonl")
-        recorded = episodes.read_bytes().count(b"\n") if episodes.is_file() else 0
-        raise InputError(
-            f"{source} has no report.json: the run was interrupted with {recorded} of "
-            f"{protocol.episodes} planned episodes recorded; `onrecord run --resume "
-            f"{store.path}` finishes it, then compare"
-        )
-    report = EvaluationReport.load(path / "report.json")
-    # The report must be this run's grading: a report.json copied in from another run
-    # (with its decision) verifies on its own digest and was compared under this label.
-    check_graded(store, report, str(path / "report.json"))
-    present = {(str(trial.case["case_id"]), trial.repeat) for trial in report.trials}
-    missing = tuple(
-        f"{job.key[0]}#{job.key[1]}"
-        for job in protocol.jobs(store.run_id)
-        if job.key not in present
-    )
-    hint = f"`onrecord run --resume {store.path}` retries them" + (
-        ", then `onrecord regrade` it again" if regrade else ""
-    )
-    return ComparedSource(str(source), report, label, protocol.episodes, missing, hint)
-
-
-def _incomplete_reasons(a: ComparedSource, b: ComparedSource) -> list[str]:
-    """Why a run missing planned episodes is not compared: fewer pairs than planned
-    would be presented as the whole comparison (empty when both are complete)."""
-    reasons = []
-    for side, compared in (("A", a), ("B", b)):
-        if compared.missing:
-            shown = ", ".join(compared.missing[:5])
-            more = f" and {len(compared.missing) - 5} more" if len(compared.missing) > 5 else ""
-            reasons.append(
-                f"{side} ({compared.source}) is an incomplete run: "
-                f"{len(compared.missing)} of {compared.planned} planned episodes have no "
-                f"trial ({shown}{more}); {compared.hint} (or compare the report.json "
-                "files to compare only the recorded pairs)"
-            )
-    return reasons
-
-
 def compare_sources(
     a: ComparedSource, b: ComparedSource, *, resamples: int = 2000, seed: int = 0
 ) -> Comparison:
     """``compare_reports`` of two loaded sources, refused also when a run is incomplete."""
-    reasons = _incomplete_reasons(a, b)
+    reasons = incomplete_reasons(a, b)
     if reasons:
         raise ComparisonRefused(reasons + lock_differences(a.report.lock, b.report.lock))
     return compare_reports(a.report, b.report, resamples=resamples, seed=seed)
@@ -322,7 +256,9 @@ def _check_bootstrap_settings(resamples: Any, seed: Any) -> None:
         raise InputError(f"compare_reports(seed=...) must be a non-negative integer, got {seed!r}")
 
 
-def _compare_check(name: str, pairs: list[tuple[Trial, Trial]]) -> CheckComparison:
+def _compare_check(
+    name: str, pairs: list[tuple[Trial, Trial]], rates: tuple[PassRate, PassRate]
+) -> CheckComparison:
     tally = {"both_pass": 0, "only_a": 0, "only_b": 0, "both_fail": 0, "unmeasured": 0}
     discordant = []
     for trial_a, trial_b in pairs:
@@ -351,9 +287,14 @@ def _compare_check(name: str, pairs: list[tuple[Trial, Trial]]) -> CheckComparis
             )
     return CheckComparison(
         name,
-        **tally,
-        p_value=mcnemar_exact_p(tally["only_a"], tally["only_b"]),
-        discordant=tuple(discordant),
+        tally["both_pass"],
+        tally["only_a"],
+        tally["only_b"],
+        tally["both_fail"],
+        tally["unmeasured"],
+        mcnemar_exact_p(tally["only_a"], tally["only_b"]),
+        tuple(discordant),
+        *rates,
     )
 
 

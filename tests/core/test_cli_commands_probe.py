@@ -23,13 +23,15 @@ MARKER = ".onrecord-demo"
 ODD = "out [bold] é x[/]y"
 
 
-def _onrecord(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _onrecord(
+    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [ONRECORD, *map(str, args)],
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        env={**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {})},
         timeout=600,
     )
 
@@ -128,7 +130,8 @@ def test_demo_interrupted_then_run_again_into_an_odd_path(tmp_path: Path) -> Non
     assert (out / MARKER).is_file()
     (out / "remittance" / "stale-run").mkdir(parents=True, exist_ok=True)
 
-    done = _onrecord("demo", "--output-dir", out, "--repeats", "1")
+    # Run again in a narrow CI log (COLUMNS=80, as many CI runners set it).
+    done = _onrecord("demo", "--output-dir", out, "--repeats", "1", env={"COLUMNS": "80"})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     assert "Traceback" not in done.stderr
     # The paths are printed as given: "[bold]" is not swallowed, "[/]" does not crash.
@@ -137,6 +140,13 @@ def test_demo_interrupted_then_run_again_into_an_odd_path(tmp_path: Path) -> Non
     assert not _controls(done.stdout), _controls(done.stdout)
     assert "remittance episodes 33/264: careful done" in done.stdout
     assert "running the invoice ledger experiment" in done.stdout
+    tables = done.stdout.split("running the invoice ledger experiment")[0]
+    # Before, narrow rows read "claims_don…", "crash_afte…" and checks "expected_c…".
+    assert "…" not in tables, tables
+    cells = [cell.strip() for line in tables.splitlines() for cell in line.split("│")]
+    for name in ("claims_done_without_writing", "crash_after_commit", "indeterminate"):
+        assert name in cells or any(c.startswith(name) for c in cells), tables
+    assert "only_expected_tables_changed" in tables, tables
     # Nothing of the interrupted run is left; every run and the ledger verify.
     runs = sorted(p.name for p in (out / "remittance").iterdir())
     assert "stale-run" not in runs

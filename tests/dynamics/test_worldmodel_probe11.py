@@ -37,6 +37,7 @@ from onrecord.dynamics._references import capture_plan, random_plan
 from onrecord.dynamics.experiment._cohort import same_cohort_table
 from onrecord.dynamics_metrics import aggregate_metrics, forecast_metrics, forecast_report
 from onrecord.errors import InputError
+from tests.conftest import writable_copy
 
 HORIZONS = [1, 4, 8, 16, 32]
 Z90 = stats.norm.ppf(0.95)
@@ -494,12 +495,9 @@ def test_replay_of_a_file_or_fifo_says_it_is_not_a_directory(tmp_path: Path) -> 
             assert "not a directory" in result.stderr
 
 
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run_dir = tmp_path_factory.mktemp("wm") / "run"
-    result = onrecord("worldmodel", "run", "--smoke", "--no-progress", "--output-dir", str(run_dir))
-    assert result.returncode == 0, result.stderr
-    return run_dir
+@pytest.fixture
+def smoke_run(smoke_world_model_run: Path) -> Path:
+    return smoke_world_model_run  # shared and read-only: each test changes a copy
 
 
 def _reseal(root: Path, change: Any) -> None:
@@ -523,10 +521,7 @@ def _reseal(root: Path, change: Any) -> None:
 def test_a_damaged_protocol_is_named_not_blamed_on_the_user(
     smoke_run: Path, tmp_path: Path, change: Any, said: str
 ) -> None:
-    import shutil
-
-    root = tmp_path / "copy"
-    shutil.copytree(smoke_run, root)
+    root = writable_copy(smoke_run, tmp_path / "copy")
     _reseal(root, change)
     result = onrecord("worldmodel", "analyze", "--replay", str(root))
     assert result.returncode == 3

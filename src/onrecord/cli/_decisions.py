@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from onrecord._canonical import content_digest, record_bytes
+from onrecord._compare_rates import pass_rate_from_dict
 from onrecord._stats import mcnemar_exact_p
 from onrecord.cli._bundle import Bundle, digested
 from onrecord.compare import Comparison
@@ -189,6 +190,7 @@ def verify_comparison(path: Path, data: dict[str, Any]) -> Bundle:
     measures = _field(path, data, "measures", list)
     for check in checks:
         _check(path, check, pairs)
+        _check_rates(path, check)
     for measure in measures:
         _expect(
             isinstance(measure, dict)
@@ -249,3 +251,47 @@ def _check(path: Path, check: Any, pairs: int) -> None:
             f"counts ({check['only_a']}, {check['only_b']}) give "
             f"{mcnemar_exact_p(check['only_a'], check['only_b'])!r}"
         )
+
+
+def _check_rates(path: Path, check: Mapping[str, Any]) -> None:
+    """Each side's pass rate (absent from a comparison saved before they were recorded):
+    its shape, and counts the pairs allow. The pairs measured on both sides fix each
+    side's passes and failures among them; the unmeasured pairs may add to either."""
+    name = check["name"]
+    a_passes, b_passes = check["both_pass"] + check["only_a"], check["both_pass"] + check["only_b"]
+    a_fails, b_fails = check["only_b"] + check["both_fail"], check["only_a"] + check["both_fail"]
+    for side, passes, fails in (("rate_a", a_passes, a_fails), ("rate_b", b_passes, b_fails)):
+        if side not in check:
+            continue
+        data = check[side]
+        try:
+            rate = pass_rate_from_dict(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SchemaError(f"{path}: check {name!r}: {side} is malformed: {exc}") from exc
+        low, high = rate.interval if rate is not None else (math.nan, math.nan)
+        _expect(
+            rate is not None
+            and all(_count(data[k]) for k in ("passed", "measured"))
+            and _number(low)
+            and _number(high)
+            and data.get("pass_rate") == rate.pass_rate,
+            path,
+            f"check {name!r}: {side} is malformed (passed, measured, their pass rate, an interval)",
+        )
+        assert rate is not None  # _expect raised otherwise
+        value = rate.pass_rate
+        within = 0 <= low <= high <= 1 and (
+            (low, high) == (0.0, 1.0) if value is None else low <= value <= high
+        )
+        failed = rate.measured - rate.passed
+        if not (
+            within
+            and passes <= rate.passed <= passes + check["unmeasured"]
+            and fails <= failed <= fails + check["unmeasured"]
+        ):
+            raise ConsistencyError(
+                f"{path}: check {name!r}: {side} ({rate.passed} of {rate.measured} passed, "
+                f"interval {low!r}–{high!r}) does not agree with its paired counts "
+                f"({passes} passes and {fails} failures measured on both sides, "
+                f"{check['unmeasured']} pairs unmeasured) or holds its rate outside its interval"
+            )

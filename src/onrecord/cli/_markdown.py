@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from onrecord._compare_rates import PassRate, rate_text
 from onrecord._numbers import P_VALUE_MARKS, shown_reason, significant
 from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, clean
@@ -150,12 +151,22 @@ def compare_markdown(comparison: Comparison, label_a: str, label_b: str) -> str:
 
 
 def _checks(comparison: Comparison) -> list[str]:
-    headers = ("check", "both pass", "A only", "B only", "both fail", "unmeasured", "McNemar p")
+    # Each side's rate beside the p-value (after it: the columns it always had keep their
+    # places): the counts say how A and B differ, not where they stand. Absent from a
+    # comparison saved before the rates were recorded.
+    rates = any(c.rate_a is not None for c in comparison.checks)
+    rate_headers = tuple(f"{side} pass rate ({CLUSTERED_INTERVAL})" for side in "AB")
+    headers = (
+        *("check", "both pass", "A only", "B only", "both fail", "unmeasured"),
+        "McNemar p",
+        *(rate_headers if rates else ()),
+    )
     rows = [
         (
             text(c.name),
             *(str(n) for n in (c.both_pass, c.only_a, c.only_b, c.both_fail, c.unmeasured)),
             significant(c.p_value, 4, P_VALUE_MARKS),
+            *((_rate(c.rate_a), _rate(c.rate_b)) if rates else ()),
         )
         for c in comparison.checks
     ]
@@ -163,6 +174,12 @@ def _checks(comparison: Comparison) -> list[str]:
         [(c.name, len(c.discordant), discordant_cases(c.discordant)) for c in comparison.checks]
     )
     return [*table(headers, rows), "", *([f"_{text(note, limit=2000)}_", ""] if note else [])]
+
+
+def _rate(rate: PassRate | None) -> str:
+    # Our own numbers, not record text: through ``text`` "100.0%" read "100\.0%" (a
+    # numbered list's "100." escaped), as the gate's rates are not.
+    return "—" if rate is None else rate_text(rate)
 
 
 def _measures(comparison: Comparison) -> list[str]:

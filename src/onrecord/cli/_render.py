@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from onrecord._numbers import P_VALUE_MARKS, fixed, interval_percent, percent, significant
+from onrecord._numbers import fixed, interval_percent, percent
 from onrecord._tables import FittedTable, fitted_table
 from onrecord.compare import (
     Comparison,
@@ -288,10 +288,11 @@ def render_comparison(
     header: bool = True,
     labels: tuple[str, str] | None = None,
 ) -> None:
-    """Per check McNemar; per measure bootstrap interval (``header=False`` when the
-    caller has already said what is compared, as ``show`` does). ``labels`` name A and
-    B (agent, environment, run) as ``--markdown`` does: a CI log that gave only their
-    digests left a reviewer to guess which run was the new one."""
+    """Per check McNemar and each side's pass rate; per measure bootstrap interval
+    (``header=False`` when the caller has already said what is compared, as ``show``
+    does). ``labels`` name A and B (agent, environment, run) as ``--markdown`` does: a
+    CI log that gave only their digests left a reviewer to guess which run was the new
+    one."""
     if header:
         label_a, label_b = (f"{literal(label)} " for label in labels or ("", ""))
         console.print(
@@ -299,18 +300,9 @@ def render_comparison(
             f"A: {label_a}sha256:{comparison.report_a[:16]}  vs  "
             f"B: {label_b}sha256:{comparison.report_b[:16]}",
         )
-    table = _table("check", "both pass", "A only", "B only", "both fail", "unmeasured", "McNemar p")
-    for check in comparison.checks:
-        table.add_row(
-            literal(check.name),
-            str(check.both_pass),
-            str(check.only_a),
-            str(check.only_b),
-            str(check.both_fail),
-            str(check.unmeasured),
-            significant(check.p_value, 4, P_VALUE_MARKS),
-        )
-    console.print(table)
+    from onrecord.cli._compare_tables import print_check_tables  # it builds on this module
+
+    print_check_tables(console, comparison)
     note = too_few_pairs_note(
         [(c.name, len(c.discordant), discordant_cases(c.discordant)) for c in comparison.checks]
     )

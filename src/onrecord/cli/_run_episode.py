@@ -21,17 +21,31 @@ from onrecord.cli._row_history import render_row_history
 from onrecord.episode import EPISODE_SCHEMA
 from onrecord.errors import InputError
 
-__all__ = ["path_word", "render_not_passed", "render_run_episode", "render_tool_calls"]
+__all__ = [
+    "ALL_NOT_PASSED",
+    "path_word",
+    "render_not_passed",
+    "render_run_episode",
+    "render_tool_calls",
+]
 
 _TEXT = 80
 """Characters of arguments, a result or an error shown before ``… (N characters)``."""
 
 
 def render_run_episode(
-    console: Console, run: Path, wanted: str, steps: Container[int] | None, *, full: bool = False
+    console: Console,
+    run: Path,
+    wanted: str,
+    steps: Container[int] | None,
+    *,
+    full: bool = False,
+    regrade: tuple[Path, Any] | None = None,
 ) -> None:
     """Find ``wanted`` (``case_id#repeat``, or a case id when it ran once) in the run
-    directory ``run`` (verified already) and print it; ``full``: long values whole."""
+    directory ``run`` (verified already) and print it; ``full``: long values whole.
+    ``regrade``: (its directory, its report), whose verdicts are shown instead of those
+    the episode was graded with when recorded."""
     from onrecord.runner import RunStore
 
     store = RunStore.open(run)
@@ -51,10 +65,14 @@ def render_run_episode(
         f"[bold]episode[/] {literal(data['case_id'])}#{data['repeat']}  seed "
         f"{literal(data['seed'])}  sha256:{str(data['digest'])[:16]}"
     )
-    _verdicts(console, data["trial"])
+    trial, named = data["trial"], run
+    if regrade is not None:
+        named, trial = regrade[0], _regraded(regrade[1], record.key)
+        console.print(f"verdicts of the regrade {literal(named.name)}")
+    _verdicts(console, trial)
     saved = store.saved_episode(record)
     # Quoted: the hints under the table are pasted (a path or case id with spaces).
-    command = f"onrecord show {path_word(run)} {_episode_option(wanted)}"
+    command = f"onrecord show {path_word(named)} {_episode_option(wanted)}"
     if saved.evidence.get("schema") == EPISODE_SCHEMA:
         from onrecord.runner._gym import saved_evidence  # Gymnasium: only for such a run
 
@@ -65,6 +83,19 @@ def render_run_episode(
         render_row_history(
             console, saved.evidence, shown, full=full, command=command, chosen=steps is not None
         )
+
+
+def _regraded(report: Any, key: tuple[str, int]) -> dict[str, Any]:
+    """The trial of ``report`` (a regrade's, verified against the run) for ``key``."""
+    for trial in report.trials:
+        if (str(trial.case["case_id"]), trial.repeat) == key:
+            result: dict[str, Any] = trial.to_dict()
+            return result
+    # A regrade grades every episode recorded when it ran; a resume records more.
+    raise InputError(
+        f"--episode {key[0]}#{key[1]}: the regrade has no verdicts for it (recorded after "
+        "the regrade ran); show it from the run directory, or re-grade the run again"
+    )
 
 
 def path_word(path: Path | str) -> str:
@@ -192,20 +223,31 @@ _tool_calls = render_tool_calls  # its earlier name (tests import it)
 _LISTED = 10
 """Episodes not passed that ``show RUN`` lists before saying how many more there are."""
 
+ALL_NOT_PASSED = "--all-not-passed"
+"""The ``show`` option that lists every episode not passed."""
 
-def render_not_passed(console: Console, run: Path, report: Any) -> None:
-    """The run's episodes that did not pass (failed first, then incomplete, each in the
-    report's order) with the checks each did not pass, and the command that shows one:
-    ``show RUN`` printed rates and a decision, and the way to the failures themselves was
-    only in the HTML report."""
+
+def render_not_passed(
+    console: Console,
+    shown: Path,
+    report: Any,
+    *,
+    every: bool = False,
+    title: str = "episodes not passed",
+) -> int:
+    """The episodes of ``report`` that did not pass (failed first, then incomplete, each
+    in the report's order) with the checks each did not pass, and the command that shows
+    one: ``show RUN`` printed rates and a decision, and the way to the failures themselves
+    was only in the HTML report. ``shown`` is the run or regrade directory the commands
+    name; the first ``_LISTED`` unless ``every``. Returns how many did not pass."""
     names = report.check_names
     outcomes = [(trial, trial.outcome_among(names)) for trial in report.trials]
     listed = [item for item in outcomes if item[1] == "fail"]
     listed += [item for item in outcomes if item[1] == "incomplete"]
     if not listed:
-        return
-    table = _table("episode", "outcome", "checks not passed", title="episodes not passed")
-    for trial, outcome in listed[:_LISTED]:
+        return 0
+    table = _table("episode", "outcome", "checks not passed", title=title)
+    for trial, outcome in listed if every else listed[:_LISTED]:
         missing = [f"{name} (no result)" for name in names if trial.result(name) is None]
         not_passed = [r.name for r in trial.results if r.status != "pass"] + missing
         # Every check may pass and the episode still be incomplete (it never called
@@ -218,15 +260,17 @@ def render_not_passed(console: Console, run: Path, report: Any) -> None:
         )
     console.print(table)
     more = len(listed) - _LISTED
-    if more > 0:
+    if more > 0 and not every:
+        # In the terminal: the HTML report it named is no help in a CI log.
         console.print(
-            f"… {more} more not passed ({literal(f'onrecord report {path_word(run)}')} "
-            "lists every one)",
+            f"… {more} more not passed; every one: "
+            f"{literal(f'onrecord show {path_word(shown)} {ALL_NOT_PASSED}')}",
             soft_wrap=True,  # the command is copied from here: one line
         )
     first = listed[0][0]
     episode = _episode_option(f"{first.case['case_id']}#{first.repeat}")
     console.print(
-        f"see one: {literal(f'onrecord show {path_word(run)} {episode}')}",
+        f"see one: {literal(f'onrecord show {path_word(shown)} {episode}')}",
         soft_wrap=True,  # the command is copied from here: one line
     )
+    return len(listed)

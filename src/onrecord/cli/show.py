@@ -12,16 +12,18 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from onrecord.cli._episode_view import render_episode
+from onrecord.cli._progress import CountProgress, add_no_progress
 from onrecord.cli._record_views import render_bundle
 from onrecord.cli._records import Bundle, load_any
 from onrecord.cli._render import make_console, render_forecasts, render_policy, render_report
 from onrecord.cli._row_history import render_row_history
 from onrecord.cli._run_episode import (
+    ALL_NOT_PASSED,
     path_word,
-    render_not_passed,
     render_run_episode,
     render_tool_calls,
 )
+from onrecord.cli._show_run import regrade_of, render_regrade_directory, render_run_directory
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
@@ -54,29 +56,56 @@ def register(subparsers: Any) -> None:
         help="with a run directory: one episode's verdicts and steps or tool calls",
     )
     parser.add_argument(
+        ALL_NOT_PASSED,
+        action="store_true",
+        help="with a run or regrade directory: list every episode not passed (by "
+        "default the first 10)",
+    )
+    parser.add_argument(
         "--full",
         action="store_true",
         help="print actions, errors, states, arguments and results whole (by default a "
         "long one is cut and followed by its length)",
     )
+    add_no_progress(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Render whichever record the file holds."""
     steps = _steps(args.steps)
-    record = load_any(args.file)
+    # A run directory is verified whole first: seconds for thousands of episodes.
+    progress = CountProgress(
+        Console(stderr=True), "episodes verified", enabled=not args.no_progress
+    )
+    record = load_any(args.file, progress)
     console = make_console()
+    path = Path(args.file)
+    run_dir = path if (path / "run.json").is_file() else None
+    regrade_run = regrade_of(path) if (path / "changes.json").is_file() else None
+    if args.all_not_passed and not (isinstance(record, Bundle) and (run_dir or regrade_run)):
+        raise InputError(f"{ALL_NOT_PASSED} needs a run or regrade directory, not {args.file}")
     if args.episode is not None:
-        run_dir = Path(args.file)
-        if not (isinstance(record, Bundle) and (run_dir / "run.json").is_file()):
-            raise InputError(f"--episode needs a run directory, not {args.file}")
-        render_run_episode(console, run_dir, args.episode, steps, full=args.full)
+        if not isinstance(record, Bundle) or (run_dir is None and regrade_run is None):
+            raise InputError(
+                f"--episode needs a run directory (or RUN/regrades/NAME), not {args.file}"
+            )
+        # A regrade's episode: the run's saved evidence, with the regrade's verdicts.
+        regrade = None if regrade_run is None else (path, _report(record))
+        render_run_episode(
+            console,
+            run_dir or regrade_run or path,
+            args.episode,
+            steps,
+            full=args.full,
+            regrade=regrade,
+        )
     elif isinstance(record, Bundle):
         render_bundle(console, record)
-        reports = [item for item in record.items if isinstance(item, EvaluationReport)]
-        if reports and (Path(args.file) / "run.json").is_file():  # a run: its failures
-            render_not_passed(console, Path(args.file), reports[0])
+        if run_dir is not None:  # its failures, whether complete, and its regrades
+            render_run_directory(console, path, record, every=args.all_not_passed)
+        elif regrade_run is not None:
+            render_regrade_directory(console, path, record, every=args.all_not_passed)
         episode = _tool_episode(Path(args.file))
         if episode is not None:  # its calls and row changes, as `--episode` shows a run's
             command = f"onrecord show {path_word(args.file)}"
@@ -91,6 +120,11 @@ def run(args: argparse.Namespace) -> int:
         command = f"onrecord show {path_word(args.file)}"
         _render(console, record, steps, full=args.full, command=command)
     return 0
+
+
+def _report(bundle: Bundle) -> EvaluationReport:
+    (report,) = (item for item in bundle.items if isinstance(item, EvaluationReport))
+    return report
 
 
 def _tool_episode(path: Path) -> ToolEpisode | None:

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from onrecord._compare_notes import few_bootstrap_cases_note
+from onrecord._compare_rates import pass_rate_from_dict, rate_text
 from onrecord._numbers import P_VALUE_MARKS, significant
+from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.compare import compare_sources, load_source, too_few_pairs_note
 from onrecord.errors import ComparisonRefused
 from onrecord.html._page import NAME_CHARS, attr, cell, document, esc, long_text, table
@@ -139,6 +141,8 @@ def render_comparison_page(data: Mapping[str, Any]) -> str:
 
 def _checks(comparison: Mapping[str, Any]) -> str:
     rows, details = [], []
+    # Absent from data saved before the rates were recorded: no columns of dashes.
+    rates = any(check.get("rate_a") is not None for check in comparison["checks"])
     for check in comparison["checks"]:
         rows.append(
             f'<tr data-check="{attr(check["name"])}">'
@@ -152,6 +156,7 @@ def _checks(comparison: Mapping[str, Any]) -> str:
                 css="num",
                 data={"field": "p_value", "value": check["p_value"]},
             )
+            + "".join(_rate_cell(check, side) for side in (("rate_a", "rate_b") if rates else ()))
             + "</tr>"
         )
         if check["discordant"]:
@@ -170,7 +175,11 @@ def _checks(comparison: Mapping[str, Any]) -> str:
         "B only: the reverse. p: exact two-sided McNemar test of the discordant pairs."
         "</p>"
         + table(
-            ("check", "both pass", "A only", "B only", "both fail", "not measured", "McNemar p"),
+            (
+                *("check", "both pass", "A only", "B only", "both fail", "not measured"),
+                "McNemar p",
+                *(_RATE_HEADERS if rates else ()),
+            ),
             rows,
             element_id="checks",
         )
@@ -178,6 +187,18 @@ def _checks(comparison: Mapping[str, Any]) -> str:
         + '<h3>Discordant tasks</h3><p class="meta">task#repeat: result in A → result '
         "in B</p>" + ("".join(details) or "<p>none</p>") + "</section>"
     )
+
+
+_RATE_HEADERS = tuple(f"{side} pass rate ({CLUSTERED_INTERVAL})" for side in "AB")
+
+
+def _rate_cell(check: Mapping[str, Any], side: str) -> str:
+    """A side's rate and interval as every view prints them; its numbers in data-value."""
+    rate = pass_rate_from_dict(check.get(side))
+    if rate is None:
+        return cell("—", css="num", data={"field": side})
+    data = {"field": side, "value": rate.pass_rate, "interval": list(rate.interval)}
+    return cell(rate_text(rate), css="num", data=data)
 
 
 def _too_few(checks: list[Mapping[str, Any]]) -> str:

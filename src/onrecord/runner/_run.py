@@ -35,6 +35,7 @@ __all__ = [
     "RunResult",
     "grade_store",
     "plan_run",
+    "recorded_report",
     "resume_run",
     "start_run",
 ]
@@ -330,17 +331,25 @@ def _execute(
 def grade_store(store: RunStore) -> tuple[EvaluationReport, PolicyDecision]:
     """Build the report from the recorded trials (in plan order), decide, save both."""
     protocol = store.protocol
+    report = recorded_report(store)
+    decision = protocol.acceptance_policy.evaluate(report)
+    save_grading(store.path, report, decision, expected=protocol.episodes)
+    return report, decision
+
+
+def recorded_report(store: RunStore) -> EvaluationReport:
+    """The report of the trials the run's records carry (each graded when recorded), in
+    plan order: what ``grade_store`` saves, and what ``show`` lists for an interrupted
+    run that has no report.json yet. Saves nothing."""
+    protocol = store.protocol
     order = {job.key: index for index, job in enumerate(protocol.jobs(store.run_id))}
     trials = sorted(
         ((order[record.key], Trial.from_dict(record.data["trial"])) for record in store.records()),
         key=lambda item: item[0],
     )
-    report = EvaluationReport.from_trials(
+    return EvaluationReport.from_trials(
         (trial for _, trial in trials), lock_extra=protocol.lock_extra()
     )
-    decision = protocol.acceptance_policy.evaluate(report)
-    save_grading(store.path, report, decision, expected=protocol.episodes)
-    return report, decision
 
 
 def save_grading(

@@ -1,0 +1,88 @@
+"""What ``onrecord compare`` (and ``gate``) read: a report file, or the report of a run
+or regrade directory together with the planned episodes it lacks."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from onrecord.errors import InputError
+from onrecord.report import EvaluationReport
+
+__all__ = ["ComparedSource", "incomplete_reasons", "load_source"]
+
+
+@dataclass(frozen=True)
+class ComparedSource:
+    """What ``onrecord compare`` compares: a report file, a run directory or a regrade
+    directory (``RUN/regrades/NAME``)."""
+
+    source: str
+    """The path as given."""
+    report: EvaluationReport
+    """Its report."""
+    label: str
+    """A readable name (the agent and environment of a run)."""
+    planned: int | None
+    """Episodes the run plans (None for a report file)."""
+    missing: tuple[str, ...]
+    """Planned episodes the report holds no trial for, as ``case_id#repeat``."""
+    hint: str = ""
+    """What completes an incomplete run."""
+
+
+def load_source(source: str | os.PathLike[str]) -> ComparedSource:
+    """A report file, or the report of a run or regrade directory together with the
+    planned episodes it lacks (an interrupted run, episodes that could not be recorded)."""
+    from onrecord.runner import RunStore
+    from onrecord.runner._graded import check_graded
+
+    path = Path(source)
+    if not path.is_dir():
+        return ComparedSource(str(source), EvaluationReport.load(path), path.name, None, ())
+    resolved = path.resolve()
+    regrade = resolved.parent.name == "regrades" and not (path / "run.json").exists()
+    store = RunStore.open(resolved.parent.parent if regrade else path)
+    protocol = store.protocol
+    label = f"{protocol.agent} on {protocol.environment.name} ({store.path.name}"
+    label += f", regrade {resolved.name})" if regrade else ")"
+    if not (path / "report.json").is_file():
+        episodes = store.file("episodes.jsonl")
+        recorded = episodes.read_bytes().count(b"\n") if episodes.is_file() else 0
+        raise InputError(
+            f"{source} has no report.json: the run was interrupted with {recorded} of "
+            f"{protocol.episodes} planned episodes recorded; `onrecord run --resume "
+            f"{store.path}` finishes it, then compare"
+        )
+    report = EvaluationReport.load(path / "report.json")
+    # The report must be this run's grading: a report.json copied in from another run
+    # (with its decision) verifies on its own digest and was compared under this label.
+    check_graded(store, report, str(path / "report.json"))
+    present = {(str(trial.case["case_id"]), trial.repeat) for trial in report.trials}
+    missing = tuple(
+        f"{job.key[0]}#{job.key[1]}"
+        for job in protocol.jobs(store.run_id)
+        if job.key not in present
+    )
+    hint = f"`onrecord run --resume {store.path}` retries them" + (
+        ", then `onrecord regrade` it again" if regrade else ""
+    )
+    return ComparedSource(str(source), report, label, protocol.episodes, missing, hint)
+
+
+def incomplete_reasons(a: ComparedSource, b: ComparedSource) -> list[str]:
+    """Why a run missing planned episodes is not compared: fewer pairs than planned
+    would be presented as the whole comparison (empty when both are complete)."""
+    reasons = []
+    for side, compared in (("A", a), ("B", b)):
+        if compared.missing:
+            shown = ", ".join(compared.missing[:5])
+            more = f" and {len(compared.missing) - 5} more" if len(compared.missing) > 5 else ""
+            reasons.append(
+                f"{side} ({compared.source}) is an incomplete run: "
+                f"{len(compared.missing)} of {compared.planned} planned episodes have no "
+                f"trial ({shown}{more}); {compared.hint} (or compare the report.json "
+                "files to compare only the recorded pairs)"
+            )
+    return reasons

@@ -1,0 +1,129 @@
+"""``onrecord show RUN`` and ``show RUN/regrades/NAME``: what a CI log reader needs
+beyond the report and decision tables.
+
+Before, ``show RUN`` of an interrupted run printed one line (``90 of 300 episodes``) and
+nothing of what to do; after a regrade it listed the original grading's failures and
+never said a regrade existed; and a regrade's own episodes not passed were not listed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from onrecord._canonical import load_record_bytes
+from onrecord._natural import natural_key
+from onrecord.cli._bundle import Bundle
+from onrecord.cli._render import _styled, _table, literal
+from onrecord.cli._run_episode import path_word, render_not_passed
+from onrecord.episode._verify_files import read_regular
+from onrecord.report import EvaluationReport
+
+__all__ = ["regrade_of", "render_regrade_directory", "render_run_directory"]
+
+
+def render_run_directory(console: Console, run: Path, bundle: Bundle, *, every: bool) -> None:
+    """After the run's report and decision (``render_bundle``): an incomplete run's
+    state and resume command, its episodes not passed, then its regrades."""
+    report = _report(bundle)
+    decisions = [item for item in bundle.items if isinstance(item, dict) and "recorded" in item]
+    if report is None:  # interrupted before grading: the records' own verdicts
+        _render_ungraded(console, run, every=every)
+    else:
+        if decisions and decisions[0]["recorded"] < decisions[0]["expected"]:
+            _incomplete(console, run, decisions[0]["recorded"], decisions[0]["expected"])
+        render_not_passed(console, run, report, every=every)
+    _render_regrades(console, run)
+
+
+def render_regrade_directory(
+    console: Console, regrade: Path, bundle: Bundle, *, every: bool
+) -> None:
+    """After a regrade's changes, report and decision: its own episodes not passed,
+    with commands that show them as this regrade graded them."""
+    report = _report(bundle)
+    if report is not None:
+        render_not_passed(console, regrade, report, every=every)
+
+
+def regrade_of(path: Path) -> Path | None:
+    """The run directory whose regrade ``path`` is (``RUN/regrades/NAME``), else None."""
+    run = path.parent.parent
+    if path.parent.name == "regrades" and (run / "run.json").is_file():
+        return run
+    return None
+
+
+def _report(bundle: Bundle) -> EvaluationReport | None:
+    reports = [item for item in bundle.items if isinstance(item, EvaluationReport)]
+    return reports[0] if reports else None
+
+
+def _incomplete(console: Console, run: Path, recorded: int, expected: int) -> None:
+    console.print(
+        f"[yellow]incomplete run[/]: {recorded} of {expected} planned episodes recorded",
+    )
+    console.print(
+        f"continue it: {literal(f'onrecord run --resume {path_word(run)}')}",
+        soft_wrap=True,  # the command is copied from here: one line
+    )
+
+
+def _render_ungraded(console: Console, run: Path, *, every: bool) -> None:
+    """A run with no report.json (killed before grading): no decision is made up, but
+    each recorded episode was graded when it was recorded, and those verdicts are in
+    its record: what did not pass so far is listed from them."""
+    from onrecord.runner import RunStore
+    from onrecord.runner._run import recorded_report
+
+    store = RunStore.open(run)
+    report = recorded_report(store)
+    _incomplete(console, run, len(report.trials), store.protocol.episodes)
+    console.print(
+        "not graded yet (no report.json, so no decision): the run was interrupted "
+        "before its grading; resuming it grades it"
+    )
+    if not report.trials:
+        return
+    listed = render_not_passed(
+        console,
+        run,
+        report,
+        every=every,
+        title="recorded episodes not passed (as graded when recorded)",
+    )
+    if not listed:
+        console.print(f"each of the {len(report.trials)} recorded episodes passed")
+
+
+def _render_regrades(console: Console, run: Path) -> None:
+    """Each regrade (verified with the run) by name: its decision, the episodes it
+    graded and its changed verdicts, and the command that shows one: the tables above
+    are the run's original grading."""
+    folder = run / "regrades"
+    names = sorted((p.name for p in folder.glob("*") if p.is_dir()), key=natural_key)
+    if not names:
+        return
+    table = _table("regrade", "decision", "episodes", "changed verdicts", title="regrades")
+    for name in names:
+        decision = _load(folder / name / "decision.json")
+        changes = _load(folder / name / "changes.json")
+        table.add_row(
+            literal(name),
+            _styled(str(decision["decision"]["decision"])),
+            f"{decision['recorded']} of {decision['expected']}",
+            str(len(changes["changes"])),
+        )
+    console.print("the tables above are the run's original grading; it was re-graded:")
+    console.print(table)
+    console.print(
+        f"show one: {literal(f'onrecord show {path_word(folder / names[-1])}')}",
+        soft_wrap=True,  # the command is copied from here: one line
+    )
+
+
+def _load(path: Path) -> Any:
+    # Verified already, with the run (load_any): read for display only.
+    return load_record_bytes(read_regular(path), str(path))
