@@ -27,7 +27,16 @@ from onrecord._tool_steps import tool_call, tool_calls
 from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal, plain
 from onrecord.episode import EpisodeEvidence
 
-__all__ = ["ACTION", "ERROR", "STATE", "Cells", "render_episode", "tool_call", "tool_calls"]
+__all__ = [
+    "ACTION",
+    "ERROR",
+    "STATE",
+    "Cells",
+    "as_json",
+    "render_episode",
+    "tool_call",
+    "tool_calls",
+]
 
 ACTION = ERROR = 160
 """Characters of an action or an error shown before ``… (N characters)``."""
@@ -44,7 +53,7 @@ class Cells:
 
     def __call__(self, value: Any, limit: int) -> str | Text:
         """``value`` as literal cell text, cut after ``limit`` characters with its length."""
-        text = value if isinstance(value, str) else _text(value)
+        text = value if isinstance(value, str) else as_json(value)
         if self.full or len(text) <= limit:
             return literal(text)
         self.shortened += 1
@@ -62,7 +71,8 @@ class Cells:
             )
 
 
-def _text(value: Any) -> str:
+def as_json(value: Any) -> str:
+    """A value as compact JSON, so text "1" and the number 1 read apart."""
     try:
         return orjson.dumps(value).decode()
     except TypeError:  # not JSON (a record never holds one, but never crash on it)

@@ -13,8 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from onrecord.cli._episode_view import Cells
-from onrecord.cli._episode_view import _text as as_json
+from onrecord.cli._episode_view import Cells, as_json
 from onrecord.cli._render import _table, literal
 
 __all__ = ["render_row_history"]

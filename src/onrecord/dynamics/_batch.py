@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from onrecord._canonical import to_portable
 from onrecord.dynamics._capture import (
@@ -80,10 +81,11 @@ def capture_forecasts(
             )
         else:
             groups.setdefault(len(actions), []).append((n, record))
+    angle_mask = np.array([c["angular"] for c in spec.coordinates], dtype=bool)
     for steps, members in groups.items():
         for n, forecast in zip(
             [n for n, _ in members],
-            _run_group(call, [r for _, r in members], steps, spec.dim),
+            _run_group(call, [r for _, r in members], steps, spec.dim, angle_mask),
             strict=True,
         ):
             results[n] = forecast
@@ -104,8 +106,14 @@ def batch_predictor(predict: BatchPredict | WorldModel) -> BatchPredict:
     return predict
 
 
-def request_predictor(model: WorldModel) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Adapt a ``WorldModel`` to ``capture_forecast``'s one-request callback."""
+def request_predictor(
+    model: WorldModel, *, angular: Sequence[bool] | None = None
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Adapt a ``WorldModel`` to ``capture_forecast``'s one-request callback.
+
+    ``angular`` (one flag per coordinate) marks the angles whose particles, if the model
+    returns samples, are summarized within half a turn of each other."""
+    mask = None if angular is None else np.asarray(angular, dtype=bool)
 
     def predict(request: dict[str, Any]) -> dict[str, Any]:
         initial = np.asarray([request["initial_state"]], dtype=np.float64)
@@ -113,7 +121,7 @@ def request_predictor(model: WorldModel) -> Callable[[dict[str, Any]], dict[str,
         # Read as capture_forecasts reads it, so a bare array or a wrong shape is named
         # as such instead of failing as "'builtin_function_or_method' object is not
         # subscriptable" (an ndarray's ``.mean`` is a method).
-        mean, std, _, _ = _read(prediction, 1, len(request["actions"]), initial.shape[1])
+        mean, std, _, _ = _read(prediction, 1, len(request["actions"]), initial.shape[1], mask)
         answer: dict[str, Any] = {
             "states": mean[0],
             "metadata": {"model_id": model.model_id},
@@ -126,20 +134,26 @@ def request_predictor(model: WorldModel) -> Callable[[dict[str, Any]], dict[str,
 
 
 def _run_group(
-    call: BatchPredict, records: list[dict[str, Any]], steps: int, dim: int
+    call: BatchPredict,
+    records: list[dict[str, Any]],
+    steps: int,
+    dim: int,
+    angular: NDArray[np.bool_],
 ) -> list[ForecastEvidence]:
     initial = np.asarray([r["request"]["initial_state"] for r in records], dtype=np.float64)
     actions = np.asarray([r["request"]["actions"] for r in records])
     if actions.ndim == 1:  # zero actions
         actions = actions.reshape(len(records), 0)
     try:
-        mean, std, metadata, sampled = _answer(call, initial, actions, len(records), steps, dim)
+        mean, std, metadata, sampled = _answer(
+            call, initial, actions, (len(records), steps, dim), angular
+        )
     except ModelError as exc:
         if isinstance(exc, _Raised) and len(records) > 1:
             # One reference the model cannot handle must not fail the references that
             # merely shared its batch: each is asked again alone, so a forecast's status
             # does not depend on which references were captured with it.
-            return [f for r in records for f in _run_group(call, [r], steps, dim)]
+            return [f for r in records for f in _run_group(call, [r], steps, dim, angular)]
         error = {"type": "ModelError", "message": str(exc)}
         return [_sealed(r, "model_error", None, dict(error)) for r in records]
     return [
@@ -153,23 +167,30 @@ class _Raised(ModelError):
 
 
 def _answer(
-    call: BatchPredict, initial: np.ndarray, actions: np.ndarray, count: int, steps: int, dim: int
+    call: BatchPredict,
+    initial: np.ndarray,
+    actions: np.ndarray,
+    shape: tuple[int, int, int],
+    angular: NDArray[np.bool_],
 ) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any], bool]:
     try:
         answer = call(initial.copy(), actions.copy())
     except Exception as exc:
         raise _Raised(f"the model raised {type(exc).__name__}: {exc}") from None
-    return read_answer(_read, answer, count, steps, dim)
+    return read_answer(_read, answer, *shape, angular)
 
 
 def _read(
-    answer: Any, count: int, steps: int, dim: int
+    answer: Any, count: int, steps: int, dim: int, angular: NDArray[np.bool_] | None = None
 ) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any], bool]:
     """Mean, std, metadata, and whether the std is the spread of particles."""
     sampled = False
     if isinstance(answer, Prediction):
         sampled = answer.samples is not None
-        answer = {"mean": answer.mean, "standard_deviation": answer.std}
+        mean, std = answer.mean, answer.std
+        if sampled and angular is not None and angular.any():
+            mean, std = _angles_from_particles(answer, angular)
+        answer = {"mean": mean, "standard_deviation": std}
     if not isinstance(answer, Mapping):
         raise ModelError(
             f"the model returned {type(answer).__name__}, not a Prediction or "
@@ -179,7 +200,7 @@ def _read(
     if unknown:
         raise ModelError(f"the model returned unknown fields {unknown}")
     if "samples" in answer and answer["samples"] is not None:
-        mean, std = _from_samples(answer["samples"], count, steps, dim)
+        mean, std = _from_samples(answer["samples"], count, steps, dim, angular)
         sampled = True
     elif "mean" in answer:
         mean = _batch_array(answer["mean"], count, steps, dim, "mean")
@@ -205,7 +226,7 @@ def _batch_array(value: Any, count: int, steps: int, dim: int, name: str) -> np.
 
 
 def _from_samples(
-    value: Any, count: int, steps: int, dim: int
+    value: Any, count: int, steps: int, dim: int, angular: NDArray[np.bool_] | None = None
 ) -> tuple[np.ndarray, np.ndarray | None]:
     samples = numeric_array(value, "samples")
     if samples.ndim != 4 or samples.shape[0] != count or samples.shape[2:] != (steps, dim):
@@ -214,9 +235,51 @@ def _from_samples(
         )
     if samples.shape[1] == 0:
         raise ModelError("samples holds no particles; give at least one per reference")
+    if angular is not None and angular.any():
+        samples = _unwrap_particles(samples, angular)
     if samples.shape[1] < 2:
         return samples.mean(axis=1), None
     return samples.mean(axis=1), samples.std(axis=1, ddof=1)
+
+
+def _angles_from_particles(prediction: Prediction, angular: NDArray[np.bool_]) -> tuple[Any, Any]:
+    """A sampled Prediction's mean and std, with its angles summarized again from its
+    particles: ``Prediction.from_samples`` averaged them as plain numbers, unaware which
+    coordinates wrap. Anything malformed, or a deviation that is not positive, is left
+    as given, for the usual checks to name as the model's error."""
+    mean, std = prediction.mean, prediction.std
+    samples = numeric_array(prediction.samples, "samples")
+    given = np.shape(mean)
+    if samples.ndim != 4 or samples.shape[1] < 2 or given != samples.shape[:1] + samples.shape[2:]:
+        return mean, std
+    if std is not None and (np.shape(std) != given or not (np.asarray(std) > 0).all()):
+        return mean, std
+    unwrapped = _unwrap_particles(samples, angular)
+    if unwrapped is samples:
+        return mean, std
+    mean = np.array(mean, dtype=np.float64)
+    mean[..., angular] = unwrapped[..., angular].mean(axis=1)
+    if std is not None:
+        std = np.array(std, dtype=np.float64)
+        std[..., angular] = unwrapped[..., angular].std(axis=1, ddof=1)
+    return mean, std
+
+
+def _unwrap_particles(samples: np.ndarray, angular: NDArray[np.bool_]) -> np.ndarray:
+    """Each angle's particles moved by whole turns to lie within half a turn of the
+    first particle. A model that wraps its angles as Acrobot does puts particles of an
+    angle near pi at both pi - 0.01 and -pi + 0.01: averaged as numbers their mean is 0,
+    half a turn from every particle, and their spread is ~pi. Particles that need no
+    turn are left exactly as they are, so their mean and deviation do not change."""
+    angles = samples[..., angular]
+    with np.errstate(invalid="ignore"):  # non-finite particles stay non-finite
+        turns = np.round((angles - angles[:, :1]) / (2 * np.pi))
+    moved = np.nan_to_num(turns) != 0
+    if not moved.any():
+        return samples
+    out = samples.astype(np.float64, copy=True)
+    out[..., angular] = np.where(moved, angles - 2 * np.pi * turns, angles)
+    return out
 
 
 def _row(

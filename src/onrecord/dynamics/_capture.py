@@ -289,16 +289,17 @@ def capture_forecast(
         raise InputError(
             f"episode must be EpisodeEvidence from capture_episode, got {type(episode).__name__}"
         )
+    spec = ForecastSpec(model_id, contract, coordinates, horizons, angular, state_key)
     if isinstance(predict, WorldModel) and not callable(predict):
-        # As capture_forecasts does: a model object is asked through its predict.
+        # As capture_forecasts does: a model object is asked through its predict, its
+        # particles of an angle summarized as angles.
         from onrecord.dynamics._batch import request_predictor
 
-        predict = request_predictor(predict)
+        predict = request_predictor(predict, angular=[c["angular"] for c in spec.coordinates])
     if not callable(predict):
         raise InputError(
             f"predict must be a callable or a WorldModel, got {type(predict).__name__}"
         )
-    spec = ForecastSpec(model_id, contract, coordinates, horizons, angular, state_key)
     check_state_key(episode, state_key)
     actions, scope = plan_scope(episode, planned_actions, spec.horizons)
     initial, truth, request = prepared(episode, state_key, actions, spec.dim)

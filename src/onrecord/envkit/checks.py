@@ -139,6 +139,18 @@ def weighted_score(
 
 # -- generic checks every tool world supports ---------------------------------------------
 
+_LISTED = 5
+
+
+def _listed(problems: list[str], field: str) -> str:
+    """The first few problems for a check's reason. The reason is what `onrecord show`,
+    `gate` and CI summaries print, so naming only the first of "3 rule(s) broken" sent
+    readers digging into report.json for the other two; the evidence keeps them all."""
+    shown = "; ".join(problems[:_LISTED])
+    if len(problems) > _LISTED:
+        shown += f"; and {len(problems) - _LISTED} more in the evidence's {field!r}"
+    return shown
+
 
 def _expected(episode: ToolEpisode) -> Mapping[str, Any]:
     task = episode.task or {}
@@ -157,7 +169,7 @@ def diff_matches_expected(episode: ToolEpisode) -> OutcomeVerdict:
     if problems:
         return failed(
             f"the end state differs from the expected diff in {len(problems)} "
-            f"place(s): {problems[0]}",
+            f"place(s): {_listed(problems, 'mismatches')}",
             mismatches=problems,
         )
     return passed("the end-state diff matches the expected diff")
@@ -178,7 +190,9 @@ def diff_satisfies_rules(episode: ToolEpisode) -> OutcomeVerdict:
     except InputError as exc:
         raise InputError(f"the task's expected_output['rules']: {exc}") from exc
     if problems:
-        return failed(f"{len(problems)} rule(s) broken: {problems[0]}", broken=problems)
+        return failed(
+            f"{len(problems)} rule(s) broken: {_listed(problems, 'broken')}", broken=problems
+        )
     return passed(f"all {len(rules)} rule(s) hold")
 
 

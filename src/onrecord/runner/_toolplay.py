@@ -5,8 +5,9 @@ A tool-world agent is built once per episode and then called once per step:
 * ``act(observation) -> {"tool": name, "arguments": {...}}``, where the observation is
   ``{"task", "tools", "step", "last"}``: the task's input, the tools' JSON schemas, the
   step number (0 first) and the previous call's ``{"tool", "status", "result",
-  "error"}`` (``None`` at the first step). Anything that is not such a mapping is logged
-  as a call of an unknown tool (a rejected call; nothing changes).
+  "error"}`` (``None`` at the first step). Anything else (a bare tool name such as
+  ``"finish"``, a list, a mapping without a string ``"tool"`` or with other keys) is
+  logged as a rejected ``invalid_action`` call that says what was wrong; nothing changes.
 * It is built by the runner's agent: a function marked with ``agent_factory``, called
   with the episode's ``AgentContext``; otherwise any callable, called with the task's
   input (a class whose instances are ``act`` fits as it is).
@@ -22,6 +23,7 @@ from typing import Any
 
 from onrecord.case import EvalCase
 from onrecord.envkit import ToolEpisode, ToolWorld, tool_episode_trial
+from onrecord.envkit._outcome import message
 from onrecord.episode import OutcomeCheck
 from onrecord.report import Trial
 from onrecord.runner._provider import AGENT_FACTORY_MARK, AgentContext, EpisodeSpec, failing_agent
@@ -74,19 +76,48 @@ def play_tool_world(
         try:
             action = act(observation)
         except Exception as exc:  # the agent's own failure is evidence, not a crash
-            return "agent_error", f"{type(exc).__name__}: {exc}"
-        name, arguments = _split(action)
-        event = world.call(name, arguments)
+            return "agent_error", _describe(exc)
+        problem = _malformed(action)
+        if problem is None:
+            event = world.call(action["tool"], action.get("arguments", {}))
+        else:  # never run: a bare "finish" must not end the episode as if finished
+            event = world.reject_call(_label(action), action, "invalid_action", problem)
         last = {key: event[key] for key in ("tool", "status", "result", "error")}
         if event["tool"] == finish_tool and event["status"] == "ok":
             return "finished", None
     return "step_limit", None
 
 
-def _split(action: Any) -> tuple[Any, Any]:
-    if isinstance(action, Mapping) and "tool" in action:
-        return action["tool"], action.get("arguments", {})  # null is kept: logged as sent
-    return action, None  # the world logs it as an unknown tool
+def _describe(exc: Exception) -> str:
+    """``Type: message``, or the type alone when the message is empty (a scripted agent
+    whose ``next(steps)`` ran out raises a bare ``StopIteration``)."""
+    text = message(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+_CALL_SHAPE = '{"tool": NAME, "arguments": {...}}'
+
+
+def _malformed(action: Any) -> str | None:
+    """Why ``action`` is not a tool call, or ``None`` when it is one (``arguments`` left
+    out or ``null`` is a call without arguments, as the world reads it)."""
+    if not isinstance(action, Mapping):
+        return f"the agent returned a {type(action).__name__}, not a call: return {_CALL_SHAPE}"
+    if not isinstance(action.get("tool"), str):
+        return f'the call has no string "tool" field: return {_CALL_SHAPE}'
+    # Sorted by repr: keys may be of mixed types. A misspelt "args" would otherwise be
+    # dropped and the tool run without the arguments the agent meant to send.
+    extra = sorted(set(action) - {"tool", "arguments"}, key=repr)
+    if extra:
+        return f'the call has unknown fields {extra}; only "tool" and "arguments" are allowed'
+    return None
+
+
+def _label(action: Any) -> Any:
+    """The tool name logged for a malformed call: the named tool when there is one."""
+    if isinstance(action, Mapping) and isinstance(action.get("tool"), str):
+        return action["tool"]
+    return ""
 
 
 def tool_world_trial(
