@@ -161,3 +161,25 @@ def test_particles_that_need_no_turn_keep_their_plain_mean_exactly() -> None:
 
     assert np.array_equal(np.array(forecast.mean), cloud.mean(axis=1)[0])
     assert np.array_equal(np.array(forecast.std), cloud.std(axis=1, ddof=1)[0])
+
+
+def test_a_wide_cloud_around_zero_keeps_its_plain_mean_exactly() -> None:
+    """A cloud spread over more than half a turn that does not reach +-pi needs no turn:
+    turned relative to its first particle (1.9 rad), the one at -1.9 was moved by a
+    whole turn to 4.38, and the mean of a cloud centred on 0 read about 1.5."""
+    acrobot, episode, plan = _acrobot_near_pi()
+    angles = np.array([1.9, -1.9, 0.5, -0.5, 0.0])
+    cloud = np.broadcast_to(angles[None, :, None, None], (1, 5, 3, 4)).copy()
+
+    [forecast] = capture_forecasts(
+        [episode],
+        lambda initial, actions: {"samples": cloud},
+        model_id="wide-cloud/v1",
+        contract=acrobot.contract,
+        coordinates=acrobot.coordinates,
+        horizons=[1, 2, 3],
+        planned_actions=[plan],
+    )
+
+    assert np.array_equal(np.array(forecast.mean), cloud.mean(axis=1)[0])
+    assert np.array_equal(np.array(forecast.std), cloud.std(axis=1, ddof=1)[0])

@@ -266,14 +266,21 @@ def _angles_from_particles(prediction: Prediction, angular: NDArray[np.bool_]) -
 
 
 def _unwrap_particles(samples: np.ndarray, angular: NDArray[np.bool_]) -> np.ndarray:
-    """Each angle's particles moved by whole turns to lie within half a turn of the
-    first particle. A model that wraps its angles as Acrobot does puts particles of an
+    """Each angle's particles moved by whole turns to lie within half a turn of their
+    circular mean. A model that wraps its angles as Acrobot does puts particles of an
     angle near pi at both pi - 0.01 and -pi + 0.01: averaged as numbers their mean is 0,
     half a turn from every particle, and their spread is ~pi. Particles that need no
-    turn are left exactly as they are, so their mean and deviation do not change."""
+    turn are left exactly as they are, so their mean and deviation do not change.
+
+    The circular mean, not the first particle: a cloud centred on 0 but wider than half
+    a turn (1.9 and -1.9) needs no turn, and turned towards its first particle its mean
+    moved by ~1.5 rad."""
     angles = samples[..., angular]
     with np.errstate(invalid="ignore"):  # non-finite particles stay non-finite
-        turns = np.round((angles - angles[:, :1]) / (2 * np.pi))
+        centre = np.arctan2(
+            np.sin(angles).mean(axis=1, keepdims=True), np.cos(angles).mean(axis=1, keepdims=True)
+        )
+        turns = np.round((angles - centre) / (2 * np.pi))
     moved = np.nan_to_num(turns) != 0
     if not moved.any():
         return samples
