@@ -13,6 +13,7 @@ from typing import Any
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
+from rich.text import Text
 
 __all__ = ["FittedTable", "SplitTable", "fitted_table"]
 
@@ -105,7 +106,7 @@ class FittedTable(Table):
         """Each column's header and cells as printed: measured as written, an escaped
         header ("\\[x]") counted its backslashes, and its names were folded for them."""
         return [
-            [console.render_str(str(text)).plain for text in (header, *column.cells)]
+            [_plain(console, text) for text in (header, *column.cells)]
             for header, column in zip(self._headers, self.columns, strict=True)
         ]
 
@@ -115,6 +116,13 @@ class FittedTable(Table):
         count = len(self.columns)
         borders = (count - 1 + (2 if edge else 0)) if self.box else 0
         return borders + (left + right) * count - (0 if edge else left + right)
+
+
+def _plain(console: Console, cell: object) -> str:
+    """A cell's text as printed. A ``Text`` is literal already: rendered as markup like
+    a string, a cut value holding "[/]" (an agent's argument, a check's evidence) ended
+    the table in a MarkupError."""
+    return cell.plain if isinstance(cell, Text) else console.render_str(str(cell)).plain
 
 
 def _widths(texts: Sequence[str]) -> tuple[int, int]:

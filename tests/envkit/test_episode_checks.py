@@ -214,7 +214,13 @@ def test_report_adapter_feeds_acceptance_policy(world: ToolWorld, tmp_path: Path
     assert trial.case == CASE.identity
     assert trial.source["kind"] == "tool_episode"
     assert trial.settings["environment_id"] == "envkit:claims-basic"
-    assert trial.measures == {"tool_calls": 3.0, "rejected_calls": 1.0, "rows_changed": 1.0}
+    assert trial.measures == {
+        "tool_calls": 3.0,
+        "rejected_calls": 1.0,
+        "rows_changed": 1.0,
+        "row_writes": 1.0,
+        "rows_put_back": 0.0,
+    }
     report = evaluate_tool_episodes(episodes, checks)
     assert [t.repeat for t in report.trials] == [0, 1, 2]
     policy = AcceptancePolicy((CheckRequirement("envkit/diff_satisfies_rules"),))

@@ -55,7 +55,9 @@ class Cells:
         """``value`` as literal cell text, cut after ``limit`` characters with its length."""
         text = value if isinstance(value, str) else as_json(value)
         if self.full or len(text) <= limit:
-            return literal(text)
+            # A Text, not ``literal``: rich's escape doubles a final backslash (so that
+            # markup after it stays markup), and a cell printed "C:\\" for "C:\".
+            return Text(plain(text))
         self.shortened += 1
         # A Text, not markup: a cut ending in three backslashes took the "[dim]" after it
         # for escaped text, and the closing "[/]" crashed the table (MarkupError).

@@ -1,8 +1,9 @@
 """``onrecord show RUN --episode CASE#REPEAT``: one episode of a run, in the terminal.
 
-The verdicts it was graded with (check, status, reason) and what happened: the recorded
-steps of a Gymnasium episode, or the tool calls of a tool-world episode. Before, only the
-HTML report showed one episode of a run.
+The verdicts it was graded with (check, status, reason, and the evidence of those not
+passed: ``_verdict_evidence``) and what happened: the recorded steps of a Gymnasium
+episode, or the tool calls of a tool-world episode. Before, only the HTML report showed
+one episode of a run.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from onrecord._natural import natural_key
 from onrecord.cli._episode_view import Cells, next_steps, render_episode
 from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal
 from onrecord.cli._row_history import render_row_history
+from onrecord.cli._verdict_evidence import render_evidence
 from onrecord.episode import EPISODE_SCHEMA
 from onrecord.errors import InputError
 
@@ -41,11 +43,13 @@ def render_run_episode(
     *,
     full: bool = False,
     regrade: tuple[Path, Any] | None = None,
+    all_evidence: bool = False,
 ) -> None:
     """Find ``wanted`` (``case_id#repeat``, or a case id when it ran once) in the run
     directory ``run`` (verified already) and print it; ``full``: long values whole.
     ``regrade``: (its directory, its report), whose verdicts are shown instead of those
-    the episode was graded with when recorded."""
+    the episode was graded with when recorded. The evidence of the verdicts not passed
+    is printed under them; ``all_evidence``: that of every verdict."""
     from onrecord.runner import RunStore
 
     store = RunStore.open(run)
@@ -69,10 +73,13 @@ def render_run_episode(
     if regrade is not None:
         named, trial = regrade[0], _regraded(regrade[1], record.key)
         console.print(f"verdicts of the regrade {literal(named.name)}")
-    _verdicts(console, trial)
-    saved = store.saved_episode(record)
-    # Quoted: the hints under the table are pasted (a path or case id with spaces).
+    # Quoted: the hints under the tables are pasted (a path or case id with spaces).
     command = f"onrecord show {path_word(named)} {_episode_option(wanted)}"
+    _verdicts(console, trial)
+    render_evidence(
+        console, trial.get("results", ()), every=all_evidence, full=full, command=command
+    )
+    saved = store.saved_episode(record)
     if saved.evidence.get("schema") == EPISODE_SCHEMA:
         from onrecord.runner._gym import saved_evidence  # Gymnasium: only for such a run
 

@@ -24,6 +24,7 @@ from onrecord.cli._run_episode import (
     render_tool_calls,
 )
 from onrecord.cli._show_run import regrade_of, render_regrade_directory, render_run_directory
+from onrecord.cli._verdict_evidence import ALL_EVIDENCE
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
@@ -62,10 +63,16 @@ def register(subparsers: Any) -> None:
         "default the first 10)",
     )
     parser.add_argument(
+        ALL_EVIDENCE,
+        action="store_true",
+        help="with --episode: print the evidence of every check (by default only of "
+        "those that did not pass)",
+    )
+    parser.add_argument(
         "--full",
         action="store_true",
-        help="print actions, errors, states, arguments and results whole (by default a "
-        "long one is cut and followed by its length)",
+        help="print actions, errors, states, arguments, results and evidence whole (by "
+        "default a long one is cut and followed by its length)",
     )
     add_no_progress(parser)
     parser.set_defaults(func=run)
@@ -85,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     regrade_run = regrade_of(path) if (path / "changes.json").is_file() else None
     if args.all_not_passed and not (isinstance(record, Bundle) and (run_dir or regrade_run)):
         raise InputError(f"{ALL_NOT_PASSED} needs a run or regrade directory, not {args.file}")
+    if args.all_evidence and args.episode is None:
+        raise InputError(f"{ALL_EVIDENCE} needs --episode CASE#REPEAT")
     if args.episode is not None:
         if not isinstance(record, Bundle) or (run_dir is None and regrade_run is None):
             raise InputError(
@@ -99,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
             steps,
             full=args.full,
             regrade=regrade,
+            all_evidence=args.all_evidence,
         )
     elif isinstance(record, Bundle):
         render_bundle(console, record)

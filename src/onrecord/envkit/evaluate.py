@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from onrecord._canonical import content_digest
+from onrecord.envkit._write_measures import write_measures
 from onrecord.envkit.checks import run_checks
 from onrecord.envkit.episode import ToolEpisode
 from onrecord.episode import OutcomeCheck
@@ -50,6 +51,8 @@ def tool_episode_trial(
         "rows_changed": float(
             sum(len(rows) for table in episode.diff.values() for rows in table.values())
         ),
+        # From the audit history: what the end state hides (a row changed and restored).
+        **write_measures(episode.audit, episode.tables),
     }
     return Trial(
         case=case.identity,
