@@ -206,6 +206,20 @@ def test_runs_made_before_the_measures_keep_working_and_regrade_adds_them(
     # measures both have.
     assert set(_compared(old, old_too)) == {"rejected_calls", "rows_changed", "tool_calls"}
     assert set(_compared(old, new)) == {"rejected_calls", "rows_changed", "tool_calls"}
+    # ... and say which they left out, and how to add them (the table said nothing).
+    said = onrecord("compare", str(old), str(new), "--markdown", str(tmp_path / "summary.md"),
+                    "--html", str(tmp_path / "compare.html"))  # fmt: skip
+    assert said.returncode == 0, said.stderr
+    note = "only in B: row_writes, rows_put_back — not compared"
+    assert note in " ".join(said.stdout.split()), said.stdout
+    assert "onrecord regrade RUN" in said.stdout
+    assert note.replace("_", "\\_") in (tmp_path / "summary.md").read_text()  # as Markdown
+    page = (tmp_path / "compare.html").read_text()
+    assert 'id="one-sided-measures"' in page
+    assert note in page
+    quiet = onrecord("compare", str(old), str(old_too))
+    assert quiet.returncode == 0, quiet.stderr
+    assert "not compared" not in quiet.stdout
     # A regrade re-grades the saved evidence, audit history included: the measures appear.
     regraded = onrecord("regrade", str(old), "--name", "measures")
     assert regraded.returncode == 0, regraded.stderr

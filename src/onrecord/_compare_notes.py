@@ -10,11 +10,13 @@ bootstrap interval, which said nothing of the one case behind them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
+from onrecord._natural import natural_key
 from onrecord._stats import FEW_BOOTSTRAP_PAIRS, mcnemar_smallest_p
 
-__all__ = ["few_bootstrap_cases_note", "too_few_pairs_note"]
+__all__ = ["few_bootstrap_cases_note", "one_sided_measures_note", "too_few_pairs_note"]
 
 SIGNIFICANT_FROM = 6
 """Discordant cases from which the exact two-sided test can reach p < 0.05 (2/64)."""
@@ -102,4 +104,24 @@ def few_bootstrap_cases_note(
         + (" (repeats of one case are not independent pairs)" if repeats else "")
         + f": {_grouped(few, shown, say)}. Read it as a rough range, not as a 95% "
         "interval; more cases narrow it honestly."
+    )
+
+
+def one_sided_measures_note(a: Iterable[Any], b: Iterable[Any]) -> str | None:
+    """The note beside a comparison's measures when some are recorded on one side only
+    (A's and B's trials given): a run graded by an earlier onrecord lacks measures added
+    since (``row_writes``), and the table compared only the rest without a word."""
+    names_a = {name for trial in a for name in trial.measures}
+    names_b = {name for trial in b for name in trial.measures}
+    sides = [
+        f"only in {side}: {', '.join(sorted(names, key=natural_key))}"
+        for side, names in (("A", names_a - names_b), ("B", names_b - names_a))
+        if names
+    ]
+    if not sides:
+        return None
+    return (
+        f"Measures {'; '.join(sides)} — not compared. A run graded by an earlier onrecord "
+        "lacks the measures added since: `onrecord regrade RUN` adds them; compare "
+        "RUN/regrades/NAME."
     )

@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes
+from onrecord._compare_notes import one_sided_measures_note
 from onrecord.cli._ci_files import ci_output, record_output, refuse_same_file, stderr_notice
 from onrecord.cli._decisions import comparison_record
-from onrecord.cli._markdown import compare_markdown, refused_markdown
+from onrecord.cli._markdown import compare_markdown, refused_markdown, text
 from onrecord.cli._records import output_path
-from onrecord.cli._render import emit, make_console, render_comparison
+from onrecord.cli._render import emit, literal, make_console, render_comparison
 from onrecord.compare import compare_sources, load_source
 from onrecord.errors import ComparisonRefused, OnrecordError
 
@@ -78,11 +79,17 @@ def run(args: argparse.Namespace) -> int:
     if json is not None:  # before printing: a closed stdout must not lose the file
         json.replace(comparison_record(comparison))  # `onrecord verify` reads it
     labels = _labels(args.report_a, source_a.label, args.report_b, source_b.label)
+    one_sided = one_sided_measures_note(source_a.report.trials, source_b.report.trials)
     if markdown is not None:
         markdown.append(compare_markdown(comparison, *labels))
+        if one_sided:
+            markdown.append(f"_{text(one_sided, limit=2000)}_\n")
     if on_stdout:
         return 0
-    render_comparison(make_console(), comparison, labels=labels)
+    console = make_console()
+    render_comparison(console, comparison, labels=labels)
+    if one_sided:
+        console.print(f"[yellow]note:[/] {literal(one_sided)}")
     return 0
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from onrecord._compare_notes import few_bootstrap_cases_note
+from onrecord._compare_notes import few_bootstrap_cases_note, one_sided_measures_note
 from onrecord._compare_rates import pass_rate_from_dict, rate_text
 from onrecord._numbers import P_VALUE_MARKS, significant
 from onrecord._stats import CLUSTERED_INTERVAL
@@ -53,6 +53,7 @@ def comparison_data(source_a: str | Path, source_b: str | Path) -> dict[str, Any
         "b": {"label": label_b, "digest": b.report.digest},
         "comparison": None,
         "refused": None,
+        "one_sided_measures": one_sided_measures_note(a.report.trials, b.report.trials),
     }
     try:
         data["comparison"] = compare_sources(a, b).to_dict()
@@ -136,6 +137,7 @@ def render_comparison_page(data: Mapping[str, Any]) -> str:
         )
     else:
         body = _checks(data["comparison"]) + _measures(data["comparison"])
+        body += _one_sided(data.get("one_sided_measures"))
     return document(title, head + body, data, _SCRIPT)
 
 
@@ -218,6 +220,10 @@ def _too_few(checks: list[Mapping[str, Any]]) -> str:
 def _few_bootstrap_pairs(measures: list[Mapping[str, Any]]) -> str:
     note = few_bootstrap_cases_note([(m["name"], m["pairs"], m.get("cases")) for m in measures])
     return f'<p class="meta" id="few-bootstrap-pairs">{esc(note)}</p>' if note else ""
+
+
+def _one_sided(note: str | None) -> str:
+    return f'<p class="meta" id="one-sided-measures">{esc(note)}</p>' if note else ""
 
 
 def _measures(comparison: Mapping[str, Any]) -> str:
