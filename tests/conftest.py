@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -34,18 +35,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def smoke_world_model_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One ``onrecord worldmodel run --smoke`` (about 10 s) per test worker, shared by the
-    modules that only read it. Its files are made read-only, so a test that wrote into
-    it (and changed what the next one reads) fails instead; copy it to change it."""
+def _shared_smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """One ``onrecord worldmodel run --smoke`` (about 10 s) per test worker, and the
+    fingerprint of its files as made."""
     from tests.runner.conftest import onrecord
 
     out = tmp_path_factory.mktemp("shared-smoke") / "run"
     done = onrecord("worldmodel", "run", "--smoke", "--no-progress", "--output-dir", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
+    assert (out / "protocol.json").is_file(), sorted(p.name for p in out.iterdir())
     _set_writable(out, writable=False)
-    yield out
+    yield out, _fingerprint(out)
     _set_writable(out, writable=True)  # so pytest can remove it
+
+
+@pytest.fixture
+def smoke_world_model_run(_shared_smoke_run: tuple[Path, str]) -> Iterator[Path]:
+    """The smoke world-model run shared by the modules that only read it. Its files are
+    made read-only, and after each test its files are compared with what was made: a
+    test that wrote into it (and changed what the next one reads) fails, even as root,
+    whom read-only files do not stop. Copy it (``writable_copy``) to change it."""
+    out, made = _shared_smoke_run
+    yield out
+    assert _fingerprint(out) == made, f"the test changed the shared smoke run {out}"
+
+
+def _fingerprint(root: Path) -> str:
+    """A digest of every file and directory under ``root``: names and contents."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        if path.is_file():
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def writable_copy(source: Path, target: Path) -> Path:

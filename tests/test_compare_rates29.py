@@ -14,14 +14,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 from rich.cells import cell_len
+from scipy.stats import binomtest, norm
 
 from onrecord import EvaluationReport
 from onrecord._canonical import content_digest, record_bytes
 from onrecord._numbers import interval_percent, percent
-from onrecord._stats import clustered_interval, wilson_interval
 from onrecord.compare import Comparison
 from tests.cli_process import onrecord
 
@@ -31,8 +32,28 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("rates")
     for name, agent in (("a", "careful"), ("b", "skips_notes")):
         done = onrecord("run", "remittance", "-a", agent, "-r", "3", "-o", root / name)
+        # careful is accepted; skipping the notes fails expected_changes: rejected
+        assert done.returncode == (0 if agent == "careful" else 1), done.stderr
         assert (root / name / "report.json").is_file(), done.stderr
     return root / "a", root / "b"
+
+
+def kish_wilson(per_case: list[list[int]]) -> tuple[float, float]:
+    """The 95% Wilson interval with the Kish effective sample size (results over the
+    design effect, never below 1), written here with NumPy rather than taken from
+    onrecord: the expected value must not come from the code under test."""
+    passes, results = np.array(per_case, dtype=float).T
+    n, rate = results.sum(), passes.sum() / results.sum()
+    design = 1.0
+    if 0 < rate < 1 and results.max() > 1:
+        design = max(1.0, ((passes - rate * results) ** 2).sum() / (n * rate * (1 - rate)))
+    m, z = n / design, norm.ppf(0.975)
+    centre = (rate + z * z / (2 * m)) / (1 + z * z / m)
+    half = z * np.sqrt(rate * (1 - rate) / m + z * z / (4 * m * m)) / (1 + z * z / m)
+    return (
+        0.0 if rate == 0 else max(0.0, centre - half),
+        1.0 if rate == 1 else min(1.0, centre + half),
+    )
 
 
 def expected(run: Path) -> dict[str, tuple[int, int, tuple[float, float]]]:
@@ -49,7 +70,7 @@ def expected(run: Path) -> dict[str, tuple[int, int, tuple[float, float]]]:
         name: (
             sum(p for p, _ in cases.values()),
             sum(n for _, n in cases.values()),
-            clustered_interval(list(cases.values())),
+            kish_wilson(list(cases.values())),
         )
         for name, cases in tallies.items()
     }
@@ -97,7 +118,14 @@ def test_the_rates_are_clustered_by_case(runs: tuple[Path, Path]) -> None:
     the plain Wilson interval of its results (three repeats of a task fail together)."""
     passes, measured, interval = expected(runs[1])["expected_changes"]
     assert (passes, measured) == (87, 99)
-    assert interval != wilson_interval(passes, measured)
+    # 12 failures from 4 of 33 tasks (3 repeats each) weigh as 4 failures of 33: the
+    # design effect is exactly 3, so the interval is scipy's Wilson interval of 29 of 33
+    # (an independent check of kish_wilson above) and wider than the one of 87 of 99.
+    by_case = binomtest(29, 33).proportion_ci(0.95, method="wilson")
+    assert interval == pytest.approx((by_case.low, by_case.high), abs=1e-12)
+    plain = binomtest(87, 99).proportion_ci(0.95, method="wilson")
+    assert interval[0] < plain.low - 0.02
+    assert shown(passes, measured, interval) == "87.9% (72.7% – 95.2%)"
 
 
 def test_terminal_table_gives_each_sides_rate_beside_the_p_value(runs: tuple[Path, Path]) -> None:
@@ -147,7 +175,9 @@ def test_json_holds_the_rates_verify_checks_them_and_show_prints_them(
     assert onrecord("verify", saved).returncode == 0
     body = {k: v for k, v in record.items() if k not in ("schema", "digest")}
     assert Comparison.from_dict(record).to_dict() == body
-    shown_out = onrecord("show", saved).stdout
+    showed = onrecord("show", saved)
+    assert showed.returncode == 0, showed.stderr
+    shown_out = showed.stdout
     assert rate_cells(shown_out, "expected_changes") == sides(
         a["expected_changes"], b["expected_changes"]
     )
@@ -172,7 +202,9 @@ def test_a_comparison_saved_before_the_rates_still_verifies_and_reads_the_same(
     body = {k: v for k, v in record.items() if k not in ("schema", "digest")}
     # Read back and written again, it is the record it was (no "rate_a": null added).
     assert Comparison.from_dict(record).to_dict() == body
-    out = onrecord("show", old).stdout
+    showed = onrecord("show", old)
+    assert showed.returncode == 0, showed.stderr
+    out = showed.stdout
     assert "0.0004883" in out
     assert "pass rate" not in out
 
@@ -188,7 +220,7 @@ def test_verify_refuses_a_rate_its_paired_counts_contradict(
     check["rate_b"] = {**check["rate_a"]}
     forged = _reseal(record, tmp_path / "forged.json")
     done = onrecord("verify", forged)
-    assert done.returncode != 0
+    assert done.returncode == 3, done.stdout + done.stderr  # damaged, not "reject"
     assert "rate_b" in done.stdout + done.stderr
 
 

@@ -187,6 +187,12 @@ def test_each_agent_gets_the_right_decision(
         assert failed + "\n" in result.stdout
 
 
+def test_a_finished_episode_shows_that_it_finished(shop: Path) -> None:
+    # What the two tests below check is absent: it is there when the agent finished.
+    assert run(shop, "careful").returncode == 0
+    assert '{"finished":true,"message":"refunded"}' in show_episode(shop, "careful")
+
+
 def test_a_bare_finish_string_is_a_rejected_call_not_the_end(shop: Path) -> None:
     # Before the fix, "finish" as a bare string ran the finish tool: the agent's
     # malformed call ended the episode as finished and the run was accepted.

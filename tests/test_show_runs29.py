@@ -6,6 +6,7 @@ Real runs made by the real runner and CLI; each printed command is run as printe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -98,17 +99,22 @@ def _interrupted(run: Path, records: int) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own group, so cleanup can kill stray workers
     )
     log, deadline = run / "episodes.jsonl", time.monotonic() + 120
-    while time.monotonic() < deadline and (
-        not log.exists() or log.read_bytes().count(b"\n") < records
+    while (
+        process.poll() is None
+        and time.monotonic() < deadline
+        and (not log.exists() or log.read_bytes().count(b"\n") < records)
     ):
         time.sleep(0.05)
+    assert process.poll() is None, "the run ended before it could be interrupted"
     process.send_signal(signal.SIGTERM)
     try:
         _, stderr = process.communicate(timeout=120)
     finally:
-        process.kill()
+        with contextlib.suppress(ProcessLookupError):  # nothing left: all exited
+            os.killpg(process.pid, signal.SIGKILL)
     assert process.returncode == 130, stderr
 
 
@@ -140,6 +146,7 @@ def test_show_of_an_interrupted_run_says_so_and_lists_its_failures(tmp_path: Pat
     resumed = _run_command(resume)  # the hint works as printed: the run completes
     assert resumed.returncode == 1, resumed.stderr  # reject: every episode fails
     done = onrecord("show", str(run))
+    assert done.returncode == 0, done.stderr
     assert "incomplete run" not in done.stdout
     assert "decision: reject" in done.stdout
 
@@ -153,10 +160,13 @@ def test_all_not_passed_lists_every_one(tmp_path: Path) -> None:
     expected = _expected(run)
     assert len(expected) > 10
     shown = onrecord("show", str(run))
+    assert shown.returncode == 0, shown.stderr
+    assert _listed(shown.stdout) == expected[:10]  # the first ten, then the hint
     hint = line_after(f"… {len(expected) - 10} more not passed; every one: ", shown.stdout)
     every = _run_command(hint)
     assert every.returncode == 0, every.stderr
     assert _listed(every.stdout) == expected
+    assert "more not passed" not in every.stdout
 
 
 def test_all_not_passed_needs_a_run_or_regrade(tmp_path: Path) -> None:

@@ -79,6 +79,9 @@ def _wrapped_particles(oracle: OracleModel, initial: Any, actions: Any) -> np.nd
     """A cloud around the true states whose angles are wrapped as Acrobot wraps them."""
     samples = oracle.predict(initial, actions).mean[:, None] + OFFSETS[None, :, None, None]
     samples[..., :2] = _wrap(samples[..., :2])
+    # The branch these tests are about: at some step theta1's particles lie on both
+    # sides of +-pi (a spread over a half turn as numbers, 0.04 rad as angles).
+    assert (np.ptp(samples[..., 0], axis=1) > np.pi).any(), "no particles straddle +-pi"
     return samples
 
 
