@@ -96,7 +96,9 @@ def test_verify_of_a_single_file_writes_no_progress(run_dir: Path) -> None:
 
 
 @pytest.mark.slow
-def test_verify_shows_how_far_it_got_before_a_failure(run_dir: Path, tmp_path: Path) -> None:
+def test_verify_and_show_say_how_far_they_got_before_a_failure(
+    run_dir: Path, tmp_path: Path
+) -> None:
     broken = tmp_path / "run"
     broken.mkdir()
     for entry in run_dir.iterdir():
@@ -105,11 +107,14 @@ def test_verify_shows_how_far_it_got_before_a_failure(run_dir: Path, tmp_path: P
     log = broken / "episodes.jsonl"
     lines = log.read_bytes().splitlines(keepends=True)
     log.write_bytes(b"".join(lines[:5]) + lines[5].replace(b'"', b"'", 1) + b"".join(lines[6:]))
-    failed = onrecord("verify", broken)
-    assert failed.returncode == 3, failed.stderr
-    # The last progress line gives the episodes verified before the damaged one.
-    assert "episodes verified 5/33 · " in failed.stderr, failed.stderr
-    assert "episodes verified 33/33" not in failed.stderr
+    for command in ("verify", "show"):  # show verifies before it prints anything
+        failed = onrecord(command, broken)
+        assert failed.returncode == 3, failed.stderr
+        # The last progress line gives the episodes verified before the damaged one.
+        assert "episodes verified 5/33 · " in failed.stderr, failed.stderr
+        assert "episodes verified 33/33" not in failed.stderr
+        assert "episodes.jsonl" in failed.stderr, failed.stderr
+    assert failed.stdout == ""  # no table printed from a record that did not verify
 
 
 def test_ledger_run_reports_its_steps_in_a_ci_log(tmp_path: Path) -> None:
