@@ -20,6 +20,7 @@ __all__ = [
     "describe",
     "failure",
     "message",
+    "plain_name",
     "rejected",
     "safe_repr",
     "safe_text",
@@ -40,9 +41,19 @@ def safe_text(text: str) -> str:
 def tool_label(tool: Any) -> str:
     """How the log names the tool asked for: the name itself, or its ``repr`` when it is
     not a string UTF-8 can hold (quoted, so it never reads as a declared tool's name)."""
+    tool = plain_name(tool)  # a str subclass's own __repr__ could read as any name
     if type(tool) is str and (tool.isascii() or safe_text(tool) == tool):
         return tool
     return safe_repr(tool)
+
+
+def plain_name(tool: Any) -> Any:
+    """A tool name as the plain ``str`` it holds; anything else as it is. A ``str``
+    subclass (a ``StrEnum`` member, say) names the tool its text names: looked up as
+    it is, its own ``__eq__``/``__hash__`` would decide which tool runs (one equal to
+    every name runs whichever shares its hash) and its ``__repr__`` how the log names
+    it, so a member naming ``finish`` ran finish but was logged under another label."""
+    return str.__str__(tool) if isinstance(tool, str) and type(tool) is not str else tool
 
 
 def message(exc: BaseException) -> str:
@@ -100,6 +111,11 @@ def arguments(value: Any) -> tuple[dict[str, Any], Any, str | None]:
         plain = portable(value, "arguments")
     except PortabilityError as exc:
         return {}, {"$unportable": safe_repr(value)}, f"arguments are not JSON: {exc}"
+    except Exception as exc:
+        # Reading the agent's value ran its code (a Mapping whose items() raises, a str
+        # whose __eq__ raises) or met a value too big to describe (a 5000-digit int):
+        # the call is rejected like any unreadable arguments, never a crash of the run.
+        return {}, {"$unportable": safe_repr(value)}, f"arguments cannot be read: {describe(exc)}"
     if not isinstance(plain, dict):
         return (
             {},

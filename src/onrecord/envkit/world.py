@@ -202,7 +202,7 @@ class ToolWorld:
         self.step += 1
         started, ts = time.perf_counter_ns(), time.time()
         args, logged_args, problem = _outcome.arguments(arguments)
-        spec = self.tools.get(tool) if isinstance(tool, str) else None
+        spec = self.tools.get(tool := _outcome.plain_name(tool)) if isinstance(tool, str) else None
         ctx: ToolContext | None = None
         if self._ended:
             outcome = _outcome.rejected("episode_ended", _ENDED)

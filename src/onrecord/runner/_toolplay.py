@@ -23,12 +23,12 @@ from typing import Any
 
 from onrecord.case import EvalCase
 from onrecord.envkit import ToolEpisode, ToolWorld, tool_episode_trial
-from onrecord.envkit._outcome import message
+from onrecord.envkit._outcome import describe, message, plain_name, safe_repr
 from onrecord.episode import OutcomeCheck
 from onrecord.report import Trial
 from onrecord.runner._provider import AGENT_FACTORY_MARK, AgentContext, EpisodeSpec, failing_agent
 
-__all__ = ["Act", "build_act", "play_tool_world", "tool_world_trial"]
+__all__ = ["Act", "build_act", "play_tool_world", "read_call", "tool_world_trial"]
 
 Act = Callable[[Mapping[str, Any]], Any]
 """A tool-world agent for one episode: observation in, tool call out."""
@@ -77,11 +77,11 @@ def play_tool_world(
             action = act(observation)
         except Exception as exc:  # the agent's own failure is evidence, not a crash
             return "agent_error", _describe(exc)
-        problem = _malformed(action)
+        tool, arguments, problem = read_call(action)
         if problem is None:
-            event = world.call(action["tool"], action.get("arguments", {}))
+            event = world.call(tool, arguments)
         else:  # never run: a bare "finish" must not end the episode as if finished
-            event = world.reject_call(_label(action), action, "invalid_action", problem)
+            event = world.reject_call(tool, arguments, "invalid_action", problem)
         last = {key: event[key] for key in ("tool", "status", "result", "error")}
         if event["tool"] == finish_tool and event["status"] == "ok":
             return "finished", None
@@ -98,26 +98,56 @@ def _describe(exc: Exception) -> str:
 _CALL_SHAPE = '{"tool": NAME, "arguments": {...}}'
 
 
-def _malformed(action: Any) -> str | None:
-    """Why ``action`` is not a tool call, or ``None`` when it is one (``arguments`` left
-    out or ``null`` is a call without arguments, as the world reads it)."""
+def read_call(action: Any) -> tuple[Any, Any, str | None]:
+    """``(tool, arguments, problem)`` of what the agent returned: the call to make when
+    ``problem`` is ``None`` (``arguments`` left out is a call without arguments, and
+    ``null`` too, as the world reads it), else the tool named (``""`` if none) and what
+    to log as the rejected call. Never raises: the action is the agent's object, whose
+    ``keys``/``__getitem__``/``__eq__`` may raise or lie, so it is read exactly once
+    (each listed field once) and every decision and the call use that one reading."""
+    try:
+        return _read_call(action)
+    except Exception as exc:  # the agent's code, run by reading its call
+        problem = f"the call cannot be read ({describe(exc)}): return {_CALL_SHAPE}"
+        return "", {"$unreadable": safe_repr(action)}, problem
+
+
+def _read_call(action: Any) -> tuple[Any, Any, str | None]:
     if not isinstance(action, Mapping):
-        return f"the agent returned a {type(action).__name__}, not a call: return {_CALL_SHAPE}"
-    if not isinstance(action.get("tool"), str):
-        return f'the call has no string "tool" field: return {_CALL_SHAPE}'
-    # Sorted by repr: keys may be of mixed types. A misspelt "args" would otherwise be
-    # dropped and the tool run without the arguments the agent meant to send.
-    extra = sorted(set(action) - {"tool", "arguments"}, key=repr)
+        problem = f"the agent returned a {type(action).__name__}, not a call: return {_CALL_SHAPE}"
+        return "", action, problem
+    pairs = [(key, action[key]) for key in list(action)]
+    fields = {
+        name: value
+        for name, value in ((plain_name(key), value) for key, value in pairs)
+        # By type first: a str subclass's own __eq__ must not decide what "tool" is.
+        if type(name) is str and name in ("tool", "arguments")
+    }
+    # Shown by repr, sorted: keys may be of mixed types, unhashable or unprintable.
+    extra = sorted(safe_repr(key, 80) for key, _ in pairs if plain_name(key) not in fields)
+    tool = plain_name(fields.get("tool"))
+    if type(tool) is not str:
+        return "", _logged(pairs), f'the call has no string "tool" field: return {_CALL_SHAPE}'
     if extra:
-        return f'the call has unknown fields {extra}; only "tool" and "arguments" are allowed'
-    return None
+        # A misspelt "args" would otherwise be dropped and the tool run without the
+        # arguments the agent meant to send.
+        return (
+            tool,
+            _logged(pairs),
+            (
+                f'the call has unknown fields [{", ".join(extra)}]; only "tool" and '
+                '"arguments" are allowed'
+            ),
+        )
+    return tool, fields.get("arguments", {}), None
 
 
-def _label(action: Any) -> Any:
-    """The tool name logged for a malformed call: the named tool when there is one."""
-    if isinstance(action, Mapping) and isinstance(action.get("tool"), str):
-        return action["tool"]
-    return ""
+def _logged(pairs: list[tuple[Any, Any]]) -> Any:
+    """The rejected call as read, for the log (a list of pairs if keys are unhashable)."""
+    try:
+        return dict(pairs)
+    except TypeError:
+        return pairs
 
 
 def tool_world_trial(
