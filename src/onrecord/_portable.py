@@ -171,10 +171,20 @@ def _checked_int(value: int, path: str) -> int:
     if _INT_MIN <= value <= _INT_MAX:
         return value
     raise PortabilityError(
-        f"{path} is {value}, beyond the 64-bit range JSON readers keep "
+        f"{path} is {_int_text(value)}, beyond the 64-bit range JSON readers keep "
         "exactly; store it as a string",
         path,
     )
+
+
+def _int_text(value: int) -> str:
+    """An integer for an error message: past a few dozen digits, its size. Python
+    refuses to print one of more than 4300 digits (a ValueError raised while the error
+    was being written, which escaped as a crash instead of this refusal)."""
+    if value.bit_length() <= 256:
+        return str(value)
+    digits = int(value.bit_length() * math.log10(2)) + 1
+    return f"{'-' if value < 0 else ''}an integer of about {digits:,} digits"
 
 
 def _checked_key(key: Any, path: str) -> str:
