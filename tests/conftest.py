@@ -9,6 +9,7 @@ import signal
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -34,30 +35,50 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group(group))
 
 
+class SmokeRun(NamedTuple):
+    """The shared world-model smoke run: its directory, the fingerprint of its files as
+    made, and what the command printed."""
+
+    path: Path
+    fingerprint: str
+    stdout: str
+    stderr: str
+
+
+SMOKE_COMMAND = ("worldmodel", "run", "--smoke", "--no-progress", "--output-dir")
+"""How the shared run is made (with ``COLUMNS=200``, as ``tests.runner.conftest.onrecord``
+sets it), for a test that compares its own run's output with it."""
+
+
 @pytest.fixture(scope="session")
-def _shared_smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    """One ``onrecord worldmodel run --smoke`` (about 10 s) per test worker, and the
-    fingerprint of its files as made."""
+def _shared_smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SmokeRun]:
+    """One ``onrecord worldmodel run --smoke`` (about 10 s) per test worker."""
     from tests.runner.conftest import onrecord
 
     out = tmp_path_factory.mktemp("shared-smoke") / "run"
-    done = onrecord("worldmodel", "run", "--smoke", "--no-progress", "--output-dir", str(out))
+    done = onrecord(*SMOKE_COMMAND, str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     assert (out / "protocol.json").is_file(), sorted(p.name for p in out.iterdir())
     _set_writable(out, writable=False)
-    yield out, _fingerprint(out)
+    yield SmokeRun(out, _fingerprint(out), done.stdout, done.stderr)
     _set_writable(out, writable=True)  # so pytest can remove it
 
 
 @pytest.fixture
-def smoke_world_model_run(_shared_smoke_run: tuple[Path, str]) -> Iterator[Path]:
+def smoke_world_model_run(_shared_smoke_run: SmokeRun) -> Iterator[Path]:
     """The smoke world-model run shared by the modules that only read it. Its files are
     made read-only, and after each test its files are compared with what was made: a
     test that wrote into it (and changed what the next one reads) fails, even as root,
     whom read-only files do not stop. Copy it (``writable_copy``) to change it."""
-    out, made = _shared_smoke_run
-    yield out
-    assert _fingerprint(out) == made, f"the test changed the shared smoke run {out}"
+    yield _shared_smoke_run.path
+    now = _fingerprint(_shared_smoke_run.path)
+    assert now == _shared_smoke_run.fingerprint, "the test changed the shared smoke run"
+
+
+@pytest.fixture
+def smoke_world_model_output(_shared_smoke_run: SmokeRun) -> SmokeRun:
+    """The shared smoke run with what ``SMOKE_COMMAND`` printed making it."""
+    return _shared_smoke_run
 
 
 def _fingerprint(root: Path) -> str:

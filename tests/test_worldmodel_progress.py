@@ -15,6 +15,7 @@ from rich.console import Console
 
 from onrecord.cli import _progress
 from onrecord.cli._progress import StepProgress
+from tests.conftest import SMOKE_COMMAND, SmokeRun
 
 ONRECORD = str(Path(sys.executable).parent / "onrecord")  # the installed command
 
@@ -29,22 +30,20 @@ def _controls(text: str) -> set[str]:
 
 
 @pytest.mark.slow
-def test_a_worldmodel_run_in_a_ci_log_prints_progress_lines(tmp_path: Path) -> None:
-    def start(name: str, *more: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [ONRECORD, "worldmodel", "run", "--smoke", "--output-dir", str(tmp_path / name), *more],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,  # not a terminal, as in CI
-            text=True,
-            env={**os.environ, "PYTHONIOENCODING": "utf-8", "TERM": "xterm-256color"},
-        )
-
-    # Both at once: the machine has two cores, and each run takes seconds.
-    loud, quiet = start("loud"), start("quiet", "--no-progress")
-    out, err = loud.communicate(timeout=600)
-    quiet_out, quiet_err = quiet.communicate(timeout=600)
+def test_a_worldmodel_run_in_a_ci_log_prints_progress_lines(
+    tmp_path: Path, smoke_world_model_output: SmokeRun
+) -> None:
+    loud = subprocess.run(
+        [ONRECORD, "worldmodel", "run", "--smoke", "--output-dir", str(tmp_path / "loud")],
+        capture_output=True,  # not a terminal, as in CI
+        text=True,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8", "TERM": "xterm-256color", "COLUMNS": "200"},
+        timeout=600,
+    )
+    out, err = loud.stdout, loud.stderr
     assert loud.returncode == 0, err
-    assert quiet.returncode == 0, quiet_err
+    # The shared run is the same command with --no-progress: the quiet one.
+    assert SMOKE_COMMAND == ("worldmodel", "run", "--smoke", "--no-progress", "--output-dir")
 
     # Before: stderr was empty until the end, the bar being drawn only on a terminal.
     lines = err.splitlines()
@@ -54,11 +53,12 @@ def test_a_worldmodel_run_in_a_ci_log_prints_progress_lines(tmp_path: Path) -> N
     assert len(lines) <= 17  # at most one a step, and one every 10 seconds: no flood
     assert not _controls(err)  # no ANSI colours or cursor moves in a log
     # --no-progress: nothing on stderr.
-    assert quiet_err == ""
+    assert smoke_world_model_output.stderr == ""
     # The results on stdout are the same with or without progress, and hold none of it.
     assert "world-model steps" not in out
+    quiet_out = smoke_world_model_output.stdout
     assert out.replace(str(tmp_path / "loud"), "DIR") == quiet_out.replace(
-        str(tmp_path / "quiet"), "DIR"
+        str(smoke_world_model_output.path), "DIR"
     )
     assert "closed loop (same planner, paired seeds)" in out
 
