@@ -23,6 +23,9 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# tryfirst: the marks must be in place before pytest-xdist's own hook of this name reads
+# them (a mark added after it groups nothing).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), keep each
     module's tests on one worker, so a module-scoped fixture (a world-model run, a
@@ -48,6 +51,19 @@ class SmokeRun(NamedTuple):
 SMOKE_COMMAND = ("worldmodel", "run", "--smoke", "--no-progress", "--output-dir")
 """How the shared run is made (with ``COLUMNS=200``, as ``tests.runner.conftest.onrecord``
 sets it), for a test that compares its own run's output with it."""
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Fail at once if ``--dist loadgroup`` groups nothing: pytest-xdist marks a test's
+    group in its node id, and with a pytest it cannot do that for (pytest 9 keeps the
+    id elsewhere) every module's tests were spread over both workers, silently: module
+    fixtures built twice, and two Ray clusters competing for the two cores."""
+    grouping = getattr(session.config.option, "loadgroup", False) and session.items
+    if grouping and not any("@" in item.nodeid for item in session.items):
+        raise pytest.UsageError(
+            f"pytest-xdist --dist loadgroup is not grouping tests with pytest "
+            f"{pytest.__version__}; install the pytest pyproject.toml's test extra names"
+        )
 
 
 @pytest.fixture(scope="session")
