@@ -13,7 +13,7 @@ from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING, Any, Literal
 
 from onrecord._stats import clustered_interval_of
-from onrecord.errors import PolicyError
+from onrecord.errors import DigestMismatch, PolicyError
 
 if TYPE_CHECKING:
     from onrecord.policy import CheckRequirement
@@ -26,7 +26,9 @@ __all__ = [
     "judge",
     "matches",
     "refuse_unknown_keys",
+    "requirement_from_dict",
     "requirement_interval",
+    "toml_digest_matches",
     "without_trial",
 ]
 
@@ -263,6 +265,18 @@ def refuse_unknown_keys(data: Mapping[str, Any], allowed: Sequence[str], where: 
         )
 
 
+def toml_digest_matches(data: Mapping[str, Any], digest: str) -> None:
+    """A hand-written TOML policy that states a ``digest`` must be the policy it names:
+    one copied from a saved policy, then edited, was loaded with the edit and the stale
+    digest ignored, so a reviewer trusting the pinned digest gated with other thresholds."""
+    if "digest" in data and data["digest"] != digest:
+        raise DigestMismatch(
+            f"the policy states digest {data['digest']!r} but its requirements are those of "
+            f"{digest!r}: it was changed after the digest was written; fix the requirements, "
+            "or remove the 'digest' line to gate with them as they are"
+        )
+
+
 _TRIAL_PREFIX = re.compile(r"^.*?#\d+: ")
 
 
@@ -270,3 +284,24 @@ def without_trial(issue: str) -> str:
     """A report-level coverage issue without its ``case_id#repeat: `` prefix (a case id
     may itself hold ": ", which splitting on the first one cut in two)."""
     return _TRIAL_PREFIX.sub("", issue, count=1)
+
+
+def requirement_from_dict(index: int, item: Any) -> CheckRequirement:
+    """Requirement ``index`` of a policy's ``requirements`` list, its keys checked."""
+    from onrecord.policy import _DEFAULTS, _REQUIREMENT_KEYS, CheckRequirement  # a cycle
+
+    where = f"requirement #{index + 1}"
+    if not isinstance(item, Mapping) or "check" not in item:
+        raise PolicyError(
+            f"{where} is malformed ({item!r:.60}); each needs a 'check' name, e.g. "
+            "{'check': 'posted_once'}"
+        )
+    refuse_unknown_keys(item, _REQUIREMENT_KEYS, f"{where} ({item['check']!r})")
+    return CheckRequirement(
+        item["check"],
+        critical=item.get("critical", True),
+        min_pass_rate=item.get("min_pass_rate", 1.0),
+        min_cases=item.get("min_cases", _DEFAULTS["min_cases"]),
+        min_coverage=item.get("min_coverage", _DEFAULTS["min_coverage"]),
+        min_lower_bound=item.get("min_lower_bound"),
+    )

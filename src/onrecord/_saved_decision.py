@@ -14,8 +14,8 @@ __all__ = ["saved_headline"]
 
 def saved_headline(body: Mapping[str, Any]) -> str:
     """``PolicyDecision.headline`` of a saved decision, made from each requirement's
-    check, criticality and status and the coverage issues; empty when the record does
-    not hold them as a decision saves them."""
+    check, criticality and status, the coverage issues and the reasons; empty when the
+    record does not hold them as a decision saves them."""
     try:
         outcomes = tuple(
             RequirementOutcome(
@@ -31,7 +31,9 @@ def saved_headline(body: Mapping[str, Any]) -> str:
             for item in body.get("requirements", ())
         )
         issues = tuple(map(str, body.get("coverage_issues", ())))
+        # The reasons too: a cause outside the requirements (a partial run) is only there.
+        reasons = tuple(map(str, body.get("reasons", ())))
     except (KeyError, TypeError, ValueError, AttributeError, OnrecordError):
         return ""
     decision = str(body.get("decision"))
-    return PolicyDecision(decision, (), outcomes, issues, "", "").headline  # type: ignore[arg-type]
+    return PolicyDecision(decision, reasons, outcomes, issues, "", "").headline  # type: ignore[arg-type]

@@ -31,11 +31,20 @@ from onrecord._canonical import (
     load_record_bytes,
 )
 from onrecord._exceptions import naming_file
-from onrecord._policy_rules import StatusTable, fraction, judge, refuse_unknown_keys, without_trial
+from onrecord._policy_rules import (
+    StatusTable,
+    fraction,
+    judge,
+    refuse_unknown_keys,
+    requirement_from_dict,
+    toml_digest_matches,
+    without_trial,
+)
 from onrecord.errors import DigestMismatch, OnrecordError, PolicyError, SchemaError
 from onrecord.report import EvaluationReport
 
 __all__ = [
+    "INCOMPLETE_RUN",
     "POLICY_SCHEMA",
     "AcceptancePolicy",
     "CheckRequirement",
@@ -45,6 +54,8 @@ __all__ = [
 ]
 
 POLICY_SCHEMA = "onrecord.policy/v1"
+INCOMPLETE_RUN = "the run is incomplete: "
+"""How the reason ``onrecord gate`` adds for a run missing planned episodes begins."""
 Decision = Literal["accept", "reject", "indeterminate"]
 # A misspelt key (``critcal = false``) must not silently leave a requirement at its
 # default, so from_dict accepts these keys and no others.
@@ -194,8 +205,13 @@ class PolicyDecision:
                     else ""
                 )
             )
+        # A cause outside the requirements (``onrecord gate`` on a partial run) is in the
+        # reasons only: without it an indeterminate gate was headlined "every requirement met".
+        parts += [r.split(" (", 1)[0] for r in self.reasons if r.startswith(INCOMPLETE_RUN)]
         if advisory:
             parts.append(f"advisory failed (warning): {', '.join(advisory)}")
+        if not parts and self.decision != "accept":  # a saved record's other cause
+            parts = list(self.reasons[:1]) or [f"{self.decision} (no reason recorded)"]
         return "; ".join(parts) or "every requirement met"
 
     @property
@@ -329,7 +345,7 @@ class AcceptancePolicy:
                 "min_cases, min_coverage, min_lower_bound} objects"
             )
         policy = cls(
-            tuple(_requirement_from_dict(index, item) for index, item in enumerate(items)),
+            tuple(requirement_from_dict(index, item) for index, item in enumerate(items)),
             name=data.get("name", "policy"),
         )
         if verify_digest and "digest" not in data:
@@ -363,29 +379,13 @@ class AcceptancePolicy:
                     "policy with AcceptancePolicy.save_json"
                 ) from exc
             try:
-                return cls.from_dict(data, verify_digest=False)
+                policy = cls.from_dict(data, verify_digest=False)
+                toml_digest_matches(data, policy.digest)
             except OnrecordError as exc:
                 raise naming_file(path, exc) from exc
+            return policy
         data = load_record_bytes(raw, str(path))
         try:
             return cls.from_dict(data)
         except OnrecordError as exc:
             raise naming_file(path, exc) from exc
-
-
-def _requirement_from_dict(index: int, item: Any) -> CheckRequirement:
-    where = f"requirement #{index + 1}"
-    if not isinstance(item, Mapping) or "check" not in item:
-        raise PolicyError(
-            f"{where} is malformed ({item!r:.60}); each needs a 'check' name, e.g. "
-            "{'check': 'posted_once'}"
-        )
-    refuse_unknown_keys(item, _REQUIREMENT_KEYS, f"{where} ({item['check']!r})")
-    return CheckRequirement(
-        item["check"],
-        critical=item.get("critical", True),
-        min_pass_rate=item.get("min_pass_rate", 1.0),
-        min_cases=item.get("min_cases", _DEFAULTS["min_cases"]),
-        min_coverage=item.get("min_coverage", _DEFAULTS["min_coverage"]),
-        min_lower_bound=item.get("min_lower_bound"),
-    )

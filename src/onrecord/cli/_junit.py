@@ -69,10 +69,12 @@ def gate_junit(
 def _names(facts: Sequence[RequirementFacts]) -> list[str]:
     """Each requirement's check pattern, numbered when a policy repeats one (two
     thresholds for one check): CI tools merge test cases of equal name."""
-    patterns = [item.outcome.requirement.check for item in facts]
+    # Counted as shown, not as written: "a\n" and "a " are both shown "a ", and a CI tool
+    # merging the two test cases hid one requirement's failure behind the other's pass.
+    names = [_line(item.outcome.requirement.check) for item in facts]
     return [
-        _line(pattern) + (f" (requirement {index})" if patterns.count(pattern) > 1 else "")
-        for index, pattern in enumerate(patterns, start=1)
+        name + (f" (requirement {index})" if names.count(name) > 1 else "")
+        for index, name in enumerate(names, start=1)
     ]
 
 

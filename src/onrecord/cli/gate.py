@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ from onrecord.cli._records import named
 from onrecord.cli._render import _styled, _table, literal, make_console, render_decision
 from onrecord.compare import load_source
 from onrecord.episode._verify_files import check_entry
-from onrecord.policy import AcceptancePolicy, PolicyDecision
+from onrecord.errors import InputError
+from onrecord.policy import INCOMPLETE_RUN, AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport
 
 __all__ = ["register"]
@@ -73,7 +75,9 @@ def run(args: argparse.Namespace) -> int:
     output = record_output(args.output, "--output")
     junit = ci_output(args.junit_xml, "--junit-xml", ".xml")
     markdown = ci_output(args.markdown, "--markdown", ".md")
-    refuse_same_file((("--output", output), ("--junit-xml", junit), ("--markdown", markdown)))
+    outputs = (("--output", output), ("--junit-xml", junit), ("--markdown", markdown))
+    refuse_same_file(outputs)
+    _refuse_inputs(outputs, (("REPORT", args.report), ("--policy", args.policy)))
     # Errors name the file: with REPORT and POLICY swapped, the message said "schema is
     # 'onrecord.report/v1', expected 'onrecord.policy/v1'", not which file was wrong.
     source = _run_directory(Path(args.report))
@@ -143,6 +147,23 @@ def _write_ci(
         markdown.append(gate_markdown(decision, facts, subject=subject, policy=policy))
 
 
+def _refuse_inputs(
+    outputs: tuple[tuple[str, CiOutput | None], ...], inputs: tuple[tuple[str, str], ...]
+) -> None:
+    """An output naming an input file is refused: ``--markdown policy.toml`` appended the
+    summary to the hand-written policy (the next gate could not read it) and
+    ``--junit-xml policy.toml`` replaced it. Saved JSON records were already refused."""
+    for option, output in outputs:
+        if output is None or output.path is None or not output.path.exists():
+            continue
+        for name, value in inputs:
+            if Path(value).exists() and os.path.samefile(output.path, value):
+                raise InputError(
+                    f"{option} {output.path} is the {name} file: writing it would change "
+                    "the input being gated; give another file name"
+                )
+
+
 def _run_directory(path: Path) -> Path | None:
     """The run or regrade directory REPORT names (also by its own ``report.json``)."""
     folder = path if path.is_dir() else path.parent if path.name == "report.json" else None
@@ -160,7 +181,7 @@ def _never_accept_partial(decision: PolicyDecision, missing: tuple[str, ...]) ->
         return decision
     shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
     reason = (
-        f"the run is incomplete: {len(missing)} planned episodes have no trial ({shown}); "
+        f"{INCOMPLETE_RUN}{len(missing)} planned episodes have no trial ({shown}); "
         "a partial run is never accepted (`onrecord run --resume` retries them)"
     )
     return dataclasses.replace(
