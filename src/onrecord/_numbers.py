@@ -10,6 +10,7 @@ shown beside its threshold gets the decimals that keep met and failed readable.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -72,10 +73,12 @@ def percent(value: float) -> str:
 
 def threshold_percent(value: float) -> str:
     """A policy's ``min_pass_rate`` or ``min_coverage`` as written: ``95.0%``, ``99.95%``
-    (one decimal hid the last digits, so 0.9995 read as ``100.0%``)."""
+    (one decimal hid the last digits, so 0.9995 read as ``100.0%``). Close relative to
+    the value, not within a fixed 1e-9: a threshold of 1e-12 read ``0.0%``, and a rate
+    of 0 failing it looked as if it met it."""
     for digits in range(1, 8):
         text = f"{value * 100:.{digits}f}"
-        if abs(float(text) - value * 100) < 1e-9:
+        if math.isclose(float(text), value * 100, rel_tol=1e-9, abs_tol=0.0):
             return f"{text}%"
     return f"{value * 100:.8g}%"
 
