@@ -24,7 +24,7 @@ from onrecord._stats import mcnemar_exact_p
 from onrecord.cli._bundle import Bundle, digested
 from onrecord.compare import Comparison
 from onrecord.errors import ConsistencyError, OnrecordError, SchemaError
-from onrecord.policy import AcceptancePolicy, PolicyDecision
+from onrecord.policy import INCOMPLETE_RUN, AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport
 
 __all__ = [
@@ -41,7 +41,6 @@ __all__ = [
 DECISION_SCHEMA = "onrecord.decision/v1"
 LEDGER_DECISION_SCHEMA = "onrecord.ledger-decision/v1"
 COMPARISON_SCHEMA = "onrecord.comparison/v1"
-_INCOMPLETE = "the run is incomplete: "  # the reason `onrecord gate` adds for a partial run
 
 
 def _sealed(schema: str, body: Mapping[str, Any]) -> bytes:
@@ -117,7 +116,7 @@ def check_decision_body(path: Path, body: Mapping[str, Any]) -> None:
         verdict == "accept"
         and body.get("decision") == "indeterminate"
         and len(reasons) == len(expected) + 1
-        and reasons[-1].startswith(_INCOMPLETE)
+        and reasons[-1].startswith(INCOMPLETE_RUN)  # the reason `onrecord gate` adds
     )
     if not partial and (body.get("decision"), reasons) != (verdict, expected):
         raise ConsistencyError(
