@@ -55,8 +55,7 @@ class Cells:
         """``value`` as literal cell text, cut after ``limit`` characters with its length."""
         text = value if isinstance(value, str) else as_json(value)
         if self.full or len(text) <= limit:
-            # A Text, not ``literal``: rich's escape doubles a final backslash (so that
-            # markup after it stays markup), and a cell printed "C:\\" for "C:\".
+            # A Text: a whole cell needs no markup, and a cut one (below) is a Text too.
             return Text(plain(text))
         self.shortened += 1
         # A Text, not markup: a cut ending in three backslashes took the "[dim]" after it

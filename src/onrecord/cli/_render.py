@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from onrecord._numbers import fixed, interval_percent, percent
@@ -111,8 +110,32 @@ def plain(value: object) -> str:
 def literal(value: object) -> str:
     """``value`` as literal text: "[bold]" or "[/]" in a record is printed, never
     interpreted as rich markup (which would restyle the output or crash it), and
-    terminal or bidirectional controls are shown as escapes."""
-    return escape(plain(value))
+    terminal or bidirectional controls are shown as escapes. Every backslash prints as
+    written, whatever follows the text: the end of a cell or line, or markup."""
+    return _MARKUP.sub(_escaped, plain(value))
+
+
+# rich's markup reads backslashes only right before a "[": before a tag ("[bold]")
+# n + 1 of them print n and escape the tag; before any other "[" (a regex's "\[0-9]")
+# one is dropped; anywhere else they print as written. rich's ``escape`` handles the
+# tag, but doubles a final backslash whatever follows (a cell showed "C:\\" for "C:\")
+# and not two or three (markup right after them lost one, or was printed as text), and
+# leaves "\[0-9]" to print as "[0-9]". A run of backslashes is matched whole (the
+# lookbehind), so a long run is not rescanned from each of its backslashes.
+_MARKUP = re.compile(r"(?<!\\)(\\*)(\[[a-z#/@][^[]*?]|\[|\Z)")
+
+_END = "[dim][/dim]"
+"""An empty span after final backslashes: they are then always right before a tag, so
+print as written at the end of a cell and before markup alike (n + n then print n)."""
+
+
+def _escaped(match: re.Match[str]) -> str:
+    backslashes, after = match.groups()
+    if after.startswith("[") and len(after) > 1:  # a tag: printed as text
+        return f"{backslashes}{backslashes}\\{after}"
+    if after == "[":
+        return f"{backslashes}\\[" if backslashes else after
+    return f"{backslashes}{backslashes}{_END}" if backslashes else ""
 
 
 _DECISION_STYLE = {"accept": "bold green", "reject": "bold red", "indeterminate": "bold yellow"}

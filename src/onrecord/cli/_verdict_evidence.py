@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from onrecord.cli._episode_view import Cells
+from onrecord.cli._episode_view import Cells, as_json
 from onrecord.cli._render import _table, literal, plain
 
 __all__ = ["ALL_EVIDENCE", "EVIDENCE", "ITEMS", "render_evidence"]
@@ -69,10 +69,15 @@ def render_evidence(
         )
 
 
-def _rows(evidence: Any, cell: Cells, *, full: bool) -> Iterator[tuple[str | Text, str | Text]]:
-    """(key, value) cells of one check's evidence: one per key, and one per item of a
-    list (the broken rules, the mismatches), whose first ``ITEMS`` are shown unless
-    ``full``. A value other than a mapping (a record written by hand) is one row."""
+_Row = tuple[str | Text, str | Text]
+"""A (key, value) pair of cells."""
+
+
+def _rows(evidence: Any, cell: Cells, *, full: bool) -> Iterator[_Row]:
+    """(key, value) cells of one check's evidence: one per key (a mapping too long to
+    read whole split into its keys) and one per item of a list (the broken rules, the
+    mismatches), the first ``ITEMS`` of each shown unless ``full``. A value other than
+    a mapping (a record written by hand) is one row."""
     if not isinstance(evidence, Mapping):
         yield "", cell(evidence, EVIDENCE)
         return
@@ -81,20 +86,39 @@ def _rows(evidence: Any, cell: Cells, *, full: bool) -> Iterator[tuple[str | Tex
         yield "", Text("(no evidence recorded)", style="dim")
         return
     for key, value in evidence.items():
-        if not isinstance(value, list) or not value:
-            yield _key(key), cell(value, EVIDENCE)
-            continue
+        yield from _value_rows(str(key), value, cell, full=full)
+
+
+def _value_rows(key: str, value: Any, cell: Cells, *, full: bool) -> Iterator[_Row]:
+    """The rows of the value named ``key``."""
+    if isinstance(value, list) and value:
         # One row per item: as one JSON array cut at EVIDENCE characters, a list of
         # broken rules showed the first one or two and hid the rest behind --full.
         shown = value if full else value[:ITEMS]
         for index, item in enumerate(shown):
             yield _key(f"{key}[{index}]"), cell(item, EVIDENCE)
-        if len(shown) < len(value):
-            cell.shortened += 1  # counted by the "--full" notice as a value cut
-            more = f"… {len(value) - len(shown):,} more ({len(value):,} items)"
-            yield _key(f"{key}[{len(shown)}…]"), Text(more, style="dim")
+        yield from _more(f"{key}[{len(shown)}…]", len(shown), len(value), "items", cell)
+    elif isinstance(value, Mapping) and len(as_json(value)) > EVIDENCE:
+        # Too long to read whole, a mapping is split one level down, a row per key: as
+        # one value, expected_changes' diff ({table: {created: [...], ...}}) was cut
+        # inside its first table, the others unseen. Not further: deeper keys
+        # ("diff.adjustments.created[0]") folded at 80 columns. Whether it is split
+        # does not depend on ``full``: --full shows the same rows, whole.
+        names = list(value) if full else list(value)[:ITEMS]
+        for name in names:
+            yield _key(f"{key}.{name}"), cell(value[name], EVIDENCE)
+        yield from _more(f"{key}.…", len(names), len(value), "keys", cell)
+    else:
+        yield _key(key), cell(value, EVIDENCE)
+
+
+def _more(key: str, shown: int, total: int, what: str, cell: Cells) -> Iterator[_Row]:
+    """The row saying how many more items (or keys) ``--full`` would show."""
+    if shown < total:
+        cell.shortened += 1  # counted by the "--full" notice as a value cut
+        yield _key(key), Text(f"… {total - shown:,} more ({total:,} {what})", style="dim")
 
 
 def _key(key: str) -> Text:
-    # A Text, as ``Cells`` gives values: ``literal`` doubled a key's final backslash.
+    # A Text, as ``Cells`` gives values: a key is printed as the record holds it.
     return Text(plain(key))
