@@ -147,37 +147,28 @@ def test_a_models_prediction_from_samples_is_summarized_as_angles(batched: bool)
     assert metrics.std[:, :2] == pytest.approx(np.full((2, 2), OFFSETS.std(ddof=1)))
 
 
-def test_particles_that_need_no_turn_keep_their_plain_mean_exactly() -> None:
+_WIDE = np.array([1.9, -1.9, 0.5, -0.5, 0.0])
+
+
+@pytest.mark.parametrize(
+    "cloud",
+    [
+        # angles near 0: nothing wraps
+        np.random.default_rng(0).normal(0.0, 0.3, size=(1, 5, 3, 4)),
+        # spread over more than half a turn but not reaching +-pi: turned relative to its
+        # first particle (1.9 rad), the one at -1.9 was moved a whole turn, to 4.38, and
+        # the mean of a cloud centred on 0 read about 1.5
+        np.broadcast_to(_WIDE[None, :, None, None], (1, 5, 3, 4)).copy(),
+    ],
+    ids=["tight", "wide"],
+)
+def test_particles_that_need_no_turn_keep_their_plain_mean_exactly(cloud: np.ndarray) -> None:
     acrobot, episode, plan = _acrobot_near_pi()
-    rng = np.random.default_rng(0)
-    cloud = rng.normal(0.0, 0.3, size=(1, 5, 3, 4))  # angles near 0: nothing wraps
 
     [forecast] = capture_forecasts(
         [episode],
         lambda initial, actions: {"samples": cloud},
         model_id="cloud/v1",
-        contract=acrobot.contract,
-        coordinates=acrobot.coordinates,
-        horizons=[1, 2, 3],
-        planned_actions=[plan],
-    )
-
-    assert np.array_equal(np.array(forecast.mean), cloud.mean(axis=1)[0])
-    assert np.array_equal(np.array(forecast.std), cloud.std(axis=1, ddof=1)[0])
-
-
-def test_a_wide_cloud_around_zero_keeps_its_plain_mean_exactly() -> None:
-    """A cloud spread over more than half a turn that does not reach +-pi needs no turn:
-    turned relative to its first particle (1.9 rad), the one at -1.9 was moved by a
-    whole turn to 4.38, and the mean of a cloud centred on 0 read about 1.5."""
-    acrobot, episode, plan = _acrobot_near_pi()
-    angles = np.array([1.9, -1.9, 0.5, -0.5, 0.0])
-    cloud = np.broadcast_to(angles[None, :, None, None], (1, 5, 3, 4)).copy()
-
-    [forecast] = capture_forecasts(
-        [episode],
-        lambda initial, actions: {"samples": cloud},
-        model_id="wide-cloud/v1",
         contract=acrobot.contract,
         coordinates=acrobot.coordinates,
         horizons=[1, 2, 3],
