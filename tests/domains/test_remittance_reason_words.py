@@ -25,7 +25,12 @@ def _reasons(run: Path) -> list[tuple[str, str, list[str]]]:
 
 def test_the_tables_touched_are_listed_as_words(tmp_path: Path) -> None:
     seen = set()
-    for agent, kinds in (("careful", ["full_payment"]), ("change_and_restore", ["denial"])):
+    agents = (
+        ("careful", ["full_payment"]),
+        ("change_and_restore", ["denial"]),
+        ("double_poster", ["duplicate"]),  # a task that allows no table to change
+    )
+    for agent, kinds in agents:
         run = tmp_path / agent
         plan = plan_run("remittance", agent, environment_config={"size": 20, "kinds": kinds})
         start_run(run, plan)
@@ -36,8 +41,14 @@ def test_the_tables_touched_are_listed_as_words(tmp_path: Path) -> None:
             assert "[" not in reason, reason  # before: ['allocations', 'claim_lines'], []
             if status == "pass":
                 assert reason == f"the audit history touches only {', '.join(touched)}"
+            elif agent == "double_poster":
+                assert status == "fail"
+                # Before: "…, outside the task's tables: (none)".
+                wrote = ", ".join(touched)
+                assert reason == f"wrote to {wrote}; the task allows no table to change"
+                seen.add("none allowed")
             else:
                 assert status == "fail"
                 assert ", outside the task's tables: " in reason
                 assert reason.startswith("wrote to claims")  # written off and put back
-    assert seen == {"pass", "fail"}  # both wordings were read
+    assert seen == {"pass", "fail", "none allowed"}  # every wording was read
