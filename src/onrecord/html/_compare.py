@@ -136,8 +136,8 @@ def render_comparison_page(data: Mapping[str, Any]) -> str:
             f'<ul id="reasons">{reasons}</ul></section>'
         )
     else:
-        body = _checks(data["comparison"]) + _measures(data["comparison"])
-        body += _one_sided(data.get("one_sided_measures"))
+        body = _checks(data["comparison"])
+        body += _measures(data["comparison"], data.get("one_sided_measures"))
     return document(title, head + body, data, _SCRIPT)
 
 
@@ -223,13 +223,28 @@ def _few_bootstrap_pairs(measures: list[Mapping[str, Any]]) -> str:
 
 
 def _one_sided(note: str | None) -> str:
-    return f'<p class="meta" id="one-sided-measures">{esc(note)}</p>' if note else ""
+    """The note, its `commands` as code: the backquotes showed as typed."""
+    if not note:
+        return ""
+    parts = note.split("`")
+    shown = "".join(
+        f"<code>{esc(part)}</code>" if odd else esc(part)
+        for odd, part in ((i % 2 == 1 and i < len(parts) - 1, p) for i, p in enumerate(parts))
+    )
+    return f'<p class="meta" id="one-sided-measures">{shown}</p>'
 
 
-def _measures(comparison: Mapping[str, Any]) -> str:
+def _measures(comparison: Mapping[str, Any], one_sided: str | None = None) -> str:
     measures = comparison["measures"]
     if not measures:
-        return ""
+        # Every measure on one side only: the note under its own heading; after the
+        # checks' discordant tasks without one, it read as part of that list.
+        return (
+            '<section id="measures-section"><h2>Continuous measures (B − A)</h2>'
+            f"{_one_sided(one_sided)}</section>"
+            if one_sided
+            else ""
+        )
     rows = [
         f'<tr data-measure="{attr(m["name"])}">'
         + cell(m["name"], limit=NAME_CHARS)
@@ -257,5 +272,6 @@ def _measures(comparison: Mapping[str, Any]) -> str:
             element_id="measures",
         )
         + _few_bootstrap_pairs(measures)
+        + _one_sided(one_sided)
         + "</section>"
     )

@@ -59,7 +59,7 @@ tr.selected td{background:#fff8c5}.episodes tr{cursor:pointer}
 .episodes tr:focus-visible{outline:2px solid #0969da;outline-offset:-2px}
 del{color:var(--bad)}ins{color:var(--ok);text-decoration:none}
 input[type=search]{padding:.3rem;width:20rem;max-width:100%}figure img{max-width:100%;height:auto}
-td.tag{overflow-wrap:normal;white-space:nowrap}.scroll{overflow-x:auto}
+td.tag,.measure{overflow-wrap:normal;white-space:nowrap}.scroll{overflow-x:auto}
 .msg,.long .preview,.long .full{white-space:pre-wrap;overflow-wrap:anywhere}
 details.long>summary{cursor:pointer;list-style:none}
 details.long>summary::-webkit-details-marker{display:none}

@@ -39,8 +39,12 @@ const fold = s => String(s).normalize('NFKD').replace(MARKS, '').toUpperCase().t
   .normalize('NFKD').replace(MARKS, '');
 const json = v => typeof v === 'string' ? v : JSON.stringify(v);  // a row or a value
 function table(cls, headers, rows){
-  return '<table class="'+cls+'"><thead><tr>' + headers.map(h => '<th scope="col">'+esc(h)+'</th>').join('')
-    + '</tr></thead><tbody>' + rows.join('') + '</tbody></table>'; }
+  // In a box that scrolls sideways, as the page's own tables (_page.table): there its
+  // first column's names break only where nothing else can give way; outside one, a
+  // 1280-pixel page folded "expected_ch/anges" beside a long evidence column.
+  return '<div class="scroll"><table class="'+cls+'"><thead><tr>'
+    + headers.map(h => '<th scope="col">'+esc(h)+'</th>').join('')
+    + '</tr></thead><tbody>' + rows.join('') + '</tbody></table></div>'; }
 function timeline(ep){
   // A long episode keeps its first and last steps and every step that did not succeed;
   // a marker row stands for each run of steps left out. A tool world played as a
@@ -111,6 +115,13 @@ function heading(caseId, repeat, outcome){
   return '<h2>Episode <bdi>' + esc(cut ? cutAt(id, NAME) + '…' : id) + '</bdi> #' + esc(repeat)
     + ' <span class="' + esc(outcome) + '">' + esc(outcome) + '</span></h2>'
     + (cut ? '<div class="meta task-id">' + long(id, NAME) + '</div>' : ''); }
+function measures(values){
+  // One "name value" per measure (row_writes 4 · rows_put_back 0), not the raw JSON
+  // object ({"rejected_calls":0,"row_writes":4,…}) the line showed before.
+  // Each pair in one piece (nowrap): the line breaks between measures, not inside one.
+  const items = Object.entries(values || {}).map(([k, v]) => '<span class="measure" data-measure="'
+    + attr(k) + '">' + esc(k) + ' ' + esc(v) + '</span>');
+  return items.length ? ' · measures: ' + items.join(' · ') : ''; }
 function select(key){
   if (!view) return false;
   document.querySelectorAll('.episodes tr.selected').forEach(r => r.classList.remove('selected'));
@@ -123,8 +134,7 @@ function show(index){
   if (!ep || !select(ep.case_id + '#' + ep.repeat)) return;
   view.innerHTML = heading(ep.case_id, ep.repeat, ep.outcome) + '<p class="meta">seed ' + esc(ep.seed)
     + ' · fingerprint <code>' + esc(ep.fingerprint.slice(0, 16)) + '</code> · evidence <code>'
-    + esc(String(ep.digest).slice(0, 16)) + '</code> · measures ' + esc(JSON.stringify(ep.measures))
-    + '</p>' + checks(ep) + timeline(ep) + diff(ep) + audit(ep); }
+    + esc(String(ep.digest).slice(0, 16)) + '</code>' + measures(ep.measures) + '</p>' + checks(ep) + timeline(ep) + diff(ep) + audit(ep); }
 // Every episode is listed from a compact index (failing and incomplete first), a page
 // of rows at a time: 10,000 pre-rendered rows and detail views made a 63 MB page.
 const index = data.episode_index || {cases: [], endings: [], checks: [], rows: []};
