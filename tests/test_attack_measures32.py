@@ -267,7 +267,10 @@ OPEN = [{"id": 1, "status": "open"}]
         ),
         (
             {"tool": "set_status", "arguments": {"status": 10**5000}},
-            "invalid_arguments: set_status: arguments cannot be read: ValueError: Exceeds",
+            # Refused as not JSON, naming the field and its size (a ValueError was raised
+            # while Python tried to print it)
+            "invalid_arguments: set_status: arguments are not JSON: arguments.status is an "
+            "integer of about 5,001 digits",
         ),
         (
             {"tool": "set_status", "arguments": {"status": "paid"}, ("args",): 1},
