@@ -19,6 +19,7 @@ __all__ = [
     "P_VALUE_MARKS",
     "fixed",
     "interval_percent",
+    "measure_number",
     "percent",
     "rate_percent",
     "requirement_threshold",
@@ -64,6 +65,16 @@ def significant(value: float, digits: int = 3, marks: Iterable[float] = (0.0, 1.
             break
         text = f"{value:.{more}g}"
     return text
+
+
+def measure_number(value: float, marks: Iterable[float] = ()) -> str:
+    """A measure's value or statistic: a whole number as one (``12345``, where ``.4g``
+    wrote ``1.234e+04`` rows), else 4 significant digits, more when rounding would show
+    it as 0 or one of ``marks`` it is not: a mean of 1000.03 beside a min of 1000 read
+    ``1000``, as if every trial had the min."""
+    if float(value).is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return significant(value, 4, (0.0, *marks))
 
 
 def percent(value: float) -> str:

@@ -28,6 +28,7 @@ from onrecord._saved_decision import saved_headline
 from onrecord._stats import wilson_interval
 from onrecord._tables import FittedTable
 from onrecord.cli._bundle import Bundle
+from onrecord.cli._measure_table import render_report_measures as _render_report
 from onrecord.cli._render import (
     _styled,
     _table,
@@ -37,7 +38,6 @@ from onrecord.cli._render import (
     render_comparison,
     render_forecasts,
 )
-from onrecord.cli._render import render_report as _render_report
 from onrecord.dynamics import ForecastEvidence
 from onrecord.episode import EpisodeEvidence
 from onrecord.report import EvaluationReport

@@ -126,10 +126,25 @@ def _run_directory(path: Path, progress: CountProgress) -> Bundle:
     tail = _tail(path, actions, complete=count == store.protocol.episodes)
     items: list[Any] = []
     progress.phase("report")  # loading a large run's report takes a while too
-    report = _optional(path / "report.json", EvaluationReport.load)
+    # report.json without decision.json: a grading killed between the two (the old
+    # decision is removed first), so neither is trusted: the run reads as not graded.
+    graded = (path / "decision.json").exists() or not (path / "report.json").exists()
+    report = _optional(path / "report.json", EvaluationReport.load) if graded else None
     if report is not None:  # not another run's (the records were read just now)
         check_graded(store, report, str(path / "report.json"), sources)
         items += [report, *_decision(path / "decision.json", report)]
+    elif not graded:
+        tail += (
+            "; report.json without decision.json: its grading was interrupted "
+            "(a resume grades the run)"
+        )
+    from onrecord.runner._leftovers import unfinished_regrades
+
+    for name in unfinished_regrades(path):  # never listed as a regrade, never read
+        tail += (
+            f"; {name}: an unfinished regrade a killed `onrecord regrade` left "
+            "(the next regrade or resume removes it)"
+        )
     regrades = sorted(p for p in (path / "regrades").glob("*") if p.is_dir())
     for regrade in regrades:
         progress.phase(f"regrade {regrade.name}")

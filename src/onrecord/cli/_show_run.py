@@ -72,7 +72,8 @@ def _incomplete(console: Console, run: Path, recorded: int, expected: int) -> No
 
 
 def _render_ungraded(console: Console, run: Path, *, every: bool) -> None:
-    """A run with no report.json (killed before grading): no decision is made up, but
+    """A run with no report.json or no decision.json (killed before or while grading):
+    no decision is made up, but
     each recorded episode was graded when it was recorded, and those verdicts are in
     its record: what did not pass so far is listed from them."""
     from onrecord.runner import RunStore
@@ -80,10 +81,19 @@ def _render_ungraded(console: Console, run: Path, *, every: bool) -> None:
 
     store = RunStore.open(run)
     report = recorded_report(store)
-    _incomplete(console, run, len(report.trials), store.protocol.episodes)
+    expected = store.protocol.episodes
+    if len(report.trials) < expected:
+        _incomplete(console, run, len(report.trials), expected)
+    else:  # killed while grading: every episode is recorded, "incomplete" said otherwise
+        console.print(f"all {expected} planned episodes recorded")
+        console.print(
+            f"grade it: {literal(f'onrecord run --resume {path_word(run)}')}", soft_wrap=True
+        )
+    # A report.json without decision.json is a grading killed between the two files.
+    why = "no decision.json" if (run / "report.json").exists() else "no report.json"
     console.print(
-        "not graded yet (no report.json, so no decision): the run was interrupted "
-        "before its grading; resuming it grades it"
+        f"not graded yet ({why}, so no decision): the run was interrupted "
+        "before or during its grading; resuming it grades it"
     )
     if not report.trials:
         return

@@ -58,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         args.run_dir, checks or None, policy=policy, name=args.name, progress=progress
     )
     console = make_console()
+    for notice in regrade.notices:  # as `run --resume` says what it repaired
+        console.print(f"repaired: {literal(notice)}")
     for name, (old, new) in regrade.versions.items():
         console.print(
             f"check {literal(name)}: version {literal(old or 'absent')} → "

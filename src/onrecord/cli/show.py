@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from onrecord.cli._episode_view import render_episode
+from onrecord.cli._measure_table import render_report_measures
 from onrecord.cli._progress import CountProgress, add_no_progress
 from onrecord.cli._record_views import render_bundle
 from onrecord.cli._records import Bundle, load_any
-from onrecord.cli._render import make_console, render_forecasts, render_policy, render_report
+from onrecord.cli._render import make_console, render_forecasts, render_policy
 from onrecord.cli._row_history import render_row_history
 from onrecord.cli._run_episode import (
     ALL_NOT_PASSED,
@@ -158,7 +159,7 @@ def _render(
     if isinstance(record, EpisodeEvidence):
         render_episode(console, record, steps, full=full, command=command)
     elif isinstance(record, EvaluationReport):
-        render_report(console, record)
+        render_report_measures(console, record)
     elif isinstance(record, AcceptancePolicy):
         render_policy(console, record)
     else:

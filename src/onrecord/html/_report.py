@@ -11,6 +11,7 @@ from onrecord._natural import natural_key
 from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.html._decision import headline, requirements_section
 from onrecord.html._listing import episodes_section
+from onrecord.html._measures import measures_section
 from onrecord.html._page import (
     NAME_CHARS,
     attr,
@@ -43,6 +44,7 @@ def render_report_page(data: Mapping[str, Any]) -> str:
             _decision(data),
             _checks(data),
             _pass_hat_k(data),
+            measures_section(data),
             tasks_section(data),
             episodes_section(data),
             _plots(data),

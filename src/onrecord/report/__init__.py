@@ -1,6 +1,7 @@
 """Reports: trials of check results, a lock that says what they are comparable with,
 summary statistics, verified save and load."""
 
+from onrecord.report._measures import MeasureSummary, summarize_measures
 from onrecord.report._report import REPORT_SCHEMA, EvaluationReport, build_lock
 from onrecord.report._results import STATUSES, CheckResult, Status, Trial
 from onrecord.report._summary import CheckSummary, ReportSummary, summarize
@@ -11,9 +12,11 @@ __all__ = [
     "CheckResult",
     "CheckSummary",
     "EvaluationReport",
+    "MeasureSummary",
     "ReportSummary",
     "Status",
     "Trial",
     "build_lock",
     "summarize",
+    "summarize_measures",
 ]

@@ -10,6 +10,7 @@ from typing import Any
 
 from onrecord._natural import natural_key
 from onrecord._stats import clustered_interval, pass_hat_k
+from onrecord.report._measures import MeasureSummary, summarize_measures
 from onrecord.report._results import Trial
 
 __all__ = ["CheckSummary", "ReportSummary", "summarize"]
@@ -64,6 +65,8 @@ class ReportSummary:
     pass_hat_k_cases: dict[int, int] = field(default_factory=dict)
     """For each k of ``pass_hat_k``, how many cases it averages over: fewer than the
     report's cases when some have fewer than k measured repeats."""
+    measures: tuple[MeasureSummary, ...] = ()
+    """Per-measure summaries (``summarize_measures``), by name in natural order."""
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form for JSON output."""
@@ -87,6 +90,7 @@ class ReportSummary:
                 }
                 for check in self.checks
             ],
+            "measures": [measure.to_dict() for measure in self.measures],
         }
 
 
@@ -121,6 +125,7 @@ def summarize(trials: Sequence[Trial], check_names: Sequence[str]) -> ReportSumm
         pass_hat_k_cases={
             k: sum(repeats >= k for _, repeats in counts) for k in range(1, most_repeats + 1)
         },
+        measures=summarize_measures(trials),
     )
 
 

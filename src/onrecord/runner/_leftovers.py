@@ -5,32 +5,47 @@ renamed into place (``atomic_write_bytes``, ``_commit._write_file``). A kill -9 
 the two leaves the temporary file: never read, never renamed, but kept for ever. Only a
 process holding the directory lock may remove them (a writer without it might be about
 to rename its own), and only names these writers make: anything else stays.
+
+A killed ``onrecord regrade`` leaves its staging directory (``RUN/.regrade-XXXXXXXX``,
+written whole and then renamed to ``regrades/NAME``). Regrades do not take the run's
+lock (they only read its records), so a staging directory is locked by the regrade
+writing it instead (``flock`` on the directory): one nobody holds is a dead regrade's,
+named by ``verify`` and removed by the next regrade or resume.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
+import shutil
 import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["remove_leftovers"]
+__all__ = ["remove_leftovers", "remove_unfinished_regrades", "staging", "unfinished_regrades"]
 
 _TOP = re.compile(r"\.(?:run|report|decision)\.json\.[a-z0-9_]{8}\.tmp")
 """``tempfile.mkstemp(prefix=".NAME.", suffix=".tmp")``: eight characters between."""
 _SIDE = re.compile(r"\.[0-9a-f]{64}\.[0-9]+\.tmp")
 """``files/.<sha256>.<pid>.tmp`` (``_commit._write_file``)."""
+_STAGING = re.compile(r"\.regrade-[a-z0-9_]{8}")
+"""``tempfile.mkdtemp(prefix=".regrade-")``: a regrade's staging directory."""
 
 
 def remove_leftovers(run: Path) -> list[str]:
     """Remove the temporary files of writes that never finished; one notice for them."""
     removed = _remove(run, _TOP) + _remove(run / "files", _SIDE)
+    notices = remove_unfinished_regrades(run)
     if not removed:
-        return []
+        return notices
     names = ", ".join(os.path.relpath(path, run) for path in removed)
     return [
         f"removed {len(removed)} unfinished temporary file(s) a killed onrecord left "
-        f"in {run}: {names}"
+        f"in {run}: {names}",
+        *notices,
     ]
 
 
@@ -48,3 +63,81 @@ def _remove(directory: Path, pattern: re.Pattern[str]) -> list[Path]:
             os.unlink(entry.path)
             removed.append(Path(entry.path))
     return removed
+
+
+@contextlib.contextmanager
+def staging(run: Path) -> Iterator[Path]:
+    """A new staging directory in ``run``, locked for as long as the block runs (and
+    removed after it, unless renamed away). Locked only after ``mkdtemp`` made it, so
+    a cleaner may take and remove it in between: then it is made again."""
+    while True:
+        path = Path(tempfile.mkdtemp(prefix=".regrade-", dir=run))
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a cleaner holds it only while removing
+            if _same(fd, path):
+                try:
+                    yield path
+                finally:
+                    shutil.rmtree(path, ignore_errors=True)
+                return
+        finally:
+            os.close(fd)
+
+
+def unfinished_regrades(run: Path) -> list[str]:
+    """The staging directories of regrades killed before they finished (read only)."""
+    return [path.name for path in _staged(run) if _unheld(path, fcntl.LOCK_SH, remove=False)]
+
+
+def remove_unfinished_regrades(run: Path) -> list[str]:
+    """Remove what ``unfinished_regrades`` names; one notice for them."""
+    removed = [path.name for path in _staged(run) if _unheld(path, fcntl.LOCK_EX, remove=True)]
+    if not removed:
+        return []
+    return [
+        f"removed {len(removed)} unfinished regrade(s) a killed `onrecord regrade` left in "
+        f"{run}: {', '.join(removed)}"
+    ]
+
+
+def _staged(run: Path) -> list[Path]:
+    try:
+        entries = sorted(os.scandir(run), key=lambda entry: entry.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    # A real directory only: a link of that name is not ours to follow or remove.
+    return [
+        Path(entry.path)
+        for entry in entries
+        if _STAGING.fullmatch(entry.name)
+        and stat.S_ISDIR(entry.stat(follow_symlinks=False).st_mode)
+    ]
+
+
+def _unheld(path: Path, mode: int, *, remove: bool) -> bool:
+    """Whether no live regrade holds ``path`` (then removed, under the lock, if asked)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:  # gone meanwhile (its regrade finished), or not a directory now
+        return False
+    try:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        except BlockingIOError:  # a regrade is writing it
+            return False
+        if remove:  # a leftover that cannot be removed stays, and is named by `verify`
+            shutil.rmtree(path, ignore_errors=True)
+            return not path.exists()
+        return True
+    finally:
+        os.close(fd)
+
+
+def _same(fd: int, path: Path) -> bool:
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)

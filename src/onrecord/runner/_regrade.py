@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
 from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
 from onrecord.runner._job import JobResult, Progress
+from onrecord.runner._leftovers import remove_unfinished_regrades, staging
 from onrecord.runner._provider import EnvironmentProvider
 from onrecord.runner._registry import build_provider, load_checks
 from onrecord.runner._run import Graded, save_grading, trials_by_key
@@ -73,6 +72,8 @@ class Regrade(Graded):
     unversioned: tuple[str, ...] = ()
     """Checks whose verdicts changed although their version did not: their logic changed
     without a version bump, so the two reports' locks claim the same check."""
+    notices: tuple[str, ...] = ()
+    """What was repaired first: staging directories of regrades killed earlier."""
 
 
 def regrade_run(
@@ -137,14 +138,13 @@ def _regrade_run(
     )
     # Written whole into a temporary directory, then renamed into place: a regrade killed
     # while saving leaves no half-written RUN/regrades/NAME that `verify RUN` refuses.
-    staging = Path(tempfile.mkdtemp(prefix=".regrade-", dir=store.path))
-    os.chmod(staging, usual_dir_mode())  # mkdtemp's 0700 would outlive the rename
-    try:
-        save_grading(staging, report, decision, expected=protocol.episodes)
-        _save_changes(staging, changes, versions, specs, previous.digest, unversioned)
-        target = _publish(staging, target, numbered=name is None)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    # What an earlier regrade killed there left is removed first (it was kept for ever).
+    notices = remove_unfinished_regrades(store.path)
+    with staging(store.path) as folder:
+        os.chmod(folder, usual_dir_mode())  # mkdtemp's 0700 would outlive the rename
+        save_grading(folder, report, decision, expected=protocol.episodes)
+        _save_changes(folder, changes, versions, specs, previous.digest, unversioned)
+        target = _publish(folder, target, numbered=name is None)
     return Regrade(
         report,
         decision,
@@ -154,6 +154,7 @@ def _regrade_run(
         target,
         protocol.episodes,
         tuple(unversioned),
+        tuple(notices),
     )
 
 

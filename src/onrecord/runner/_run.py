@@ -8,6 +8,7 @@ import time
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes
@@ -15,7 +16,7 @@ from onrecord.case import EvalCase
 from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
-from onrecord.runner._commit import naming_file
+from onrecord.runner._commit import fsync_directory, naming_file
 from onrecord.runner._executors import Executor, InProcessExecutor
 from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
 from onrecord.runner._job import Progress
@@ -362,6 +363,13 @@ def save_grading(
 ) -> None:
     """Write ``report.json`` and ``decision.json`` into ``directory`` (atomically)."""
     target = os.fspath(directory)
+    # The old decision goes first: killed between the two renames, a resume left the new
+    # report beside the old decision, which `verify` and `show` refused as an edit. A
+    # report.json without decision.json reads as a grading interrupted (not as one).
+    with naming_file(os.path.join(target, "decision.json")):
+        if os.path.lexists(os.path.join(target, "decision.json")):
+            os.unlink(os.path.join(target, "decision.json"))
+            fsync_directory(Path(target))  # gone on disk before the new report replaces the old
     with naming_file(os.path.join(target, "report.json")):
         report.save_json(os.path.join(target, "report.json"))
     body: dict[str, Any] = {
