@@ -38,6 +38,7 @@ __all__ = [
     "digest_bytes",
     "file_sha256",
     "from_portable",
+    "fsync_directory",
     "load_record_bytes",
     "no_string_values",
     "record_bytes",
@@ -101,7 +102,19 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    # The rename is durable only once the directory is: without this a power loss could
+    # leave the old file (or none) under the name, though the bytes were fsynced.
+    fsync_directory(target.parent)
     return target
+
+
+def fsync_directory(path: Path) -> None:
+    """fsync a directory: the names created, renamed or removed in it become durable."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def usual_dir_mode() -> int:

@@ -30,6 +30,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from onrecord._canonical import fsync_directory
+
 __all__ = ["COMMIT_SECONDS", "GroupCommit", "fsync_directory", "naming_file"]
 
 COMMIT_SECONDS = 0.2
@@ -49,15 +51,6 @@ def naming_file(path: Path | str) -> Iterator[None]:
         if exc.filename is not None or exc.errno is None:
             raise
         raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc
-
-
-def fsync_directory(path: Path) -> None:
-    """fsync a directory: the names created, renamed or removed in it become durable."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class GroupCommit:
