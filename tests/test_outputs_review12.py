@@ -129,7 +129,8 @@ def test_no_name_or_header_word_is_folded(runs: tuple[Path, Path, Path], columns
             "requirement critical status pass rate 95% interval threshold cases unmeasured "
             "reason check version passed failed of which errors coverage results both A "
             "only B fail McNemar p measure mean − bootstrap pairs "
-            "episode outcome checks not",  # show RUN's episodes not passed
+            "episode outcome checks not "  # show RUN's episodes not passed
+            "trials min median max above 0",  # show RUN's measures over the run
         )
     )
     for text in outputs:
