@@ -10,7 +10,6 @@ file and waits there; the test waits for the marker, never for a duration."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -20,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from onrecord._canonical import canonical_bytes
 from tests.cli_process import onrecord
+from tests.runner.test_executor_equivalence13 import grading as _grading
 
 RUN_ARGS = ["remittance", "-a", "double_poster", "-s", "0", "-r", "1"]
 RUN_ARGS += ["--executor", "inprocess", "--no-progress"]
@@ -67,19 +66,6 @@ def _killed_while_held(tmp_path: Path, at: str, file: str, *args: str) -> None:
             process.kill()
         process.communicate()
     assert process.returncode == -signal.SIGKILL
-
-
-def _grading(run: Path) -> bytes:
-    """report.json and decision.json without digests (as test_executor_equivalence13)."""
-    report = json.loads((run / "report.json").read_bytes())
-    report.pop("digest")
-    for trial in report["trials"]:
-        trial["source"].pop("digest")
-    decision = json.loads((run / "decision.json").read_bytes())
-    decision.pop("digest")
-    decision.pop("report_digest")
-    decision["decision"].pop("report_digest")
-    return canonical_bytes({"report": report, "decision": decision})
 
 
 @pytest.fixture(scope="module")

@@ -92,7 +92,7 @@ def _without_execution(record: dict[str, Any], events: list[dict[str, Any]]) -> 
     return {"record": record, "actions": events}
 
 
-def _grading(run: Path) -> bytes:
+def grading(run: Path) -> bytes:
     """report.json (lock, every trial in order) and decision.json, without digests."""
     report = json.loads((run / "report.json").read_bytes())
     report.pop("digest")
@@ -110,7 +110,7 @@ def _same_run(run: Path, baseline: Path) -> None:
     assert set(episodes) == set(expected)
     for key, evidence in expected.items():
         assert episodes[key] == evidence, key
-    assert _grading(run) == _grading(baseline)
+    assert grading(run) == grading(baseline)
 
 
 def _run_all(root: Path, executor: Executor) -> Path:
