@@ -246,6 +246,8 @@ def test_html_page_gives_the_rates(runs: tuple[Path, Path], tmp_path: Path) -> N
     compare(runs, "--html", page_path)
     page = page_path.read_text()
     assert "B pass rate (95% interval, clustered by case)" in page
+    # the legend says what the rate columns hold, beside the counts it explained
+    assert "A and B pass rate: each report's own pass rate of the check" in page
     passes, measured, interval = expected(runs[1])["expected_changes"]
     (row,) = re.findall(r'<tr data-check="expected_changes">.*?</tr>', page)
     (cell,) = re.findall(r'data-field="rate_b"[^>]*>([^<]*)<', row)

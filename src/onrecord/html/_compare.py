@@ -175,7 +175,8 @@ def _checks(comparison: Mapping[str, Any]) -> str:
         f'<section id="checks-section"><h2>Checks ({comparison["pairs"]} paired '
         'episodes)</h2><p class="meta">A only: passes in A, fails in B (B regressed). '
         "B only: the reverse. p: exact two-sided McNemar test of the discordant pairs."
-        "</p>"
+        + (_RATES_LEGEND if rates else "")
+        + "</p>"
         + table(
             (
                 *("check", "both pass", "A only", "B only", "both fail", "not measured"),
@@ -192,6 +193,13 @@ def _checks(comparison: Mapping[str, Any]) -> str:
 
 
 _RATE_HEADERS = tuple(f"{side} pass rate ({CLUSTERED_INTERVAL})" for side in "AB")
+_RATES_LEGEND = (
+    " A and B pass rate: each report's own pass rate of the check over its measured "
+    "results, as <code>onrecord show</code> gives it; it also counts results whose pair "
+    "the test leaves out (not measured on the other side)."
+)
+"""The rate columns said what they hold in their headers but not how they relate to the
+counts beside them."""
 
 
 def _rate_cell(check: Mapping[str, Any], side: str) -> str:
