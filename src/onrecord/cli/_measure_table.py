@@ -8,31 +8,12 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from onrecord._numbers import measure_number
 from onrecord._tables import SplitTable
 from onrecord.cli._render import literal, render_report
 from onrecord.report import EvaluationReport, MeasureSummary, summarize_measures
+from onrecord.report._measures import MEASURE_COLUMNS, measure_cells
 
-__all__ = ["MEASURE_HEADERS", "measure_row", "render_measures", "render_report_measures"]
-
-MEASURE_HEADERS = ("measure", "trials", "mean", "min", "median", "max", "above 0")
-"""The columns (the HTML report's table has the same)."""
-
-
-def measure_row(measure: MeasureSummary, total: int) -> tuple[str, ...]:
-    """The cells of one measure (its name as written, not yet made literal): ``trials``
-    says ``12 of 33`` when some trials lack it, so its mean is not read as the run's."""
-    bounds = (measure.minimum, measure.maximum)
-    return (
-        measure.name,
-        str(measure.trials) if measure.trials == total else f"{measure.trials} of {total}",
-        # Beside the min and max: a mean or median between them never reads as one.
-        measure_number(measure.mean, bounds),
-        measure_number(measure.minimum),
-        measure_number(measure.median, bounds),
-        measure_number(measure.maximum),
-        str(measure.above_zero),
-    )
+__all__ = ["render_measures", "render_report_measures"]
 
 
 def render_report_measures(console: Console, report: EvaluationReport) -> None:
@@ -50,8 +31,8 @@ def render_measures(console: Console, measures: tuple[MeasureSummary, ...], tota
         return
     # Split, not fitted: at 80 columns a fitted table folded a world model's
     # "dynamics/angular_velocity/mean_abs_error" mid-word; each part repeats the name.
-    table = SplitTable(*MEASURE_HEADERS, keys=1, title=f"measures over the {total} trials")
+    table = SplitTable(*MEASURE_COLUMNS, keys=1, title=f"measures over the {total} trials")
     for measure in measures:
-        name, *numbers = measure_row(measure, total)
+        name, *numbers = measure_cells(measure, total)
         table.add_row(literal(name), *numbers)
     console.print(table)

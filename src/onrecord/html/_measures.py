@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from onrecord._numbers import measure_number
 from onrecord.html._page import NAME_CHARS, attr, cell, table
+from onrecord.report._measures import MEASURE_COLUMNS, MeasureSummary, measure_cells
 
 __all__ = ["measures_section"]
 
-_HEADERS = ("measure", "trials", "mean", "min", "median", "max", "above 0")
+_FIELDS = ("trials", "mean", "min", "median", "max", "above_zero")
+"""The data keys of the number columns, in ``MEASURE_COLUMNS`` order."""
 
 
 def measures_section(data: Mapping[str, Any]) -> str:
@@ -24,29 +25,20 @@ def measures_section(data: Mapping[str, Any]) -> str:
     return (
         '<section id="measure-summary-section"><h2>Measures</h2><p class="meta">each measure '
         "over the trials that have it; above 0 counts the trials where it is</p>"
-        + table(_HEADERS, rows, element_id="measure-summary")
+        + table(MEASURE_COLUMNS, rows, element_id="measure-summary")
         + "</section>"
     )
 
 
 def _row(m: Mapping[str, Any], total: int) -> str:
-    bounds = (m["min"], m["max"])
+    name, *shown = measure_cells(MeasureSummary.from_dict(m), total)
     # The text for people; each data-value the JSON number, for tests and scripts.
-    shown = {
-        "mean": measure_number(m["mean"], bounds),
-        "min": measure_number(m["min"]),
-        "median": measure_number(m["median"], bounds),
-        "max": measure_number(m["max"]),
-    }
-    trials = str(m["trials"]) if m["trials"] == total else f"{m['trials']} of {total}"
     return (
-        f'<tr data-measure="{attr(m["name"])}">'
-        + cell(m["name"], limit=NAME_CHARS)
-        + cell(trials, css="num", data={"field": "trials", "value": m["trials"]})
+        f'<tr data-measure="{attr(name)}">'
+        + cell(name, limit=NAME_CHARS)
         + "".join(
             cell(text, css="num", data={"field": key, "value": m[key]})
-            for key, text in shown.items()
+            for key, text in zip(_FIELDS, shown, strict=True)
         )
-        + cell(m["above_zero"], css="num", data={"field": "above_zero", "value": m["above_zero"]})
         + "</tr>"
     )

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from onrecord._natural import natural_key
+from onrecord._numbers import measure_number
 from onrecord.report._results import Trial
 
-__all__ = ["MeasureSummary", "summarize_measures"]
+__all__ = ["MEASURE_COLUMNS", "MeasureSummary", "measure_cells", "summarize_measures"]
+
+MEASURE_COLUMNS = ("measure", "trials", "mean", "min", "median", "max", "above 0")
+"""The columns of a measure summary, in ``onrecord show`` and the HTML report alike."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,35 @@ class MeasureSummary:
             "max": self.maximum,
             "above_zero": self.above_zero,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MeasureSummary:
+        """``to_dict()`` read back (the HTML report renders from its data)."""
+        return cls(
+            data["name"],
+            data["trials"],
+            data["mean"],
+            data["min"],
+            data["median"],
+            data["max"],
+            data["above_zero"],
+        )
+
+
+def measure_cells(measure: MeasureSummary, total: int) -> tuple[str, ...]:
+    """The cells of one measure under ``MEASURE_COLUMNS`` (its name as written):
+    ``trials`` says ``12 of 33`` when some trials lack it, so its mean is not read as the
+    run's; a mean or median between the min and max never reads as either."""
+    bounds = (measure.minimum, measure.maximum)
+    return (
+        measure.name,
+        str(measure.trials) if measure.trials == total else f"{measure.trials} of {total}",
+        measure_number(measure.mean, bounds),
+        measure_number(measure.minimum),
+        measure_number(measure.median, bounds),
+        measure_number(measure.maximum),
+        str(measure.above_zero),
+    )
 
 
 def summarize_measures(trials: Sequence[Trial]) -> tuple[MeasureSummary, ...]:
