@@ -32,7 +32,7 @@ from pathlib import Path
 
 from onrecord._canonical import fsync_directory
 
-__all__ = ["COMMIT_SECONDS", "GroupCommit", "fsync_directory", "naming_file"]
+__all__ = ["COMMIT_SECONDS", "GroupCommit", "naming_file"]
 
 COMMIT_SECONDS = 0.2
 """Most time a finished episode waits in memory before its batch is committed."""

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes
+from onrecord._canonical import atomic_write_bytes, content_digest, fsync_directory, record_bytes
 from onrecord.case import EvalCase
 from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
-from onrecord.runner._commit import fsync_directory, naming_file
+from onrecord.runner._commit import naming_file
 from onrecord.runner._executors import Executor, InProcessExecutor
 from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
 from onrecord.runner._job import Progress

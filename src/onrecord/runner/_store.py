@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 from onrecord._canonical import (
     atomic_write_bytes,
     content_digest,
+    fsync_directory,
     load_record_bytes,
     record_bytes,
 )
@@ -41,7 +42,7 @@ from onrecord.episode._verify_files import (
 )
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
 from onrecord.runner._actionlog import read_events
-from onrecord.runner._commit import GroupCommit, fsync_directory
+from onrecord.runner._commit import GroupCommit
 from onrecord.runner._job import JobResult
 from onrecord.runner._leftovers import remove_leftovers
 from onrecord.runner._lock import LOCK_NAME, lock_directory, unlock
