@@ -10,10 +10,10 @@ from pathlib import Path
 
 
 def onrecord(
-    *args: str | Path, timeout: float = 300, cwd: Path | None = None
+    *args: str | Path, timeout: float = 300, cwd: Path | None = None, columns: int = 200
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``onrecord ARGS`` from this virtualenv (in ``cwd``), with a wide terminal for
-    tables."""
+    """Run ``onrecord ARGS`` from this virtualenv (in ``cwd``), in a terminal ``columns``
+    wide (wide by default, for tables)."""
     return subprocess.run(
         [str(Path(sys.executable).parent / "onrecord"), *map(str, args)],
         capture_output=True,
@@ -21,7 +21,7 @@ def onrecord(
         timeout=timeout,
         check=False,
         cwd=cwd,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": str(columns)},
     )
 
 

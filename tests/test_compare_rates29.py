@@ -6,10 +6,7 @@ the notes, run by the real command."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -101,14 +98,7 @@ def sides(
 
 def compare(runs: tuple[Path, Path], *extra: str | Path, columns: int = 200) -> str:
     """``onrecord compare A B EXTRA`` in a terminal ``columns`` wide; its stdout."""
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "onrecord"), "compare", *map(str, runs), *extra],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "COLUMNS": str(columns)},
-    )
+    done = onrecord("compare", *runs, *extra, columns=columns)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

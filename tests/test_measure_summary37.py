@@ -8,10 +8,7 @@ NumPy from the run's report.json, not with the code under test.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +45,7 @@ def _values(report_file: Path) -> dict[str, np.ndarray[Any, np.dtype[np.float64]
 
 
 def _show(path: Path, columns: int = 200) -> str:
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "onrecord"), "show", str(path), "--no-progress"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "COLUMNS": str(columns)},
-    )
+    done = onrecord("show", path, "--no-progress", columns=columns)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
