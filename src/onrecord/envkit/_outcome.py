@@ -113,8 +113,8 @@ def arguments(value: Any) -> tuple[dict[str, Any], Any, str | None]:
         return {}, {"$unportable": safe_repr(value)}, f"arguments are not JSON: {exc}"
     except Exception as exc:
         # Reading the agent's value ran its code (a Mapping whose items() raises, a str
-        # whose __eq__ raises) or met a value too big to describe (a 5000-digit int):
-        # the call is rejected like any unreadable arguments, never a crash of the run.
+        # whose __eq__ raises): the call is rejected like any unreadable arguments,
+        # never a crash of the run.
         return {}, {"$unportable": safe_repr(value)}, f"arguments cannot be read: {describe(exc)}"
     if not isinstance(plain, dict):
         return (
