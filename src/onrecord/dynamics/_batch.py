@@ -28,7 +28,7 @@ from onrecord.dynamics._capture import (
 )
 from onrecord.dynamics._envs import Coordinate
 from onrecord.dynamics._evidence import ForecastEvidence
-from onrecord.dynamics._protocol import Prediction, WorldModel
+from onrecord.dynamics._protocol import Prediction, WorldModel, summarize_particles
 from onrecord.dynamics._response import ModelError, check_array, numeric_array, read_answer
 from onrecord.errors import InputError, OnrecordError
 
@@ -237,31 +237,31 @@ def _from_samples(
         raise ModelError("samples holds no particles; give at least one per reference")
     if angular is not None and angular.any():
         samples = _unwrap_particles(samples, angular)
-    if samples.shape[1] < 2:
-        return samples.mean(axis=1), None
-    return samples.mean(axis=1), samples.std(axis=1, ddof=1)
+    return summarize_particles(samples)
 
 
 def _angles_from_particles(prediction: Prediction, angular: NDArray[np.bool_]) -> tuple[Any, Any]:
     """A sampled Prediction's mean and std, with its angles summarized again from its
     particles: ``Prediction.from_samples`` averaged them as plain numbers, unaware which
-    coordinates wrap. Anything malformed, or a deviation that is not positive, is left
-    as given, for the usual checks to name as the model's error."""
+    coordinates wrap. Anything malformed, or a negative or non-finite deviation, is left
+    as given, for the usual checks to name as the model's error. A deviation of exactly
+    0 is the particles' own (they agree there) and does not stop the angles' summary."""
     mean, std = prediction.mean, prediction.std
     samples = numeric_array(prediction.samples, "samples")
     given = np.shape(mean)
     if samples.ndim != 4 or samples.shape[1] < 2 or given != samples.shape[:1] + samples.shape[2:]:
         return mean, std
-    if std is not None and (np.shape(std) != given or not (np.asarray(std) > 0).all()):
+    if std is not None and (np.shape(std) != given or not (np.asarray(std) >= 0).all()):
         return mean, std
     unwrapped = _unwrap_particles(samples, angular)
     if unwrapped is samples:
         return mean, std
+    angle_mean, angle_std = summarize_particles(unwrapped[..., angular])
     mean = np.array(mean, dtype=np.float64)
-    mean[..., angular] = unwrapped[..., angular].mean(axis=1)
-    if std is not None:
+    mean[..., angular] = angle_mean
+    if std is not None and angle_std is not None:
         std = np.array(std, dtype=np.float64)
-        std[..., angular] = unwrapped[..., angular].std(axis=1, ddof=1)
+        std[..., angular] = angle_std
     return mean, std
 
 

@@ -220,6 +220,19 @@ def _mean_abs_error(values: np.ndarray) -> float | None:
     return mean if math.isfinite(mean) else None
 
 
+def _check_same_subject(first: ForecastEvidence, forecast: ForecastEvidence) -> None:
+    """A report is the evidence about one model on one state contract: another model's
+    forecasts of the same cases would be numbered as repeats, and a policy would decide
+    on the mixture (as ``aggregate_metrics`` refuses to pool them)."""
+    if (forecast.model_id, forecast.contract) != (first.model_id, first.contract):
+        raise InputError(
+            f"forecast {forecast.digest[:12]} is of model {forecast.model_id!r} on "
+            f"{forecast.contract!r}, but {first.digest[:12]} is of {first.model_id!r} on "
+            f"{first.contract!r}; build one forecast_report per model and contract "
+            "(compare_reports then compares the models)"
+        )
+
+
 def forecast_report(forecasts: Iterable[ForecastEvidence], tolerances: Tolerances) -> Any:
     """An ``EvaluationReport`` of many forecasts (one trial each, forecasts of one case
     numbered as repeats in order)."""
@@ -227,11 +240,14 @@ def forecast_report(forecasts: Iterable[ForecastEvidence], tolerances: Tolerance
 
     seen: dict[tuple[str, str], int] = {}
     trials = []
+    first: ForecastEvidence | None = None
     for forecast in forecasts:
         if not isinstance(forecast, ForecastEvidence):
             raise InputError(
                 f"forecast_report takes ForecastEvidence, got {type(forecast).__name__}"
             )
+        first = first or forecast
+        _check_same_subject(first, forecast)
         case = forecast.episode["case"]
         key = (case["case_id"], case["content_digest"])
         trials.append(forecast_case_result(forecast, tolerances, repeat=seen.get(key, 0)))

@@ -314,8 +314,14 @@ class RandomModel:
         self._scale: FloatArray | None = None
 
     def fit(self, transitions: Transitions) -> None:
-        """Record the spread of one-step state changes."""
-        self._scale = np.std(transitions.next_states - transitions.states, axis=0)
+        """Record the spread of one-step state changes (angles' changes wrapped)."""
+        deltas = transitions.next_states - transitions.states
+        # Acrobot wraps its angles every step: a swing through ±pi is a change of ~0.1 rad,
+        # not ~2*pi, and unwrapped it would inflate the walk's spread (as the Bayesian
+        # model wraps its targets).
+        angular = np.array([c.angular for c in self.simulator.coordinates])
+        deltas[:, angular] = _wrap(deltas[:, angular])
+        self._scale = np.std(deltas, axis=0)
 
     def predict(
         self, initial_states: FloatArray, actions: NDArray[Any], *, uncertainty: bool = True

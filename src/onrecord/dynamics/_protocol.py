@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from onrecord.errors import InputError
 
-__all__ = ["Prediction", "Transitions", "WorldModel"]
+__all__ = ["Prediction", "Transitions", "WorldModel", "summarize_particles"]
 
 FloatArray = NDArray[np.float64]
 
@@ -36,8 +36,25 @@ class Prediction:
     @classmethod
     def from_samples(cls, samples: FloatArray) -> Prediction:
         """Summarize particles by their mean and (sample) standard deviation."""
-        std = samples.std(axis=1, ddof=1) if samples.shape[1] > 1 else None
-        return cls(samples.mean(axis=1), std, samples)
+        mean, std = summarize_particles(samples)
+        return cls(mean, std, samples)
+
+
+def summarize_particles(samples: Any) -> tuple[FloatArray, FloatArray | None]:
+    """Mean and sample deviation over axis 1 of ``[N, S, H, d]`` particles (no deviation
+    for one particle). Where the particles agree exactly, the mean is their common value
+    and the deviation exactly 0: summed in floating point, three particles at 0.1 have
+    the mean 0.1 + 1e-17 and a spread of 1e-17, a point mass that would otherwise keep a
+    "deviation" and score an absurd density."""
+    mean = samples.mean(axis=1)
+    if samples.shape[1] < 2:
+        return mean, None
+    std = samples.std(axis=1, ddof=1)
+    same = (samples == samples[:, :1]).all(axis=1)
+    if same.any():
+        mean = np.where(same, samples[:, 0], mean)
+        std = np.where(same, 0.0, std)
+    return mean, std
 
 
 @dataclass(frozen=True)
