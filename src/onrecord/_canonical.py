@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from onrecord._nesting import MAX_NESTING, TooDeep
+from onrecord._nesting import MAX_NESTING, TooDeep, refuse_deep
 from onrecord._portable import (
     NDARRAY_TAG,
     PASSTHROUGH,
@@ -42,6 +42,7 @@ __all__ = [
     "load_record_bytes",
     "no_string_values",
     "record_bytes",
+    "refuse_deep_bytes",
     "reraise_interrupt",
     "state_bytes",
     "to_portable",
@@ -184,13 +185,29 @@ def state_bytes(value: Any, path: str = "$") -> bytes:
     unless the bytes read back equal to the value (one C comparison; SQLite rows with
     NULLs and text pass there), or, for a string, the value holds nothing orjson could
     have written as one."""
+    raw = _state_bytes(value, path)
+    refuse_deep_bytes(raw, path)
+    return raw
+
+
+def refuse_deep_bytes(raw: bytes, path: str) -> None:
+    """Refuse state bytes nested deeper than ``MAX_NESTING``, naming ``path``: orjson
+    writes up to 254 levels, so a state nested 250 deep was kept at its step and then
+    made the whole record fail to seal, with no path. Two counts clear every usual state."""
+    if raw.count(b"[") + raw.count(b"{") > MAX_NESTING:
+        refuse_deep(orjson.loads(raw), None, path)
+
+
+def _state_bytes(value: Any, path: str) -> bytes:
     try:
         raw = orjson.dumps(value, option=_STATE_OPTIONS, default=_numpy_fallback)
     except TypeError as exc:
         reraise_interrupt(exc)
         raw = _dumps_native(value)
     if not raw:
-        walk(value, path)  # raises with the path when something is not portable
+        # Raises with the path when something is not portable, or is nested too deep
+        # (orjson's limit, or Python's: the walk alone raised a bare RecursionError).
+        to_portable(value, path)
         raise PortabilityError(
             f"{path} could not be serialized; return plain JSON values or numpy numbers and arrays",
             path,
@@ -304,6 +321,8 @@ def _numpy_fallback(value: Any) -> Any:
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
         if value.dtype.kind == "f" and not np.isfinite(value).all():
             raise TypeError("non-finite array")
+        if not value.ndim:  # orjson refuses a 0-d array; ascontiguousarray made it [x]
+            return value.item()
         # orjson writes native byte order only: a big-endian array (read from a wire
         # format or a file) came back here until its recursion limit, and was refused.
         return np.ascontiguousarray(value, value.dtype.newbyteorder("="))

@@ -209,8 +209,9 @@ def _array_to_portable(array: np.ndarray, path: str) -> dict[str, Any]:
         array = _narrow(array, path)
     if array.dtype.kind == "f" and not np.isfinite(array).all():
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        at = f"{path}{list(bad)}" if bad else path  # a 0-d array has no index
         raise PortabilityError(
-            f"{path}{list(bad)} is {array[bad]!r}; non-finite numbers "
+            f"{at} is {array[bad]!r}; non-finite numbers "
             "have no JSON form: replace it with a finite value",
             path,
         )

@@ -15,13 +15,13 @@ import numpy as np
 import orjson
 from gymnasium import spaces
 
-from onrecord._canonical import to_portable
+from onrecord._canonical import MAX_NESTING, refuse_deep_bytes, to_portable
 from onrecord._splice import Spliced, array_fragment, list_fragment
 from onrecord.episode._blobs import BLOB_THRESHOLD
 from onrecord.episode._verify import STEP_COLUMNS
 from onrecord.errors import PortabilityError
 from onrecord.integrations.gymnasium._recorder import NOT_EXECUTED, Failure, error_record
-from onrecord.integrations.gymnasium._spaces import encode_batch
+from onrecord.integrations.gymnasium._spaces import encode_batch, promoted
 
 if TYPE_CHECKING:
     from onrecord.integrations.gymnasium._recorder import EpisodeRecorder
@@ -50,6 +50,7 @@ def encode_steps(recorder: EpisodeRecorder) -> tuple[dict[str, Any], float]:
 
 def _encode_steps(recorder: EpisodeRecorder) -> tuple[dict[str, Any], float]:
     env, records = recorder.env, recorder.records
+    _refuse_deep_states(recorder)
     raw = _split(records) if recorder.failed else _unzip(records)
     encoded = _rewards(raw["reward"])
     if encoded is None:  # rare: kept as environment errors, and the columns built again
@@ -83,6 +84,28 @@ def _encode_steps(recorder: EpisodeRecorder) -> tuple[dict[str, Any], float]:
         "info": _infos(transitions, recorder.infos),
     }
     return columns, total
+
+
+def _refuse_deep_states(recorder: EpisodeRecorder) -> None:
+    """Keep a state nested deeper than ``MAX_NESTING`` as an observer error, as a read
+    after reset is: the step kept its bytes, which orjson wrote, and the record nesting
+    them a few levels further down then failed to seal, losing the episode. Checked here,
+    once, not per step: a state that short cannot be that deep (each level is "[]")."""
+    records = recorder.records
+    for index, item in enumerate(records):
+        raw = item[4]
+        if len(raw) <= 2 * MAX_NESTING:
+            continue
+        try:
+            refuse_deep_bytes(raw[:-1], "$.state")  # without the comma step() added
+        except PortabilityError as exc:
+            records[index] = _without_state(item, recorder._observer_failed(index, exc))
+
+
+def _without_state(item: Any, state: bytes) -> Any:
+    if type(item) is Failure:
+        return item._replace(state=state)
+    return (*item[:4], state)
 
 
 def _unzip(records: list[Any]) -> dict[str, Sequence[Any]]:
@@ -177,6 +200,8 @@ def _samples(
         return _ragged(values, field)
     if stacked.dtype.kind not in "biuf":
         return _ragged(values, field)
+    if not isinstance(values, np.ndarray) and promoted(values, stacked.dtype):
+        return _ragged(values, field)  # each sample at its own dtype, exactly
     if not stacked.dtype.isnative:  # a big-endian Box: orjson writes native order only
         stacked = stacked.astype(stacked.dtype.newbyteorder("="))
     if stacked[0].nbytes >= BLOB_THRESHOLD:

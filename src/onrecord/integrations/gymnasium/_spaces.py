@@ -7,6 +7,7 @@ of a batch (``unbatch``) without the original space objects.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ __all__ = [
     "encode_batch",
     "fast_contains",
     "invalid_action_message",
+    "promoted",
     "why_not_in",
 ]
 
@@ -98,7 +100,7 @@ def encode_batch(
             stacked = np.array(values)  # far cheaper than np.stack for many small arrays
         except ValueError:  # samples of different shapes: an environment off its space
             return _as_returned(values, field)
-        if stacked.dtype.kind not in "biuf":
+        if stacked.dtype.kind not in "biuf" or promoted(values, stacked.dtype):
             return _as_returned(values, field)
         if stacked.dtype.kind == "f" and not np.isfinite(stacked).all():
             to_portable(stacked, f"$.{field}")  # raises, naming the first bad element
@@ -124,6 +126,16 @@ def encode_batch(
     except Exception:  # a sample off the space: a list where it holds arrays, a short tuple
         return _off_space(space, values, field)
     return to_portable(encoded, f"$.{field}")
+
+
+def promoted(values: Sequence[Any], dtype: np.dtype[Any]) -> bool:
+    """Whether stacking changed some sample's dtype: one step off its Box's dtype (an
+    int64 array among uint64 ones, a bool array among uint8 ones) made ``np.array``
+    promote the whole column, rounding every uint64 or int64 beyond 2**53 to a float
+    and writing bools as 0 and 1, on the steps that matched the space too."""
+    if {getattr(value, "dtype", None) for value in values} == {dtype}:
+        return False  # the usual column: arrays (or NumPy scalars) of one dtype, at half the cost
+    return any(np.asarray(value).dtype != dtype for value in values)
 
 
 def _off_space(space: spaces.Space[Any], values: list[Any], field: str) -> Any:
