@@ -17,6 +17,7 @@ from onrecord._compare_rates import PassRate, rate_text
 from onrecord._numbers import P_VALUE_MARKS, shown_reason, significant
 from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, clean
+from onrecord.cli._measure_table import MEASURE_ROWS
 from onrecord.compare import (
     Comparison,
     discordant_cases,
@@ -24,6 +25,8 @@ from onrecord.compare import (
     too_few_pairs_note,
 )
 from onrecord.policy import PolicyDecision
+from onrecord.report import MeasureSummary
+from onrecord.report._measures import MEASURE_COLUMNS, measure_cells
 
 __all__ = ["compare_markdown", "gate_markdown", "refused_markdown", "table", "text"]
 
@@ -57,10 +60,17 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def gate_markdown(
-    decision: PolicyDecision, facts: Sequence[RequirementFacts], *, subject: str, policy: str
+    decision: PolicyDecision,
+    facts: Sequence[RequirementFacts],
+    *,
+    subject: str,
+    policy: str,
+    measures: Sequence[MeasureSummary] = (),
+    trials: int = 0,
 ) -> str:
     """The summary of one gate: the decision, each requirement with its measured pass
-    rate, interval and threshold, the reasons, and the first results that did not pass."""
+    rate, interval and threshold, the report's ``measures`` over its ``trials``, the
+    reasons, and the first results that did not pass."""
     # Imported here, not at the top: the version comes from importlib.metadata (~25 ms),
     # which commands that only read records need not load.
     from onrecord import __version__
@@ -77,6 +87,8 @@ def gate_markdown(
     lines += [*table((*headers, "cases", "unmeasured"), rows), ""]
     lines += _reasons([shown_reason(reason) for reason in decision.reasons])
     lines += _unpassed(facts)
+    # After what decided (the requirements, their reasons and failures): context for them.
+    lines += _measure_summary(measures, trials)
     lines.append(
         f"<sub>report sha256:{decision.report_digest[:16]} · policy "
         f"sha256:{decision.policy_digest[:16]} · onrecord {__version__}</sub>"
@@ -96,6 +108,25 @@ def _requirement_row(item: RequirementFacts) -> tuple[str, ...]:
         str(outcome.cases),
         str(outcome.unmeasured),
     )
+
+
+def _measure_summary(measures: Sequence[MeasureSummary], trials: int) -> list[str]:
+    """The report's measures, as ``onrecord show`` tabulates them: a PR's reviewer sees
+    only this summary, and "rows_put_back above 0 in 3 trials" is what a pass rate of
+    the checks does not say. The first ``MEASURE_ROWS``, as the terminal caps them."""
+    if not measures:
+        return []
+    rows = []
+    for measure in measures[:MEASURE_ROWS]:
+        name, *numbers = measure_cells(measure, trials)
+        # The numbers are ours ("-0.5", "1.2e+04"), not record text: through ``text``
+        # a "100." would be escaped as a numbered list's.
+        rows.append((text(name, 200), *numbers))
+    lines = [f"**Measures** over the {trials} trials", "", *table(MEASURE_COLUMNS, rows)]
+    more = len(measures) - MEASURE_ROWS
+    if more > 0:
+        lines += ["", f"… and {more} more (`onrecord show REPORT --all-measures` lists them all)"]
+    return [*lines, ""]
 
 
 def _reasons(reasons: Sequence[str]) -> list[str]:

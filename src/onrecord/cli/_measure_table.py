@@ -13,26 +13,56 @@ from onrecord.cli._render import literal, render_report
 from onrecord.report import EvaluationReport, MeasureSummary, summarize_measures
 from onrecord.report._measures import MEASURE_COLUMNS, measure_cells
 
-__all__ = ["render_measures", "render_report_measures"]
+__all__ = ["ALL_MEASURES", "MEASURE_ROWS", "render_measures", "render_report_measures"]
+
+ALL_MEASURES = "--all-measures"
+"""``show``'s flag that lists every measure."""
+
+MEASURE_ROWS = 20
+"""Measures listed before the rest are counted: a world model's report has one per
+coordinate and statistic (dozens), which pushed the decision and the episodes not passed
+off the screen. In natural order, as the report has them: no ranking of measures whose
+units differ would mean anything."""
 
 
-def render_report_measures(console: Console, report: EvaluationReport) -> None:
+def render_report_measures(
+    console: Console, report: EvaluationReport, *, every: bool = True, command: str = ""
+) -> None:
     """``show``'s view of a report: ``render_report`` (checks, pass^k, coverage), then
-    the table of its measures."""
+    the table of its measures (the first ``MEASURE_ROWS`` unless ``every``; ``command``
+    is what ``--all-measures`` is added to, in the line that counts the rest)."""
     render_report(console, report)
     # Not report.summary() again: its per-check intervals cost a second pass over every
     # check of every trial, for a table that needs only the measures.
-    render_measures(console, summarize_measures(report.trials), len(report.trials))
+    measures = summarize_measures(report.trials)
+    render_measures(console, measures, len(report.trials), every=every, command=command)
 
 
-def render_measures(console: Console, measures: tuple[MeasureSummary, ...], total: int) -> None:
+def render_measures(
+    console: Console,
+    measures: tuple[MeasureSummary, ...],
+    total: int,
+    *,
+    every: bool = True,
+    command: str = "",
+) -> None:
     """The table, titled, when the report has measures (``total``: its trials)."""
     if not measures:
         return
+    shown = measures if every else measures[:MEASURE_ROWS]
     # Split, not fitted: at 80 columns a fitted table folded a world model's
     # "dynamics/angular_velocity/mean_abs_error" mid-word; each part repeats the name.
-    table = SplitTable(*MEASURE_COLUMNS, keys=1, title=f"measures over the {total} trials")
-    for measure in measures:
+    title = f"measures over the {total} trials"
+    if len(shown) < len(measures):
+        title = f"first {len(shown)} of {len(measures)} {title}"
+    table = SplitTable(*MEASURE_COLUMNS, keys=1, title=title)
+    for measure in shown:
         name, *numbers = measure_cells(measure, total)
         table.add_row(literal(name), *numbers)
     console.print(table)
+    if len(shown) < len(measures):
+        command = f"{command} {ALL_MEASURES}".strip()
+        console.print(
+            f"… {len(measures) - len(shown)} more measures; {literal(command)} lists every one",
+            soft_wrap=True,  # the command is copied from here: one line
+        )

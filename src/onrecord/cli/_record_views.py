@@ -48,9 +48,13 @@ _REQUIREMENT_STYLE = {"met": "green", "failed": "red", "undecided": "yellow"}
 View = Callable[[Console, Any, Sequence[Any]], None]
 
 
-def render_bundle(console: Console, bundle: Bundle) -> None:
+def render_bundle(
+    console: Console, bundle: Bundle, *, all_measures: bool = True, command: str = ""
+) -> None:
     """What was verified (``verify``'s line), then what it holds: the record it carries
-    (``Bundle.record``) as tables, or a directory's or JSON Lines file's contents."""
+    (``Bundle.record``) as tables, or a directory's or JSON Lines file's contents. A
+    report's measures: the first ``MEASURE_ROWS`` unless ``all_measures`` (``command``:
+    the ``show`` command that lists them all, without its flag)."""
     console.print(f"[bold]{bundle.kind}[/] {literal(bundle.summary)}  sha256:{bundle.digest[:16]}")
     view = _VIEWS.get(_schema(bundle.record) or "")
     if view is not None:
@@ -80,7 +84,7 @@ def render_bundle(console: Console, bundle: Bundle) -> None:
         console.print(f"  … {len(bundle.changes) - 50} more changed verdicts")
     for item in bundle.items:
         if isinstance(item, EvaluationReport):
-            _render_report(console, item)
+            _render_report(console, item, every=all_measures, command=command)
         elif isinstance(item, dict) and "decision" in item:  # a run's (or regrade's)
             note = f"  ({item['recorded']} of {item['expected']} episodes)"
             reports = [other for other in bundle.items if isinstance(other, EvaluationReport)]

@@ -92,8 +92,10 @@ def _values(event: Mapping[str, Any]) -> str:
 
 
 def _end_state(diff: Any, events: list[Mapping[str, Any]]) -> str:
-    """What stayed changed, per table, and the tables the history changed that the end
-    state does not show (changed, then put back)."""
+    """What stayed changed, per table, and what the history changed that the end state
+    does not show (changed, then put back): a table whose every row was put back by its
+    name, and in a table that also has lasting changes the rows put back by their keys
+    (before, such a table read as if only its lasting rows had been written)."""
     counts: list[str] = []
     changed: set[str] = set()
     for name, change in sorted((diff or {}).items()):
@@ -107,10 +109,45 @@ def _end_state(diff: Any, events: list[Mapping[str, Any]]) -> str:
         if parts:
             changed.add(name)
             counts.append(f"{literal(name)} {', '.join(parts)}")
-    restored = sorted({str(event.get("table")) for event in events} - changed)
     text = "at the end: " + ("; ".join(counts) if counts else "no row changed")
-    if restored:
-        text += (
-            f" — changed during the episode and put back by its end: {literal(', '.join(restored))}"
-        )
+    restored = sorted({str(event.get("table")) for event in events} - changed)
+    rows = _rows_put_back(events)
+    named = [literal(name) for name in restored] + [
+        _row_keys(name, rows[name]) for name in sorted(changed) if rows.get(name)
+    ]
+    if named:
+        text += f" — changed during the episode and put back by its end: {'; '.join(named)}"
     return text
+
+
+_KEYS = 10
+"""Keys of rows put back named per table before the rest are counted."""
+
+
+def _rows_put_back(events: list[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Per table, the keys (as JSON) of the rows the history wrote whose state at the end
+    is their state at the start, in the order first written: as the end-state diff folds
+    the history (an insert starts from no row, a delete ends in none)."""
+    from onrecord.envkit._sql import encode_reals
+
+    first: dict[tuple[str, str], str] = {}
+    last: dict[tuple[str, str], str] = {}
+    for event in events:
+        row = (str(event.get("table")), as_json(event.get("key")))
+        old, new = (as_json(encode_reals(event.get(side))) for side in ("old", "new"))
+        # JSON, so 1 and 1.0 differ as the diff's storage classes do.
+        first.setdefault(row, "null" if event.get("op") == "insert" else old)
+        last[row] = "null" if event.get("op") == "delete" else new
+    put_back: dict[str, list[str]] = {}
+    for (table, key), before in first.items():
+        if before == last[(table, key)]:
+            put_back.setdefault(table, []).append(key)
+    return put_back
+
+
+def _row_keys(table: str, keys: list[str]) -> str:
+    """``invoices rows 3, 7``: a table's rows put back, by key (the first ``_KEYS``)."""
+    shown = [key if len(key) <= _KEY else key[:_KEY] + "…" for key in keys[:_KEYS]]
+    more = f" and {len(keys) - _KEYS} more" if len(keys) > _KEYS else ""
+    word = "row" if len(keys) == 1 else "rows"
+    return f"{literal(table)} {word} {literal(', '.join(shown))}{more}"

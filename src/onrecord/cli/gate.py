@@ -24,7 +24,7 @@ from onrecord.compare import load_source
 from onrecord.episode._verify_files import check_entry
 from onrecord.errors import InputError
 from onrecord.policy import INCOMPLETE_RUN, AcceptancePolicy, PolicyDecision
-from onrecord.report import EvaluationReport
+from onrecord.report import EvaluationReport, summarize_measures
 
 __all__ = ["register"]
 
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if output is not None:  # before printing: a closed stdout must not lose the file
         output.replace(decision_record(decision))  # `onrecord verify` reads it
     facts = requirement_facts(decision, report)  # the CI files' and the log's, made once
-    _write_ci(junit, markdown, decision, facts, subject=subject, policy=policy.name)
+    _write_ci(junit, markdown, decision, facts, report, subject=subject, policy=policy.name)
     if not any(item is not None and item.to_stdout for item in (output, junit, markdown)):
         console = make_console()
         render_decision(console, decision)
@@ -135,6 +135,7 @@ def _write_ci(
     markdown: CiOutput | None,
     decision: PolicyDecision,
     facts: list[RequirementFacts],
+    report: EvaluationReport,
     *,
     subject: str,
     policy: str,
@@ -144,7 +145,12 @@ def _write_ci(
     if junit is not None:
         junit.replace(gate_junit(decision, facts, suite=subject, policy=policy))
     if markdown is not None:
-        markdown.append(gate_markdown(decision, facts, subject=subject, policy=policy))
+        measures = summarize_measures(report.trials)
+        trials = len(report.trials)
+        summary = gate_markdown(
+            decision, facts, subject=subject, policy=policy, measures=measures, trials=trials
+        )
+        markdown.append(summary)
 
 
 def _refuse_inputs(

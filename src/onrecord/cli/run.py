@@ -14,8 +14,10 @@ from rich.console import Console
 
 from onrecord.case import EvalCase
 from onrecord.cli._app import EXIT_ERROR
+from onrecord.cli._measure_table import render_report_measures
 from onrecord.cli._progress import BarProgress, add_no_progress
-from onrecord.cli._render import literal, make_console, render_decision, render_report
+from onrecord.cli._render import literal, make_console, render_decision
+from onrecord.cli._run_episode import path_word
 from onrecord.episode._verify_files import check_entry
 from onrecord.errors import InputError
 from onrecord.runner import (
@@ -370,7 +372,10 @@ def _summary(
         f"{workers}{limit})",
         soft_wrap=True,
     )
-    render_report(console, result.report)
+    # With its measures, as `show RUN` has them: "rows_put_back above 0 in 3 of 33" is
+    # what the run's pass rates do not say. Capped, and `show` lists them all.
+    command = f"onrecord show {path_word(result.store.path)}"
+    render_report_measures(console, result.report, every=False, command=command)
     render_decision(console, result.decision)
     for error in result.errors[:10]:
         console.print(f"[magenta]not recorded:[/] {literal(error)}")

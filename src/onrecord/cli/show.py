@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from onrecord.cli._episode_view import render_episode
-from onrecord.cli._measure_table import render_report_measures
+from onrecord.cli._measure_table import ALL_MEASURES, render_report_measures
 from onrecord.cli._progress import CountProgress, add_no_progress
 from onrecord.cli._record_views import render_bundle
 from onrecord.cli._records import Bundle, load_any
@@ -70,6 +70,12 @@ def register(subparsers: Any) -> None:
         "those that did not pass)",
     )
     parser.add_argument(
+        ALL_MEASURES,
+        action="store_true",
+        help="with a report, run or regrade directory: list every measure (by default "
+        "the first 20)",
+    )
+    parser.add_argument(
         "--full",
         action="store_true",
         help="print actions, errors, states, arguments, results and evidence whole (by "
@@ -89,10 +95,16 @@ def run(args: argparse.Namespace) -> int:
     record = load_any(args.file, progress)
     console = make_console()
     path = Path(args.file)
+    command = f"onrecord show {path_word(args.file)}"
     run_dir = path if (path / "run.json").is_file() else None
     regrade_run = regrade_of(path) if (path / "changes.json").is_file() else None
     if args.all_not_passed and not (isinstance(record, Bundle) and (run_dir or regrade_run)):
         raise InputError(f"{ALL_NOT_PASSED} needs a run or regrade directory, not {args.file}")
+    if args.all_measures and (args.episode is not None or not _has_report(record)):
+        raise InputError(
+            f"{ALL_MEASURES} needs a report, run or regrade directory (without --episode), "
+            f"not {args.file}"
+        )
     if args.all_evidence and args.episode is None:
         raise InputError(f"{ALL_EVIDENCE} needs --episode CASE#REPEAT")
     if args.episode is not None:
@@ -112,14 +124,13 @@ def run(args: argparse.Namespace) -> int:
             all_evidence=args.all_evidence,
         )
     elif isinstance(record, Bundle):
-        render_bundle(console, record)
+        render_bundle(console, record, all_measures=args.all_measures, command=command)
         if run_dir is not None:  # its failures, whether complete, and its regrades
             render_run_directory(console, path, record, every=args.all_not_passed)
         elif regrade_run is not None:
             render_regrade_directory(console, path, record, every=args.all_not_passed)
         episode = _tool_episode(Path(args.file))
         if episode is not None:  # its calls and row changes, as `--episode` shows a run's
-            command = f"onrecord show {path_word(args.file)}"
             shown = render_tool_calls(
                 console, episode.actions, steps, full=args.full, command=command
             )
@@ -128,9 +139,14 @@ def run(args: argparse.Namespace) -> int:
                 console, written, shown, full=args.full, command=command, chosen=steps is not None
             )
     else:
-        command = f"onrecord show {path_word(args.file)}"
-        _render(console, record, steps, full=args.full, command=command)
+        _render(console, record, steps, full=args.full, command=command, every=args.all_measures)
     return 0
+
+
+def _has_report(record: Any) -> bool:
+    if isinstance(record, Bundle):
+        return any(isinstance(item, EvaluationReport) for item in record.items)
+    return isinstance(record, EvaluationReport)
 
 
 def _report(bundle: Bundle) -> EvaluationReport:
@@ -154,12 +170,18 @@ def _tool_episode(path: Path) -> ToolEpisode | None:
 
 
 def _render(
-    console: Console, record: Any, steps: Container[int] | None, *, full: bool, command: str
+    console: Console,
+    record: Any,
+    steps: Container[int] | None,
+    *,
+    full: bool,
+    command: str,
+    every: bool,
 ) -> None:
     if isinstance(record, EpisodeEvidence):
         render_episode(console, record, steps, full=full, command=command)
     elif isinstance(record, EvaluationReport):
-        render_report_measures(console, record)
+        render_report_measures(console, record, every=every, command=command)
     elif isinstance(record, AcceptancePolicy):
         render_policy(console, record)
     else:

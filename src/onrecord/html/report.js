@@ -79,17 +79,19 @@ function diff(ep){
   const rows = [];
   for (const [name, change] of Object.entries(ep.diff)) {
     for (const row of change.created) rows.push('<tr class="created diff-row"><td>'+esc(name)
-      + '</td><td>created</td><td class="mono" colspan="2">'+long(json(row), VALUE)+'</td></tr>');
+      + '</td><td>created</td><td class="mono">'+long(json(row), VALUE)+'</td></tr>');
     for (const item of change.changed) {
       const cols = Object.keys(item.after).filter(k => JSON.stringify(item.before[k]) !== JSON.stringify(item.after[k]));
       rows.push('<tr class="changed diff-row"><td>'+esc(name)+'</td><td>changed '+long(json(item.key), VALUE)
         + '</td><td class="mono">' + cols.map(k => esc(k)+': <del>'+long(json(item.before[k]), VALUE)
-        + '</del> → <ins>' + long(json(item.after[k]), VALUE) + '</ins>').join('<br>') + '</td><td></td></tr>'); }
+        + '</del> → <ins>' + long(json(item.after[k]), VALUE) + '</ins>').join('<br>') + '</td></tr>'); }
     for (const row of change.deleted) rows.push('<tr class="deleted diff-row"><td>'+esc(name)
-      + '</td><td>deleted</td><td class="mono" colspan="2">'+long(json(row), VALUE)+'</td></tr>');
+      + '</td><td>deleted</td><td class="mono">'+long(json(row), VALUE)+'</td></tr>');
   }
+  // Three columns: a fourth, headed by nothing, was empty in every row (a created or
+  // deleted row spanned it, a changed one left it blank).
   return '<h3>Row diff (' + rows.length + ' rows)</h3>' + (rows.length ?
-    table('diff', ['table', 'change', 'before → after', ''], rows) : '<p>no row changed</p>'); }
+    table('diff', ['table', 'change', 'before → after'], rows) : '<p>no row changed</p>'); }
 function audit(ep){
   if (!ep.audit) return '';
   const rows = ep.audit.map(a => '<tr class="audit-row"><td class="num">'+esc(a.seq)+'</td><td class="num">'
