@@ -79,7 +79,13 @@ class Snapshot:
             raise SnapshotError(f"snapshot {name!r}: the schema script failed: {exc}") from exc
         if populate is not None:
             conn.execute(internal("BEGIN"))
-            populate(conn, random.Random(seed))
+            try:
+                populate(conn, random.Random(seed))
+            except sqlite3.Error as exc:  # its SQL, named as the schema script's is
+                raise SnapshotError(
+                    f"snapshot {name!r}: populate failed: {type(exc).__name__}: {exc}; "
+                    "fix the SQL your populate function runs"
+                ) from exc
             if conn.in_transaction:  # populate may have committed itself (conn.commit())
                 conn.execute(internal("COMMIT"))
         return cls(name, conn)

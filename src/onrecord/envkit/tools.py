@@ -109,6 +109,7 @@ def _parameters(fn: ToolFunction) -> dict[str, Any]:
             f"tool {fn.__name__!r} must take the tool context as its first "
             "parameter, e.g. def my_tool(ctx, ...)"
         )
+    _check_context_parameter(fn, params[0])
     properties: dict[str, Any] = {}
     required: list[str] = []
     for param in params[1:]:
@@ -146,6 +147,46 @@ def _default(fn: ToolFunction, param: inspect.Parameter, schema: dict[str, Any])
             "for an optional integer)"
         )
     return default
+
+
+_ARGUMENT_ORIGINS = (list, dict, tuple, typing.Literal, typing.Union, types.UnionType)
+
+
+def _check_context_parameter(fn: ToolFunction, param: inspect.Parameter) -> None:
+    """Refuse a first parameter that cannot be the context the world passes
+    positionally: a keyword-only or ``**kwargs`` one would fail every call, and one typed
+    as an argument (``def f(sku: str)``, ``ctx`` forgotten) would silently take the
+    context, so the agent could never send that argument."""
+    hint = param.annotation
+    if isinstance(hint, str):
+        try:  # the context's hint may name anything, even a local: unknown is fine
+            hint = eval(hint, getattr(fn, "__globals__", {}))
+        except Exception:
+            hint = param.empty
+    base = typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
+    # ``*args`` takes the context as well; keyword-only or ``**kwargs`` cannot.
+    positional = param.kind not in (param.KEYWORD_ONLY, param.VAR_KEYWORD)
+    if positional and not _argument_type(base):
+        return
+    shown = base.__name__ if isinstance(base, type) else str(base)
+    got = f"is typed {shown}" if positional else f"is {param.kind.description}"
+    raise InputError(
+        f"tool {fn.__name__!r}: its first parameter {param.name!r} {got}, but the world "
+        "passes the tool context (ToolContext) there; make the context the first "
+        f"parameter, e.g. def {fn.__name__}(ctx: ToolContext, {param.name}: ...)"
+    )
+
+
+def _argument_type(hint: Any) -> bool:
+    """Whether ``hint`` is one of the argument types a tool's JSON schema is built from."""
+    if hint is Any:  # the context may be typed as anything
+        return False
+    try:
+        if hint in _SCALARS or hint in (list, dict, tuple):
+            return True
+    except TypeError:  # an unhashable hint is no argument type
+        return False
+    return typing.get_origin(hint) in _ARGUMENT_ORIGINS
 
 
 def _hint(fn: ToolFunction, param: inspect.Parameter) -> Any:
