@@ -311,6 +311,8 @@ def _not_plain_leaf(value: Any) -> bool:
 def _numpy_fallback(value: Any) -> Any:
     """orjson's hook for numpy values it does not write natively (non-contiguous arrays,
     float16 scalars, longdoubles a double holds exactly), and plain subclasses."""
+    if isinstance(value, np.ma.MaskedArray):  # its data alone would pass masked values as real
+        raise TypeError("a masked array")
     # A longdouble: item() would give a longdouble back, and orjson call this forever.
     wide = isinstance(value, np.ndarray | np.generic) and value.dtype.kind == "f"
     if wide and value.dtype.itemsize > 8:

@@ -21,7 +21,14 @@ import orjson
 from onrecord._nesting import refuse_deep, too_deep
 from onrecord.errors import PortabilityError
 
-__all__ = ["NDARRAY_TAG", "from_portable", "narrowed", "to_portable", "walk"]
+__all__ = [
+    "NDARRAY_TAG",
+    "from_portable",
+    "masked_refusal",
+    "narrowed",
+    "to_portable",
+    "walk",
+]
 
 NDARRAY_TAG = "$ndarray"
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
@@ -198,6 +205,8 @@ def _checked_key(key: Any, path: str) -> str:
 
 
 def _array_to_portable(array: np.ndarray, path: str) -> dict[str, Any]:
+    if isinstance(array, np.ma.MaskedArray):
+        raise masked_refusal(path)
     if array.dtype.kind not in "biuf":
         raise PortabilityError(
             f"{path} holds a numpy array of dtype {array.dtype}, which has no lossless JSON "
@@ -222,6 +231,19 @@ def _array_to_portable(array: np.ndarray, path: str) -> dict[str, Any]:
             "data": array.ravel().tolist(),
         }
     }
+
+
+def masked_refusal(path: str) -> PortabilityError:
+    """The refusal of a ``numpy.ma.MaskedArray``: stored as its data, its masked values
+    would read as real ones, and as ``tolist()`` gives it (None where masked) it would
+    come back as NaNs under a float dtype, or fail to decode under an integer one."""
+    return PortabilityError(
+        f"{path} holds a numpy masked array, whose masked values have no JSON form and "
+        "would be recorded as if they were real; return array.filled(value) to fill them, "
+        "array.compressed() to drop them, or array.tolist() for a list with None where a "
+        "value is masked",
+        path,
+    )
 
 
 def _wide(value: np.ndarray | np.generic) -> bool:

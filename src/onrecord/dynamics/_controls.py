@@ -126,6 +126,11 @@ class EffectTable:
     """Mean absolute predicted effect."""
     effect_error: FloatArray
     """Mean absolute difference between predicted and real effect."""
+    skipped_pairs: int = 0
+    """Pairs left out because either arm's forecast is not ``ok`` (a ``model_error`` or
+    a ``simulator_error``): ``pairs`` counts only the others, so a model that failed on
+    most pairs is measured on the few it forecast. Not in ``rows()``, whose form saved
+    experiment tables are checked against."""
 
     def rows(self) -> list[dict[str, Any]]:
         """One portable row per coordinate × horizon."""
@@ -169,6 +174,7 @@ def effect_table(
     first = base[0]
     signature = (first.model_id, first.contract, first.horizons, first.coordinates)
     real, predicted = [], []
+    skipped = 0
     for b, v in zip(base, variant, strict=True):
         # Every pair against the first, not only the arms against each other: pairs of
         # another contract or in other units would otherwise be averaged together.
@@ -185,6 +191,7 @@ def effect_table(
                     "compares the pairs of one model and one state contract"
                 )
         if b.status != "ok" or v.status != "ok":
+            skipped += 1
             continue
         steps = min(b.observed_steps, v.observed_steps)
         real.append(_at_horizons(b, wrap_angles(v.truth[:steps] - b.truth[:steps], b.angular_mask)))
@@ -205,6 +212,7 @@ def effect_table(
             nan,
             nan,
             nan,
+            skipped,
         )
     real_a, predicted_a = np.array(real), np.array(predicted)
     measured = ~np.isnan(real_a)
@@ -225,4 +233,5 @@ def effect_table(
             # Both effects are wrapped, so their difference can be up to 2*pi for an
             # angle: an effect of pi - 0.01 predicted as -pi + 0.01 is 0.02 off, not 6.26.
             mean_abs(wrap_angles(predicted_a - real_a, first.angular_mask)),
+            skipped,
         )

@@ -61,6 +61,12 @@ class OracleModel:
         self.simulator.set_state(env, state)
         out = np.empty((len(actions), len(state)))
         for step, action in enumerate(actions):
+            # Past a terminal step the oracle keeps integrating the equations (the vector
+            # path does too; those predictions are censored). CartPole would warn on the
+            # first step after termination, once per process, telling the user to reset,
+            # which they never could: its counter is cleared so it never sees "beyond".
+            if getattr(env, "steps_beyond_terminated", None) is not None:
+                env.steps_beyond_terminated = None
             # In the space's own dtype, as the reference executed it: Pendulum computes in
             # the torque's dtype, so a float64 torque gave other numbers (~1e-9 rad).
             env.step(native_action(action, env.action_space) if np.ndim(action) else int(action))

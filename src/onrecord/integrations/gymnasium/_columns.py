@@ -21,7 +21,12 @@ from onrecord.episode._blobs import BLOB_THRESHOLD
 from onrecord.episode._verify import STEP_COLUMNS
 from onrecord.errors import PortabilityError
 from onrecord.integrations.gymnasium._recorder import NOT_EXECUTED, Failure, error_record
-from onrecord.integrations.gymnasium._spaces import encode_batch, promoted
+from onrecord.integrations.gymnasium._spaces import (
+    encode_batch,
+    promoted,
+    refuse_masked,
+    rounds,
+)
 
 if TYPE_CHECKING:
     from onrecord.integrations.gymnasium._recorder import EpisodeRecorder
@@ -194,6 +199,8 @@ def _samples(
     spaces through ``encode_batch``."""
     if not (isinstance(space, spaces.Box) and len(values)):
         return encode_batch(space, list(values), field, blobs)
+    if not isinstance(values, np.ndarray):
+        refuse_masked(values, field)
     try:
         stacked = values if isinstance(values, np.ndarray) else np.array(values)
     except ValueError:  # samples of different shapes: an environment off its space
@@ -214,10 +221,13 @@ def _samples(
 def _ragged(values: Sequence[Any], field: str) -> list[Any]:
     """Samples that do not stack into one array, each as its own nested lists (and
     refused, naming the element, if not finite or not numeric)."""
-    return [
-        to_portable(np.asarray(value).tolist(), f"$.{field}[{index}]")
-        for index, value in enumerate(values)
-    ]
+    return [_as_lists(value, f"$.{field}[{index}]") for index, value in enumerate(values)]
+
+
+def _as_lists(value: Any, path: str) -> Any:
+    array = np.asarray(value)
+    # Python numbers np.asarray would round ([2**60 + 1, 0.5] as a float64) are kept as given.
+    return to_portable(value if rounds(value, array.dtype) else array.tolist(), path)
 
 
 def _spread(sparse: dict[int, Any], count: int) -> list[Any]:
@@ -267,8 +277,8 @@ def _refuse_invalid_rewards(recorder: EpisodeRecorder) -> None:
 
 
 def _refuse_unportable_observations(recorder: EpisodeRecorder) -> bool:
-    """Record each step whose observation holds a NaN or an Infinity as an environment
-    error naming the value; False when none does (the error is elsewhere, e.g. a Dict
+    """Record each step whose observation holds a NaN, an Infinity or a masked array as
+    an environment error naming the value; False when none does (the error is elsewhere, e.g. a Dict
     sample off its space's keys, and stays a refusal of the episode)."""
     records, space = recorder.records, recorder.env.observation_space
     last = max((i for i, item in enumerate(records) if not isinstance(item, Failure)), default=-1)
@@ -278,7 +288,7 @@ def _refuse_unportable_observations(recorder: EpisodeRecorder) -> bool:
             continue
         sent, elapsed, observation, _, state = item
         sample = _observations([observation], recorder)
-        if not _non_finite(sample):
+        if not _unportable(sample):
             continue
         try:
             _samples(space, sample, "observation", {})
@@ -295,14 +305,16 @@ def _refuse_unportable_observations(recorder: EpisodeRecorder) -> bool:
     return found
 
 
-def _non_finite(value: Any) -> bool:
-    """Whether a native sample holds a NaN or an Infinity anywhere."""
+def _unportable(value: Any) -> bool:
+    """Whether a native sample holds a NaN, an Infinity or a masked array anywhere."""
+    if isinstance(value, np.ma.MaskedArray):
+        return True
     if isinstance(value, np.ndarray):
         return value.dtype.kind in "fc" and not np.isfinite(value).all()
     if isinstance(value, dict):
-        return any(_non_finite(item) for item in value.values())
+        return any(_unportable(item) for item in value.values())
     if isinstance(value, list | tuple):
-        return any(_non_finite(item) for item in value)
+        return any(_unportable(item) for item in value)
     return isinstance(value, float | np.floating) and not math.isfinite(value)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from gymnasium import spaces
 
 from onrecord._canonical import to_portable
+from onrecord._portable import masked_refusal
 from onrecord.episode._blobs import BLOB_THRESHOLD, blob_ref
 from onrecord.errors import PortabilityError
 
@@ -25,6 +26,8 @@ __all__ = [
     "fast_contains",
     "invalid_action_message",
     "promoted",
+    "refuse_masked",
+    "rounds",
     "why_not_in",
 ]
 
@@ -96,6 +99,7 @@ def encode_batch(
     through their own ``to_jsonable``. Non-finite numbers are refused with the path.
     Box samples of ``BLOB_THRESHOLD`` bytes or more go to ``blobs`` as one array."""
     if isinstance(space, spaces.Box) and values:
+        refuse_masked(values, field)
         try:
             stacked = np.array(values)  # far cheaper than np.stack for many small arrays
         except ValueError:  # samples of different shapes: an environment off its space
@@ -128,6 +132,17 @@ def encode_batch(
     return to_portable(encoded, f"$.{field}")
 
 
+def refuse_masked(values: Sequence[Any], field: str) -> None:
+    """Refuse a ``numpy.ma.MaskedArray`` sample, naming it: stacking keeps its data and
+    drops its mask, so masked values would be recorded as if they were real."""
+    # The types first, in one C-level pass: a whole column is read here.
+    if not any(issubclass(kind, np.ma.MaskedArray) for kind in set(map(type, values))):
+        return
+    for index, value in enumerate(values):
+        if isinstance(value, np.ma.MaskedArray):
+            raise masked_refusal(f"$.{field}[{index}]")
+
+
 def promoted(values: Sequence[Any], dtype: np.dtype[Any]) -> bool:
     """Whether stacking changed some sample's dtype: one step off its Box's dtype (an
     int64 array among uint64 ones, a bool array among uint8 ones) made ``np.array``
@@ -135,7 +150,31 @@ def promoted(values: Sequence[Any], dtype: np.dtype[Any]) -> bool:
     and writing bools as 0 and 1, on the steps that matched the space too."""
     if {getattr(value, "dtype", None) for value in values} == {dtype}:
         return False  # the usual column: arrays (or NumPy scalars) of one dtype, at half the cost
-    return any(np.asarray(value).dtype != dtype for value in values)
+    return any(np.asarray(value).dtype != dtype or rounds(value, dtype) for value in values)
+
+
+_EXACT_IN_DOUBLE = 2**53
+
+
+def rounds(value: Any, dtype: np.dtype[Any]) -> bool:
+    """Whether a sample given as Python numbers (a list or tuple, or one number) holds
+    an integer that a float ``dtype`` rounds: ``[2**60 + 1, 0.5]`` makes a float64
+    array, so the stacked column, at the sample's own dtype, would silently lose it."""
+    if dtype.kind != "f" or isinstance(value, np.ndarray):
+        return False
+    if isinstance(value, list | tuple):
+        return any(rounds(item, dtype) for item in value)
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        number = int(value)
+        return abs(number) > _EXACT_IN_DOUBLE and _not_a_double(number)
+    return False
+
+
+def _not_a_double(number: int) -> bool:
+    try:
+        return float(number) != number  # Python compares an int and a float exactly
+    except OverflowError:
+        return True
 
 
 def _off_space(space: spaces.Space[Any], values: list[Any], field: str) -> Any:
