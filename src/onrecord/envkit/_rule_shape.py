@@ -4,7 +4,7 @@ would be misread (a misspelt bound would be no bound at all) is an ``InputError`
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from onrecord._canonical import to_portable
@@ -16,7 +16,6 @@ __all__ = [
     "FIELDS",
     "Count",
     "checked_count",
-    "checked_names",
     "checked_rule",
     "column_values",
     "rule_list",
@@ -92,29 +91,6 @@ def checked_rule(rule: Any) -> None:
             raise InputError(f"rule {rule!r}: field {name!r} must map columns to values")
     if "count" in fields:
         checked_count(rule["count"], f"rule {rule!r}")
-
-
-def checked_names(rule: Rule, tables: Mapping[str, Collection[str]]) -> None:
-    """Refuse a rule naming a table or column the database does not have: it would
-    match no row, so ``count=0``, ``unchanged`` and ``only_tables`` would pass whatever
-    the episode did."""
-    named = [rule["table"]] if "table" in rule else list(rule.get("tables", ()))
-    unknown = [name for name in named if name not in tables]
-    if unknown:
-        raise InputError(
-            f"rule {rule!r} names the tables {unknown}, which the database does not "
-            f"have; its tables: {sorted(tables)}"
-        )
-    for field in ("where", "to"):
-        columns = tables[rule["table"]] if field in rule else ()
-        missing = [column for column in rule.get(field, {}) if column not in columns]
-        if missing:
-            raise InputError(
-                f"rule {rule!r}: {rule['table']} has no columns {missing} (its "
-                f"{field!r} could match no row); its columns: {list(columns)}. A generated "
-                "column is derived from the others and left out of diffs: name the columns "
-                "it is computed from"
-            )
 
 
 def column_values(values: Mapping[str, Any] | None) -> dict[str, Any]:

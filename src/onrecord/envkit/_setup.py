@@ -15,7 +15,14 @@ from onrecord.envkit.snapshot import Snapshot
 from onrecord.envkit.tools import Tool
 from onrecord.errors import InputError
 
-__all__ = ["check_reset", "declared_tools", "drop_temp_objects", "hidden_layouts", "open_world"]
+__all__ = [
+    "check_injectable",
+    "check_reset",
+    "declared_tools",
+    "drop_temp_objects",
+    "hidden_layouts",
+    "open_world",
+]
 
 
 def declared_tools(tools: Iterable[Tool]) -> dict[str, Tool]:
@@ -27,6 +34,23 @@ def declared_tools(tools: Iterable[Tool]) -> dict[str, Tool]:
             raise InputError(f"two tools are named {item.name!r}; tool names must be unique")
         declared[item.name] = item
     return declared
+
+
+def check_injectable(tool: Any, tools: dict[str, Tool]) -> None:
+    """Refuse an ``inject_failure`` target saying why: a misspelt name (listing the
+    tools), or a read-only tool, whose calls commit nothing for the failure to follow."""
+    writers = sorted(name for name, spec in tools.items() if spec.writes)
+    if type(tool) is str and tool in tools and tools[tool].writes:
+        return
+    why = (
+        "is read-only (writes=False): its calls commit nothing for a failure to follow"
+        if type(tool) is str and tool in tools
+        else "is not a tool of this world"
+    )
+    raise InputError(
+        f"inject_failure needs the name of a write tool: {tool!r} {why}; its write "
+        f"tools: {writers or 'none (declare one with @tool(writes=True))'}"
+    )
 
 
 def hidden_layouts(snapshot: Snapshot, hidden: Sequence[str]) -> dict[str, Table]:

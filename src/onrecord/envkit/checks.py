@@ -11,10 +11,12 @@ by name so ``onrecord check NAME --episode DIR`` and reports can find them::
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from onrecord.envkit._rule_names import FactsReader, SchemaFacts, schema_facts
 from onrecord.envkit.episode import ToolEpisode
 from onrecord.envkit.rules import check_rules, compare_diff
 from onrecord.episode import OutcomeCheck, OutcomeVerdict, run_check
@@ -186,7 +188,7 @@ def diff_satisfies_rules(episode: ToolEpisode) -> OutcomeVerdict:
         return not_measured("the task has no expected_output['rules'] to check")
     tables = {name: table.columns for name, table in episode.tables.items()}
     try:  # an empty or malformed list is the task's mistake: an evaluator error
-        problems = check_rules(episode.diff, rules, tables=tables)
+        problems = check_rules(episode.diff, rules, tables=tables, schema=_facts(episode))
     except InputError as exc:
         raise InputError(f"the task's expected_output['rules']: {exc}") from exc
     if problems:
@@ -194,6 +196,27 @@ def diff_satisfies_rules(episode: ToolEpisode) -> OutcomeVerdict:
             f"{len(problems)} rule(s) broken: {_listed(problems, 'broken')}", broken=problems
         )
     return passed(f"all {len(rules)} rule(s) hold")
+
+
+def _facts(episode: ToolEpisode) -> FactsReader:
+    """The end state's schema, read only to explain a refused name (an episode saved
+    without its database cannot say more than the names it audited)."""
+
+    def read() -> SchemaFacts | None:
+        if episode.database is None:
+            return None
+        try:
+            conn = episode.connect()
+        except sqlite3.Error:  # a refusal is still made, only with less said
+            return None
+        try:
+            return schema_facts(conn)
+        except sqlite3.Error:
+            return None
+        finally:
+            conn.close()
+
+    return read
 
 
 @check("envkit/rejected_calls_changed_nothing", "1")

@@ -95,9 +95,14 @@ class ToolContext:
         """Read one hidden record by key; the read is logged with this call's event."""
         layout = self._hidden.get(table)
         if layout is None:
+            # Still a ToolRejected (rule_violation): recorded episodes hold this status,
+            # replay compares it, and a tool may catch it; the text says whose bug it is.
             raise ToolRejected(
-                f"{table!r} is not a hidden table of this world; declare it "
-                "with ToolWorld(..., hidden=[...]) or query it directly"
+                f"tool bug, not the agent's: ctx.reveal({safe_repr(table, 100)}, ...) "
+                f"names a table that is not a hidden table of this world (hidden tables: "
+                f"{sorted(self._hidden) or 'none'}); declare it with "
+                f"ToolWorld(..., hidden=[{safe_repr(table, 100)}]), or read it with "
+                "ctx.query / ctx.one"
             )
         values = list(key) if isinstance(key, list | tuple) else [key]
         if len(values) != len(layout.key):

@@ -16,11 +16,11 @@ from typing import Any
 
 from onrecord._canonical import to_portable
 from onrecord.envkit._compare_diff import compare_diff
+from onrecord.envkit._rule_names import FactsReader, checked_names
 from onrecord.envkit._rule_shape import (
     Count,
     Rule,
     checked_count,
-    checked_names,
     checked_rule,
     column_values,
     rule_list,
@@ -93,20 +93,23 @@ def check_rules(
     rules: Sequence[Rule],
     *,
     tables: Mapping[str, Collection[str]] | None = None,
+    schema: FactsReader | None = None,
 ) -> list[str]:
     """Every rule the diff breaks, as a sentence (empty when all hold).
 
     An empty list is refused (``InputError``): it would pass any diff, which is never
     what a task means; "nothing may change" is ``[no_other_changes()]``. With
     ``tables`` (each table's column names), a rule naming a table or column not in it
-    is refused too: it would match nothing, and ``count=0`` or ``unchanged`` pass."""
+    is refused too: it would match nothing, and ``count=0`` or ``unchanged`` pass.
+    ``schema`` (``lambda: _rule_names.schema_facts(conn)``), read only when a name is refused,
+    lets the refusal say what the name is: a view, a generated column, a rowid."""
     problems: list[str] = []
     covered: set[tuple[str, str, bytes]] = set()
     rules = rule_list(rules)
     for rule in rules:
         checked_rule(rule)
         if tables is not None:
-            checked_names(rule, tables)
+            checked_names(rule, tables, schema)
     for rule in rules:
         kind = rule["rule"]
         if kind in KINDS:

@@ -317,8 +317,7 @@ class ToolWorld:
 
     def inject_failure(self, tool: str) -> None:
         """Test only: the next call of ``tool`` commits its writes, then fails."""
-        if tool not in self.tools or not self.tools[tool].writes:
-            raise InputError(f"inject_failure needs the name of a write tool; {tool!r} is not one")
+        _setup.check_injectable(tool, self.tools)
         self._inject = tool
 
     # -- evidence ----------------------------------------------------------------------

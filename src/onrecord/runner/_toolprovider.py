@@ -15,6 +15,7 @@ from typing import Any
 
 from onrecord.case import EvalCase
 from onrecord.envkit import Snapshot, Tool, ToolContext, ToolWorld, check_rules, get_check, tool
+from onrecord.envkit._rule_names import schema_facts
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
@@ -206,8 +207,9 @@ class ToolWorldProvider(ToolWorldRunner):
         if "rules" in self._reads:
             snapshot = self._start_snapshot(case)
             tables = {table.name: table.columns for table in snapshot.tables}
+            conn = snapshot.connection
             try:
-                check_rules({}, expected["rules"], tables=tables)
+                check_rules({}, expected["rules"], tables=tables, schema=lambda: schema_facts(conn))
             except InputError as exc:
                 raise InputError(f"{name} expected_output['rules']: {exc}") from exc
             check_rule_values(name, snapshot, expected["rules"])

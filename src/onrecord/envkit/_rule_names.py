@@ -1,0 +1,183 @@
+"""Refusing a rule that names a table or column the database does not have, and saying
+what the name is instead: a typo of a real name, a view, a generated column, or the
+rowid of a table whose rows are their primary key. The schema is read only to explain
+a refusal (``SchemaFacts``), so a rule that names real tables costs nothing extra."""
+
+from __future__ import annotations
+
+import difflib
+import sqlite3
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from onrecord.envkit._sql import INTERNAL_PREFIX, ROWID_ALIASES, internal, quote
+from onrecord.errors import InputError
+
+__all__ = ["FactsReader", "SchemaFacts", "checked_names", "schema_facts"]
+
+
+@dataclass(frozen=True)
+class SchemaFacts:
+    """What a refused name may be, read from the database."""
+
+    views: Mapping[str, tuple[str, ...]]
+    """Each view, with the tables it reads (empty when SQLite cannot tell)."""
+    generated: Mapping[str, tuple[str, ...]]
+    """Each table's generated columns (left out of diffs: they are derived)."""
+    keys: Mapping[str, tuple[str, ...]]
+    """Each table's declared primary-key columns (empty: keyed by rowid)."""
+    without_rowid: frozenset[str]
+    """Tables declared ``WITHOUT ROWID``."""
+
+
+_GENERATED = (
+    "A generated column is derived from the others and left out of diffs: name the "
+    "columns it is computed from"
+)
+
+FactsReader = Callable[[], SchemaFacts | None]
+"""Reads the facts when a name is refused (``None`` when the database is not at hand)."""
+
+
+def schema_facts(conn: sqlite3.Connection, schema: str = "main") -> SchemaFacts:
+    """The facts about ``schema`` that explain a refused name."""
+    listed = conn.execute(internal(f"PRAGMA {quote(schema)}.table_list")).fetchall()
+    tables = [row[1] for row in listed if row[2] == "table" and not _internal(row[1])]
+    views = [row[1] for row in listed if row[2] == "view"]
+    generated, keys = {}, {}
+    for name in tables:
+        info = conn.execute(internal(f"PRAGMA {quote(schema)}.table_xinfo({quote(name)})"))
+        columns = info.fetchall()
+        # hidden 2 and 3: a VIRTUAL and a STORED generated column.
+        generated[name] = tuple(row[1] for row in columns if row[6] in (2, 3))
+        keys[name] = tuple(row[1] for row in sorted((r for r in columns if r[5]), key=_pk))
+    return SchemaFacts(
+        {view: _read_by(conn, schema, view) for view in views},
+        generated,
+        keys,
+        frozenset(row[1] for row in listed if row[2] == "table" and row[4]),
+    )
+
+
+def _pk(row: Any) -> int:
+    return int(row[5])
+
+
+def _internal(name: str) -> bool:
+    return name.startswith(("sqlite_", INTERNAL_PREFIX))
+
+
+def _read_by(conn: sqlite3.Connection, schema: str, view: str) -> tuple[str, ...]:
+    """The tables a view reads: the root pages its compiled query opens (``EXPLAIN``
+    prepares it without running it), named from the schema table."""
+    try:
+        program = conn.execute(
+            internal(f"EXPLAIN SELECT * FROM {quote(schema)}.{quote(view)}")
+        ).fetchall()
+        pages = dict(
+            conn.execute(
+                internal(
+                    f"SELECT rootpage, tbl_name FROM {quote(schema)}.sqlite_schema "
+                    "WHERE type IN ('table', 'index')"
+                )
+            ).fetchall()
+        )
+    except sqlite3.Error:  # a view over a table dropped since: SQLite cannot tell
+        return ()
+    read = {pages.get(row[3]) for row in program if row[1] == "OpenRead"}
+    return tuple(sorted(name for name in read if isinstance(name, str) and not _internal(name)))
+
+
+def checked_names(
+    rule: dict[str, Any],
+    tables: Mapping[str, Collection[str]],
+    facts: FactsReader | None = None,
+) -> None:
+    """Refuse a rule naming a table or column the database does not have: it would
+    match no row, so ``count=0``, ``unchanged`` and ``only_tables`` would pass whatever
+    the episode did."""
+    named = [rule["table"]] if "table" in rule else list(rule.get("tables", ()))
+    unknown = [name for name in named if name not in tables]
+    if unknown:
+        known = _read(facts)
+        hints = [_table_hint(name, tables, known) for name in unknown]
+        raise InputError(
+            f"rule {rule!r} names the tables {unknown}, which the database does not "
+            f"have; its tables: {sorted(tables)}" + "".join(f". {hint}" for hint in hints if hint)
+        )
+    for field in ("where", "to"):
+        columns = tables[rule["table"]] if field in rule else ()
+        missing = [column for column in rule.get(field, {}) if column not in columns]
+        if missing:
+            known = _read(facts)
+            hints = [_column_hint(rule["table"], name, columns, known) for name in missing]
+            raise InputError(
+                f"rule {rule!r}: {rule['table']} has no columns {missing} (its "
+                f"{field!r} could match no row); its columns: {list(columns)}"
+                + "".join(f". {hint}" for hint in hints if hint)
+            )
+
+
+def _read(facts: FactsReader | None) -> SchemaFacts | None:
+    if facts is None:
+        return None
+    try:
+        return facts()
+    except sqlite3.Error:  # e.g. an SQLite before 3.37 (no PRAGMA table_list): less said
+        return None
+
+
+def _table_hint(name: str, tables: Collection[str], facts: SchemaFacts | None) -> str:
+    if facts is not None and name in facts.views:
+        read = facts.views[name]
+        underlying = (
+            f"name the table{'s' if len(read) > 1 else ''} it reads: {list(read)}"
+            if read
+            else "name the table it reads"
+        )
+        return (
+            f"{name!r} is a view, which rules cannot watch (its rows are derived from "
+            f"other tables, and only tables' rows are audited); {underlying}"
+        )
+    close = _did_you_mean(name, tables)
+    if close or facts is not None:
+        return close
+    return f"If {name!r} is a view: rules watch tables only, so name the table it reads"
+
+
+def _column_hint(table: str, name: str, columns: Collection[str], facts: SchemaFacts | None) -> str:
+    if facts is not None and name in facts.generated.get(table, ()):
+        return f"{name!r} is a generated column. {_GENERATED}"
+    if name.lower() in ROWID_ALIASES and facts is not None:
+        key = list(facts.keys.get(table, ()))
+        if table in facts.without_rowid:
+            return (
+                f"{table} is a WITHOUT ROWID table and has no {name}; name its primary "
+                f"key columns {key}"
+            )
+        if key:
+            return (
+                f"the rows of {table} are told apart by its primary key {key}: name the "
+                f"key columns instead of {name}"
+            )
+    close = _did_you_mean(name, columns)
+    if close or facts is not None:
+        return close
+    if name.lower() in ROWID_ALIASES:  # keyed by rowid, it would be among the columns
+        return f"{table} has a declared primary key: name its key columns instead of {name}"
+    # Without the schema at hand a generated column cannot be told from a typo.
+    return (
+        f"If {name!r} is a generated column: it is derived from the others and left out "
+        "of diffs, so name the columns it is computed from"
+    )
+
+
+def _did_you_mean(name: str, names: Collection[str]) -> str:
+    """The closest real name, if one is close (letter case counts: diffs and rules use
+    names as the schema declares them)."""
+    by_case = [real for real in names if real.lower() == name.lower()]
+    close = by_case or difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f"Did you mean {close[0]!r}? (names as the schema declares them, letter case included)"
