@@ -7,7 +7,7 @@ columns headers broke mid-word ("require/ment", "critica/l", "unmeasu/red") and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from rich.cells import cell_len
@@ -39,9 +39,22 @@ class FittedTable(Table):
     column with most to spare. When even that does not fit, the outer border goes; only
     what still does not fit is folded (see the module's docstring for what rich did)."""
 
-    def __init__(self, *headers: str, whole_words: bool = False, **options: Any) -> None:
+    def __init__(
+        self,
+        *headers: str,
+        whole_words: bool = False,
+        unbroken: Collection[str] = (),
+        **options: Any,
+    ) -> None:
         super().__init__(*headers, **options)
         self._headers = list(headers)
+        unknown = set(unbroken) - set(headers)
+        if unknown:
+            raise ValueError(f"unbroken={sorted(unknown)} names no header of {self._headers}")
+        # Columns whose cells never wrap (a number, an interval): wrapped between words,
+        # "43.9% –" over "100.0%" read as two values, while a column with more to spare
+        # beside it kept its width. Their headers still wrap, to at most two lines.
+        self._unbroken = [header in unbroken for header in headers]
         # Words are capped (a name at half the row, another word at a third) unless
         # ``whole_words`` and every word fits whole without the outer border: a
         # SplitTable's part, chosen because its words fit. Uncapped everywhere, a
@@ -53,6 +66,13 @@ class FittedTable(Table):
     def fits(self, width: int) -> bool:
         """Whether every column fits ``width`` without folding a word."""
         return self._fit(Console(width=max(width, 1), emoji=False), width, apply=False)
+
+    def fits_framed(self, width: int) -> bool:
+        """Whether the table fits ``width`` with its outer border, no word folded and
+        no ``unbroken`` cell wrapped: the test for a wide layout, which else lost its
+        border and wrapped its intervals when a narrow one shows the same facts whole."""
+        texts = self._texts(Console(width=max(width, 1), emoji=False))
+        return sum(self._least(texts)) + self._overhead(edge=True) <= width
 
     def fits_whole(self, width: int) -> bool:
         """Whether the table fits ``width`` with its outer border and every word whole:
@@ -70,8 +90,8 @@ class FittedTable(Table):
             column.width = None
         if apply:
             self.show_edge, self.pad_edge = self._edges
-        sizes = [_widths(lines) for lines in self._texts(console)]
-        widths, least = [most for most, _ in sizes], [fewest for _, fewest in sizes]
+        texts = self._texts(console)
+        widths, least = [_widths(lines)[0] for lines in texts], self._least(texts)
         room = width - self._overhead(edge=True)
         if sum(widths) <= room:
             return True
@@ -83,6 +103,11 @@ class FittedTable(Table):
             # capped there, a 43-character check name folded at 100 columns in a part
             # chosen because it fits whole, and at 56 where it fits without the border.
             least = [min(s, max(room // (2 if i == 0 else 3), 1)) for i, s in enumerate(least)]
+        if sum(least) > room:
+            # Unbroken cells that do not fit wrap between words, as any cell does, before
+            # the border goes or rich folds a word ("faile/d") to make room.
+            words = [_widths(lines)[1] for lines in texts]
+            least = [min(have, word) for have, word in zip(least, words, strict=True)]
         if sum(least) > room:
             room = bare
             if apply:
@@ -101,6 +126,14 @@ class FittedTable(Table):
             for column, size in zip(columns, widths, strict=True):
                 column.width = size
         return excess <= 0
+
+    def _least(self, texts: list[list[str]]) -> list[int]:
+        """Each column's narrowest width: its longest word, or for an ``unbroken``
+        column its widest cell line and its header in at most two lines."""
+        return [
+            max(_header_width(lines[0]), _widths(lines[1:])[0]) if whole else _widths(lines)[1]
+            for lines, whole in zip(texts, self._unbroken, strict=True)
+        ]
 
     def _texts(self, console: Console) -> list[list[str]]:
         """Each column's header and cells as printed: measured as written, an escaped
@@ -130,6 +163,21 @@ def _widths(texts: Sequence[str]) -> tuple[int, int]:
     lines = [line for text in texts for line in text.splitlines() or [""]]
     words = [word for line in lines for word in line.split()]
     return max(map(cell_len, lines), default=1), max(map(cell_len, words), default=1)
+
+
+def _header_width(header: str, lines: int = 2) -> int:
+    """The narrowest width that wraps ``header`` between words into at most ``lines``
+    lines ("of which errors": 8, as "of which" over "errors")."""
+    words = header.split() or [""]
+    for width in range(max(map(cell_len, words)), cell_len(header) + 1):
+        count, used = 1, cell_len(words[0])
+        for word in words[1:]:
+            used += 1 + cell_len(word)
+            if used > width:
+                count, used = count + 1, cell_len(word)
+        if count <= lines:
+            return width
+    return cell_len(header)
 
 
 class SplitTable:

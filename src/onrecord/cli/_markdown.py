@@ -17,7 +17,6 @@ from onrecord._compare_rates import PassRate, rate_text
 from onrecord._numbers import P_VALUE_MARKS, shown_reason, significant
 from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, clean
-from onrecord.cli._measure_table import MEASURE_ROWS
 from onrecord.compare import (
     Comparison,
     discordant_cases,
@@ -26,7 +25,7 @@ from onrecord.compare import (
 )
 from onrecord.policy import PolicyDecision
 from onrecord.report import MeasureSummary
-from onrecord.report._measures import MEASURE_COLUMNS, measure_cells
+from onrecord.report._measures import MEASURE_COLUMNS, MEASURE_ROWS, measure_cells
 
 __all__ = ["compare_markdown", "gate_markdown", "refused_markdown", "table", "text"]
 

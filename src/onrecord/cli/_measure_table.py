@@ -11,18 +11,12 @@ from rich.console import Console
 from onrecord._tables import SplitTable
 from onrecord.cli._render import literal, render_report
 from onrecord.report import EvaluationReport, MeasureSummary, summarize_measures
-from onrecord.report._measures import MEASURE_COLUMNS, measure_cells
+from onrecord.report._measures import MEASURE_COLUMNS, MEASURE_ROWS, measure_cells
 
-__all__ = ["ALL_MEASURES", "MEASURE_ROWS", "render_measures", "render_report_measures"]
+__all__ = ["ALL_MEASURES", "render_measures", "render_report_measures"]
 
 ALL_MEASURES = "--all-measures"
 """``show``'s flag that lists every measure."""
-
-MEASURE_ROWS = 20
-"""Measures listed before the rest are counted: a world model's report has one per
-coordinate and statistic (dozens), which pushed the decision and the episodes not passed
-off the screen. In natural order, as the report has them: no ranking of measures whose
-units differ would mean anything."""
 
 
 def render_report_measures(

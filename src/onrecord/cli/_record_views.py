@@ -130,7 +130,9 @@ def render_decision_body(
         rows.append(row)
         unclustered |= not clustered
     table = _decision_table(rows, reason_column=reason_column, narrow=False)
-    if not table.fits(console.width):  # the reasons then follow it, each a whole line
+    # Wide only framed and with each cell but a reason on one line (as the report's
+    # table); else narrow, and the reasons follow it, each a whole line.
+    if not table.fits_framed(console.width):
         reason_column = False
         table = _decision_table(rows, reason_column=False, narrow=True)
     explained = {row["explanation"] for row in rows} if reason_column else set()
@@ -185,7 +187,10 @@ def _decision_table(
     # "meets" 95 % while its interval reaches down to 76 %. Headed short, as a terminal
     # is narrow; the line under the table says what it is.
     if narrow:
-        table = _table("requirement", "status", "pass rate", "95% interval", "threshold", "cases")
+        table = _table(
+            "requirement", "status", "pass rate", "95% interval", "threshold", "cases",
+            unbroken=("status", "95% interval", "cases"),
+        )  # fmt: skip
         for row in rows:
             advisory = " (advisory)" if row["critical"] == "no" else ""
             unmeasured = row["unmeasured"] not in ("", "0")
@@ -198,7 +203,10 @@ def _decision_table(
         return table
     keys = ["critical", "status", "rate", "interval", "threshold", "cases", "unmeasured"]
     columns = ["requirement", "critical", "status", "pass rate", "95% interval", "threshold"]
-    table = _table(*columns, "cases", "unmeasured", *(["reason"] if reason_column else []))
+    table = _table(
+        *columns, "cases", "unmeasured", *(["reason"] if reason_column else []),
+        unbroken=(*columns[:-1], "cases", "unmeasured"),  # a threshold is a list
+    )  # fmt: skip
     for row in rows:
         table.add_row(
             row["check"], *(row[key] for key in keys), *([row["reason"]] if reason_column else [])

@@ -7,7 +7,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from onrecord.html._page import NAME_CHARS, attr, cell, table
-from onrecord.report._measures import MEASURE_COLUMNS, MeasureSummary, measure_cells
+from onrecord.report._measures import (
+    MEASURE_COLUMNS,
+    MEASURE_ROWS,
+    MeasureSummary,
+    measure_cells,
+)
 
 __all__ = ["measures_section"]
 
@@ -22,10 +27,22 @@ def measures_section(data: Mapping[str, Any]) -> str:
         return ""
     total = data["summary"]["trials"]
     rows = [_row(m, total) for m in measures]
+    # Past the first rows, the rest folded away: a world model's report of dozens of
+    # measures gave each a row, and the page's later sections sat screens below.
+    rest = rows[MEASURE_ROWS:]
+    more = (
+        f'<details id="measure-more"><summary>{len(rest)} more measure'
+        f"{'s' if len(rest) != 1 else ''}</summary>"
+        + table(MEASURE_COLUMNS, rest, element_id="measure-summary-more")
+        + "</details>"
+        if rest
+        else ""
+    )
     return (
         '<section id="measure-summary-section"><h2>Measures</h2><p class="meta">each measure '
         "over the trials that have it; above 0 counts the trials where it is</p>"
-        + table(MEASURE_COLUMNS, rows, element_id="measure-summary")
+        + table(MEASURE_COLUMNS, rows[:MEASURE_ROWS], element_id="measure-summary")
+        + more
         + "</section>"
     )
 

@@ -21,10 +21,23 @@ from onrecord._natural import natural_key
 from onrecord._numbers import measure_number
 from onrecord.report._results import Trial
 
-__all__ = ["MEASURE_COLUMNS", "MeasureSummary", "measure_cells", "summarize_measures"]
+__all__ = [
+    "MEASURE_COLUMNS",
+    "MEASURE_ROWS",
+    "MeasureSummary",
+    "measure_cells",
+    "summarize_measures",
+]
 
 MEASURE_COLUMNS = ("measure", "trials", "mean", "min", "median", "max", "above 0")
 """The columns of a measure summary, in ``onrecord show`` and the HTML report alike."""
+
+MEASURE_ROWS = 20
+"""Measures listed (in ``show``, ``run``, gate's Markdown) or shown unfolded (the HTML
+report) before the rest are counted: a world model's report has one per coordinate and
+statistic (dozens), which pushed the decision and the episodes not passed out of sight.
+In natural order, as the report has them: no ranking of measures whose units differ
+would mean anything."""
 
 
 @dataclass(frozen=True)
