@@ -14,7 +14,7 @@ from typing import Any
 from onrecord.envkit._sql import INTERNAL_PREFIX, ROWID_ALIASES, internal, quote
 from onrecord.errors import InputError
 
-__all__ = ["FactsReader", "SchemaFacts", "checked_names", "schema_facts"]
+__all__ = ["FactsReader", "SchemaFacts", "checked_names", "did_you_mean", "schema_facts"]
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def _table_hint(name: str, tables: Collection[str], facts: SchemaFacts | None) -
             f"{name!r} is a view, which rules cannot watch (its rows are derived from "
             f"other tables, and only tables' rows are audited); {underlying}"
         )
-    close = _did_you_mean(name, tables)
+    close = did_you_mean(name, tables)
     if close or facts is not None:
         return close
     return f"If {name!r} is a view: rules watch tables only, so name the table it reads"
@@ -161,7 +161,7 @@ def _column_hint(table: str, name: str, columns: Collection[str], facts: SchemaF
                 f"the rows of {table} are told apart by its primary key {key}: name the "
                 f"key columns instead of {name}"
             )
-    close = _did_you_mean(name, columns)
+    close = did_you_mean(name, columns)
     if close or facts is not None:
         return close
     if name.lower() in ROWID_ALIASES:  # keyed by rowid, it would be among the columns
@@ -173,7 +173,7 @@ def _column_hint(table: str, name: str, columns: Collection[str], facts: SchemaF
     )
 
 
-def _did_you_mean(name: str, names: Collection[str]) -> str:
+def did_you_mean(name: str, names: Collection[str]) -> str:
     """The closest real name, if one is close (letter case counts: diffs and rules use
     names as the schema declares them)."""
     by_case = [real for real in names if real.lower() == name.lower()]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from onrecord.case import EvalCase
 from onrecord.envkit._connection import WorldConnection
 from onrecord.envkit._guard import StatementGuard
+from onrecord.envkit._rule_names import SchemaFacts, did_you_mean, schema_facts
 from onrecord.envkit._sql import INTERNAL_PREFIX, Table, internal, quote
 from onrecord.envkit.snapshot import Snapshot
 from onrecord.envkit.tools import Tool
@@ -27,13 +28,35 @@ __all__ = [
 
 def declared_tools(tools: Iterable[Tool]) -> dict[str, Tool]:
     declared: dict[str, Tool] = {}
-    for item in tools:
+    for item in _tool_list(tools):
         if not isinstance(item, Tool):
             raise InputError(f"ToolWorld tools must be declared with @tool, got {item!r}")
         if item.name in declared:
             raise InputError(f"two tools are named {item.name!r}; tool names must be unique")
         declared[item.name] = item
     return declared
+
+
+def _tool_list(tools: Any) -> list[Any]:
+    """The tools as a list, refusing a lone tool and a dict (iterated, a dict gives
+    its keys, which were then refused as "not declared with @tool")."""
+    if isinstance(tools, Tool):
+        raise InputError(
+            f"ToolWorld tools must be a list of tools, got the tool {tools.name!r} alone: "
+            f"write [{tools.name}]"
+        )
+    if isinstance(tools, Mapping):
+        raise InputError(
+            "ToolWorld tools must be a list of tools, got a dict (iterating it gives its "
+            "keys): pass list(tools.values())"
+        )
+    try:
+        return list(tools)
+    except TypeError:
+        raise InputError(
+            f"ToolWorld tools must be a list of tools declared with @tool, got "
+            f"{type(tools).__name__} {tools!r:.80}"
+        ) from None
 
 
 def check_injectable(tool: Any, tools: dict[str, Tool]) -> None:
@@ -54,14 +77,59 @@ def check_injectable(tool: Any, tools: dict[str, Tool]) -> None:
 
 
 def hidden_layouts(snapshot: Snapshot, hidden: Sequence[str]) -> dict[str, Table]:
+    names = _hidden_names(hidden)
     layouts = {table.name: table for table in snapshot.tables}
-    unknown = [name for name in hidden if name not in layouts]
+    unknown = [name for name in names if name not in layouts]
     if unknown:
+        facts = _facts(snapshot)
+        hints = [_hidden_hint(name, layouts, facts) for name in unknown]
         raise InputError(
             f"hidden lists tables {unknown} that the snapshot {snapshot.name!r} does not "
-            f"have; it has {sorted(layouts)}"
+            f"have; it has {sorted(layouts)}" + "".join(f". {hint}" for hint in hints if hint)
         )
-    return {name: layouts[name] for name in hidden}
+    return {name: layouts[name] for name in names}
+
+
+def _hidden_names(hidden: Any) -> list[str]:
+    """The table names of ``hidden``, refusing a bare string (iterated, it would name
+    one table per letter) and an entry that is not a name."""
+    if isinstance(hidden, str | bytes):
+        raise InputError(
+            f"ToolWorld hidden must be a list of table names, got the string {hidden!r}: "
+            f"write hidden=[{hidden!r}]"
+        )
+    try:
+        names = list(hidden)
+    except TypeError:
+        raise InputError(
+            f"ToolWorld hidden must be a list of table names, got {type(hidden).__name__} "
+            f"{hidden!r:.80}"
+        ) from None
+    for index, name in enumerate(names):
+        if type(name) is not str:
+            raise InputError(
+                f"ToolWorld hidden[{index}] is {type(name).__name__} {name!r:.80}, not a "
+                "table name: list the hidden tables by name, as strings"
+            )
+    return names
+
+
+def _facts(snapshot: Snapshot) -> SchemaFacts | None:
+    try:
+        return schema_facts(snapshot.connection)
+    except sqlite3.Error:  # e.g. an SQLite before 3.37 (no PRAGMA table_list): less said
+        return None
+
+
+def _hidden_hint(name: str, layouts: Collection[str], facts: SchemaFacts | None) -> str:
+    """What a name ``hidden`` lists is instead: a view (hide the tables it reads), or a
+    misspelt table."""
+    if facts is not None and name in facts.views:
+        read = list(facts.views[name])
+        tables = f"the tables it reads: {read}" if read else "the tables it reads"
+        # A tool's read through a view is logged as a read of the tables under it.
+        return f"{name!r} is a view, and only tables can be hidden: hide {tables}"
+    return did_you_mean(name, layouts)
 
 
 def open_world(path: Path, guard: StatementGuard, *, foreign_keys: bool = False) -> WorldConnection:

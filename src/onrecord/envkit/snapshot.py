@@ -53,6 +53,11 @@ class Snapshot:
     @classmethod
     def from_file(cls, path: str | Path, name: str | None = None) -> Snapshot:
         """Load a SQLite file (opened read-only; the file itself is never changed)."""
+        if Path(path).is_dir():
+            raise SnapshotError(
+                f"snapshot file {str(path)!r} is a directory; pass the path of a SQLite "
+                "database file in it"
+            )
         if not Path(path).is_file():
             raise SnapshotError(
                 f"snapshot file {str(path)!r} does not exist; pass the path of a SQLite database"
@@ -72,6 +77,7 @@ class Snapshot:
         cls, name: str, schema: str, populate: Populate | None = None, *, seed: int = 0
     ) -> Snapshot:
         """Run ``schema`` (SQL script), then ``populate(conn, random.Random(seed))``."""
+        _check_build(name, schema, populate)
         conn = _memory_connection()
         try:
             conn.executescript(schema)
@@ -116,6 +122,22 @@ class Snapshot:
 
     def __repr__(self) -> str:
         return f"Snapshot({self.name!r}, digest={self.digest[:12]}…)"
+
+
+def _check_build(name: str, schema: object, populate: object) -> None:
+    """Refuse arguments ``executescript`` and the call of ``populate`` would fail on with
+    a bare TypeError that names neither the snapshot nor the argument."""
+    if not isinstance(schema, str):
+        raise SnapshotError(
+            f"snapshot {name!r}: schema must be an SQL script (a string of CREATE "
+            f"statements), got {type(schema).__name__} {schema!r:.80}"
+        )
+    if populate is not None and not callable(populate):
+        raise SnapshotError(
+            f"snapshot {name!r}: populate must be a function populate(conn, rng) that "
+            f"inserts the rows, got {type(populate).__name__} {populate!r:.80}; put SQL "
+            "text in the schema script instead"
+        )
 
 
 def _memory_connection() -> sqlite3.Connection:

@@ -84,13 +84,14 @@ def tool(
 
     if example is not None and not isinstance(example, Mapping):
         raise InputError(f"tool example= must be a dict of arguments, got {example!r}")
+    _check_options(function, writes, description)
 
     def declare(fn: ToolFunction) -> Tool:
         doc = inspect.getdoc(fn) or ""
         built = Tool(
             name or fn.__name__,
             fn,
-            bool(writes),
+            writes,
             description if description is not None else doc.split("\n\n")[0],
             _parameters(fn),
             dict(example) if example is not None else None,
@@ -100,6 +101,23 @@ def tool(
         return built
 
     return declare(function) if function is not None else declare
+
+
+def _check_options(function: Any, writes: Any, description: Any) -> None:
+    """Refuse options that would be taken for something else: ``bool(writes)`` makes
+    ``writes="no"`` a write tool, and ``@tool(True)`` passes True as the function."""
+    if function is not None and not callable(function):
+        raise InputError(
+            f"tool's first argument is the tool function, got {function!r:.80}; "
+            "for a write tool write @tool(writes=True)"
+        )
+    if type(writes) is not bool:
+        raise InputError(f"tool writes= must be True or False, got {writes!r:.80}")
+    if description is not None and not isinstance(description, str):
+        raise InputError(
+            f"tool description= must be a string, got {type(description).__name__} "
+            f"{description!r:.80}"
+        )
 
 
 def _parameters(fn: ToolFunction) -> dict[str, Any]:

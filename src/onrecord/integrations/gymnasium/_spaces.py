@@ -119,6 +119,7 @@ def encode_batch(
         return to_portable(list(values), f"$.{field}")
     if not _fits(space, values):
         return _off_space(space, values, field)
+    _refuse_masked_parts(space, values, field)
     try:
         encoded = space.to_jsonable(values)
     except NotImplementedError as exc:
@@ -141,6 +142,27 @@ def refuse_masked(values: Sequence[Any], field: str) -> None:
     for index, value in enumerate(values):
         if isinstance(value, np.ma.MaskedArray):
             raise masked_refusal(f"$.{field}[{index}]")
+
+
+def _refuse_masked_parts(space: spaces.Space[Any], values: list[Any], field: str) -> None:
+    """``refuse_masked`` for each part of the samples ``to_jsonable`` will encode: its
+    ``tolist()`` writes ``None`` where an array is masked, which a numeric column cannot
+    decode, where a masked Box sample on its own is refused. A part the layout cannot
+    reach is left to ``to_jsonable``, whose failure takes the samples off the space."""
+    parts: list[tuple[Any, str, spaces.Space[Any]]]
+    if isinstance(space, spaces.Dict):
+        parts = [(key, f".{key}", sub) for key, sub in space.spaces.items()]
+    elif isinstance(space, spaces.Tuple):
+        parts = [(index, f"[{index}]", sub) for index, sub in enumerate(space.spaces)]
+    else:
+        refuse_masked(values, field)
+        return
+    for key, path, sub in parts:
+        try:
+            column = [value[key] for value in values]
+        except Exception:  # a nested sample off its layout
+            continue
+        _refuse_masked_parts(sub, column, f"{field}{path}")
 
 
 def promoted(values: Sequence[Any], dtype: np.dtype[Any]) -> bool:
@@ -252,7 +274,10 @@ def _numbers_in_boxes(space: spaces.Space[Any], action: Any) -> bool:
     converts with the Box's dtype, and anything converts to bool: ``object()`` was "in"
     ``Box(0, 1, (), bool)``; and an unbounded Box contains an infinity. Either was sent
     to the environment, and the episode then failed to seal (an action JSON cannot
-    hold), losing every step, instead of recording an invalid action."""
+    hold), losing every step, instead of recording an invalid action. A masked array
+    passes ``contains`` on its data alone, and is refused for the same reason."""
+    if isinstance(action, np.ma.MaskedArray):
+        return False
     if isinstance(space, spaces.Box):
         array = np.asarray(action)
         kind = array.dtype.kind
@@ -280,12 +305,31 @@ def invalid_action_message(space: spaces.Space[Any] | None, action: Any) -> str:
 def why_not_in(space: spaces.Space[Any] | None, action: Any) -> str:
     """Why ``fast_contains`` refused ``action``, and the fix, for the refusal message
     (an empty string when the space gives no more detail than its repr)."""
+    masked = _masked_part(action, "action")
+    if masked:
+        return (
+            f"{masked} is a numpy masked array, whose masked values the environment would "
+            "receive as real ones and JSON cannot record: send array.filled(value)"
+        )
     if isinstance(space, spaces.Box):
         return _why_not_in_box(space, action)
     if isinstance(space, spaces.Discrete):
         start, n = int(space.start), int(space.n)
         return f"an action of this space is an int from {start} to {start + n - 1}"
     return ""
+
+
+def _masked_part(value: Any, path: str) -> str:
+    """The path of the first masked array in an action, or an empty string."""
+    if isinstance(value, np.ma.MaskedArray):
+        return path
+    if isinstance(value, dict):
+        items: Any = ((f"{path}[{key!r}]", item) for key, item in value.items())
+    elif type(value) in (list, tuple):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return ""
+    return next((found for where, item in items if (found := _masked_part(item, where))), "")
 
 
 def _why_not_in_box(space: spaces.Box, action: Any) -> str:
