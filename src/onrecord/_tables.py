@@ -15,7 +15,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["FittedTable", "SplitTable", "fitted_table"]
+__all__ = ["FittedTable", "SplitTable", "fitted_table", "header_width"]
 
 
 def fitted_table(*headers: str, **options: Any) -> FittedTable:
@@ -178,6 +178,10 @@ def _header_width(header: str, lines: int = 2) -> int:
         if count <= lines:
             return width
     return cell_len(header)
+
+
+header_width = _header_width
+"""For other tables (a stacked one) whose headers wrap the same way."""
 
 
 class SplitTable:

@@ -26,8 +26,8 @@ from onrecord._numbers import (
 from onrecord._policy_rules import StatusTable, requirement_interval
 from onrecord._saved_decision import saved_headline
 from onrecord._stats import wilson_interval
-from onrecord._tables import FittedTable
 from onrecord.cli._bundle import Bundle
+from onrecord.cli._decision_table import decision_table, table_headers
 from onrecord.cli._measure_table import render_report_measures as _render_report
 from onrecord.cli._render import (
     _styled,
@@ -129,12 +129,10 @@ def render_decision_body(
         row, clustered = _requirement_row(item, given, table_of)
         rows.append(row)
         unclustered |= not clustered
-    table = _decision_table(rows, reason_column=reason_column, narrow=False)
+    table = decision_table(rows, console.width, reason_column=reason_column)
     # Wide only framed and with each cell but a reason on one line (as the report's
-    # table); else narrow, and the reasons follow it, each a whole line.
-    if not table.fits_framed(console.width):
-        reason_column = False
-        table = _decision_table(rows, reason_column=False, narrow=True)
+    # table); else narrow or stacked, and the reasons follow it, each a whole line.
+    reason_column = reason_column and "reason" in table_headers(table)
     explained = {row["explanation"] for row in rows} if reason_column else set()
     console.print(table)
     print_interval_note(console)
@@ -175,43 +173,6 @@ def _requirement_row(
         "reason": literal(shown_reason(str(item.get("explanation", "")))),
         "explanation": str(item.get("explanation")),
     }, clustered or not measured
-
-
-def _decision_table(
-    rows: Sequence[Mapping[str, str]], *, reason_column: bool, narrow: bool
-) -> FittedTable:
-    """One row per requirement. ``narrow`` (80 columns): an advisory requirement is
-    marked beside its name and its unmeasured results beside its pass rate, which
-    leaves room for every word whole."""
-    # The interval beside the rate, as the Markdown and JUnit outputs give it: 19 of 20
-    # "meets" 95 % while its interval reaches down to 76 %. Headed short, as a terminal
-    # is narrow; the line under the table says what it is.
-    if narrow:
-        table = _table(
-            "requirement", "status", "pass rate", "95% interval", "threshold", "cases",
-            unbroken=("status", "95% interval", "cases"),
-        )  # fmt: skip
-        for row in rows:
-            advisory = " (advisory)" if row["critical"] == "no" else ""
-            unmeasured = row["unmeasured"] not in ("", "0")
-            table.add_row(
-                row["check"] + advisory,
-                row["status"],
-                row["rate"] + (f", {row['unmeasured']} unmeasured" if unmeasured else ""),
-                *(row[key] for key in ("interval", "threshold", "cases")),
-            )
-        return table
-    keys = ["critical", "status", "rate", "interval", "threshold", "cases", "unmeasured"]
-    columns = ["requirement", "critical", "status", "pass rate", "95% interval", "threshold"]
-    table = _table(
-        *columns, "cases", "unmeasured", *(["reason"] if reason_column else []),
-        unbroken=(*columns[:-1], "cases", "unmeasured"),  # a threshold is a list
-    )  # fmt: skip
-    for row in rows:
-        table.add_row(
-            row["check"], *(row[key] for key in keys), *([row["reason"]] if reason_column else [])
-        )
-    return table
 
 
 def _interval(

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from onrecord._numbers import fixed, interval_percent, percent
-from onrecord._tables import FittedTable, fitted_table
+from onrecord._tables import fitted_table
 from onrecord.compare import (
     Comparison,
     discordant_cases,
@@ -200,13 +200,9 @@ def render_report(console: Console, report: EvaluationReport) -> None:
         f"outcomes {literal(summary.outcomes)}  "
         f"sha256:{report.digest[:16]}"
     )
-    table = _report_table(summary, report.lock["checks"], narrow=False)
-    # Wide only when it fits framed with every cell on one line: between 99 and 118
-    # columns it was chosen borderless, its headers on three lines and its intervals
-    # split in two, while the narrow one showed the same facts whole.
-    if not table.fits_framed(console.width):
-        table = _report_table(summary, report.lock["checks"], narrow=True)
-    console.print(table)
+    from onrecord.cli._check_table import check_table  # it builds on this module
+
+    console.print(check_table(summary, report.lock["checks"], console.width))
     print_interval_note(console)
     if summary.pass_hat_k:
         shown = _milestones(sorted(summary.pass_hat_k))
@@ -220,44 +216,6 @@ def render_report(console: Console, report: EvaluationReport) -> None:
 
 _COVERAGE_LISTED = 20
 """Coverage issues a report lists in the terminal before counting the rest."""
-
-
-def _report_table(
-    summary: ReportSummary, versions: Mapping[str, Any], *, narrow: bool
-) -> FittedTable:
-    """One row per check; ``narrow``: the version under the name and the counts in one
-    column, which a terminal of 80 columns can show without folding a word."""
-    # "errors" beside "unmeasured" read as a second, separate count (20 and 20 of 40
-    # forecasts): the errors are among the unmeasured, as reports-and-policies.md has it
-    # and as the HTML report heads its column.
-    counts = ("passed", "failed", "unmeasured", "of which errors")
-    rates = ("pass rate", "95% interval", "coverage")
-    wide = ("check", "version", *counts)
-    table = _table(
-        *(("check", "results") if narrow else wide), *rates,
-        unbroken=rates if narrow else (*wide, *rates),
-    )  # fmt: skip
-    for check in summary.checks:
-        version = literal(versions[check.name])
-        numbers = (check.passed, check.failed, check.unmeasured, check.errors)
-        table.add_row(
-            f"{literal(check.name)} [dim]({version})[/]" if narrow else literal(check.name),
-            *((_results(*numbers),) if narrow else (version, *map(str, numbers))),
-            "n/a" if check.pass_rate is None else percent(check.pass_rate),
-            # No measured result: "0.0% – 100.0%" read as an interval estimated from data.
-            "—" if check.pass_rate is None else literal(_interval(check.interval)),
-            fixed(check.coverage, 0, scale=100.0, suffix="%"),
-        )
-    return table
-
-
-def _results(passed: int, failed: int, unmeasured: int, errors: int) -> str:
-    """``15 passed, 2 failed, 3 unmeasured (1 error)``."""
-    text = f"{passed} passed, {failed} failed"
-    if unmeasured:
-        text += f", {unmeasured} unmeasured"
-        text += f" ({errors} error{'s' if errors != 1 else ''})" if errors else ""
-    return text
 
 
 def _pass_hat_k(summary: ReportSummary, k: int) -> str:

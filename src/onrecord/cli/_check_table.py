@@ -1,0 +1,91 @@
+"""The report's check table in a terminal: wide, narrow or stacked, whichever shows
+every number and interval whole at the console's width."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from onrecord._numbers import fixed, percent
+from onrecord._tables import FittedTable
+from onrecord.cli._render import _interval, _table, literal
+from onrecord.cli._stacked import StackedTable
+from onrecord.report import ReportSummary
+
+__all__ = ["check_table"]
+
+
+def check_table(
+    summary: ReportSummary, versions: Mapping[str, Any], width: int
+) -> FittedTable | StackedTable:
+    """The report's check table for a console ``width`` columns wide. Wide only when it
+    fits framed with every cell on one line: between 99 and 118 columns it was chosen
+    borderless, its headers on three lines and its intervals split in two, while the
+    narrow one showed the same facts whole. Narrow when it fits framed, else stacked
+    (a world model's 34-character names) when that fits; else narrow, fitted."""
+    for narrow in (False, True):
+        table = _report_table(summary, versions, narrow=narrow)
+        if table.fits_framed(width):
+            return table
+    stacked = stacked_checks(summary, versions)
+    return stacked if stacked.fits(width) else table
+
+
+def _report_table(
+    summary: ReportSummary, versions: Mapping[str, Any], *, narrow: bool
+) -> FittedTable:
+    """One row per check; ``narrow``: the version under the name and the counts in one
+    column, which a terminal of 80 columns can show without folding a word."""
+    # "errors" beside "unmeasured" read as a second, separate count (20 and 20 of 40
+    # forecasts): the errors are among the unmeasured, as reports-and-policies.md has it
+    # and as the HTML report heads its column.
+    counts = ("passed", "failed", "unmeasured", "of which errors")
+    rates = ("pass rate", "95% interval", "coverage")
+    wide = ("check", "version", *counts)
+    table = _table(
+        *(("check", "results") if narrow else wide), *rates,
+        unbroken=rates if narrow else (*wide, *rates),
+    )  # fmt: skip
+    for check in summary.checks:
+        version = literal(versions[check.name])
+        numbers = (check.passed, check.failed, check.unmeasured, check.errors)
+        table.add_row(
+            f"{literal(check.name)} [dim]({version})[/]" if narrow else literal(check.name),
+            *((_results(*numbers),) if narrow else (version, *map(str, numbers))),
+            *_rates(check.pass_rate, check.interval, check.coverage),
+        )
+    return table
+
+
+def _results(passed: int, failed: int, unmeasured: int, errors: int) -> str:
+    """``15 passed, 2 failed, 3 unmeasured (1 error)``."""
+    text = f"{passed} passed, {failed} failed"
+    if unmeasured:
+        text += f", {unmeasured} unmeasured"
+        text += f" ({errors} error{'s' if errors != 1 else ''})" if errors else ""
+    return text
+
+
+def stacked_checks(summary: ReportSummary, versions: Mapping[str, Any]) -> StackedTable:
+    """Each check's name and version on a line, its counts and rates below (the wide
+    table's cells, each whole on one line): for names too long to sit beside them."""
+    counts = ("passed", "failed", "unmeasured", "of which errors")
+    table = StackedTable("check (version)", *counts, "pass rate", "95% interval", "coverage")
+    for check in summary.checks:
+        numbers = (check.passed, check.failed, check.unmeasured, check.errors)
+        table.add_row(
+            f"[bold]{literal(check.name)}[/] [dim]({literal(versions[check.name])})[/]",
+            *map(str, numbers),
+            *_rates(check.pass_rate, check.interval, check.coverage),
+        )
+    return table
+
+
+def _rates(rate: float | None, interval: tuple[float, float], coverage: float) -> list[str]:
+    """A check's pass rate, interval and coverage as printed."""
+    return [
+        "n/a" if rate is None else percent(rate),
+        # No measured result: "0.0% – 100.0%" read as an interval estimated from data.
+        "—" if rate is None else literal(_interval(interval)),
+        fixed(coverage, 0, scale=100.0, suffix="%"),
+    ]

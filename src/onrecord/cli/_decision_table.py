@@ -1,0 +1,96 @@
+"""A decision's requirements in a terminal: wide, narrow or stacked, whichever shows
+every rate, count and interval whole at the console's width."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from onrecord._tables import FittedTable
+from onrecord.cli._render import _table
+from onrecord.cli._stacked import StackedTable
+
+__all__ = ["decision_table", "table_headers"]
+
+
+def decision_table(
+    rows: Sequence[Mapping[str, str]], width: int, *, reason_column: bool
+) -> FittedTable | StackedTable:
+    """The requirements' table at ``width``: wide (with ``reason_column``) when it fits
+    framed, each cell but a reason on one line; else narrow when that fits framed; else
+    stacked when that fits (28-character names left the narrow one's intervals and
+    "(60 of 66)" wrapped at 80 columns); else narrow, fitted."""
+    table = _decision_table(rows, reason_column=reason_column, narrow=False)
+    if table.fits_framed(width):
+        return table
+    table = _decision_table(rows, reason_column=False, narrow=True)
+    if table.fits_framed(width):
+        return table
+    stacked = _stacked(rows)
+    return stacked if stacked.fits(width) else table
+
+
+def table_headers(table: FittedTable | StackedTable) -> list[str]:
+    """The headers of a table ``decision_table`` chose."""
+    if isinstance(table, StackedTable):
+        return table.headers
+    return [str(column.header) for column in table.columns]
+
+
+def _stacked(rows: Sequence[Mapping[str, str]]) -> StackedTable:
+    """Each requirement's name on a line, its status and numbers below: its unmeasured
+    results under its pass rate and a threshold's parts one a line (wrapped between
+    words only when even one does not fit), which leaves each a line whole at 80."""
+    table = StackedTable(
+        "requirement", "status", "pass rate", "95% interval", "threshold", "cases",
+        wrap=("threshold",),
+    )  # fmt: skip
+    for row in rows:
+        advisory = " [dim](advisory)[/]" if row["critical"] == "no" else ""
+        unmeasured = row["unmeasured"] not in ("", "0")
+        table.add_row(
+            f"[bold]{row['check']}[/]{advisory}",
+            row["status"],
+            row["rate"] + (f"\n{row['unmeasured']} unmeasured" if unmeasured else ""),
+            row["interval"],
+            row["threshold"].replace(", ", "\n"),
+            row["cases"],
+        )
+    return table
+
+
+def _decision_table(
+    rows: Sequence[Mapping[str, str]], *, reason_column: bool, narrow: bool
+) -> FittedTable:
+    """One row per requirement. ``narrow`` (80 columns): an advisory requirement is
+    marked beside its name and its unmeasured results under its pass rate, which
+    leaves room for every word whole."""
+    # The interval beside the rate, as the Markdown and JUnit outputs give it: 19 of 20
+    # "meets" 95 % while its interval reaches down to 76 %. Headed short, as a terminal
+    # is narrow; the line under the table says what it is.
+    if narrow:
+        table = _table(
+            "requirement", "status", "pass rate", "95% interval", "threshold", "cases",
+            unbroken=("status", "pass rate", "95% interval", "cases"),
+        )  # fmt: skip
+        for row in rows:
+            advisory = " (advisory)" if row["critical"] == "no" else ""
+            unmeasured = row["unmeasured"] not in ("", "0")
+            table.add_row(
+                row["check"] + advisory,
+                row["status"],
+                # Unbroken, on a line of its own: "(12" over "of 31), 9" read as two counts.
+                row["rate"] + (f"\n{row['unmeasured']} unmeasured" if unmeasured else ""),
+                *(row[key] for key in ("interval", "threshold", "cases")),
+            )
+        return table
+    keys = ["critical", "status", "rate", "interval", "threshold", "cases", "unmeasured"]
+    columns = ["requirement", "critical", "status", "pass rate", "95% interval", "threshold"]
+    table = _table(
+        *columns, "cases", "unmeasured", *(["reason"] if reason_column else []),
+        unbroken=(*columns[:-1], "cases", "unmeasured"),  # a threshold is a list
+    )  # fmt: skip
+    for row in rows:
+        table.add_row(
+            row["check"], *(row[key] for key in keys), *([row["reason"]] if reason_column else [])
+        )
+    return table
