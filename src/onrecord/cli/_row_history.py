@@ -71,7 +71,8 @@ def render_row_history(
             f"{len(events) - len(at_steps)} row change(s) made at steps not shown left out "
             "(--steps all shows every one)"
         )
-    console.print(_end_state(evidence.get("diff"), events))
+    layouts = audit.get("tables") if isinstance(audit, Mapping) else None
+    console.print(_end_state(evidence.get("diff"), events, _key_columns(layouts)))
     cell.notice(console, command)
 
 
@@ -91,7 +92,7 @@ def _values(event: Mapping[str, Any]) -> str:
     return as_json(new if new is not None else old)
 
 
-def _end_state(diff: Any, events: list[Mapping[str, Any]]) -> str:
+def _end_state(diff: Any, events: list[Mapping[str, Any]], keys: Mapping[str, list[str]]) -> str:
     """What stayed changed, per table, and what the history changed that the end state
     does not show (changed, then put back): a table whose every row was put back by its
     name, and in a table that also has lasting changes the rows put back by their keys
@@ -111,7 +112,7 @@ def _end_state(diff: Any, events: list[Mapping[str, Any]]) -> str:
             counts.append(f"{literal(name)} {', '.join(parts)}")
     text = "at the end: " + ("; ".join(counts) if counts else "no row changed")
     restored = sorted({str(event.get("table")) for event in events} - changed)
-    rows = _rows_put_back(events)
+    rows = _rows_put_back(events, keys)
     named = [literal(name) for name in restored] + [
         _row_keys(name, rows[name]) for name in sorted(changed) if rows.get(name)
     ]
@@ -124,25 +125,64 @@ _KEYS = 10
 """Keys of rows put back named per table before the rest are counted."""
 
 
-def _rows_put_back(events: list[Mapping[str, Any]]) -> dict[str, list[str]]:
+def _rows_put_back(
+    events: list[Mapping[str, Any]], keys: Mapping[str, list[str]]
+) -> dict[str, list[str]]:
     """Per table, the keys (as JSON) of the rows the history wrote whose state at the end
     is their state at the start, in the order first written: as the end-state diff folds
-    the history (an insert starts from no row, a delete ends in none)."""
+    the history (an insert starts from no row, a delete ends in none), key by key. An
+    update of a key column (``keys``: each table's) moves the row: its old key ends in
+    no row and its new key starts from none. Grouped under the old key, a row renumbered
+    and then changed and restored was listed as put back, though it was created."""
     from onrecord.envkit._sql import encode_reals
 
     first: dict[tuple[str, str], str] = {}
     last: dict[tuple[str, str], str] = {}
     for event in events:
-        row = (str(event.get("table")), as_json(event.get("key")))
+        table, op = str(event.get("table")), event.get("op")
+        row = (table, _json_key(event.get("key")))
         old, new = (as_json(encode_reals(event.get(side))) for side in ("old", "new"))
         # JSON, so 1 and 1.0 differ as the diff's storage classes do.
-        first.setdefault(row, "null" if event.get("op") == "insert" else old)
-        last[row] = "null" if event.get("op") == "delete" else new
+        first.setdefault(row, "null" if op == "insert" else old)
+        moved = _new_key(event, keys.get(table)) if op == "update" else None
+        if moved is None or moved == row[1]:
+            last[row] = "null" if op == "delete" else new
+            continue
+        last[row] = "null"  # the row left this key
+        first.setdefault((table, moved), "null")
+        last[(table, moved)] = new
     put_back: dict[str, list[str]] = {}
     for (table, key), before in first.items():
         if before == last[(table, key)]:
             put_back.setdefault(table, []).append(key)
     return put_back
+
+
+def _key_columns(layouts: Any) -> dict[str, list[str]]:
+    """Each audited table's key columns, from the audit's ``tables`` layouts."""
+    if not isinstance(layouts, Mapping):
+        return {}
+    return {
+        str(name): [str(column) for column in layout["key"]]
+        for name, layout in layouts.items()
+        if isinstance(layout, Mapping) and isinstance(layout.get("key"), list)
+    }
+
+
+def _new_key(event: Mapping[str, Any], columns: list[str] | None) -> str | None:
+    """The key (as JSON) an update left its row under, read from its new values as the
+    audit keys a row (one column: its value, else a list); None if they do not say."""
+    new = event.get("new")
+    if not columns or not isinstance(new, Mapping) or not all(c in new for c in columns):
+        return None
+    values = [new[column] for column in columns]
+    return _json_key(values[0] if len(values) == 1 else values)
+
+
+def _json_key(key: Any) -> str:
+    from onrecord.envkit._sql import encode_reals
+
+    return as_json(encode_reals(key))
 
 
 def _row_keys(table: str, keys: list[str]) -> str:

@@ -30,29 +30,35 @@ _GAP = 2
 
 
 class StackedTable:
-    """Rows of a title (markup, a line of its own, under the header ``title``) and cells
-    under ``headers``. A cell
+    """Rows of a title (markup, a line of its own, under the header ``title``), cells
+    under ``headers`` and, if a row has one, a paragraph under ``paragraph``. A cell
     never wraps, except in a ``wrap`` column (a threshold's parts), which takes the
     room the others leave, down to its longest word."""
 
-    def __init__(self, title: str, *headers: str, wrap: Collection[str] = ()) -> None:
+    def __init__(
+        self, title: str, *headers: str, wrap: Collection[str] = (), paragraph: str = ""
+    ) -> None:
         unknown = set(wrap) - set(headers)
         if unknown:
             raise ValueError(f"wrap={sorted(unknown)} names no header of {list(headers)}")
         self._title, self._headers = title, headers
+        self._paragraph = paragraph  # the header of the rows' paragraphs, if any
         self._wrap = [header in wrap for header in headers]
         self._rows: list[tuple[str, tuple[str, ...]]] = []
+        self._paragraphs: list[str] = []
 
     @property
     def headers(self) -> list[str]:
         """The headers of the numbers' columns."""
         return list(self._headers)
 
-    def add_row(self, title: str, *cells: str) -> None:
-        """Add a row: ``title`` above, one cell per header below."""
+    def add_row(self, title: str, *cells: str, paragraph: str = "") -> None:
+        """Add a row: ``title`` above, one cell per header below, and ``paragraph``
+        (markup: a reason) under them, wrapped between words at the console's width."""
         if len(cells) != len(self._headers):
             raise ValueError(f"{len(cells)} cells for {len(self._headers)} headers")
         self._rows.append((title, cells))
+        self._paragraphs.append(paragraph)
 
     def fits(self, width: int) -> bool:
         """Whether every cell fits ``width`` on its line, a ``wrap`` cell between words."""
@@ -63,11 +69,15 @@ class StackedTable:
         widths = self._widths(console, options.max_width) or self._least(console)
         yield Text(self._title, style="table.header")
         yield _indented(self._table(widths, header=True))
-        for title, cells in self._rows:
+        if self._paragraph:
+            yield _below(Text(self._paragraph, style="table.header"))
+        for (title, cells), paragraph in zip(self._rows, self._paragraphs, strict=True):
             yield Text.from_markup(title, emoji=False)
             row = self._table(widths, header=False)
             row.add_row(*cells)
             yield _indented(row)
+            if paragraph:  # a sentence has the whole row: in a column it broke word by word
+                yield _below(Text.from_markup(paragraph, emoji=False))
 
     def _table(self, widths: list[int], *, header: bool) -> Table:
         """The header, or one row, at ``widths``: each row a table of its own, so a
@@ -115,6 +125,11 @@ class StackedTable:
 def _indented(table: Table) -> Padding:
     """``table`` under its title, indented, no wider than it is."""
     return Padding(table, (0, 0, 0, _INDENT), expand=False)
+
+
+def _below(text: Text) -> Padding:
+    """``text`` under a row's cells, indented as they are, wrapped between words."""
+    return Padding(text, (0, 0, 0, _INDENT), expand=False)
 
 
 def _longest(console: Console, cells: tuple[str, ...], *, words: bool) -> int:

@@ -19,7 +19,8 @@ from onrecord.cli._decisions import decision_record
 from onrecord.cli._junit import gate_junit
 from onrecord.cli._markdown import gate_markdown
 from onrecord.cli._records import named
-from onrecord.cli._render import _styled, _table, literal, make_console, render_decision
+from onrecord.cli._render import make_console, render_decision
+from onrecord.cli._unpassed_table import print_unpassed
 from onrecord.compare import load_source
 from onrecord.episode._verify_files import check_entry
 from onrecord.errors import InputError
@@ -107,24 +108,9 @@ def _render_unpassed(console: Console, facts: list[RequirementFacts]) -> None:
     shown = [item for item in facts if item.outcome.status != "met" and item.unpassed]
     if not shown:
         return
-    # No requirement column beside the check: it is the check's name or a pattern
-    # matching it, and four columns fold no header at 80 columns where five did.
-    table = _table(
-        "check",
-        "episode",
-        "status",
-        "reason",
-        title=f"results not passed (first {FIRST_UNPASSED} per requirement not met)",
-    )
-    for item in shown:
-        for unpassed in item.unpassed:
-            table.add_row(
-                literal(unpassed.check),
-                literal(unpassed.episode),
-                _styled(unpassed.status),
-                literal(unpassed.reason),
-            )
-    console.print(table)
+    rows = [unpassed for item in shown for unpassed in item.unpassed]
+    title = f"results not passed (first {FIRST_UNPASSED} per requirement not met)"
+    print_unpassed(console, rows, title=title)
     more = sum(item.more for item in shown)
     if more:
         console.print(f"… and {more} more")

@@ -134,7 +134,9 @@ def run(args: argparse.Namespace) -> int:
             shown = render_tool_calls(
                 console, episode.actions, steps, full=args.full, command=command
             )
-            written = {"audit": {"events": episode.audit}, "diff": episode.diff}
+            layouts = {name: {"key": list(t.key)} for name, t in episode.tables.items()}
+            audit = {"events": episode.audit, "tables": layouts}  # the keys: a row renumbered
+            written = {"audit": audit, "diff": episode.diff}
             render_row_history(
                 console, written, shown, full=args.full, command=command, chosen=steps is not None
             )

@@ -16,6 +16,7 @@ from typing import Any
 from onrecord.case import EvalCase
 from onrecord.envkit import Snapshot, Tool, ToolContext, ToolWorld, check_rules, get_check, tool
 from onrecord.envkit._rule_names import schema_facts
+from onrecord.envkit._setup import hidden_layouts
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
@@ -171,13 +172,12 @@ class ToolWorldProvider(ToolWorldRunner):
         )
 
     def _check_hidden(self, snapshot: Snapshot) -> None:
-        tables = {table.name for table in snapshot.tables}
-        unknown = [name for name in self._hidden if name not in tables]
-        if unknown:
-            raise InputError(
-                f"ToolWorldProvider hidden lists tables {unknown} that the snapshot "
-                f"{snapshot.name!r} does not have; it has {sorted(tables)}"
-            )
+        """The hidden tables are in ``snapshot``: refused as ToolWorld refuses them, with
+        its hints (a view: hide the tables it reads; a misspelt table: the one meant)."""
+        try:
+            hidden_layouts(snapshot, self._hidden)
+        except InputError as error:  # names the class the user called
+            raise InputError(f"ToolWorldProvider {error}") from None
 
     def _check_task(self, case: Any, where: str) -> None:
         if not isinstance(case, EvalCase):
