@@ -158,7 +158,7 @@ def _column_hint(table: str, name: str, columns: Collection[str], facts: SchemaF
             )
         if key:
             return (
-                f"the rows of {table} are told apart by its primary key {key}: name the "
+                f"The rows of {table} are told apart by its primary key {key}: name the "
                 f"key columns instead of {name}"
             )
     close = did_you_mean(name, columns)

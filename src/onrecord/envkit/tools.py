@@ -188,10 +188,19 @@ def _check_context_parameter(fn: ToolFunction, param: inspect.Parameter) -> None
         return
     shown = base.__name__ if isinstance(base, type) else str(base)
     got = f"is typed {shown}" if positional else f"is {param.kind.description}"
+    # The example must be a valid signature: never a second parameter named ``ctx``.
+    if positional:
+        rest = f"{param.name}: ..."
+    elif param.kind is param.VAR_KEYWORD:
+        rest = f"**{param.name}"
+    elif param.name in ("ctx", "context"):
+        rest = "..."
+    else:
+        rest = f"*, {param.name}: ..."
     raise InputError(
         f"tool {fn.__name__!r}: its first parameter {param.name!r} {got}, but the world "
         "passes the tool context (ToolContext) there; make the context the first "
-        f"parameter, e.g. def {fn.__name__}(ctx: ToolContext, {param.name}: ...)"
+        f"parameter, e.g. def {fn.__name__}(ctx: ToolContext, {rest})"
     )
 
 
