@@ -232,8 +232,9 @@ def test_the_ledger_table_keeps_episode_names_and_decisions_whole() -> None:
         for name in names
     ]
     result = cast(LedgerResult, SimpleNamespace(episodes=episodes, classic=[]))
-    headers = ["episode", "final answer", "final posting", "full policy", "required"]
-    rows = [[name, "accept", "indeterminate", "reject", "reject"] for name in names]
+    # The required decision is the full policy's (no mark): no column of its own.
+    headers = ["episode", "final answer", "final posting", "full policy"]
+    rows = [[name, "accept", "indeterminate", "reject"] for name in names]
     widths = [w for w in range(40, 221, 7) if _fits_whole(headers, rows, 1, w)]
     assert widths[0] == 61, widths  # 42-character names beside "indeterminate"
     for width in widths:

@@ -197,7 +197,7 @@ def render_report(console: Console, report: EvaluationReport) -> None:
     console.print(
         f"[bold]report[/] {summary.trials} trials  pass rate {rate} "
         f"(95% interval {literal(_interval(summary.interval))}, clustered by case)  "
-        f"outcomes {literal(summary.outcomes)}  "
+        f"outcomes: {_outcomes(summary.outcomes)}  "
         f"sha256:{report.digest[:16]}"
     )
     from onrecord.cli._check_table import check_table  # it builds on this module
@@ -216,6 +216,12 @@ def render_report(console: Console, report: EvaluationReport) -> None:
 
 _COVERAGE_LISTED = 20
 """Coverage issues a report lists in the terminal before counting the rest."""
+
+
+def _outcomes(outcomes: Mapping[str, int]) -> str:
+    """``450 pass, 45 fail, 0 incomplete``: the trial outcomes as read, where the
+    summary line printed the dict itself (``{'pass': 450, 'fail': 45, ...}``)."""
+    return ", ".join(f"{count} {literal(outcome)}" for outcome, count in outcomes.items())
 
 
 def _pass_hat_k(summary: ReportSummary, k: int) -> str:

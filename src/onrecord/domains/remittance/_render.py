@@ -15,7 +15,9 @@ __all__ = ["ablation_table", "suite_table"]
 
 def suite_table(result: SuiteResult) -> SplitTable:
     """Agent × decision: tasks accepted / rejected / indeterminate, the failing checks,
-    and whether every task got the decision the agent must get."""
+    and whether every task got the decision the agent must get: ✓ or ✗ beside the
+    decision (nothing when none is expected). In a column of its own, it made the table
+    too wide for 100 columns by one column: a "part 2 of 2" of "yes" eight times."""
     table = SplitTable(
         "agent",
         "decision",
@@ -23,32 +25,32 @@ def suite_table(result: SuiteResult) -> SplitTable:
         "reject",
         "indet.",
         "failing checks (tasks)",
-        "as expected",
         keys=1,
-        title="remittance posting: agents × decisions",
+        title="remittance posting: agents × decisions (✓ every task decided as it must be, ✗ not)",
     )
     for name, outcome in result.outcomes.items():
         counts = Counter(outcome.task_decisions.values())
         failing = Counter(c for checks in outcome.failing_checks.values() for c in checks)
         checks = ", ".join(f"{c} ({n})" for c, n in sorted(failing.items())) or "—"
-        wants = result.expected.get(name)
-        ok = (
-            "—"
-            if wants is None
-            else "yes"
-            if all(outcome.task_decisions[t] == w for t, w in wants.items())
-            else "[red]no[/red]"
-        )
         table.add_row(
             escape(name),  # an agent's name is the caller's: "[/]" must print, not crash
-            outcome.decision.decision,
+            outcome.decision.decision + _expected_mark(result, name),
             str(counts["accept"]),
             str(counts["reject"]),
             str(counts["indeterminate"]),
             checks,
-            ok,
         )
     return table
+
+
+def _expected_mark(result: SuiteResult, name: str) -> str:
+    """`` ✓`` when every task of agent ``name`` got the decision it must get, `` ✗``
+    when one did not, nothing when no decision is expected of the agent."""
+    wants = result.expected.get(name)
+    if wants is None:
+        return ""
+    decisions = result.outcomes[name].task_decisions
+    return " ✓" if all(decisions[t] == w for t, w in wants.items()) else " [red]✗[/red]"
 
 
 def ablation_table(result: SuiteResult) -> SplitTable:
