@@ -3,8 +3,9 @@ and, beside it, each side's pass rate with its interval clustered by case (A's l
 over B's, as the report table heads them: "pass rate", "95% interval").
 
 Too wide for the terminal (80 columns), it is printed as two tables, each with the check
-names: the p-values and rates, then the counts; narrower still (40), as three, the
-p-value alone in the first. As one table at 80 columns it folded the p-value in two
+names: the p-values and rates, then the counts. When no table fits (40 columns, a CI
+log pane), each check's name is on a line of its own and its numbers below it. As one
+table at 80 columns it folded the p-value in two
 ("0.000488" over "3", read as 0.000488) before any rate was added. The columns the
 table always had keep their places; the rates follow the p-value.
 """
@@ -17,6 +18,7 @@ from onrecord._compare_rates import PassRate
 from onrecord._numbers import P_VALUE_MARKS, interval_percent, percent, significant
 from onrecord._tables import FittedTable, fitted_table
 from onrecord.cli._render import literal, print_interval_note
+from onrecord.cli._stacked import StackedTable
 from onrecord.compare import CheckComparison, Comparison
 
 __all__ = ["print_check_tables"]
@@ -36,7 +38,7 @@ def print_check_tables(console: Console, comparison: Comparison) -> None:
         [_table(checks, part, rates) for part in layout if rates or part != ("rates",)]
         for layout in _LAYOUTS
     ]
-    for table in _chosen(layouts, console.width):
+    for table in _chosen(layouts, console.width) or _stacked(checks, rates, console.width):
         console.print(table)
     if rates:
         print_interval_note(console)
@@ -46,13 +48,43 @@ def _chosen(layouts: list[list[FittedTable]], width: int) -> list[FittedTable]:
     """The first layout whose tables fit framed, every count, p-value, rate and interval
     on its line: tested with ``fits`` alone, one table at 100 columns was picked that
     broke "A 100.0%" into "A" over "100.0%" and each interval over two lines, where two
-    tables showed them whole. Else the first that fits at all, else the last (what it
-    cannot fit folds)."""
-    for fits in (FittedTable.fits_framed, FittedTable.fits):
-        for tables in layouts:
-            if all(fits(table, width) for table in tables):
-                return tables
-    return layouts[-1]
+    tables showed them whole. None when none does (the stacked form is tried next)."""
+    for tables in layouts:
+        if all(table.fits_framed(width) for table in tables):
+            return tables
+    return []
+
+
+def _stacked(
+    checks: tuple[CheckComparison, ...], rates: bool, width: int
+) -> list[FittedTable | StackedTable]:
+    """Each check's name on a line, its numbers below, in one table or, narrower, two
+    or three (as ``_LAYOUTS``): at 40 columns the last of the tables cut
+    names ("only_expected_t" over "ables_changed") and intervals ("A 99.2% –" over
+    "100.0%"). When even that does not fit, three tables, fitted (what cannot fit folds)."""
+    for layout in _LAYOUTS:
+        tables = [_stacked_part(checks, part, rates) for part in layout]
+        tables = [t for t in tables if t.headers] if rates else tables
+        if all(table.fits(width) for table in tables):
+            return list(tables)
+    return [_table(checks, part, rates) for part in _LAYOUTS[-1] if rates or part != ("rates",)]
+
+
+def _stacked_part(
+    checks: tuple[CheckComparison, ...], part: tuple[str, ...], rates: bool
+) -> StackedTable:
+    counts, rated = "counts" in part, rates and "rates" in part
+    headers = (*(_COUNTS if counts else ()), *(("McNemar p",) if "p" in part else ()))
+    table = StackedTable("check", *headers, *(_RATES if rated else ()))
+    for check in checks:
+        numbers = (check.both_pass, check.only_a, check.only_b, check.both_fail, check.unmeasured)
+        table.add_row(
+            f"[bold]{literal(check.name)}[/]",
+            *(map(str, numbers) if counts else ()),
+            *((significant(check.p_value, 4, P_VALUE_MARKS),) if "p" in part else ()),
+            *(_sides(check.rate_a, check.rate_b) if rated else ()),
+        )
+    return table
 
 
 _LAYOUTS = (

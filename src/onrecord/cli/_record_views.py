@@ -28,6 +28,7 @@ from onrecord._saved_decision import saved_headline
 from onrecord._stats import wilson_interval
 from onrecord.cli._bundle import Bundle
 from onrecord.cli._decision_table import decision_table, table_headers
+from onrecord.cli._lines import print_sentence
 from onrecord.cli._measure_table import render_report_measures as _render_report
 from onrecord.cli._render import (
     _styled,
@@ -121,7 +122,7 @@ def render_decision_body(
     # left a CI log reader to find the cause among the rows and reasons below.
     cause = headline if headline is not None else saved_headline(body)
     if cause:
-        console.print(f"  {literal(cause)}")
+        print_sentence(console, literal(cause), indent=2, hanging=4)
     table_of = StatusTable(report) if report is not None and intervals is None else None
     rows, unclustered = [], False
     for index, item in enumerate(body.get("requirements", ())):
@@ -137,14 +138,18 @@ def render_decision_body(
     console.print(table)
     print_interval_note(console)
     if unclustered:
-        console.print(
-            "  * not clustered by case: the decision keeps no per-case counts and the "
+        print_sentence(
+            console,
+            "* not clustered by case: the decision keeps no per-case counts and the "
             "report it decided is not beside it; each result counted as independent, "
-            "so the interval is too narrow when cases ran more than once"
+            "so the interval is too narrow when cases ran more than once",
+            indent=2,
+            hanging=4,
         )
     other = [reason for reason in body.get("reasons", ()) if reason not in explained]
     for reason in other[:20]:
-        console.print(f"  - {literal(shown_reason(reason))}")
+        # Hanging under its dash, broken between clauses: "0 not measured" over "of 495".
+        print_sentence(console, f"- {literal(shown_reason(reason))}", indent=2, hanging=4)
     if len(other) > 20:
         console.print(f"  … {len(other) - 20} more reasons")
 

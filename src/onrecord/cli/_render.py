@@ -14,6 +14,7 @@ from rich.table import Table
 
 from onrecord._numbers import fixed, interval_percent, percent
 from onrecord._tables import fitted_table
+from onrecord.cli._lines import print_phrases
 from onrecord.compare import (
     Comparison,
     discordant_cases,
@@ -164,11 +165,14 @@ def _styled(text: str) -> str:
     return f"[{style}]{text}[/]" if style else literal(text)
 
 
-INTERVAL_NOTE = (
-    "95% intervals are Wilson intervals clustered by case: the repeats of one case count "
-    "as one cluster, not as independent trials"
+INTERVAL_PHRASES = (
+    "95% intervals are Wilson intervals clustered by case:",
+    "a case's repeats count as one cluster, not as independent trials",
 )
-"""The line under a terminal table of pass rates: its column is headed short."""
+INTERVAL_NOTE = " ".join(INTERVAL_PHRASES)
+"""The line under a terminal table of pass rates: its column is headed short. Too long
+for the console, it wraps between its phrases (at 100 columns rich left "cluster, not
+as independent trials" alone under it, at 120 "trials")."""
 
 
 def _interval(bounds: tuple[float, float]) -> str:
@@ -182,7 +186,7 @@ def print_interval_note(console: Console) -> None:
     """The line saying what the "95% interval" column is, once per console: ``run`` and
     ``regrade`` print the report's table and the decision's, and said it under both."""
     if console not in _NOTED:
-        console.print(f"  {INTERVAL_NOTE}")
+        print_phrases(console, INTERVAL_PHRASES, indent=2, hanging=2, sep=" ")
         _NOTED.add(console)
 
 
@@ -194,11 +198,18 @@ def render_report(console: Console, report: EvaluationReport) -> None:
     """Per-check pass rates with intervals, outcomes and pass^k."""
     summary = report.summary()
     rate = "n/a" if summary.pass_rate is None else percent(summary.pass_rate)
-    console.print(
-        f"[bold]report[/] {summary.trials} trials  pass rate {rate} "
-        f"(95% interval {literal(_interval(summary.interval))}, clustered by case)  "
-        f"outcomes: {_outcomes(summary.outcomes)}  "
-        f"sha256:{report.digest[:16]}"
+    # Phrase by phrase (see _lines): rich broke it as "outcomes: 450" over "pass, …".
+    print_phrases(
+        console,
+        [
+            f"[bold]report[/] {summary.trials} trials",
+            (
+                f"pass rate {rate}",
+                f"(95% interval {literal(_interval(summary.interval))}, clustered by case)",
+            ),
+            _outcomes(summary.outcomes),
+            f"sha256:{report.digest[:16]}",
+        ],
     )
     from onrecord.cli._check_table import check_table  # it builds on this module
 
@@ -218,10 +229,15 @@ _COVERAGE_LISTED = 20
 """Coverage issues a report lists in the terminal before counting the rest."""
 
 
-def _outcomes(outcomes: Mapping[str, int]) -> str:
-    """``450 pass, 45 fail, 0 incomplete``: the trial outcomes as read, where the
-    summary line printed the dict itself (``{'pass': 450, 'fail': 45, ...}``)."""
-    return ", ".join(f"{count} {literal(outcome)}" for outcome, count in outcomes.items())
+def _outcomes(outcomes: Mapping[str, int]) -> tuple[str, ...]:
+    """``outcomes: 450 pass, 45 fail, 0 incomplete``: the trial outcomes as read, where
+    the summary line printed the dict itself (``{'pass': 450, 'fail': 45, ...}``); as
+    parts, so a narrow line breaks between outcomes, never after "outcomes:"."""
+    parts = [f"{count} {literal(outcome)}" for outcome, count in outcomes.items()]
+    return tuple(
+        f"{'outcomes: ' if i == 0 else ''}{part}{',' if i < len(parts) - 1 else ''}"
+        for i, part in enumerate(parts)
+    ) or ("outcomes: none",)
 
 
 def _pass_hat_k(summary: ReportSummary, k: int) -> str:
@@ -287,10 +303,13 @@ def render_comparison(
     one."""
     if header:
         label_a, label_b = (f"{literal(label)} " for label in labels or ("", ""))
-        console.print(
-            f"[bold]comparison[/] {comparison.pairs} paired trials  "
-            f"A: {label_a}sha256:{comparison.report_a[:16]}  vs  "
-            f"B: {label_b}sha256:{comparison.report_b[:16]}",
+        print_phrases(
+            console,
+            [
+                f"[bold]comparison[/] {comparison.pairs} paired trials",
+                (f"A: {label_a}".rstrip(), f"sha256:{comparison.report_a[:16]}"),
+                (f"vs  B: {label_b}".rstrip(), f"sha256:{comparison.report_b[:16]}"),
+            ],
         )
     from onrecord.cli._compare_tables import print_check_tables  # it builds on this module
 
