@@ -248,27 +248,43 @@ def forecast_table(heldout: dict[str, Any]) -> SplitTable:
     return metrics
 
 
-def _print(tables: dict[str, Any]) -> None:
-    console = make_console()
-    console.print(loop_table(tables["closed_loop"]))
-    console.print(forecast_table(tables["heldout_metrics"]))
+def _pairs(row: dict[str, Any]) -> str:
+    """The pairs measured, and (analysis v4) how many a failed forecast left out: an
+    effect error over 3 pairs read as the model's error on all of them."""
+    skipped = row.get("skipped_pairs")
+    if not skipped:
+        return str(row["pairs"])
+    return f"{row['pairs']} ({skipped} skipped: a forecast failed)"
+
+
+def intervention_table(interventions: dict[str, Any]) -> SplitTable:
+    """The matched-intervention table of ``tables["interventions"]`` (cart_velocity, h1)."""
     effects = SplitTable(
         "model",
+        "pairs",
         "real effect",
         "predicted effect",
         "effect error",
         keys=1,
         title="matched interventions: cart_velocity, h1",
     )
-    for model, rows in tables["interventions"].items():
+    for model, rows in interventions.items():
         row = next(r for r in rows if r["coordinate"] == "cart_velocity" and r["horizon"] == 1)
         effects.add_row(
             literal(model),
+            _pairs(row),
             _fmt(row["real_effect"]),
             _fmt(row["predicted_effect"]),
             _fmt(row["effect_error"]),
         )
-    console.print(effects)
+    return effects
+
+
+def _print(tables: dict[str, Any]) -> None:
+    console = make_console()
+    console.print(loop_table(tables["closed_loop"]))
+    console.print(forecast_table(tables["heldout_metrics"]))
+    console.print(intervention_table(tables["interventions"]))
     policies = next(iter(tables["decisions"].values()))
     decisions = SplitTable("model", *map(literal, policies), keys=1, title="acceptance policies")
     for model, per in tables["decisions"].items():

@@ -129,8 +129,7 @@ class EffectTable:
     skipped_pairs: int = 0
     """Pairs left out because either arm's forecast is not ``ok`` (a ``model_error`` or
     a ``simulator_error``): ``pairs`` counts only the others, so a model that failed on
-    most pairs is measured on the few it forecast. Not in ``rows()``, whose form saved
-    experiment tables are checked against."""
+    most pairs is measured on the few it forecast. Every row of ``rows()`` carries it."""
 
     def rows(self) -> list[dict[str, Any]]:
         """One portable row per coordinate × horizon."""
@@ -147,6 +146,9 @@ class EffectTable:
                         "real_effect": portable_number(self.real_effect[i, j]),
                         "predicted_effect": portable_number(self.predicted_effect[i, j]),
                         "effect_error": portable_number(self.effect_error[i, j]),
+                        # The model's count, beside each row's `pairs`: a row of 3
+                        # pairs reads otherwise as if only 3 had been asked.
+                        "skipped_pairs": self.skipped_pairs,
                     }
                 )
         return out

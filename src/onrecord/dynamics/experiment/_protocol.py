@@ -11,6 +11,7 @@ __all__ = [
     "ANALYSIS",
     "ANALYSIS_V1",
     "ANALYSIS_V2",
+    "ANALYSIS_V3",
     "HORIZONS",
     "analysis_of",
     "build_protocol",
@@ -22,13 +23,17 @@ __all__ = [
 # (v2 averaged its surviving seeds), the count of seeds without a defined gap, and the
 # headline's closed-loop `failed_runs` (its `reached_cap` of `seeds` left failed seeds
 # unexplained); v1's own-cohort rows keep counting as `censored` every successful
-# forecast, cohort or not (aggregate_metrics now counts the cohort only). A
-# protocol without the field was written before v2 (v1). A run's tables are recomputed
-# the way its protocol names, so saved runs keep replaying.
-ANALYSIS = "onrecord.worldmodel-analysis/v3"
+# forecast, cohort or not (aggregate_metrics now counts the cohort only). v4: every
+# intervention and persistence row carries its model's `skipped_pairs` (pairs left out
+# because either arm's forecast failed: `pairs` alone made a model that failed on most
+# pairs read as measured on fewer by chance). A protocol without the field was written
+# before v2 (v1). A run's tables are recomputed the way its protocol names, so saved
+# runs keep replaying.
+ANALYSIS = "onrecord.worldmodel-analysis/v4"
+ANALYSIS_V3 = "onrecord.worldmodel-analysis/v3"
 ANALYSIS_V2 = "onrecord.worldmodel-analysis/v2"
 ANALYSIS_V1 = "onrecord.worldmodel-analysis/v1"
-KNOWN = (ANALYSIS_V1, ANALYSIS_V2, ANALYSIS)
+KNOWN = (ANALYSIS_V1, ANALYSIS_V2, ANALYSIS_V3, ANALYSIS)
 
 HORIZONS = [1, 4, 8, 16, 32]
 _SIZES = {  # (full, smoke)

@@ -27,6 +27,7 @@ from onrecord.dynamics.experiment._protocol import (
     ANALYSIS,
     ANALYSIS_V1,
     ANALYSIS_V2,
+    ANALYSIS_V3,
     analysis_of,
 )
 from onrecord.dynamics_metrics import aggregate_metrics, forecast_report
@@ -89,10 +90,8 @@ def compute_tables(protocol: Mapping[str, Any], evidence: Evidence) -> dict[str,
         "development_metrics": {
             m: aggregate_metrics(f).to_dict() for m, f in evidence.development.items()
         },
-        "interventions": {
-            m: effect_table(*pair).rows() for m, pair in evidence.interventions.items()
-        },
-        "persistence": {m: effect_table(*pair).rows() for m, pair in evidence.persistence.items()},
+        "interventions": _effects(evidence.interventions, analysis),
+        "persistence": _effects(evidence.persistence, analysis),
         "closed_loop": summary(
             evidence.closed_loop,
             random_model=protocol["random_model"],
@@ -107,8 +106,20 @@ def compute_tables(protocol: Mapping[str, Any], evidence: Evidence) -> dict[str,
         "decisions": decisions(protocol, evidence.heldout)[1],
     }
     users = [record["model_id"] for record in protocol.get("user_models", [])]
-    tables["headline"] = headline(tables, users, failed_runs=analysis == ANALYSIS)
+    tables["headline"] = headline(tables, users, failed_runs=analysis in (ANALYSIS_V3, ANALYSIS))
     return tables
+
+
+def _effects(pairs: Mapping[str, Pair], analysis: str) -> dict[str, list[dict[str, Any]]]:
+    """Each model's effect rows; before analysis v4 without ``skipped_pairs``, as those
+    runs saved them (replay compares byte for byte)."""
+    tables = {m: effect_table(*pair).rows() for m, pair in pairs.items()}
+    if analysis == ANALYSIS:
+        return tables
+    return {
+        m: [{k: v for k, v in row.items() if k != "skipped_pairs"} for row in rows]
+        for m, rows in tables.items()
+    }
 
 
 def _row(table: Mapping[str, Any], coordinate: str, horizon: int) -> dict[str, Any]:
