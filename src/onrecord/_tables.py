@@ -131,7 +131,7 @@ class FittedTable(Table):
         """Each column's narrowest width: its longest word, or for an ``unbroken``
         column its widest cell line and its header in at most two lines."""
         return [
-            max(_header_width(lines[0]), _widths(lines[1:])[0]) if whole else _widths(lines)[1]
+            max(header_width(lines[0]), _widths(lines[1:])[0]) if whole else _widths(lines)[1]
             for lines, whole in zip(texts, self._unbroken, strict=True)
         ]
 
@@ -165,9 +165,10 @@ def _widths(texts: Sequence[str]) -> tuple[int, int]:
     return max(map(cell_len, lines), default=1), max(map(cell_len, words), default=1)
 
 
-def _header_width(header: str, lines: int = 2) -> int:
+def header_width(header: str, lines: int = 2) -> int:
     """The narrowest width that wraps ``header`` between words into at most ``lines``
-    lines ("of which errors": 8, as "of which" over "errors")."""
+    lines ("of which errors": 8, as "of which" over "errors"); public for other tables
+    (a stacked one) whose headers wrap the same way."""
     words = header.split() or [""]
     for width in range(max(map(cell_len, words)), cell_len(header) + 1):
         count, used = 1, cell_len(words[0])
@@ -178,10 +179,6 @@ def _header_width(header: str, lines: int = 2) -> int:
         if count <= lines:
             return width
     return cell_len(header)
-
-
-header_width = _header_width
-"""For other tables (a stacked one) whose headers wrap the same way."""
 
 
 class SplitTable:

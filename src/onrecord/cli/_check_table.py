@@ -10,9 +10,15 @@ from onrecord._numbers import fixed, percent
 from onrecord._tables import FittedTable
 from onrecord.cli._render import _interval, _table, literal
 from onrecord.cli._stacked import StackedTable
-from onrecord.report import ReportSummary
+from onrecord.report import CheckSummary, ReportSummary
 
 __all__ = ["check_table"]
+
+# "errors" beside "unmeasured" read as a second, separate count (20 and 20 of 40
+# forecasts): the errors are among the unmeasured, as reports-and-policies.md has it
+# and as the HTML report heads its column.
+_COUNTS = ("passed", "failed", "unmeasured", "of which errors")
+_RATES = ("pass rate", "95% interval", "coverage")
 
 
 def check_table(
@@ -37,28 +43,28 @@ def _report_table(
 ) -> FittedTable:
     """One row per check; ``narrow``: the version under the name and the counts in one
     column, which a terminal of 80 columns can show without folding a word."""
-    # "errors" beside "unmeasured" read as a second, separate count (20 and 20 of 40
-    # forecasts): the errors are among the unmeasured, as reports-and-policies.md has it
-    # and as the HTML report heads its column.
-    counts = ("passed", "failed", "unmeasured", "of which errors")
-    rates = ("pass rate", "95% interval", "coverage")
-    wide = ("check", "version", *counts)
+    wide = ("check", "version", *_COUNTS)
     # Narrow, the results stay on one line too: wrapped between words at 80 columns they
     # took up to four ("11 passed," / "0 failed," / "29" / "unmeasured"), where the
     # stacked table shows every count whole.
     table = _table(
-        *(("check", "results") if narrow else wide), *rates,
-        unbroken=("results", *rates) if narrow else (*wide, *rates),
+        *(("check", "results") if narrow else wide), *_RATES,
+        unbroken=("results", *_RATES) if narrow else (*wide, *_RATES),
     )  # fmt: skip
     for check in summary.checks:
         version = literal(versions[check.name])
-        numbers = (check.passed, check.failed, check.unmeasured, check.errors)
+        numbers = _numbers(check)
         table.add_row(
             f"{literal(check.name)} [dim]({version})[/]" if narrow else literal(check.name),
             *((_results(*numbers),) if narrow else (version, *map(str, numbers))),
-            *_rates(check.pass_rate, check.interval, check.coverage),
+            *_rates(check),
         )
     return table
+
+
+def _numbers(check: CheckSummary) -> tuple[int, int, int, int]:
+    """A check's counts, in the order of ``_COUNTS``."""
+    return (check.passed, check.failed, check.unmeasured, check.errors)
 
 
 def _results(passed: int, failed: int, unmeasured: int, errors: int) -> str:
@@ -73,23 +79,22 @@ def _results(passed: int, failed: int, unmeasured: int, errors: int) -> str:
 def stacked_checks(summary: ReportSummary, versions: Mapping[str, Any]) -> StackedTable:
     """Each check's name and version on a line, its counts and rates below (the wide
     table's cells, each whole on one line): for names too long to sit beside them."""
-    counts = ("passed", "failed", "unmeasured", "of which errors")
-    table = StackedTable("check (version)", *counts, "pass rate", "95% interval", "coverage")
+    table = StackedTable("check (version)", *_COUNTS, *_RATES)
     for check in summary.checks:
-        numbers = (check.passed, check.failed, check.unmeasured, check.errors)
         table.add_row(
             f"[bold]{literal(check.name)}[/] [dim]({literal(versions[check.name])})[/]",
-            *map(str, numbers),
-            *_rates(check.pass_rate, check.interval, check.coverage),
+            *map(str, _numbers(check)),
+            *_rates(check),
         )
     return table
 
 
-def _rates(rate: float | None, interval: tuple[float, float], coverage: float) -> list[str]:
-    """A check's pass rate, interval and coverage as printed."""
+def _rates(check: CheckSummary) -> list[str]:
+    """A check's pass rate, interval and coverage as printed (``_RATES``)."""
+    rate = check.pass_rate
     return [
         "n/a" if rate is None else percent(rate),
         # No measured result: "0.0% – 100.0%" read as an interval estimated from data.
-        "—" if rate is None else literal(_interval(interval)),
-        fixed(coverage, 0, scale=100.0, suffix="%"),
+        "—" if rate is None else literal(_interval(check.interval)),
+        fixed(check.coverage, 0, scale=100.0, suffix="%"),
     ]

@@ -134,14 +134,12 @@ def _rows_put_back(
     update of a key column (``keys``: each table's) moves the row: its old key ends in
     no row and its new key starts from none. Grouped under the old key, a row renumbered
     and then changed and restored was listed as put back, though it was created."""
-    from onrecord.envkit._sql import encode_reals
-
     first: dict[tuple[str, str], str] = {}
     last: dict[tuple[str, str], str] = {}
     for event in events:
         table, op = str(event.get("table")), event.get("op")
-        row = (table, _json_key(event.get("key")))
-        old, new = (as_json(encode_reals(event.get(side))) for side in ("old", "new"))
+        row = (table, _stored_json(event.get("key")))
+        old, new = (_stored_json(event.get(side)) for side in ("old", "new"))
         # JSON, so 1 and 1.0 differ as the diff's storage classes do.
         first.setdefault(row, "null" if op == "insert" else old)
         moved = _new_key(event, keys.get(table)) if op == "update" else None
@@ -176,13 +174,14 @@ def _new_key(event: Mapping[str, Any], columns: list[str] | None) -> str | None:
     if not columns or not isinstance(new, Mapping) or not all(c in new for c in columns):
         return None
     values = [new[column] for column in columns]
-    return _json_key(values[0] if len(values) == 1 else values)
+    return _stored_json(values[0] if len(values) == 1 else values)
 
 
-def _json_key(key: Any) -> str:
-    from onrecord.envkit._sql import encode_reals
+def _stored_json(value: Any) -> str:
+    """A key or a row's values as JSON, an infinite REAL as the evidence writes it."""
+    from onrecord.envkit._sql import encode_reals  # here: see _values
 
-    return as_json(encode_reals(key))
+    return as_json(encode_reals(value))
 
 
 def _row_keys(table: str, keys: list[str]) -> str:

@@ -7,14 +7,22 @@ from __future__ import annotations
 
 import difflib
 import sqlite3
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from onrecord.envkit._sql import INTERNAL_PREFIX, ROWID_ALIASES, internal, quote
 from onrecord.errors import InputError
 
-__all__ = ["FactsReader", "SchemaFacts", "checked_names", "did_you_mean", "schema_facts"]
+__all__ = [
+    "FactsReader",
+    "SchemaFacts",
+    "checked_names",
+    "did_you_mean",
+    "read_facts",
+    "schema_facts",
+    "with_hints",
+]
 
 
 @dataclass(frozen=True)
@@ -100,26 +108,35 @@ def checked_names(
     named = [rule["table"]] if "table" in rule else list(rule.get("tables", ()))
     unknown = [name for name in named if name not in tables]
     if unknown:
-        known = _read(facts)
-        hints = [_table_hint(name, tables, known) for name in unknown]
+        known = read_facts(facts)
         raise InputError(
-            f"rule {rule!r} names the tables {unknown}, which the database does not "
-            f"have; its tables: {sorted(tables)}" + "".join(f". {hint}" for hint in hints if hint)
+            with_hints(
+                f"rule {rule!r} names the tables {unknown}, which the database does not "
+                f"have; its tables: {sorted(tables)}",
+                [_table_hint(name, tables, known) for name in unknown],
+            )
         )
     for field in ("where", "to"):
         columns = tables[rule["table"]] if field in rule else ()
         missing = [column for column in rule.get(field, {}) if column not in columns]
         if missing:
-            known = _read(facts)
-            hints = [_column_hint(rule["table"], name, columns, known) for name in missing]
+            known = read_facts(facts)
             raise InputError(
-                f"rule {rule!r}: {rule['table']} has no columns {missing} (its "
-                f"{field!r} could match no row); its columns: {list(columns)}"
-                + "".join(f". {hint}" for hint in hints if hint)
+                with_hints(
+                    f"rule {rule!r}: {rule['table']} has no columns {missing} (its "
+                    f"{field!r} could match no row); its columns: {list(columns)}",
+                    [_column_hint(rule["table"], name, columns, known) for name in missing],
+                )
             )
 
 
-def _read(facts: FactsReader | None) -> SchemaFacts | None:
+def with_hints(refusal: str, hints: Iterable[str]) -> str:
+    """``refusal`` followed by each hint that says something, as sentences."""
+    return refusal + "".join(f". {hint}" for hint in hints if hint)
+
+
+def read_facts(facts: FactsReader | None) -> SchemaFacts | None:
+    """The facts ``facts`` reads, or ``None``: the refusal they explain is made anyway."""
     if facts is None:
         return None
     try:

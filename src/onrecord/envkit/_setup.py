@@ -10,7 +10,13 @@ from typing import Any
 from onrecord.case import EvalCase
 from onrecord.envkit._connection import WorldConnection
 from onrecord.envkit._guard import StatementGuard
-from onrecord.envkit._rule_names import SchemaFacts, did_you_mean, schema_facts
+from onrecord.envkit._rule_names import (
+    SchemaFacts,
+    did_you_mean,
+    read_facts,
+    schema_facts,
+    with_hints,
+)
 from onrecord.envkit._sql import INTERNAL_PREFIX, Table, internal, quote
 from onrecord.envkit.snapshot import Snapshot
 from onrecord.envkit.tools import Tool
@@ -62,14 +68,15 @@ def _tool_list(tools: Any) -> list[Any]:
 def check_injectable(tool: Any, tools: dict[str, Tool]) -> None:
     """Refuse an ``inject_failure`` target saying why: a misspelt name (listing the
     tools), or a read-only tool, whose calls commit nothing for the failure to follow."""
-    writers = sorted(name for name, spec in tools.items() if spec.writes)
-    if type(tool) is str and tool in tools and tools[tool].writes:
+    declared = type(tool) is str and tool in tools
+    if declared and tools[tool].writes:
         return
     why = (
         "is read-only (writes=False): its calls commit nothing for a failure to follow"
-        if type(tool) is str and tool in tools
+        if declared
         else "is not a tool of this world"
     )
+    writers = sorted(name for name, spec in tools.items() if spec.writes)
     raise InputError(
         f"inject_failure needs the name of a write tool: {tool!r} {why}; its write "
         f"tools: {writers or 'none (declare one with @tool(writes=True))'}"
@@ -81,11 +88,13 @@ def hidden_layouts(snapshot: Snapshot, hidden: Sequence[str]) -> dict[str, Table
     layouts = {table.name: table for table in snapshot.tables}
     unknown = [name for name in names if name not in layouts]
     if unknown:
-        facts = _facts(snapshot)
-        hints = [_hidden_hint(name, layouts, facts) for name in unknown]
+        facts = read_facts(lambda: schema_facts(snapshot.connection))
         raise InputError(
-            f"hidden lists tables {unknown} that the snapshot {snapshot.name!r} does not "
-            f"have; it has {sorted(layouts)}" + "".join(f". {hint}" for hint in hints if hint)
+            with_hints(
+                f"hidden lists tables {unknown} that the snapshot {snapshot.name!r} does "
+                f"not have; it has {sorted(layouts)}",
+                [_hidden_hint(name, layouts, facts) for name in unknown],
+            )
         )
     return {name: layouts[name] for name in names}
 
@@ -112,13 +121,6 @@ def _hidden_names(hidden: Any) -> list[str]:
                 "table name: list the hidden tables by name, as strings"
             )
     return names
-
-
-def _facts(snapshot: Snapshot) -> SchemaFacts | None:
-    try:
-        return schema_facts(snapshot.connection)
-    except sqlite3.Error:  # e.g. an SQLite before 3.37 (no PRAGMA table_list): less said
-        return None
 
 
 def _hidden_hint(name: str, layouts: Collection[str], facts: SchemaFacts | None) -> str:

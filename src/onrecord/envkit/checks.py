@@ -11,7 +11,6 @@ by name so ``onrecord check NAME --episode DIR`` and reports can find them::
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -205,14 +204,11 @@ def _facts(episode: ToolEpisode) -> FactsReader:
     def read() -> SchemaFacts | None:
         if episode.database is None:
             return None
-        try:
-            conn = episode.connect()
-        except sqlite3.Error:  # a refusal is still made, only with less said
-            return None
+        # An sqlite3.Error, opening or reading, is caught by ``read_facts``, the caller:
+        # the refusal is still made, only with less said.
+        conn = episode.connect()
         try:
             return schema_facts(conn)
-        except sqlite3.Error:
-            return None
         finally:
             conn.close()
 

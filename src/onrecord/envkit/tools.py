@@ -175,12 +175,10 @@ def _check_context_parameter(fn: ToolFunction, param: inspect.Parameter) -> None
     positionally: a keyword-only or ``**kwargs`` one would fail every call, and one typed
     as an argument (``def f(sku: str)``, ``ctx`` forgotten) would silently take the
     context, so the agent could never send that argument."""
-    hint = param.annotation
-    if isinstance(hint, str):
-        try:  # the context's hint may name anything, even a local: unknown is fine
-            hint = eval(hint, getattr(fn, "__globals__", {}))
-        except Exception:
-            hint = param.empty
+    try:  # the context's hint may name anything, even a local: unknown is fine
+        hint = _evaluated(fn, param.annotation)
+    except Exception:
+        hint = param.empty
     base = typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
     # ``*args`` takes the context as well; keyword-only or ``**kwargs`` cannot.
     positional = param.kind not in (param.KEYWORD_ONLY, param.VAR_KEYWORD)
@@ -188,20 +186,23 @@ def _check_context_parameter(fn: ToolFunction, param: inspect.Parameter) -> None
         return
     shown = base.__name__ if isinstance(base, type) else str(base)
     got = f"is typed {shown}" if positional else f"is {param.kind.description}"
-    # The example must be a valid signature: never a second parameter named ``ctx``.
-    if positional:
-        rest = f"{param.name}: ..."
-    elif param.kind is param.VAR_KEYWORD:
-        rest = f"**{param.name}"
-    elif param.name in ("ctx", "context"):
-        rest = "..."
-    else:
-        rest = f"*, {param.name}: ..."
     raise InputError(
         f"tool {fn.__name__!r}: its first parameter {param.name!r} {got}, but the world "
         "passes the tool context (ToolContext) there; make the context the first "
-        f"parameter, e.g. def {fn.__name__}(ctx: ToolContext, {rest})"
+        f"parameter, e.g. def {fn.__name__}(ctx: ToolContext, {_after_context(param, positional)})"
     )
+
+
+def _after_context(param: inspect.Parameter, positional: bool) -> str:
+    """What follows ``ctx`` in the suggested signature, which must be valid: never a
+    second parameter named ``ctx``."""
+    if positional:
+        return f"{param.name}: ..."
+    if param.kind is param.VAR_KEYWORD:
+        return f"**{param.name}"
+    if param.name in ("ctx", "context"):
+        return "..."
+    return f"*, {param.name}: ..."
 
 
 def _argument_type(hint: Any) -> bool:
@@ -224,16 +225,22 @@ def _hint(fn: ToolFunction, param: inspect.Parameter) -> Any:
             f"tool {fn.__name__!r}: parameter {param.name!r} needs a type "
             "hint so its JSON schema can be exported"
         )
-    if not isinstance(param.annotation, str):
-        return param.annotation
     try:
-        return eval(param.annotation, getattr(fn, "__globals__", {}))
+        return _evaluated(fn, param.annotation)
     except Exception as exc:
         raise InputError(
             f"tool {fn.__name__!r}: the type hint {param.annotation!r} of "
             f"{param.name!r} cannot be evaluated ({exc}); import the names it "
             "uses at module level"
         ) from exc
+
+
+def _evaluated(fn: ToolFunction, annotation: Any) -> Any:
+    """``annotation`` as a type: a string one (``from __future__ import annotations``)
+    evaluated in ``fn``'s module, raising whatever the evaluation raises."""
+    if not isinstance(annotation, str):
+        return annotation
+    return eval(annotation, getattr(fn, "__globals__", {}))
 
 
 _SCALARS: dict[Any, dict[str, Any]] = {
