@@ -36,13 +36,10 @@ min_pass_rate = 0.9
 """
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wm38") / "run"
-    done = onrecord("worldmodel", "run", "--smoke", "--no-progress", "--output-dir", out,
-                    timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return out / "reports" / "persistence_v1.report.json"
+@pytest.fixture
+def report(smoke_world_model_run: Path) -> Path:
+    """The shared smoke run's report (tests/conftest.py): these tests only read it."""
+    return smoke_world_model_run / "reports" / "persistence_v1.report.json"
 
 
 def _saved(report: Path) -> tuple[list[str], int]:
