@@ -18,15 +18,21 @@ def decision_table(
     """The requirements' table at ``width``: wide (with ``reason_column``) when it fits
     framed, each cell but a reason on one line; else narrow when that fits framed; else
     stacked when that fits (28-character names left the narrow one's intervals and
-    "(60 of 66)" wrapped at 80 columns); else narrow, fitted."""
-    table = _decision_table(rows, reason_column=reason_column, narrow=False)
-    if table.fits_framed(width):
-        return table
-    table = _decision_table(rows, reason_column=False, narrow=True)
-    if table.fits_framed(width):
-        return table
+    "(60 of 66)" wrapped at 80 columns); else narrow, fitted. Wide or narrow, a threshold
+    is on one line, else its parts one a line: wrapped between words at 100 columns, it
+    read "≥ 95.0%, ≥" over "5 cases"."""
+    tables = [
+        _decision_table(
+            rows, reason_column=reason_column and not narrow, narrow=narrow, split=split
+        )
+        for narrow in (False, True)
+        for split in (False, True)
+    ]
+    for table in tables:
+        if table.fits_framed(width):
+            return table
     stacked = _stacked(rows)
-    return stacked if stacked.fits(width) else table
+    return stacked if stacked.fits(width) else tables[-1]
 
 
 def table_headers(table: FittedTable | StackedTable) -> list[str]:
@@ -52,25 +58,30 @@ def _stacked(rows: Sequence[Mapping[str, str]]) -> StackedTable:
             row["status"],
             row["rate"] + (f"\n{row['unmeasured']} unmeasured" if unmeasured else ""),
             row["interval"],
-            row["threshold"].replace(", ", "\n"),
+            _threshold(row, split=True),
             row["cases"],
         )
     return table
 
 
+def _threshold(row: Mapping[str, str], *, split: bool) -> str:
+    """A threshold's parts ("≥ 95.0%, ≥ 5 cases") on one line, or ``split`` one a line."""
+    return row["threshold"].replace(", ", "\n") if split else row["threshold"]
+
+
 def _decision_table(
-    rows: Sequence[Mapping[str, str]], *, reason_column: bool, narrow: bool
+    rows: Sequence[Mapping[str, str]], *, reason_column: bool, narrow: bool, split: bool
 ) -> FittedTable:
     """One row per requirement. ``narrow`` (80 columns): an advisory requirement is
     marked beside its name and its unmeasured results under its pass rate, which
-    leaves room for every word whole."""
+    leaves room for every word whole. A threshold never wraps: whole, or ``split``."""
     # The interval beside the rate, as the Markdown and JUnit outputs give it: 19 of 20
     # "meets" 95 % while its interval reaches down to 76 %. Headed short, as a terminal
     # is narrow; the line under the table says what it is.
     if narrow:
         table = _table(
             "requirement", "status", "pass rate", "95% interval", "threshold", "cases",
-            unbroken=("status", "pass rate", "95% interval", "cases"),
+            unbroken=("status", "pass rate", "95% interval", "threshold", "cases"),
         )  # fmt: skip
         for row in rows:
             advisory = " (advisory)" if row["critical"] == "no" else ""
@@ -80,17 +91,18 @@ def _decision_table(
                 row["status"],
                 # Unbroken, on a line of its own: "(12" over "of 31), 9" read as two counts.
                 row["rate"] + (f"\n{row['unmeasured']} unmeasured" if unmeasured else ""),
-                *(row[key] for key in ("interval", "threshold", "cases")),
+                row["interval"],
+                _threshold(row, split=split),
+                row["cases"],
             )
         return table
     keys = ["critical", "status", "rate", "interval", "threshold", "cases", "unmeasured"]
     columns = ["requirement", "critical", "status", "pass rate", "95% interval", "threshold"]
     table = _table(
         *columns, "cases", "unmeasured", *(["reason"] if reason_column else []),
-        unbroken=(*columns[:-1], "cases", "unmeasured"),  # a threshold is a list
+        unbroken=(*columns, "cases", "unmeasured"),
     )  # fmt: skip
     for row in rows:
-        table.add_row(
-            row["check"], *(row[key] for key in keys), *([row["reason"]] if reason_column else [])
-        )
+        cells = [_threshold(row, split=split) if key == "threshold" else row[key] for key in keys]
+        table.add_row(row["check"], *cells, *([row["reason"]] if reason_column else []))
     return table

@@ -15,12 +15,7 @@ from rich.table import Table
 from onrecord._numbers import fixed, interval_percent, percent
 from onrecord._tables import fitted_table
 from onrecord.cli._lines import print_phrases
-from onrecord.compare import (
-    Comparison,
-    discordant_cases,
-    few_bootstrap_pairs_note,
-    too_few_pairs_note,
-)
+from onrecord.compare import Comparison
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, ReportSummary
 
@@ -301,52 +296,9 @@ def render_comparison(
     does). ``labels`` name A and B (agent, environment, run) as ``--markdown`` does: a
     CI log that gave only their digests left a reviewer to guess which run was the new
     one."""
-    if header:
-        label_a, label_b = (f"{literal(label)} " for label in labels or ("", ""))
-        print_phrases(
-            console,
-            [
-                f"[bold]comparison[/] {comparison.pairs} paired trials",
-                (f"A: {label_a}".rstrip(), f"sha256:{comparison.report_a[:16]}"),
-                (f"vs  B: {label_b}".rstrip(), f"sha256:{comparison.report_b[:16]}"),
-            ],
-        )
-    from onrecord.cli._compare_tables import print_check_tables  # it builds on this module
+    from onrecord.cli._compare_lines import print_comparison  # it builds on this module
 
-    print_check_tables(console, comparison)
-    note = too_few_pairs_note(
-        [(c.name, len(c.discordant), discordant_cases(c.discordant)) for c in comparison.checks]
-    )
-    if note:
-        console.print(f"[yellow]note:[/] {literal(note)}")
-    if any(check.discordant for check in comparison.checks):
-        # "fail→pass" alone did not say which side was which.
-        console.print("discordant pairs (episode: A→B):")
-    for check in comparison.checks:
-        for pair in check.discordant[:10]:
-            console.print(f"  {literal(check.name)}: {literal(pair)}")
-        if len(check.discordant) > 10:
-            console.print(
-                f"  {literal(check.name)}: … {len(check.discordant) - 10} more discordant pairs"
-            )
-    if comparison.measures:
-        # Not "95% interval": beside the clustered Wilson intervals of ``run`` and
-        # ``show`` that read as the same kind; Markdown and HTML name it bootstrap too.
-        measures = _table("measure", "pairs", "mean A", "mean B", "B − A", "95% bootstrap interval")
-        for m in comparison.measures:
-            measures.add_row(
-                literal(m.name),
-                str(m.pairs),
-                f"{m.mean_a:.4g}",
-                f"{m.mean_b:.4g}",
-                f"{m.mean_difference:+.4g}",
-                # as B − A: with .2f a difference of 1.5e-06 showed as [0.00, 0.00]
-                literal(f"[{m.interval[0]:+.4g}, {m.interval[1]:+.4g}]"),
-            )
-        console.print(measures)
-        few = few_bootstrap_pairs_note(comparison.measures)
-        if few:
-            console.print(f"[yellow]note:[/] {literal(few)}")
+    print_comparison(console, comparison, header=header, labels=labels)
 
 
 def render_forecasts(console: Console, forecasts: Sequence[Any]) -> None:

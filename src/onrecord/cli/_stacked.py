@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from onrecord._tables import header_width
+from onrecord.cli._lines import phrase_lines
 
 __all__ = ["StackedTable"]
 
@@ -54,7 +55,7 @@ class StackedTable:
 
     def add_row(self, title: str, *cells: str, paragraph: str = "") -> None:
         """Add a row: ``title`` above, one cell per header below, and ``paragraph``
-        (markup: a reason) under them, wrapped between words at the console's width."""
+        (markup: a reason) under them, wrapped at the console's width as ``_paragraph``."""
         if len(cells) != len(self._headers):
             raise ValueError(f"{len(cells)} cells for {len(self._headers)} headers")
         self._rows.append((title, cells))
@@ -77,7 +78,7 @@ class StackedTable:
             row.add_row(*cells)
             yield _indented(row)
             if paragraph:  # a sentence has the whole row: in a column it broke word by word
-                yield _below(Text.from_markup(paragraph, emoji=False))
+                yield from _paragraph(console, paragraph, options.max_width)
 
     def _table(self, widths: list[int], *, header: bool) -> Table:
         """The header, or one row, at ``widths``: each row a table of its own, so a
@@ -128,8 +129,16 @@ def _indented(table: Table) -> Padding:
 
 
 def _below(text: Text) -> Padding:
-    """``text`` under a row's cells, indented as they are, wrapped between words."""
+    """``text`` (the paragraphs' header) under the cells' header, indented as it is."""
     return Padding(text, (0, 0, 0, _INDENT), expand=False)
+
+
+def _paragraph(console: Console, markup: str, width: int) -> list[Text]:
+    """``markup`` under a row's cells, indented as they are, wrapped between clauses or
+    words but never between a number and its word: wrapped by rich, a reason read
+    "… (duplicate), but 1" over "allocation(s) and 1 adjustment(s) were created"."""
+    # Each line fits ``width`` (but a word longer than it, which rich then folds).
+    return phrase_lines(console, [markup], width, indent=_INDENT, hanging=_INDENT + 2, sep=" ")
 
 
 def _longest(console: Console, cells: tuple[str, ...], *, words: bool) -> int:

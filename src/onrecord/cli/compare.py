@@ -11,6 +11,7 @@ from onrecord._canonical import atomic_write_bytes
 from onrecord._compare_notes import one_sided_measures_note
 from onrecord.cli._ci_files import ci_output, record_output, refuse_same_file, stderr_notice
 from onrecord.cli._decisions import comparison_record
+from onrecord.cli._lines import print_sentence
 from onrecord.cli._markdown import compare_markdown, refused_markdown, text
 from onrecord.cli._records import output_path
 from onrecord.cli._render import emit, literal, make_console, render_comparison
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     console = make_console()
     render_comparison(console, comparison, labels=labels)
     if one_sided:
-        console.print(f"[yellow]note:[/] {literal(one_sided)}")
+        print_sentence(console, f"[yellow]note:[/] {literal(one_sided)}")
     return 0
 
 
