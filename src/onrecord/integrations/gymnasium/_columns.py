@@ -55,8 +55,10 @@ def encode_steps(recorder: EpisodeRecorder) -> tuple[dict[str, Any], float]:
 
 def _encode_steps(recorder: EpisodeRecorder) -> tuple[dict[str, Any], float]:
     env, records = recorder.env, recorder.records
-    _refuse_deep_states(recorder)
     raw = _split(records) if recorder.failed else _unzip(records)
+    # One C-level pass over the states' lengths: a state that short cannot be too deep.
+    if max(map(len, raw["state"]), default=0) > 2 * MAX_NESTING and _refuse_deep_states(recorder):
+        raw = _split(records) if recorder.failed else _unzip(records)
     encoded = _rewards(raw["reward"])
     if encoded is None:  # rare: kept as environment errors, and the columns built again
         _refuse_invalid_rewards(recorder)
@@ -91,12 +93,13 @@ def _encode_steps(recorder: EpisodeRecorder) -> tuple[dict[str, Any], float]:
     return columns, total
 
 
-def _refuse_deep_states(recorder: EpisodeRecorder) -> None:
+def _refuse_deep_states(recorder: EpisodeRecorder) -> bool:
     """Keep a state nested deeper than ``MAX_NESTING`` as an observer error, as a read
     after reset is: the step kept its bytes, which orjson wrote, and the record nesting
     them a few levels further down then failed to seal, losing the episode. Checked here,
-    once, not per step: a state that short cannot be that deep (each level is "[]")."""
-    records = recorder.records
+    once, not per step: a state that short cannot be that deep (each level is "[]").
+    Whether any state was refused."""
+    records, refused = recorder.records, False
     for index, item in enumerate(records):
         raw = item[4]
         if len(raw) <= 2 * MAX_NESTING:
@@ -105,6 +108,8 @@ def _refuse_deep_states(recorder: EpisodeRecorder) -> None:
             refuse_deep_bytes(raw[:-1], "$.state")  # without the comma step() added
         except PortabilityError as exc:
             records[index] = _without_state(item, recorder._observer_failed(index, exc))
+            refused = True
+    return refused
 
 
 def _without_state(item: Any, state: bytes) -> Any:
