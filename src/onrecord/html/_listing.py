@@ -48,9 +48,11 @@ def episodes_section(data: Mapping[str, Any]) -> str:
         data={"page": page},
     )
     return (
-        '<section id="episodes-section"><h2>Episodes</h2><p class="meta">click an episode '
-        "(or focus it and press Enter) for its timeline, row diff, audit history and "
-        "failing checks</p>"
+        # The hint and the rows' focus come with the script that opens an episode:
+        # without it, each row was a Tab stop that did nothing, under "click an episode".
+        '<section id="episodes-section"><h2>Episodes</h2><p class="meta" id="episode-hint" '
+        "hidden>click an episode (or focus it and press Enter) for its timeline, row diff, "
+        "audit history and failing checks</p>"
         + note
         + _controls(index)
         + more
@@ -63,14 +65,14 @@ def episodes_section(data: Mapping[str, Any]) -> str:
 
 
 def _row(index: Mapping[str, Any], position: int) -> str:
-    """One episode's row; ``row`` in ``report.js`` writes the same markup."""
+    """One episode's row; ``row`` in ``report.js`` writes the same markup, focusable."""
     case, repeat, seed, outcome, ending, checks, detail = index["rows"][position]
     case_id = index["cases"][case]
-    # Keyboard users reach and open an episode like a button (Enter or Space).
+    # Not focusable: ``row`` in the script, which opens an episode, adds tabindex="0" and
+    # aria-controls (keyboard users reach and open it like a button, Enter or Space).
     detailed = f' data-index="{detail}"' if detail >= 0 else ""
     return (
-        f'<tr data-row="{position}"{detailed} data-key="{attr(case_id)}#{repeat}" '
-        'tabindex="0" aria-controls="episode-view">'
+        f'<tr data-row="{position}"{detailed} data-key="{attr(case_id)}#{repeat}">'
         + cell(case_id, limit=NAME_CHARS)
         + cell(repeat, css="num")
         + cell(seed, css="num")

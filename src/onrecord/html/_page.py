@@ -30,11 +30,13 @@ NAME_CHARS = 120
 TEXT_LINES = 6
 """Lines of a long message shown before "show all" (``report.js`` uses the same)."""
 
-# A table's first column holds names (a check, a task, a requirement): in a table that
-# scrolls sideways in its own box, they break only where no other column can give way
-# ("break-word"), not anywhere, which let the layout fold "only_expected_tables_chang/ed"
-# on a 1400-pixel page beside a wide interval column. A run's plot (a PNG 990 pixels
-# wide) shrinks to the page: at its own size it made a phone's whole page scroll sideways.
+# A table that scrolls sideways in its own box breaks its words only where nothing else
+# can give way ("break-word"), not anywhere: "anywhere" let a cell shrink to one letter,
+# so the layout folded "only_expected_tables_chang/ed" on a 1400-pixel page and, on a
+# phone, "100.0% (99 of 99)" into five lines and a check's evidence into 107 beside a
+# box that scrolled anyway. Its JSON and messages (one long token) still break anywhere,
+# but keep 14em. A run's plot (a PNG 990 pixels wide) shrinks to the page: at its own
+# size it made a phone's whole page scroll sideways.
 CSS = """
 :root{--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--muted:#57606a;--line:#d0d7de;
 --bg:#f6f8fa;font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:14px}
@@ -52,10 +54,11 @@ color:#fff;text-transform:uppercase;letter-spacing:.05em}
 .decision{border:2px solid var(--line);border-radius:.6rem;padding:1rem;background:var(--bg)}
 code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
 td,li,p,summary,h1,h2{overflow-wrap:anywhere}td.num{overflow-wrap:normal;white-space:nowrap}
-.scroll td:first-child{overflow-wrap:break-word}
+.scroll td{overflow-wrap:break-word}
+.scroll td.mono,.scroll td.msg{overflow-wrap:anywhere;min-width:14em}
 pre{white-space:pre-wrap;word-break:break-all;margin:0}
 tr.created td{background:#dafbe1}tr.deleted td{background:#ffebe9}
-tr.selected td{background:#fff8c5}.episodes tr{cursor:pointer}
+tr.selected td{background:#fff8c5}.episodes tr[tabindex]{cursor:pointer}
 .episodes tr:focus-visible{outline:2px solid #0969da;outline-offset:-2px}
 del{color:var(--bad)}ins{color:var(--ok);text-decoration:none}
 input[type=search]{padding:.3rem;width:20rem;max-width:100%}figure img{max-width:100%;height:auto}

@@ -129,7 +129,7 @@ def _checks(data: Mapping[str, Any]) -> str:
     rows = [
         f'<tr data-check="{attr(c["name"])}">'
         + cell(c["name"], limit=NAME_CHARS)
-        + cell(data["versions"].get(c["name"], ""))
+        + cell(data["versions"].get(c["name"], ""), css="tag")  # remittance-v3 whole
         + cell(c["passed"], css="num", data={"field": "passed", "value": c["passed"]})
         + cell(c["failed"], css="num", data={"field": "failed", "value": c["failed"]})
         + cell(c["unmeasured"], css="num", data={"field": "unmeasured", "value": c["unmeasured"]})

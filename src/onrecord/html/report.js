@@ -289,6 +289,8 @@ if (controls && list) {
   controls.hidden = false;  // the page hides them from readers without JavaScript
   const more = document.getElementById('episode-more');
   if (more) more.hidden = true;
+  const hint = document.getElementById('episode-hint');
+  if (hint) hint.hidden = false;
   find.addEventListener('input', refilter);
   byOutcome.addEventListener('change', refilter);
   byCheck.addEventListener('change', refilter);
@@ -383,9 +385,10 @@ function tasksTable(){
   controls.hidden = false;
   document.getElementById('task-more').hidden = true;
   draw(); }
-// Printed, long text is shown in full: paper has no "show all".
+// Printed, long text is shown in full and the measures past the first 20 too: paper has
+// no "show all" (a closed #measure-more printed as one "15 more measures" line).
 addEventListener('beforeprint', () =>
-  document.querySelectorAll('details.long').forEach(d => { d.open = true; }));
+  document.querySelectorAll('details').forEach(d => { d.open = true; }));
 function openFirst(){  // the first failing episode, as the page opens
   const firstBad = data.episodes.findIndex(e => e.outcome !== 'pass');
   if (data.episodes.length) show(firstBad >= 0 ? firstBad : 0);
