@@ -51,7 +51,7 @@ def test_a_rule_on_a_generated_column_names_what_to_write_instead(tmp_path: Path
     assert loaded.end_state_digest() == loaded.manifest["end_state_digest"]
     (result,) = run_checks(episode, ["envkit/diff_satisfies_rules"])
     assert result.status == "evaluator_error"
-    assert "A generated column is derived from the others" in result.reason
+    assert "'total' is a generated column: it is derived from the others" in result.reason
     with pytest.raises(InputError, match="name the columns it is computed from"):
         check_rules(
             episode.diff,

@@ -6,7 +6,8 @@ alone on a line, and a reason read "0 not measured" over "of 495". Here a line i
 sequence of phrases: as many as fit go on a line, the rest on lines indented under it.
 A phrase too long for a line of its own is broken into its parts, a part into its
 clauses (after ", ", "; " or ": "), a clause into words, but a number never leaves the
-word it counts ("450 pass", "of 495", "≥ 100.0%").
+word it counts ("450 pass", "of 495", "≥ 100.0%") and a one-word label ("A:",
+"CL-100046:") never ends a line: there it read as the end of what came before it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ _BEFORE_NUMBER = frozenset({"of", "≥", "≤", "<", ">", "=", "–", "rate", "k
 """Words that lead to the number after them ("of 495", "≥ 100.0%")."""
 
 _CLAUSE = re.compile(r"(?<=[,;:]) +")
+
+_LABEL = re.compile(r"\S+:")
+"""A one-word label ("A:", "CL-100046:"): it stays with what it labels."""
 
 
 def print_phrases(
@@ -101,7 +105,7 @@ def _pieces(text: Text, room: int) -> Iterator[Text]:
     if text.cell_len <= room:
         yield text
         return
-    for start, end in _spans(text.plain, _CLAUSE):
+    for start, end in _clauses(text.plain):
         clause = text[start:end]
         if clause.cell_len <= room:
             yield clause
@@ -109,10 +113,12 @@ def _pieces(text: Text, room: int) -> Iterator[Text]:
             yield from (clause[a:b] for a, b in _glued_words(clause.plain))
 
 
-def _spans(plain: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
-    """The spans of ``plain`` between the matches of ``pattern``."""
+def _clauses(plain: str) -> list[tuple[int, int]]:
+    """The spans of ``plain``'s clauses, a one-word label part of the clause after it."""
     spans, start = [], 0
-    for match in pattern.finditer(plain):
+    for match in _CLAUSE.finditer(plain):
+        if _LABEL.fullmatch(plain[start : match.start()]):
+            continue
         spans.append((start, match.start()))
         start = match.end()
     spans.append((start, len(plain)))
@@ -134,6 +140,8 @@ def _glued_words(plain: str) -> list[tuple[int, int]]:
 
 def _glues(before: str, word: str) -> bool:
     """Whether ``word`` stays on the line of the text ``before`` it."""
+    if _LABEL.fullmatch(before):
+        return True  # a clause's leading label, with the word it labels
     last = before.split()[-1]
     if last[-1] in ",;:" and not _NUMBER.fullmatch(last):
         return False  # the end of a clause

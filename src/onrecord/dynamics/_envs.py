@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 from numpy.typing import NDArray
 
+from onrecord.dynamics._angles import wrap_angle
 from onrecord.errors import InputError
 
 __all__ = ["SIMULATORS", "Coordinate", "Simulator", "StateResetWrapper", "get_simulator"]
@@ -33,10 +34,6 @@ class Coordinate:
     """Physical unit; errors are reported in it and never pooled across units."""
     angular: bool = False
     """Errors wrap to (-pi, pi] when true (angles that the simulator does not bound)."""
-
-
-def _wrap(values: FloatArray) -> FloatArray:
-    return (values + np.pi) % (2.0 * np.pi) - np.pi
 
 
 @dataclass(frozen=True)
@@ -240,7 +237,7 @@ class _PendulumReward:
         self, states: FloatArray, actions: NDArray[np.int64], next_states: FloatArray
     ) -> tuple[FloatArray, NDArray[np.bool_]]:
         torque = np.asarray(self.torques)[actions]
-        theta = _wrap(states[..., 0])
+        theta = wrap_angle(states[..., 0])
         cost = np.square(theta) + 0.1 * np.square(states[..., 1]) + 0.001 * np.square(torque)
         return -cost, np.zeros(cost.shape, dtype=bool)
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from onrecord.dynamics._angles import wrap_angles
 from onrecord.dynamics._evidence import ForecastEvidence
 from onrecord.dynamics._protocol import FloatArray
 from onrecord.errors import InputError
@@ -40,17 +41,6 @@ def portable_number(value: Any) -> float | str | None:
     if math.isinf(number):
         return "Infinity" if number > 0 else "-Infinity"
     return number
-
-
-def wrap_angles(errors: FloatArray, mask: NDArray[np.bool_]) -> FloatArray:
-    """Wrap the ``mask`` columns of ``errors`` into (-pi, pi] in place and return them."""
-    if mask.any():
-        wrapped = (errors[..., mask] + np.pi) % (2 * np.pi) - np.pi
-        # That lands in [-pi, pi); the documented range is (-pi, pi], so a half-turn
-        # error keeps its sign. Only the boundary moves: saved runs still replay exactly.
-        wrapped[wrapped == -np.pi] = np.pi
-        errors[..., mask] = wrapped
-    return errors
 
 
 @dataclass(frozen=True, eq=False)

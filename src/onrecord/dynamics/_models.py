@@ -12,15 +12,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from onrecord.dynamics._angles import wrap_angles
 from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._protocol import FloatArray, Prediction, Transitions
 from onrecord.errors import InputError
 
 __all__ = ["BayesianLinearModel", "BootstrapEnsembleModel", "PersistenceModel", "RandomModel"]
-
-
-def _wrap(values: FloatArray) -> FloatArray:
-    return (values + np.pi) % (2.0 * np.pi) - np.pi
 
 
 def _check_inputs(
@@ -117,7 +114,7 @@ class BayesianLinearModel:
         self._action_width = encoded.shape[-1]
         inputs = self.features(transitions.states, encoded)
         deltas = transitions.next_states - transitions.states
-        deltas[:, self._angular] = _wrap(deltas[:, self._angular])
+        wrap_angles(deltas, self._angular)
         fits = [BayesianRidge().fit(inputs, deltas[:, i]) for i in range(deltas.shape[1])]
         self._params = _LinearParams(
             coef=np.array([f.coef_ for f in fits]),
@@ -320,7 +317,7 @@ class RandomModel:
         # not ~2*pi, and unwrapped it would inflate the walk's spread (as the Bayesian
         # model wraps its targets).
         angular = np.array([c.angular for c in self.simulator.coordinates])
-        deltas[:, angular] = _wrap(deltas[:, angular])
+        wrap_angles(deltas, angular)
         self._scale = np.std(deltas, axis=0)
 
     def predict(

@@ -39,11 +39,6 @@ class SchemaFacts:
     """Tables declared ``WITHOUT ROWID``."""
 
 
-_GENERATED = (
-    "A generated column is derived from the others and left out of diffs: name the "
-    "columns it is computed from"
-)
-
 FactsReader = Callable[[], SchemaFacts | None]
 """Reads the facts when a name is refused (``None`` when the database is not at hand)."""
 
@@ -165,7 +160,7 @@ def _table_hint(name: str, tables: Collection[str], facts: SchemaFacts | None) -
 
 def _column_hint(table: str, name: str, columns: Collection[str], facts: SchemaFacts | None) -> str:
     if facts is not None and name in facts.generated.get(table, ()):
-        return f"{name!r} is a generated column. {_GENERATED}"
+        return _generated_hint(name, known=True)
     if name.lower() in ROWID_ALIASES and facts is not None:
         key = list(facts.keys.get(table, ()))
         if table in facts.without_rowid:
@@ -184,9 +179,16 @@ def _column_hint(table: str, name: str, columns: Collection[str], facts: SchemaF
     if name.lower() in ROWID_ALIASES:  # keyed by rowid, it would be among the columns
         return f"{table} has a declared primary key: name its key columns instead of {name}"
     # Without the schema at hand a generated column cannot be told from a typo.
+    return _generated_hint(name, known=False)
+
+
+def _generated_hint(name: str, *, known: bool) -> str:
+    """What to name instead of the generated column ``name``: said as a fact when the
+    schema shows it is one, as a condition when the schema is not at hand."""
+    subject = f"{name!r} is a generated column" if known else f"If {name!r} is a generated column"
     return (
-        f"If {name!r} is a generated column: it is derived from the others and left out "
-        "of diffs, so name the columns it is computed from"
+        f"{subject}: it is derived from the others and left out of diffs, so name the "
+        "columns it is computed from"
     )
 
 
