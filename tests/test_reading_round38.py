@@ -197,7 +197,7 @@ def test_the_html_row_diff_has_no_unheaded_column(tmp_path: Path) -> None:
     parsed = _DiffTable()
     parsed.feed(dom)
     assert parsed.rows, "no row diff rendered"
-    assert parsed.headers == ["table", "change", "before → after"]
+    assert parsed.headers == ["table", "change", "values"]
     assert all(parsed.headers)  # no column without a header
     assert set(parsed.rows) == {len(parsed.headers)}
 

@@ -14,6 +14,7 @@ from onrecord._natural import natural_key
 from onrecord._policy_rules import StatusTable, requirement_interval
 from onrecord._saved_decision import saved_headline
 from onrecord.errors import DigestMismatch, InputError
+from onrecord.html._report import _count
 from onrecord.html._selection import episodes_data
 from onrecord.html._tasks import task_list
 from onrecord.report import EvaluationReport
@@ -98,7 +99,7 @@ def report_data(
     tasks = _tasks(report)
     data: dict[str, Any] = {
         "generator": f"onrecord {__version__}",
-        "title": _title(store, path),
+        "title": _title(store, path, len(report.trials), len(tasks)),
         "run": _run_meta(store, grading),
         "report_digest": report.digest,
         "decision": decision,
@@ -128,9 +129,13 @@ def report_data(
     return data
 
 
-def _title(store: RunStore | None, path: Path) -> str:
+def _title(store: RunStore | None, path: Path, episodes: int, tasks: int) -> str:
+    """What the page reports on: a run's agent and environment; for a report file (no
+    run to name them) its name and size, ``ledger: 48 episodes of 12 tasks``. Before, the
+    command that made it, ``onrecord report ledger.report.json``, headed the page."""
     if store is None:
-        return f"onrecord report {path.name}"
+        name = path.name.removesuffix(".json").removesuffix(".report") or path.name
+        return f"{name}: {_count(episodes, 'episode')} of {_count(tasks, 'task')}"
     protocol = store.protocol
     return f"{protocol.agent} on {protocol.environment.name}"
 

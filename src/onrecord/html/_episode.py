@@ -111,24 +111,27 @@ def _tool_timeline(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _audit_rows(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each audit event: an update's changed columns as ``changes`` (column → [old,
+    new]); an insert's new row or a delete's old row whole as ``row`` (``changes`` then
+    empty). Before, an insert's columns read ``null → value`` as if the row had held
+    NULLs, and a NULL column of a new row was left out."""
     rows = []
     for event in events:
-        old, new = event.get("old") or {}, event.get("new") or {}
-        changed = {
-            column: [old.get(column), new.get(column)]
-            for column in {*old, *new}
-            if old.get(column) != new.get(column)
+        old, new = event.get("old"), event.get("new")
+        view: dict[str, Any] = {
+            "seq": event.get("seq"),
+            "step": event.get("step"),
+            "table": event.get("table"),
+            "op": event.get("op"),
+            "key": _short(event.get("key")),
+            "changes": {},
         }
-        rows.append(
-            {
-                "seq": event.get("seq"),
-                "step": event.get("step"),
-                "table": event.get("table"),
-                "op": event.get("op"),
-                "key": _short(event.get("key")),
-                "changes": {k: changed[k] for k in sorted(changed)},
-            }
-        )
+        if isinstance(old, Mapping) and isinstance(new, Mapping):
+            changed = [column for column in {*old, *new} if old.get(column) != new.get(column)]
+            view["changes"] = {k: [old.get(k), new.get(k)] for k in sorted(changed)}
+        else:
+            view["row"] = new if new is not None else old
+        rows.append(view)
     return rows
 
 

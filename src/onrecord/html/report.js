@@ -37,7 +37,6 @@ const attr = s => String(s).replace(/[&<>"']/g,
 const MARKS = /\p{M}/gu;
 const fold = s => String(s).normalize('NFKD').replace(MARKS, '').toUpperCase().toLowerCase()
   .normalize('NFKD').replace(MARKS, '');
-const json = v => typeof v === 'string' ? v : JSON.stringify(v);  // a row or a value
 function table(cls, headers, rows){
   // In a box that scrolls sideways, as the page's own tables (_page.table): there its
   // first column's names break only where nothing else can give way; outside one, a
@@ -45,6 +44,7 @@ function table(cls, headers, rows){
   return '<div class="scroll"><table class="'+cls+'"><thead><tr>'
     + headers.map(h => '<th scope="col">'+esc(h)+'</th>').join('')
     + '</tr></thead><tbody>' + rows.join('') + '</tbody></table></div>'; }
+const {diff, audit} = onrecordRows({esc, long, table, VALUE});  // rows.js
 function timeline(ep){
   // A long episode keeps its first and last steps and every step that did not succeed;
   // a marker row stands for each run of steps left out. A tool world played as a
@@ -74,32 +74,6 @@ function callSummary(ep){
     ((a !== 'ok' && a !== 'finished') - (b !== 'ok' && b !== 'finished')) || (a < b ? -1 : a > b ? 1 : 0));
   return '<p class="meta call-summary">tool calls: ' + order.map(s => counts[s] + ' <span class="'
     + esc(s) + '">' + esc(s) + '</span>').join(', ') + '</p>'; }
-function diff(ep){
-  if (!ep.diff) return '';
-  const rows = [];
-  for (const [name, change] of Object.entries(ep.diff)) {
-    for (const row of change.created) rows.push('<tr class="created diff-row"><td>'+esc(name)
-      + '</td><td>created</td><td class="mono">'+long(json(row), VALUE)+'</td></tr>');
-    for (const item of change.changed) {
-      const cols = Object.keys(item.after).filter(k => JSON.stringify(item.before[k]) !== JSON.stringify(item.after[k]));
-      rows.push('<tr class="changed diff-row"><td>'+esc(name)+'</td><td>changed '+long(json(item.key), VALUE)
-        + '</td><td class="mono">' + cols.map(k => esc(k)+': <del>'+long(json(item.before[k]), VALUE)
-        + '</del> → <ins>' + long(json(item.after[k]), VALUE) + '</ins>').join('<br>') + '</td></tr>'); }
-    for (const row of change.deleted) rows.push('<tr class="deleted diff-row"><td>'+esc(name)
-      + '</td><td>deleted</td><td class="mono">'+long(json(row), VALUE)+'</td></tr>');
-  }
-  // Three columns: a fourth, headed by nothing, was empty in every row (a created or
-  // deleted row spanned it, a changed one left it blank).
-  return '<h3>Row diff (' + rows.length + ' rows)</h3>' + (rows.length ?
-    table('diff', ['table', 'change', 'before → after'], rows) : '<p>no row changed</p>'); }
-function audit(ep){
-  if (!ep.audit) return '';
-  const rows = ep.audit.map(a => '<tr class="audit-row"><td class="num">'+esc(a.seq)+'</td><td class="num">'
-    + esc(a.step)+'</td><td>'+esc(a.table)+'</td><td>'+esc(a.op)+'</td><td class="mono">'+long(a.key, VALUE)
-    + '</td><td class="mono">' + Object.entries(a.changes).map(([k, v]) => esc(k)+': <del>'
-    + long(json(v[0]), VALUE)+'</del> → <ins>'+long(json(v[1]), VALUE)+'</ins>').join('<br>') + '</td></tr>');
-  return '<h3>Audit history (' + rows.length + ' changes)</h3>'
-    + table('audit', ['seq', 'step', 'table', 'op', 'key', 'before → after'], rows); }
 function checks(ep){
   const bad = ep.results.filter(r => r.status !== 'pass');
   const rows = bad.map(r => '<tr class="failing-check"><td>'+long(r.name, NAME)+'</td><td class="tag '+esc(r.status)
