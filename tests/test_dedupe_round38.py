@@ -8,8 +8,8 @@ import pytest
 from rich.console import Console
 
 from onrecord.cli._lines import phrase_lines
+from onrecord.dynamics._angles import wrap_angles
 from onrecord.dynamics._envs import get_simulator
-from onrecord.dynamics._metrics import wrap_angles
 from onrecord.dynamics._models import BayesianLinearModel, RandomModel
 from onrecord.dynamics._protocol import Transitions
 

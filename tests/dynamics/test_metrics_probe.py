@@ -16,7 +16,7 @@ from onrecord import EvalCase
 from onrecord._canonical import canonical_bytes
 from onrecord.cli.main import main
 from onrecord.dynamics import capture_forecasts
-from onrecord.dynamics._metrics import wrap_angles
+from onrecord.dynamics._angles import wrap_angles
 from onrecord.dynamics_metrics import (
     aggregate_metrics,
     forecast_case_result,

@@ -21,13 +21,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from onrecord.dynamics._angles import wrap_angles
 from onrecord.dynamics._evidence import ForecastEvidence
 from onrecord.dynamics._metrics import (
     _HALF_LOG_2PI,
     LEVELS,
     Z_SCORES,
     portable_number,
-    wrap_angles,
 )
 from onrecord.dynamics._protocol import FloatArray
 from onrecord.errors import InputError

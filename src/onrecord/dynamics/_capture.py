@@ -19,7 +19,7 @@ import orjson
 from onrecord._canonical import to_portable
 from onrecord.dynamics._envs import Coordinate
 from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence, censors
-from onrecord.dynamics._protocol import WorldModel
+from onrecord.dynamics._protocol import WorldModel, state_vector
 from onrecord.dynamics._response import ModelError, check_response, read_answer
 from onrecord.errors import InputError
 
@@ -159,25 +159,13 @@ def episode_reference(episode: Any) -> dict[str, Any]:
     }
 
 
-def _vector(observed: Any, key: str) -> list[float] | None:
-    if isinstance(observed, Mapping):
-        observed = observed.get(key)
-    if (
-        isinstance(observed, list)
-        and observed
-        and all(type(v) is float or type(v) is int for v in observed)
-    ):
-        return [float(v) for v in observed]
-    return None
-
-
 def reference_states(
     episode: Any, state_key: str = "state"
 ) -> tuple[list[float] | None, list[list[float] | None]]:
     """The observed initial state and the state after each executed action."""
     transitions = episode.transitions()
-    initial = _vector(episode.initial.get("state"), state_key)
-    return initial, [_vector(step["state"], state_key) for step in transitions]
+    initial = state_vector(episode.initial.get("state"), state_key)
+    return initial, [state_vector(step["state"], state_key) for step in transitions]
 
 
 def check_state_key(episode: Any, state_key: str) -> None:

@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from onrecord.dynamics._angles import wrap_angles
 from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._evidence import ForecastEvidence
-from onrecord.dynamics._metrics import portable_number, wrap_angles
+from onrecord.dynamics._metrics import portable_number
 from onrecord.dynamics._protocol import FloatArray
 from onrecord.dynamics._references import (
     capture_plan,

@@ -17,11 +17,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from onrecord.dynamics._angles import wrap_angle
+from onrecord.dynamics._protocol import FloatArray
 from onrecord.errors import InputError
 
 __all__ = ["SIMULATORS", "Coordinate", "Simulator", "StateResetWrapper", "get_simulator"]
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)

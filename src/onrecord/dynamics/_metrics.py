@@ -23,7 +23,7 @@ from onrecord.dynamics._evidence import ForecastEvidence
 from onrecord.dynamics._protocol import FloatArray
 from onrecord.errors import InputError
 
-__all__ = ["LEVELS", "ForecastMetrics", "forecast_metrics", "portable_number", "wrap_angles"]
+__all__ = ["LEVELS", "ForecastMetrics", "forecast_metrics", "portable_number"]
 
 LEVELS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)
 """Nominal central-interval levels reported wherever a standard deviation exists."""

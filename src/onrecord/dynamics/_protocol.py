@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from onrecord.errors import InputError
 
-__all__ = ["Prediction", "Transitions", "WorldModel", "summarize_particles"]
+__all__ = ["Prediction", "Transitions", "WorldModel", "state_vector", "summarize_particles"]
 
 FloatArray = NDArray[np.float64]
 
@@ -96,9 +96,9 @@ class Transitions:
         after: list[Any] = []
         episodes = list(episodes)
         for episode in episodes:
-            previous = _state_vector(episode.initial.get("state"), state_key)
+            previous = state_vector(episode.initial.get("state"), state_key)
             for step in episode.transitions():
-                current = _state_vector(step.get("state"), state_key)
+                current = state_vector(step.get("state"), state_key)
                 if previous is not None and current is not None:
                     before.append(previous)
                     acts.append(step["action"])
@@ -149,7 +149,9 @@ def _check_one_source(episodes: list[Any]) -> None:
         )
 
 
-def _state_vector(observed: Any, key: str) -> list[float] | None:
+def state_vector(observed: Any, key: str) -> list[float] | None:
+    """The state vector ``observed[key]`` (or ``observed`` itself) as floats; None when
+    it is missing, empty or holds anything but real numbers (the state is unobserved)."""
     if isinstance(observed, Mapping):
         observed = observed.get(key)
     if (

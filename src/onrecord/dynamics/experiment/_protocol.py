@@ -26,7 +26,8 @@ __all__ = [
 # forecast, cohort or not (aggregate_metrics now counts the cohort only). v4: every
 # intervention and persistence row carries its model's `skipped_pairs` (pairs left out
 # because either arm's forecast failed: `pairs` alone made a model that failed on most
-# pairs read as measured on fewer by chance). A protocol without the field was written
+# pairs read as measured on fewer by chance), and the headline gives each action-effect
+# error's `pairs` and `skipped_pairs` beside it. A protocol without the field was written
 # before v2 (v1). A run's tables are recomputed the way its protocol names, so saved
 # runs keep replaying.
 ANALYSIS = "onrecord.worldmodel-analysis/v4"

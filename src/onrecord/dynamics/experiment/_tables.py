@@ -132,6 +132,24 @@ def _effect(rows: list[dict[str, Any]], coordinate: str, horizon: int) -> dict[s
     return next(r for r in rows if r["coordinate"] == coordinate and r["horizon"] == horizon)
 
 
+def _effect_pairs(
+    effects: Mapping[str, list[dict[str, Any]]], models: Sequence[str]
+) -> dict[str, Any]:
+    """How many pairs each headline action-effect error was measured on, and how many a
+    failed forecast left out: an error over 3 of 20 pairs read as the model's error on
+    all of them. Only where the rows count skipped pairs (analysis v4): older runs'
+    headlines replay byte for byte without it (``_effects`` drops the count for them)."""
+    rows = {m: _effect(effects[m], "cart_velocity", 1) for m in models}
+    if any("skipped_pairs" not in row for row in rows.values()):
+        return {}
+    return {
+        "cart_velocity_h1_action_effect_pairs": {
+            m: {"pairs": row["pairs"], "skipped_pairs": row["skipped_pairs"]}
+            for m, row in rows.items()
+        }
+    }
+
+
 def headline(
     tables: Mapping[str, Any], users: Sequence[str] = (), *, failed_runs: bool = True
 ) -> dict[str, Any]:
@@ -140,7 +158,8 @@ def headline(
 
     ``failed_runs`` (analysis v3) adds each closed-loop model's count of failed runs:
     without it, ``reached_cap`` 2 of 3 ``seeds`` beside no ``mean_steps`` left the third
-    seed unexplained. Runs of v1 and v2 replay without it."""
+    seed unexplained. Runs of v1 and v2 replay without it. Under v4 the action-effect
+    errors come with the pairs they rest on (``_effect_pairs``)."""
     action, blind = "bayes-linear/v1", "bayes-linear-blind/v1"
     loop = {row["model_id"]: row for row in tables["closed_loop"]}
     effects = tables["interventions"]
@@ -166,6 +185,7 @@ def headline(
             "ratio": blind_err / act_err if act_err else None,
             **user_errors,
         },
+        **_effect_pairs(effects, (action, blind, *users)),
         "cart_velocity_h1_interval_90": {
             m: {
                 "coverage": _row(metrics[m], "cart_velocity", 1)["coverage_90"],
