@@ -81,11 +81,15 @@ def _values(event: Mapping[str, Any]) -> str:
     whole. Values as JSON, so text "1" and the number 1 read apart; an infinite REAL as
     the saved evidence writes it, ``{"$real": "Infinity"}`` (JSON has none: it read null)."""
     # Here, not at the top: `show` of a report or a Gymnasium run imports no envkit.
-    from onrecord.envkit._sql import encode_reals
+    from onrecord.envkit._sql import encode_reals, same_value
 
     old, new = encode_reals(event.get("old")), encode_reals(event.get("new"))
     if isinstance(old, Mapping) and isinstance(new, Mapping):
-        changed = [column for column in new if column not in old or old[column] != new[column]]
+        changed = [
+            column
+            for column in new
+            if column not in old or not same_value(old[column], new[column])
+        ]
         return "; ".join(
             f"{column}: {as_json(old.get(column))} → {as_json(new[column])}" for column in changed
         )

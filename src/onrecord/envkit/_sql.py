@@ -294,6 +294,12 @@ def sort_key(value: Any) -> tuple[Any, ...]:
     return (_TYPE_RANK.get(type(value), 4), value if value is not None else 0)
 
 
+def same_value(left: Any, right: Any) -> bool:
+    """One value of ``same_values``: equal, and of equal storage class (an update from
+    INTEGER 1 to REAL 1.0 changed the row, though Python calls them equal)."""
+    return type(left) is type(right) and left == right
+
+
 def same_values(left: Sequence[Any], right: Sequence[Any]) -> bool:
     """Equal values of equal storage class (``1`` and ``1.0`` differ, as in ``typeof``)."""
     # Tuple equality runs in C; the type comparison is needed only when values are equal.

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from onrecord._tool_steps import tool_calls
+from onrecord.envkit._sql import same_value
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.html._timeline import select_timeline
 from onrecord.report import Trial
@@ -127,7 +128,8 @@ def _audit_rows(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "changes": {},
         }
         if isinstance(old, Mapping) and isinstance(new, Mapping):
-            changed = [column for column in {*old, *new} if old.get(column) != new.get(column)]
+            # By storage class too: INTEGER 1 to REAL 1.0 is a change the diff counts.
+            changed = [c for c in {*old, *new} if not same_value(old.get(c), new.get(c))]
             view["changes"] = {k: [old.get(k), new.get(k)] for k in sorted(changed)}
         else:
             view["row"] = new if new is not None else old
