@@ -46,22 +46,29 @@ def _stacked(rows: Sequence[Mapping[str, str]]) -> StackedTable:
     """Each requirement's name on a line, its status and numbers below: its unmeasured
     results under its pass rate and a threshold's parts one a line (wrapped between
     words only when even one does not fit), which leaves each a line whole at 80."""
-    table = StackedTable(
-        "requirement", "status", "pass rate", "95% interval", "threshold", "cases",
-        wrap=("threshold",),
-    )  # fmt: skip
+    table = StackedTable(*_NARROW, wrap=("threshold",))
     for row in rows:
         advisory = " [dim](advisory)[/]" if row["critical"] == "no" else ""
-        unmeasured = row["unmeasured"] not in ("", "0")
-        table.add_row(
-            f"[bold]{row['check']}[/]{advisory}",
-            row["status"],
-            row["rate"] + (f"\n{row['unmeasured']} unmeasured" if unmeasured else ""),
-            row["interval"],
-            _threshold(row, split=True),
-            row["cases"],
-        )
+        table.add_row(f"[bold]{row['check']}[/]{advisory}", *_narrow_cells(row, split=True))
     return table
+
+
+_NARROW = ("requirement", "status", "pass rate", "95% interval", "threshold", "cases")
+"""The narrow and the stacked table's columns: the same cells, the name apart."""
+
+
+def _narrow_cells(row: Mapping[str, str], *, split: bool) -> list[str]:
+    """A requirement's cells after its name, narrow or stacked: its unmeasured results
+    under its pass rate, on a line of their own ("(12" over "of 31), 9" read as two
+    counts)."""
+    unmeasured = row["unmeasured"] not in ("", "0")
+    return [
+        row["status"],
+        row["rate"] + (f"\n{row['unmeasured']} unmeasured" if unmeasured else ""),
+        row["interval"],
+        _threshold(row, split=split),
+        row["cases"],
+    ]
 
 
 def _threshold(row: Mapping[str, str], *, split: bool) -> str:
@@ -79,22 +86,10 @@ def _decision_table(
     # "meets" 95 % while its interval reaches down to 76 %. Headed short, as a terminal
     # is narrow; the line under the table says what it is.
     if narrow:
-        table = _table(
-            "requirement", "status", "pass rate", "95% interval", "threshold", "cases",
-            unbroken=("status", "pass rate", "95% interval", "threshold", "cases"),
-        )  # fmt: skip
+        table = _table(*_NARROW, unbroken=_NARROW[1:])
         for row in rows:
             advisory = " (advisory)" if row["critical"] == "no" else ""
-            unmeasured = row["unmeasured"] not in ("", "0")
-            table.add_row(
-                row["check"] + advisory,
-                row["status"],
-                # Unbroken, on a line of its own: "(12" over "of 31), 9" read as two counts.
-                row["rate"] + (f"\n{row['unmeasured']} unmeasured" if unmeasured else ""),
-                row["interval"],
-                _threshold(row, split=split),
-                row["cases"],
-            )
+            table.add_row(row["check"] + advisory, *_narrow_cells(row, split=split))
         return table
     keys = ["critical", "status", "rate", "interval", "threshold", "cases", "unmeasured"]
     columns = ["requirement", "critical", "status", "pass rate", "95% interval", "threshold"]

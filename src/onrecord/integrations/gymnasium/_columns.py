@@ -21,12 +21,7 @@ from onrecord.episode._blobs import BLOB_THRESHOLD
 from onrecord.episode._verify import STEP_COLUMNS
 from onrecord.errors import PortabilityError
 from onrecord.integrations.gymnasium._recorder import NOT_EXECUTED, Failure, error_record
-from onrecord.integrations.gymnasium._spaces import (
-    encode_batch,
-    promoted,
-    refuse_masked,
-    rounds,
-)
+from onrecord.integrations.gymnasium._spaces import encode_batch, rounds, stacked_box
 
 if TYPE_CHECKING:
     from onrecord.integrations.gymnasium._recorder import EpisodeRecorder
@@ -204,16 +199,9 @@ def _samples(
     spaces through ``encode_batch``."""
     if not (isinstance(space, spaces.Box) and len(values)):
         return encode_batch(space, list(values), field, blobs)
-    if not isinstance(values, np.ndarray):
-        refuse_masked(values, field)
-    try:
-        stacked = values if isinstance(values, np.ndarray) else np.array(values)
-    except ValueError:  # samples of different shapes: an environment off its space
+    stacked = stacked_box(values, field)
+    if stacked is None:  # each sample at its own shape and dtype, exactly
         return _ragged(values, field)
-    if stacked.dtype.kind not in "biuf":
-        return _ragged(values, field)
-    if not isinstance(values, np.ndarray) and promoted(values, stacked.dtype):
-        return _ragged(values, field)  # each sample at its own dtype, exactly
     if not stacked.dtype.isnative:  # a big-endian Box: orjson writes native order only
         stacked = stacked.astype(stacked.dtype.newbyteorder("="))
     if stacked[0].nbytes >= BLOB_THRESHOLD:

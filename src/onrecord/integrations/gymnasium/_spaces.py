@@ -25,9 +25,8 @@ __all__ = [
     "encode_batch",
     "fast_contains",
     "invalid_action_message",
-    "promoted",
-    "refuse_masked",
     "rounds",
+    "stacked_box",
     "why_not_in",
 ]
 
@@ -99,12 +98,8 @@ def encode_batch(
     through their own ``to_jsonable``. Non-finite numbers are refused with the path.
     Box samples of ``BLOB_THRESHOLD`` bytes or more go to ``blobs`` as one array."""
     if isinstance(space, spaces.Box) and values:
-        refuse_masked(values, field)
-        try:
-            stacked = np.array(values)  # far cheaper than np.stack for many small arrays
-        except ValueError:  # samples of different shapes: an environment off its space
-            return _as_returned(values, field)
-        if stacked.dtype.kind not in "biuf" or promoted(values, stacked.dtype):
+        stacked = stacked_box(values, field)
+        if stacked is None:
             return _as_returned(values, field)
         if stacked.dtype.kind == "f" and not np.isfinite(stacked).all():
             to_portable(stacked, f"$.{field}")  # raises, naming the first bad element
@@ -131,6 +126,24 @@ def encode_batch(
     except Exception:  # a sample off the space: a list where it holds arrays, a short tuple
         return _off_space(space, values, field)
     return to_portable(encoded, f"$.{field}")
+
+
+def stacked_box(values: Sequence[Any], field: str) -> np.ndarray | None:
+    """Box samples as one array, or None when each must be kept on its own: samples of
+    different shapes (an environment off its space), a dtype JSON has no numbers for, or
+    a sample whose dtype or exact value stacking would change. A masked sample is
+    refused, naming it. An array (the recorder's column of matching samples) is taken
+    as it is."""
+    if isinstance(values, np.ndarray):
+        return values if values.dtype.kind in "biuf" else None
+    refuse_masked(values, field)
+    try:
+        stacked = np.array(values)  # far cheaper than np.stack for many small arrays
+    except ValueError:
+        return None
+    if stacked.dtype.kind not in "biuf" or promoted(values, stacked.dtype):
+        return None
+    return stacked
 
 
 def refuse_masked(values: Sequence[Any], field: str) -> None:
