@@ -6,6 +6,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -55,6 +56,37 @@ def matches(pattern: str, name: str) -> bool:
     """A check name equal to ``pattern`` or matched by it as a glob (case-sensitive on
     every platform)."""
     return name == pattern or fnmatch.fnmatchcase(name, pattern)
+
+
+def _spelt_apart(pattern: str, names: Sequence[str]) -> str:
+    """A hint naming the checks ``pattern`` would match but for Unicode normalization
+    (``'café'`` composed or decomposed print the same) or whitespace; "" when none. Only
+    these: a wording that differs no other way is not a guess, and the explanation of
+    any other unmatched requirement stays as saved decisions hold it."""
+    key = _spelling(pattern)
+    near = [name for name in names if matches(key, _spelling(name))][:3]
+    if not near:
+        return ""
+    ways = []
+    if not any(matches(" ".join(pattern.split()), " ".join(name.split())) for name in near):
+        ways.append(
+            f"Unicode normalization (NFC or NFD: the requirement is {pattern!a}, "
+            f"the check {near[0]!a})"
+        )
+    if not any(
+        matches(unicodedata.normalize("NFC", pattern), unicodedata.normalize("NFC", name))
+        for name in near
+    ):
+        ways.append("whitespace")
+    return (
+        f"; did you mean {', '.join(map(repr, near))}? They differ only in "
+        f"{' and '.join(ways)}, and names match exactly: write it as the check spells it"
+    )
+
+
+def _spelling(text: str) -> str:
+    """``text`` in NFC with its whitespace trimmed and each run of it one space."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def _share(numerator: int, denominator: int, threshold: float) -> str:
@@ -162,7 +194,9 @@ def judge(
     label = f"{requirement.check!r} ({'critical' if requirement.critical else 'advisory'})"
     matched = tuple(name for name in report.check_names if matches(requirement.check, name))
     if not matched:
-        why = f"no check in the report matches {requirement.check!r}"
+        why = f"no check in the report matches {requirement.check!r}" + _spelt_apart(
+            requirement.check, report.check_names
+        )
         if not report.trials:
             why += ": the report holds no trial"
         return Judgement("undecided", 0, 0, 0, 0, matched, why, (0.0, 1.0))

@@ -9,6 +9,7 @@ state, never a mix (no file copies under an open reader, no stale ``-wal``).
 
 from __future__ import annotations
 
+import inspect
 import random
 import sqlite3
 from collections.abc import Callable
@@ -79,22 +80,14 @@ class Snapshot:
         """Run ``schema`` (SQL script), then ``populate(conn, random.Random(seed))``."""
         _check_build(name, schema, populate)
         conn = _memory_connection()
-        try:
-            conn.executescript(schema)
-        except sqlite3.Error as exc:
-            raise SnapshotError(f"snapshot {name!r}: the schema script failed: {exc}") from exc
-        if populate is not None:
-            conn.execute(internal("BEGIN"))
-            try:
-                populate(conn, random.Random(seed))
-            except sqlite3.Error as exc:  # its SQL, named as the schema script's is
-                raise SnapshotError(
-                    f"snapshot {name!r}: populate failed: {type(exc).__name__}: {exc}; "
-                    "fix the SQL your populate function runs"
-                ) from exc
-            if conn.in_transaction:  # populate may have committed itself (conn.commit())
-                conn.execute(internal("COMMIT"))
-        return cls(name, conn)
+        try:  # a build that fails leaves nothing: the in-memory database is closed
+            _run_schema(name, conn, schema)
+            if populate is not None:
+                _populate(name, conn, populate, seed)
+            return cls(name, conn)
+        except BaseException:
+            conn.close()
+            raise
 
     @property
     def connection(self) -> sqlite3.Connection:
@@ -138,6 +131,56 @@ def _check_build(name: str, schema: object, populate: object) -> None:
             f"inserts the rows, got {type(populate).__name__} {populate!r:.80}; put SQL "
             "text in the schema script instead"
         )
+
+
+def _run_schema(name: str, conn: sqlite3.Connection, schema: str) -> None:
+    try:
+        conn.executescript(schema)
+    except sqlite3.Error as exc:
+        raise SnapshotError(f"snapshot {name!r}: the schema script failed: {exc}") from exc
+    if conn.in_transaction:  # the populate's BEGIN (or the snapshot's) would fail on it
+        raise SnapshotError(
+            f"snapshot {name!r}: the schema script left a transaction open (a BEGIN "
+            "without its COMMIT); end it with COMMIT or remove the BEGIN"
+        )
+
+
+def _populate(name: str, conn: sqlite3.Connection, populate: Populate, seed: int) -> None:
+    """Run ``populate`` in one transaction (one it commits midway is continued in
+    autocommit: the rows are the same, and a failure keeps none of them either way)."""
+    conn.execute(internal("BEGIN"))
+    run: Callable[..., object] = populate  # what it returns is checked below
+    try:
+        result = run(conn, random.Random(seed))
+        open_now = conn.in_transaction
+    except sqlite3.Error as exc:
+        if _closed(conn):
+            raise SnapshotError(
+                f"snapshot {name!r}: populate closed the connection; leave it open "
+                "(the snapshot keeps it)"
+            ) from exc
+        # Its SQL, named as the schema script's is.
+        raise SnapshotError(
+            f"snapshot {name!r}: populate failed: {type(exc).__name__}: {exc}; "
+            "fix the SQL your populate function runs"
+        ) from exc
+    if inspect.isgenerator(result) or inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()  # no "never awaited" warning on top of this error
+        raise SnapshotError(
+            f"snapshot {name!r}: populate returned a {type(result).__name__} without running "
+            "its body, so no row was inserted; make it a plain function populate(conn, rng)"
+        )
+    if open_now:  # populate may have committed itself (conn.commit())
+        conn.execute(internal("COMMIT"))
+
+
+def _closed(conn: sqlite3.Connection) -> bool:
+    try:
+        conn.total_changes  # noqa: B018 (raises on a closed connection)
+    except sqlite3.ProgrammingError:
+        return True
+    return False
 
 
 def _memory_connection() -> sqlite3.Connection:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import operator
 import os
 import sqlite3
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from onrecord._scratch import ScratchDirectory
 from onrecord.case import EvalCase
 from onrecord.envkit import _outcome, _setup
 from onrecord.envkit._call_guard import TransactionEnded, install_gate, undo_call
@@ -89,9 +89,9 @@ class ToolWorld:
         self.hidden = _setup.hidden_layouts(snapshot, hidden)
         self.tracer = tracer
         """Optional ``tracer(sql, params)`` that sees every statement tools run."""
-        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        self._tmpdir: ScratchDirectory | None = None  # removed by a later run if killed
         if path is None:
-            self._tmpdir = tempfile.TemporaryDirectory(prefix="onrecord-world-")
+            self._tmpdir = ScratchDirectory("world")
             path = Path(self._tmpdir.name) / "world.db"
         self.path = Path(path)
         self._guard = StatementGuard(self.hidden)  # notes tools' SQL reads of them

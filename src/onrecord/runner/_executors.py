@@ -11,15 +11,13 @@ import concurrent.futures as cf
 import contextlib
 import multiprocessing
 import os
-import shutil
 import signal
-import tempfile
 import threading
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
+from onrecord._scratch import ScratchDirectory
 from onrecord.errors import InputError
 from onrecord.runner._interrupts import interrupts_kept
 from onrecord.runner._job import EpisodeJob, JobResult, run_chunk
@@ -129,9 +127,10 @@ class ProcessPoolExecutor(Executor):
         self.workers = workers
         self.chunk_size = chunk_size
         # Where a worker ended by the episode timeout's watchdog leaves word of it;
-        # removed by close(), or when the executor is dropped unclosed.
-        self._notes = tempfile.mkdtemp(prefix="onrecord-timeouts-")
-        self._remove_notes = weakref.finalize(self, shutil.rmtree, self._notes, True)
+        # removed by close(), when the executor is dropped unclosed, or (killed) by the
+        # next run's sweep.
+        self._scratch = ScratchDirectory("timeouts")
+        self._notes = self._scratch.name
         self._pool = self._new_pool()
         self._stopped = False
 
@@ -226,7 +225,7 @@ class ProcessPoolExecutor(Executor):
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=not self._stopped)
-        self._remove_notes()
+        self._scratch.cleanup()
 
 
 def _start_worker(notes: str, parent: int) -> None:

@@ -9,12 +9,12 @@ single-attempt variants of the ledger experiment (``correct``, ``missing_write``
 
 from __future__ import annotations
 
-import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from onrecord._scratch import ScratchDirectory
 from onrecord.case import EvalCase
 from onrecord.domains.ledger import (
     LEDGER_CHECKS,
@@ -74,7 +74,7 @@ class LedgerProvider(GymnasiumProvider):
             agents=agents,
         )
         self.handler = handler
-        self._workdir = tempfile.TemporaryDirectory(prefix="onrecord-ledger-")
+        self._workdir = ScratchDirectory("ledger")
 
     def default_policy(self, checks: Sequence[OutcomeCheck]) -> AcceptancePolicy:
         if tuple(checks) == tuple(LEDGER_CHECKS):

@@ -12,6 +12,7 @@ from typing import Any
 
 from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes, usual_dir_mode
 from onrecord._natural import natural_key
+from onrecord._scratch import remove_abandoned_scratch
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import ConsistencyError, InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
@@ -106,6 +107,8 @@ def _regrade_run(
     progress: Progress | None,
 ) -> Regrade:
     store = RunStore.open(path)
+    # Killed runs' and regrades' databases in TMPDIR, before this one adds its own.
+    swept = remove_abandoned_scratch()
     protocol = store.protocol
     target = _target(store.path / "regrades", name)
     specs = list(checks or protocol.checks)
@@ -139,7 +142,7 @@ def _regrade_run(
     # Written whole into a temporary directory, then renamed into place: a regrade killed
     # while saving leaves no half-written RUN/regrades/NAME that `verify RUN` refuses.
     # What an earlier regrade killed there left is removed first (it was kept for ever).
-    notices = remove_unfinished_regrades(store.path)
+    notices = swept + remove_unfinished_regrades(store.path)
     with staging(store.path) as folder:
         os.chmod(folder, usual_dir_mode())  # mkdtemp's 0700 would outlive the rename
         save_grading(folder, report, decision, expected=protocol.episodes)

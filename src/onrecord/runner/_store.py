@@ -34,6 +34,7 @@ from onrecord._canonical import (
     load_record_bytes,
     record_bytes,
 )
+from onrecord._scratch import remove_abandoned_scratch
 from onrecord.episode._verify_files import (
     MAX_LINE,
     check_entry,
@@ -273,6 +274,7 @@ class RunWriter:
                 committed += record.data["action_log"]["bytes"]
             refuse_lost_records(store.path, len(self.done))  # before anything is cut
             self.notices = remove_leftovers(store.path)  # under the lock: none in use
+            self.notices += remove_abandoned_scratch()  # killed runs' databases in TMPDIR
             self.notices += cut_torn_line(store.path, "episodes.jsonl")
             self.notices += cut_torn_line(store.path, "errors.jsonl")
             self.notices += cut_actions(store.path, committed)

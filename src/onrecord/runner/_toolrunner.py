@@ -6,12 +6,12 @@ recorded the same way (``onrecord.run.tool-episode/v1``, see ``_toolworld``)."""
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from onrecord._scratch import ScratchDirectory
 from onrecord.case import EvalCase
 from onrecord.envkit import ToolEpisode, ToolWorld
 from onrecord.episode import OutcomeCheck
@@ -56,7 +56,7 @@ class ToolWorldRunner(EnvironmentProvider):
 
     def __init__(self) -> None:
         self._worlds: dict[str, TaskWorld] = {}
-        self._workdir: tempfile.TemporaryDirectory[str] | None = None
+        self._workdir: ScratchDirectory | None = None
 
     # -- what a subclass decides --------------------------------------------------------
     def _world_key(self, case: EvalCase) -> str:
@@ -112,7 +112,7 @@ class ToolWorldRunner(EnvironmentProvider):
     def load_subject(self, saved: SavedEpisode) -> ToolEpisode:
         entry = self._task_world(EvalCase.from_dict(saved.evidence["task"]))
         if self._workdir is None:
-            self._workdir = tempfile.TemporaryDirectory(prefix="onrecord-toolworld-")
+            self._workdir = ScratchDirectory("toolworld")
         return rebuild_episode(
             saved.evidence,
             saved.action_log,

@@ -3,7 +3,6 @@ the decisions each reference agent must get, and the ablation of weaker graders.
 
 from __future__ import annotations
 
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from typing import Any
 
 from onrecord import AcceptancePolicy, CheckRequirement, PolicyDecision
 from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes
+from onrecord._scratch import ScratchDirectory
 from onrecord.domains.remittance._agents import AGENTS, ScriptedAgent
 from onrecord.domains.remittance._checks import (
     ANSWER_CHECK,
@@ -182,7 +182,7 @@ def run_demo_suite(
     tasks = tuple(load_tasks() if tasks is None else tasks)
     result = SuiteResult()
     trials: dict[str, list[Trial]] = {name: [] for name in factories}
-    with tempfile.TemporaryDirectory(prefix="onrecord-remittance-") as scratch:
+    with ScratchDirectory("remittance") as scratch:  # removed by a later run if killed
         root = Path(episodes_dir) if episodes_dir is not None else Path(scratch)
         for task in tasks:
             env = RemittanceEnvironment(task)

@@ -1,0 +1,147 @@
+"""Scratch directories in the temporary directory, and the removal of a dead owner's.
+
+onrecord makes directories outside any run directory (a tool world's database, a
+regrade's rebuilt episodes, a process pool's timeout notes, a ledger per episode, the
+remittance suite's episodes). A process killed outright (``kill -9``, the out-of-memory
+killer, a cancelled CI job) runs no cleanup, so they would stay in ``TMPDIR`` for ever,
+whole SQLite databases each.
+
+Each one therefore holds a marker file (``.onrecord-scratch``) that its owner keeps
+``flock``-ed for as long as the directory is in use. The kernel drops that lock when the
+process ends however it ends, so "nobody holds it" means "its owner is gone", with no
+pid that another process may have reused. The lock is taken on a temporary name before
+the marker is renamed into place: a marker that can be seen is one that was held.
+``remove_abandoned_scratch`` (called when a run, a resume or a regrade starts) removes
+only directories named as onrecord names them, owned by this user, carrying the marker,
+and unheld; it removes each while holding its lock, so two sweeps at once never both
+remove one, and never a live one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import stat
+import tempfile
+import weakref
+from pathlib import Path
+
+__all__ = ["KINDS", "MARKER", "ScratchDirectory", "remove_abandoned_scratch"]
+
+KINDS = ("world", "toolworld", "ledger", "timeouts", "remittance")
+"""What the directories are for; each is named ``onrecord-KIND-XXXXXXXX``."""
+MARKER = ".onrecord-scratch"
+"""The file whose ``flock`` says the directory's owner is alive."""
+_NAME = re.compile(rf"onrecord-(?:{'|'.join(KINDS)})-[a-z0-9_]{{8}}")
+"""``tempfile.mkdtemp(prefix="onrecord-KIND-")``: eight characters after the prefix."""
+_NAMED = 5
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class ScratchDirectory:
+    """A new ``onrecord-KIND-XXXXXXXX`` in the temporary directory, marked as in use
+    until :meth:`cleanup` (or until this object is collected, or the process ends)."""
+
+    def __init__(self, kind: str) -> None:
+        if kind not in KINDS:  # a new kind must be added to KINDS, or no sweep finds it
+            raise ValueError(f"unknown scratch directory kind {kind!r}; one of {KINDS}")
+        self.name = tempfile.mkdtemp(prefix=f"onrecord-{kind}-")
+        try:
+            fd = _held_marker(self.name)
+        except BaseException:
+            shutil.rmtree(self.name, ignore_errors=True)
+            raise
+        self._finalizer = weakref.finalize(self, _remove, self.name, fd, os.getpid())
+
+    def cleanup(self) -> None:
+        """Remove the directory and everything in it (once; later calls do nothing)."""
+        self._finalizer()
+
+    def __enter__(self) -> str:
+        return self.name
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+
+def _held_marker(directory: str) -> int:
+    """The marker's descriptor, locked before the marker gets its name."""
+    pending = os.path.join(directory, f"{MARKER}.new")
+    fd = os.open(pending, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, f"{os.getpid()}\n".encode())  # for a person looking: whose it is
+        os.rename(pending, os.path.join(directory, MARKER))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _remove(directory: str, fd: int, owner: int) -> None:
+    # A forked child that exits normally runs finalizers too: the directory is its
+    # parent's, still in use there (the child shares the lock; it is not the owner).
+    if os.getpid() == owner:
+        shutil.rmtree(directory, ignore_errors=True)
+    os.close(fd)
+
+
+def remove_abandoned_scratch(root: str | os.PathLike[str] | None = None) -> list[str]:
+    """Remove the scratch directories in ``root`` (the temporary directory) whose owner
+    is gone; one notice naming them, or none."""
+    where = Path(tempfile.gettempdir() if root is None else root)
+    try:
+        entries = sorted(os.scandir(where), key=lambda entry: entry.name)
+    except OSError:  # no such directory, or not ours to list: nothing to sweep
+        return []
+    removed = [entry.name for entry in entries if _NAME.fullmatch(entry.name) and _sweep(entry)]
+    if not removed:
+        return []
+    # Named up to a few: after many cancelled CI jobs there may be hundreds.
+    names = ", ".join(removed[:_NAMED]) + (
+        f" and {len(removed) - _NAMED} more" if len(removed) > _NAMED else ""
+    )
+    return [
+        f"removed {len(removed)} scratch director{'y' if len(removed) == 1 else 'ies'} a "
+        f"killed onrecord left in {where}: {names}"
+    ]
+
+
+def _sweep(entry: os.DirEntry[str]) -> bool:
+    """Whether ``entry`` was an abandoned scratch directory (then it is removed)."""
+    try:
+        info = entry.stat(follow_symlinks=False)
+    except OSError:
+        return False
+    # A real directory of this user's only: a link, or another user's, is not ours.
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        return False
+    marker = os.path.join(entry.path, MARKER)
+    try:
+        fd = os.open(marker, _OPEN)
+    except OSError:  # no marker: not ours (or made by an onrecord without them)
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its owner is alive (or another sweep is removing it)
+            return False
+        if not _same(fd, marker):  # removed by another sweep before we locked it
+            return False
+        shutil.rmtree(entry.path, ignore_errors=True)
+        return not os.path.lexists(entry.path)
+    finally:
+        os.close(fd)
+
+
+def _same(fd: int, path: str) -> bool:
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
