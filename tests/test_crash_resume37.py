@@ -179,11 +179,17 @@ def _assert_ungraded_then_resumes(run: Path, reference: Path) -> None:
     # Before: "no such file: decision.json", or with a resume's old decision beside the
     # new report "decides a report other than the report.json beside it" (exit 3).
     assert verified.returncode == 0, verified.stderr
-    assert "report.json without decision.json: its grading was interrupted" in verified.stdout
+    # Round 39: the new report.json is the whole grading (verified), only undecided;
+    # before, "its grading was interrupted" and `show` said "not graded yet".
+    assert (
+        "graded (report.json verified: all 33 recorded episodes) but not decided: "
+        "decision.json is missing"
+    ) in verified.stdout
     shown = onrecord("show", run)
     assert shown.returncode == 0, shown.stderr
-    assert "not graded yet (no decision.json, so no decision)" in shown.stdout
-    assert "all 33 planned episodes recorded" in shown.stdout
+    assert "not decided: the report above (report.json, verified)" in shown.stdout
+    assert f"decide it: onrecord run --resume {run}" in shown.stdout
+    assert "not graded yet" not in shown.stdout
     assert "incomplete run" not in shown.stdout  # every episode is recorded
     assert "duplicate-01#0" in shown.stdout  # recorded episodes not passed, listed
     assert not {"accept", "reject"} & set(shown.stdout.split())

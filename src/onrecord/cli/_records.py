@@ -22,6 +22,7 @@ from onrecord.cli._decisions import COMPARISON_SCHEMA, DECISION_SCHEMA, check_de
 from onrecord.cli._experiments import check_in_manifest, experiment_root
 from onrecord.cli._progress import CountProgress
 from onrecord.cli._record_files import KINDS, verify_file
+from onrecord.cli._run_episode import path_word
 from onrecord.episode._verify_files import check_entry, read_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
 from onrecord.report import EvaluationReport
@@ -124,20 +125,9 @@ def _run_directory(path: Path, progress: CountProgress) -> Bundle:
         progress.advance()
     count = len(sources)
     tail = _tail(path, actions, complete=count == store.protocol.episodes)
-    items: list[Any] = []
     progress.phase("report")  # loading a large run's report takes a while too
-    # report.json without decision.json: a grading killed between the two (the old
-    # decision is removed first), so neither is trusted: the run reads as not graded.
-    graded = (path / "decision.json").exists() or not (path / "report.json").exists()
-    report = _optional(path / "report.json", EvaluationReport.load) if graded else None
-    if report is not None:  # not another run's (the records were read just now)
-        check_graded(store, report, str(path / "report.json"), sources)
-        items += [report, *_decision(path / "decision.json", report)]
-    elif not graded:
-        tail += (
-            "; report.json without decision.json: its grading was interrupted "
-            "(a resume grades the run)"
-        )
+    items, note = _run_grading(path, store, sources)
+    tail += note
     from onrecord.runner._leftovers import unfinished_regrades
 
     for name in unfinished_regrades(path):  # never listed as a regrade, never read
@@ -156,6 +146,38 @@ def _run_directory(path: Path, progress: CountProgress) -> Bundle:
         f"{count} of {expected} episodes, {len(regrades)} "
         f"regrade{'' if len(regrades) == 1 else 's'}{tail}",
         tuple(items),
+    )
+
+
+def _run_grading(path: Path, store: Any, sources: Sources) -> tuple[list[Any], str]:
+    """The run's report and decision to show, and what the summary says of them.
+
+    Grading removes the old decision.json, writes report.json, then decision.json, so a
+    run killed in between holds a report.json without decision.json. That report is
+    verified all the same (digest, and every trial grades a recorded episode): read as
+    "not graded", a complete grading that ``compare``, ``gate`` and ``report`` read was
+    called missing, and an edited one passed unchecked. If it grades every recorded
+    episode it is the run's grading, shown as such, only undecided; if fewer, it is an
+    earlier grading (killed before the new report replaced it) and the run reads as
+    not graded. ``onrecord run --resume`` grades the run and writes both files."""
+    report_file = path / "report.json"
+    report = _optional(report_file, EvaluationReport.load)
+    if report is None:
+        return [], ""
+    check_graded(store, report, str(report_file), sources)  # not another run's
+    if (path / "decision.json").exists():
+        return [report, *_decision(path / "decision.json", report)], ""
+    resume = f"`onrecord run --resume {path_word(path)}`"
+    if len(report.trials) == len(sources):
+        return [report], (
+            f"; graded (report.json verified: all {len(report.trials)} recorded episodes) but not "
+            f"decided: decision.json is missing, as a grading killed between the two "
+            f"files leaves it; {resume} writes it"
+        )
+    return [], (
+        f"; not graded: report.json is an earlier grading ({len(report.trials)} of the "
+        f"{len(sources)} recorded episodes) and decision.json is missing, as a grading "
+        f"killed before the new report.json leaves it; {resume} grades the run"
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
+from onrecord._row_keys import SEPARATOR, key_text
 from onrecord.cli._episode_view import Cells, as_json
 from onrecord.cli._render import _table, literal
 
@@ -54,7 +55,7 @@ def render_row_history(
             str(event.get("step")),
             literal(event.get("table")),
             _CHANGE.get(operation, literal(operation)),
-            cell(event.get("key"), _KEY),
+            cell(key_text(event.get("key")), _KEY),
             cell(_values(event), _VALUES),
         )
     if shown:
@@ -132,31 +133,37 @@ _KEYS = 10
 def _rows_put_back(
     events: list[Mapping[str, Any]], keys: Mapping[str, list[str]]
 ) -> dict[str, list[str]]:
-    """Per table, the keys (as JSON) of the rows the history wrote whose state at the end
-    is their state at the start, in the order first written: as the end-state diff folds
-    the history (an insert starts from no row, a delete ends in none), key by key. An
-    update of a key column (``keys``: each table's) moves the row: its old key ends in
-    no row and its new key starts from none. Grouped under the old key, a row renumbered
-    and then changed and restored was listed as put back, though it was created."""
+    """Per table, the keys (as :func:`key_text` prints them) of the rows the history
+    wrote whose state at the end is their state at the start, in the order first
+    written: as the end-state diff folds the history (an insert starts from no row, a
+    delete ends in none), key by key. An update of a key column (``keys``: each table's)
+    moves the row: its old key ends in no row and its new key starts from none. Grouped
+    under the old key, a row renumbered and then changed and restored was listed as put
+    back, though it was created."""
     first: dict[tuple[str, str], str] = {}
     last: dict[tuple[str, str], str] = {}
+    shown: dict[tuple[str, str], str] = {}
     for event in events:
         table, op = str(event.get("table")), event.get("op")
+        # Rows are told apart by their key as JSON, so 1 and 1.0 differ as the diff's
+        # storage classes do; each is named by its key as the table above prints it.
         row = (table, _stored_json(event.get("key")))
+        shown.setdefault(row, key_text(event.get("key")))
         old, new = (_stored_json(event.get(side)) for side in ("old", "new"))
-        # JSON, so 1 and 1.0 differ as the diff's storage classes do.
         first.setdefault(row, "null" if op == "insert" else old)
         moved = _new_key(event, keys.get(table)) if op == "update" else None
-        if moved is None or moved == row[1]:
+        if moved is None or _stored_json(moved) == row[1]:
             last[row] = "null" if op == "delete" else new
             continue
         last[row] = "null"  # the row left this key
-        first.setdefault((table, moved), "null")
-        last[(table, moved)] = new
+        to = (table, _stored_json(moved))
+        shown.setdefault(to, key_text(moved))
+        first.setdefault(to, "null")
+        last[to] = new
     put_back: dict[str, list[str]] = {}
     for (table, key), before in first.items():
         if before == last[(table, key)]:
-            put_back.setdefault(table, []).append(key)
+            put_back.setdefault(table, []).append(shown[(table, key)])
     return put_back
 
 
@@ -171,14 +178,15 @@ def _key_columns(layouts: Any) -> dict[str, list[str]]:
     }
 
 
-def _new_key(event: Mapping[str, Any], columns: list[str] | None) -> str | None:
-    """The key (as JSON) an update left its row under, read from its new values as the
-    audit keys a row (one column: its value, else a list); None if they do not say."""
+def _new_key(event: Mapping[str, Any], columns: list[str] | None) -> Any:
+    """The key an update left its row under, read from its new values as the audit
+    keys a row (one column: its value, else a list); None if they do not say (a key is
+    never NULL: the snapshot's triggers refuse one)."""
     new = event.get("new")
     if not columns or not isinstance(new, Mapping) or not all(c in new for c in columns):
         return None
     values = [new[column] for column in columns]
-    return _stored_json(values[0] if len(values) == 1 else values)
+    return values[0] if len(values) == 1 else values
 
 
 def _stored_json(value: Any) -> str:
@@ -193,4 +201,4 @@ def _row_keys(table: str, keys: list[str]) -> str:
     shown = [key if len(key) <= _KEY else key[:_KEY] + "…" for key in keys[:_KEYS]]
     more = f" and {len(keys) - _KEYS} more" if len(keys) > _KEYS else ""
     word = "row" if len(keys) == 1 else "rows"
-    return f"{literal(table)} {word} {literal(', '.join(shown))}{more}"
+    return f"{literal(table)} {word} {literal(SEPARATOR.join(shown))}{more}"

@@ -31,8 +31,11 @@ def render_run_directory(console: Console, run: Path, bundle: Bundle, *, every: 
     decisions = [item for item in bundle.items if isinstance(item, dict) and "recorded" in item]
     if report is None:  # interrupted before grading: the records' own verdicts
         _render_ungraded(console, run, every=every)
+    elif not decisions:  # killed between report.json and decision.json
+        _undecided(console, run, report)
+        render_not_passed(console, run, report, every=every)
     else:
-        if decisions and decisions[0]["recorded"] < decisions[0]["expected"]:
+        if decisions[0]["recorded"] < decisions[0]["expected"]:
             _incomplete(console, run, decisions[0]["recorded"], decisions[0]["expected"])
         render_not_passed(console, run, report, every=every)
     _render_regrades(console, run)
@@ -71,6 +74,27 @@ def _incomplete(console: Console, run: Path, recorded: int, expected: int) -> No
     )
 
 
+def _undecided(console: Console, run: Path, report: EvaluationReport) -> None:
+    """A run whose report.json grades every recorded episode (verified: ``load_any``
+    shows it only then) but whose decision.json is missing. It read "not graded yet",
+    though the tables above are its grading and ``compare``, ``gate`` and ``report``
+    read it; what is missing is the policy's accept or reject."""
+    from onrecord.runner import RunStore
+
+    expected = RunStore.open(run).protocol.episodes
+    command = literal(f"onrecord run --resume {path_word(run)}")
+    console.print(
+        "[yellow]not decided[/]: the report above (report.json, verified) grades every "
+        "recorded episode, but the run's decision.json is missing: the run was stopped "
+        "after writing its report and before its decision, so its policy has not decided it"
+    )
+    if len(report.trials) < expected:
+        _incomplete(console, run, len(report.trials), expected)
+        console.print("continuing it grades and decides it")
+    else:
+        console.print(f"decide it: {command}", soft_wrap=True)  # copied: one line
+
+
 def _render_ungraded(console: Console, run: Path, *, every: bool) -> None:
     """A run with no report.json or no decision.json (killed before or while grading):
     no decision is made up, but
@@ -89,8 +113,14 @@ def _render_ungraded(console: Console, run: Path, *, every: bool) -> None:
         console.print(
             f"grade it: {literal(f'onrecord run --resume {path_word(run)}')}", soft_wrap=True
         )
-    # A report.json without decision.json is a grading killed between the two files.
-    why = "no decision.json" if (run / "report.json").exists() else "no report.json"
+    # A report.json here grades fewer episodes than recorded (``load_any`` verified it
+    # and left it out): a grading killed after removing the old decision.json and
+    # before the new report.json replaced the old one.
+    why = (
+        "report.json is an earlier grading, of fewer episodes, and there is no decision.json"
+        if (run / "report.json").exists()
+        else "no report.json"
+    )
     console.print(
         f"not graded yet ({why}, so no decision): the run was interrupted "
         "before or during its grading; resuming it grades it"

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from onrecord._row_keys import key_text
 from onrecord._tool_steps import tool_calls
 from onrecord.envkit._sql import same_value
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
@@ -53,7 +54,7 @@ def episode_view(
     elif evidence.get("schema") == TOOL_EPISODE_SCHEMA:
         view.update(
             ended=evidence["ending"],
-            diff=evidence["diff"],
+            diff=_diff_rows(evidence["diff"]),
             audit=_audit_rows(evidence["audit"]["events"]),
             timeline=_tool_timeline(saved.action_log),
         )
@@ -124,7 +125,7 @@ def _audit_rows(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "step": event.get("step"),
             "table": event.get("table"),
             "op": event.get("op"),
-            "key": _short(event.get("key")),
+            "key": key_text(event.get("key")),  # as the diff's, as `onrecord show`'s
             "changes": {},
         }
         if isinstance(old, Mapping) and isinstance(new, Mapping):
@@ -135,6 +136,23 @@ def _audit_rows(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             view["row"] = new if new is not None else old
         rows.append(view)
     return rows
+
+
+def _diff_rows(diff: Any) -> Any:
+    """The end-state diff with each changed row's key as :func:`key_text` prints it (the
+    script printed a text key bare: the TEXT key '1' read as the INTEGER key 1)."""
+    if not isinstance(diff, Mapping):
+        return diff
+    return {
+        name: {**change, "changed": [_keyed(item) for item in change.get("changed") or ()]}
+        if isinstance(change, Mapping)
+        else change
+        for name, change in diff.items()
+    }
+
+
+def _keyed(item: Any) -> Any:
+    return {**item, "key": key_text(item.get("key"))} if isinstance(item, Mapping) else item
 
 
 def _short(value: Any) -> str:

@@ -83,17 +83,32 @@ def _config(config: Mapping[str, Any]) -> str:
     return " ".join(f"{key}={orjson.dumps(value).decode()}" for key, value in config.items())
 
 
+def _no_decision(run: Mapping[str, Any] | None) -> tuple[str, str]:
+    """The badge and reasons of a page with no decision. A run directory has a policy
+    (its run.json): its decision.json is missing because the run was stopped between
+    writing report.json and decision.json, and the page said "no policy" and "run
+    `onrecord gate`", which needs a policy file and writes no decision into the run."""
+    if run is None:
+        badge = '<span class="badge indeterminate" id="decision">no policy</span>'
+        return badge, (
+            "<h3>Reasons</h3><p>This report file has no decision next to it; run "
+            "`onrecord gate`.</p>"
+        )
+    badge = '<span class="badge indeterminate" id="decision">not decided</span>'
+    return badge, (
+        "<h3>Reasons</h3><p>This run has no decision.json: it was stopped after writing "
+        "its report.json (the grading shown here) and before its policy's decision. "
+        "<code>onrecord run --resume</code> of the run directory writes it.</p>"
+    )
+
+
 def _decision(data: Mapping[str, Any]) -> str:
     decision = data["decision"]
     # A finding names checks and tasks, a reason what the policy saw: either can run to
     # thousands of characters, shown in part and in full on request.
     findings = "".join(f"<li>{long_text(item)}</li>" for item in data["findings"])
     if decision is None:
-        badge = '<span class="badge indeterminate" id="decision">no policy</span>'
-        reasons = (
-            "<h3>Reasons</h3><p>This report file has no decision next to it; run "
-            "`onrecord gate`.</p>"
-        )
+        badge, reasons = _no_decision(data["run"])
         cause = ""
     else:
         verdict = decision["verdict"]

@@ -7,7 +7,8 @@ const value = v => long(JSON.stringify(v === undefined ? null : v), VALUE);
 const row = r => long(JSON.stringify(r), VALUE);  // a created or deleted row, whole
 const change = (k, before, after) => esc(k) + ': <del>' + value(before) + '</del> → <ins>'
   + value(after) + '</ins>';
-// A key as the data has it (a string bare, as in the terminal), else as JSON.
+// A key as _row_keys.py wrote it (the TEXT key '1' as "1", the INTEGER 1 as 1, as in
+// the terminal); anything else (never in a page onrecord wrote) as JSON.
 const key = k => long(typeof k === 'string' ? k : JSON.stringify(k), VALUE);
 function diff(ep){
   if (!ep.diff) return '';
@@ -37,7 +38,7 @@ function audit(ep){
     + row(a.row) : Object.entries(a.changes).map(([k, v]) => change(k, v[0], v[1])).join('<br>');
   const rows = ep.audit.map(a => '<tr class="audit-row"><td class="num">' + esc(a.seq)
     + '</td><td class="num">' + esc(a.step) + '</td><td>' + esc(a.table) + '</td><td>' + esc(a.op)
-    + '</td><td class="mono">' + long(a.key, VALUE) + '</td><td class="mono">' + values(a) + '</td></tr>');
+    + '</td><td class="mono">' + key(a.key) + '</td><td class="mono">' + values(a) + '</td></tr>');
   return '<h3>Audit history (' + rows.length + ' changes)</h3>'
     + table('audit', ['seq', 'step', 'table', 'op', 'key', 'values'], rows); }
 return {diff, audit};
