@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from onrecord import AcceptancePolicy, CheckRequirement
 from onrecord.dynamics import Simulator, capture_forecasts
-from onrecord.dynamics._references import capture_plan
 from onrecord.dynamics_metrics import forecast_case_result, forecast_report
 from onrecord.errors import InputError
 from onrecord.report import EvaluationReport
@@ -133,9 +132,25 @@ def test_any_tolerance_value_is_accepted_or_refused_cleanly(
             forecast_case_result(forecasts["action"][0], {"pole_angle": value})
 
 
-def test_simulator_errors_become_evaluator_errors(cartpole: Simulator) -> None:
-    # A reference whose state does not fit the declared 3-coordinate contract.
-    reference = capture_plan(cartpole, [0, 1], case_id="bad", seed=1)
+def test_simulator_errors_become_evaluator_errors() -> None:
+    # A reference whose environment could not be made. (A state that does not fit the
+    # declared coordinates is the caller's InputError since round 39, not the reference's.)
+    from onrecord import EvalCase
+    from onrecord.integrations.gymnasium import capture_episode
+
+    def factory() -> Any:
+        raise RuntimeError("no display")
+
+    reference = capture_episode(
+        factory,
+        lambda env, observation, info: None,
+        case=EvalCase("bad", case_id="bad"),
+        environment_id="CartPole-v1/native",
+        observer_id="native-state/v1",
+        observe=lambda: {"state": [0.0, 0.0, 0.0]},
+        seed=1,
+        max_steps=2,
+    )
     forecast = capture_forecasts(
         [reference],
         lambda i, a: {"mean": i},

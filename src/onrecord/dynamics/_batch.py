@@ -22,6 +22,7 @@ from onrecord.dynamics._capture import (
     ForecastSpec,
     _sealed,
     check_state_key,
+    check_state_length,
     plan_scope,
     prepared,
     simulator_problem,
@@ -71,6 +72,7 @@ def capture_forecasts(
     groups: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     for n, (episode, plan) in enumerate(zip(episodes, plans, strict=True)):
         check_state_key(episode, state_key)
+        check_state_length(episode, state_key, spec.coordinates)
         actions, scope = plan_scope(episode, plan, spec.horizons)
         initial, truth, request = prepared(episode, state_key, actions, spec.dim)
         record = spec.record(episode, scope, request, truth)

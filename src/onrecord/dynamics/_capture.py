@@ -179,6 +179,20 @@ def check_state_key(episode: Any, state_key: str) -> None:
         )
 
 
+def check_state_length(episode: Any, state_key: str, coordinates: list[dict[str, Any]]) -> None:
+    """``InputError`` when the reference's observed initial state is not one number per
+    declared coordinate: the caller's ``coordinates`` (or references) do not fit, and
+    recording it as the reference's ``simulator_error`` blamed the environment."""
+    initial = state_vector(episode.initial.get("state"), state_key)
+    if initial is not None and len(initial) != len(coordinates):
+        names = [c["name"] for c in coordinates]
+        raise InputError(
+            f"coordinates declare {len(names)} ({names}) but the reference "
+            f"{episode.digest[:12]} observes a state of {len(initial)} numbers under "
+            f"{state_key!r}; declare one coordinate per number of the state vector, in order"
+        )
+
+
 def prepared(
     episode: Any, state_key: str, actions: list[Any], dim: int
 ) -> tuple[list[float] | None, list[list[float] | None], dict[str, Any] | None]:
@@ -289,6 +303,7 @@ def capture_forecast(
             f"predict must be a callable or a WorldModel, got {type(predict).__name__}"
         )
     check_state_key(episode, state_key)
+    check_state_length(episode, state_key, spec.coordinates)
     actions, scope = plan_scope(episode, planned_actions, spec.horizons)
     initial, truth, request = prepared(episode, state_key, actions, spec.dim)
     record = spec.record(episode, scope, request, truth)

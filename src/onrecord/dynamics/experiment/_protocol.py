@@ -12,6 +12,7 @@ __all__ = [
     "ANALYSIS_V1",
     "ANALYSIS_V2",
     "ANALYSIS_V3",
+    "ANALYSIS_V4",
     "HORIZONS",
     "analysis_of",
     "build_protocol",
@@ -27,14 +28,18 @@ __all__ = [
 # intervention and persistence row carries its model's `skipped_pairs` (pairs left out
 # because either arm's forecast failed: `pairs` alone made a model that failed on most
 # pairs read as measured on fewer by chance), and the headline gives each action-effect
-# error's `pairs` and `skipped_pairs` beside it. A protocol without the field was written
-# before v2 (v1). A run's tables are recomputed the way its protocol names, so saved
-# runs keep replaying.
-ANALYSIS = "onrecord.worldmodel-analysis/v4"
+# error's `pairs` and `skipped_pairs` beside it. v5: the headline's action-effect
+# `ratio` (blind over action-conditioned error) is taken over the pairs both models
+# forecast without error (v4 divided errors over whichever pairs each model had left,
+# two different sets when either skipped some), with those pairs counted beside it. A
+# protocol without the field was written before v2 (v1). A run's tables are recomputed
+# the way its protocol names, so saved runs keep replaying.
+ANALYSIS = "onrecord.worldmodel-analysis/v5"
+ANALYSIS_V4 = "onrecord.worldmodel-analysis/v4"
 ANALYSIS_V3 = "onrecord.worldmodel-analysis/v3"
 ANALYSIS_V2 = "onrecord.worldmodel-analysis/v2"
 ANALYSIS_V1 = "onrecord.worldmodel-analysis/v1"
-KNOWN = (ANALYSIS_V1, ANALYSIS_V2, ANALYSIS_V3, ANALYSIS)
+KNOWN = (ANALYSIS_V1, ANALYSIS_V2, ANALYSIS_V3, ANALYSIS_V4, ANALYSIS)
 
 HORIZONS = [1, 4, 8, 16, 32]
 _SIZES = {  # (full, smoke)

@@ -6,6 +6,7 @@ recomputed tables equal the saved ones byte for byte.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ from onrecord.dynamics.experiment._protocol import (
     ANALYSIS_V1,
     ANALYSIS_V2,
     ANALYSIS_V3,
+    ANALYSIS_V4,
     analysis_of,
 )
 from onrecord.dynamics_metrics import aggregate_metrics, forecast_report
@@ -106,7 +108,13 @@ def compute_tables(protocol: Mapping[str, Any], evidence: Evidence) -> dict[str,
         "decisions": decisions(protocol, evidence.heldout)[1],
     }
     users = [record["model_id"] for record in protocol.get("user_models", [])]
-    tables["headline"] = headline(tables, users, failed_runs=analysis in (ANALYSIS_V3, ANALYSIS))
+    tables["headline"] = headline(
+        tables,
+        users,
+        failed_runs=analysis in (ANALYSIS_V3, ANALYSIS_V4, ANALYSIS),
+        # v5: the ratio over the pairs both models forecast; earlier runs replay theirs.
+        common=common_pairs_ratio(evidence.interventions) if analysis == ANALYSIS else None,
+    )
     return tables
 
 
@@ -114,7 +122,7 @@ def _effects(pairs: Mapping[str, Pair], analysis: str) -> dict[str, list[dict[st
     """Each model's effect rows; before analysis v4 without ``skipped_pairs``, as those
     runs saved them (replay compares byte for byte)."""
     tables = {m: effect_table(*pair).rows() for m, pair in pairs.items()}
-    if analysis == ANALYSIS:
+    if analysis in (ANALYSIS_V4, ANALYSIS):
         return tables
     return {
         m: [{k: v for k, v in row.items() if k != "skipped_pairs"} for row in rows]
@@ -150,8 +158,53 @@ def _effect_pairs(
     }
 
 
+_ACTION, _BLIND = "bayes-linear/v1", "bayes-linear-blind/v1"
+
+
+def _ratio(blind: Any, action: Any) -> float | None:
+    """Blind over action-conditioned error; None unless both are finite numbers and the
+    divisor is not 0 (a model without an effect error, None, raised a TypeError)."""
+    numbers = all(isinstance(x, float | int) and math.isfinite(x) for x in (blind, action))
+    return blind / action if numbers and action else None
+
+
+def _ok_pair(pairs: Sequence[Pair], n: int) -> bool:
+    """Pair ``n`` forecast without error by every model, of the same two episodes."""
+    arms = [(base[n], variant[n]) for base, variant in pairs]
+    digests = {(b.episode_digest, v.episode_digest) for b, v in arms}
+    return len(digests) == 1 and all(f.status == "ok" for arm in arms for f in arm)
+
+
+def common_pairs_ratio(interventions: Mapping[str, Pair]) -> dict[str, Any]:
+    """The headline's ratio over the intervention pairs both models forecast without
+    error, and how many that is: each model's own error leaves out the pairs it failed,
+    so dividing them compared two models on two different sets of pairs."""
+    pairs = (interventions[_ACTION], interventions[_BLIND])
+    total = min(len(base) for base, _ in pairs)
+    keep = [n for n in range(total) if _ok_pair(pairs, n)]
+    if not keep:
+        return {"ratio": None, "pairs": 0, "skipped_pairs": total}
+    action, blind = (
+        _effect(
+            effect_table([base[n] for n in keep], [variant[n] for n in keep]).rows(),
+            "cart_velocity",
+            1,
+        )
+        for base, variant in pairs
+    )
+    return {
+        "ratio": _ratio(blind["effect_error"], action["effect_error"]),
+        "pairs": action["pairs"],
+        "skipped_pairs": total - len(keep),
+    }
+
+
 def headline(
-    tables: Mapping[str, Any], users: Sequence[str] = (), *, failed_runs: bool = True
+    tables: Mapping[str, Any],
+    users: Sequence[str] = (),
+    *,
+    failed_runs: bool = True,
+    common: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The numbers the experiment's claims rest on, taken from the other tables;
     ``users`` (``--model`` ids) are set beside the built-in models they compare with.
@@ -159,8 +212,10 @@ def headline(
     ``failed_runs`` (analysis v3) adds each closed-loop model's count of failed runs:
     without it, ``reached_cap`` 2 of 3 ``seeds`` beside no ``mean_steps`` left the third
     seed unexplained. Runs of v1 and v2 replay without it. Under v4 the action-effect
-    errors come with the pairs they rest on (``_effect_pairs``)."""
-    action, blind = "bayes-linear/v1", "bayes-linear-blind/v1"
+    errors come with the pairs they rest on (``_effect_pairs``). ``common`` (v5,
+    ``common_pairs_ratio``) gives the ratio over the pairs both models forecast, and
+    those pairs beside it; without it the ratio divides each model's own error."""
+    action, blind = _ACTION, _BLIND
     loop = {row["model_id"]: row for row in tables["closed_loop"]}
     effects = tables["interventions"]
     act_err = _effect(effects[action], "cart_velocity", 1)["effect_error"]
@@ -182,10 +237,20 @@ def headline(
         "cart_velocity_h1_action_effect_error": {
             action: act_err,
             blind: blind_err,
-            "ratio": blind_err / act_err if act_err else None,
+            "ratio": _ratio(blind_err, act_err) if common is None else common["ratio"],
             **user_errors,
         },
         **_effect_pairs(effects, (action, blind, *users)),
+        **(
+            {}
+            if common is None
+            else {
+                "cart_velocity_h1_action_effect_ratio_pairs": {
+                    "pairs": common["pairs"],
+                    "skipped_pairs": common["skipped_pairs"],
+                }
+            }
+        ),
         "cart_velocity_h1_interval_90": {
             m: {
                 "coverage": _row(metrics[m], "cart_velocity", 1)["coverage_90"],
