@@ -6,9 +6,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from onrecord.errors import InputError
 from onrecord.report import EvaluationReport
+
+if TYPE_CHECKING:
+    from onrecord.runner import RunStore
 
 __all__ = ["ComparedSource", "incomplete_reasons", "load_source"]
 
@@ -36,7 +40,6 @@ def load_source(source: str | os.PathLike[str]) -> ComparedSource:
     """A report file, or the report of a run or regrade directory together with the
     planned episodes it lacks (an interrupted run, episodes that could not be recorded)."""
     from onrecord.runner import RunStore
-    from onrecord.runner._graded import check_graded
 
     path = Path(source)
     if not path.is_dir():
@@ -53,12 +56,10 @@ def load_source(source: str | os.PathLike[str]) -> ComparedSource:
         raise InputError(
             f"{source} has no report.json: the run was interrupted with {recorded} of "
             f"{protocol.episodes} planned episodes recorded; `onrecord run --resume "
-            f"{store.path}` finishes it, then compare"
+            f"{store.path}` finishes and grades it"
         )
     report = EvaluationReport.load(path / "report.json")
-    # The report must be this run's grading: a report.json copied in from another run
-    # (with its decision) verifies on its own digest and was compared under this label.
-    check_graded(store, report, str(path / "report.json"))
+    _check_own_grading(store, path, report, regrade=regrade)
     present = {(str(trial.case["case_id"]), trial.repeat) for trial in report.trials}
     missing = tuple(
         f"{job.key[0]}#{job.key[1]}"
@@ -69,6 +70,30 @@ def load_source(source: str | os.PathLike[str]) -> ComparedSource:
         ", then `onrecord regrade` it again" if regrade else ""
     )
     return ComparedSource(str(source), report, label, protocol.episodes, missing, hint)
+
+
+def _check_own_grading(
+    store: RunStore, path: Path, report: EvaluationReport, *, regrade: bool
+) -> None:
+    """The report must be this run's grading: a report.json copied in from another run
+    (with its decision) verifies on its own digest and was compared under this label.
+    Nor an earlier grading a killed re-grading left (it removes decision.json, then
+    writes the new report.json): with no decision.json beside it, a report.json of fewer
+    episodes than the run recorded was read as the run's, 13 of its 33 episodes "with no
+    trial", so `gate` decided on the episodes it happened to hold. It reads as not graded,
+    as ``verify`` and ``show`` say. (A regrade directory is written whole, then renamed.)"""
+    from onrecord.runner._graded import check_graded, graded_source
+
+    sources = {record.key: graded_source(record) for record in store.records()}
+    check_graded(store, report, str(path / "report.json"), sources)
+    if regrade or (path / "decision.json").exists() or len(report.trials) >= len(sources):
+        return
+    raise InputError(
+        f"{path} is not graded: its report.json is an earlier grading "
+        f"({len(report.trials)} of the {len(sources)} recorded episodes) and decision.json "
+        "is missing, as a grading killed before the new report.json leaves it; "
+        f"`onrecord run --resume {store.path}` grades the run"
+    )
 
 
 def incomplete_reasons(a: ComparedSource, b: ComparedSource) -> list[str]:

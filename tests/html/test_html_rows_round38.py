@@ -13,7 +13,7 @@ import pytest
 
 from onrecord.cli.main import main
 from onrecord.html import render_report_page, report_data, write_report
-from onrecord.html._episode import _audit_rows
+from onrecord.html._episode import _audit_rows, _diff_rows
 from tests.html.test_browser_probe import _drive
 
 pytestmark = pytest.mark.browser
@@ -69,7 +69,7 @@ def _page(run: Path, tmp_path: Path) -> dict[str, Any]:
     """The run's page with the first episode shown given these rows, read in Chromium."""
     data = report_data(run)
     first = next(i for i, e in enumerate(data["episodes"]) if e["outcome"] != "pass")
-    data["episodes"][first].update(audit=_audit_rows(_EVENTS), diff=_DIFF)
+    data["episodes"][first].update(audit=_audit_rows(_EVENTS), diff=_diff_rows(_DIFF))
     page = tmp_path / "rows.html"
     page.write_text(render_report_page(data))
     return _drive(page, _READ, tmp_path)

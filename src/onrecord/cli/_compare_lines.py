@@ -12,7 +12,7 @@ from rich.console import Console
 
 from onrecord._tables import FittedTable
 from onrecord.cli._compare_tables import print_check_tables
-from onrecord.cli._lines import print_phrases
+from onrecord.cli._lines import counted, print_phrases
 from onrecord.cli._render import _table, literal
 from onrecord.cli._stacked import StackedTable
 from onrecord.compare import (
@@ -60,7 +60,7 @@ def _print_header(console: Console, comparison: Comparison, labels: tuple[str, s
     each on lines of their own, "A:" and "vs  B:" kept with the label's first word and
     what does not fit indented under it (broken as a sentence, "vs  B:" ended a line)."""
     label_a, label_b = labels or ("", "")
-    trials = f"[bold]comparison[/] {comparison.pairs} paired trials"
+    trials = f"[bold]comparison[/] {counted(comparison.pairs, 'paired trial')}"
     sides = [
         _side("A:", label_a, comparison.report_a),
         _side("vs  B:", label_b, comparison.report_b),

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from onrecord._tool_steps import DONE as _DONE
 from onrecord._tool_steps import tool_call, tool_calls
+from onrecord.cli._lines import counted
 from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal, plain
 from onrecord.episode import EpisodeEvidence
 
@@ -123,7 +124,7 @@ def render_episode(
     previous = -1
     for attempt in shown:
         if attempt["index"] != previous + 1:
-            table.add_row("…", f"{attempt['index'] - previous - 1} steps", *gap)
+            table.add_row("…", counted(attempt["index"] - previous - 1, "step"), *gap)
         previous = attempt["index"]
         call = calls.get(attempt["index"])
         error = attempt["error"]["message"] if attempt["error"] else ""
@@ -140,7 +141,7 @@ def render_episode(
             cell(str(attempt["state"]), STATE),
         )
     if previous + 1 < len(attempts):
-        table.add_row("…", f"{len(attempts) - previous - 1} steps", *gap)
+        table.add_row("…", counted(len(attempts) - previous - 1, "step"), *gap)
     console.print(table)
     if calls:
         console.print(_call_summary(calls))

@@ -19,7 +19,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
-__all__ = ["Phrase", "phrase_lines", "print_phrases", "print_sentence"]
+__all__ = ["Phrase", "counted", "phrase_lines", "print_phrases", "print_sentence"]
 
 Phrase = str | tuple[str, ...]
 """Markup; a tuple's parts are one phrase, joined by a space, split only when it does
@@ -35,6 +35,11 @@ _CLAUSE = re.compile(r"(?<=[,;:]) +")
 
 _LABEL = re.compile(r"\S+:")
 """A one-word label ("A:", "CL-100046:"): it stays with what it labels."""
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 trial``, ``33 trials``: a one-episode run read "report 1 trials"."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def print_phrases(

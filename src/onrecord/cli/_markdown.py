@@ -17,6 +17,7 @@ from onrecord._compare_rates import PassRate, rate_text
 from onrecord._numbers import P_VALUE_MARKS, shown_reason, significant
 from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, clean
+from onrecord.cli._lines import counted
 from onrecord.compare import (
     Comparison,
     discordant_cases,
@@ -121,7 +122,7 @@ def _measure_summary(measures: Sequence[MeasureSummary], trials: int) -> list[st
         # The numbers are ours ("-0.5", "1.2e+04"), not record text: through ``text``
         # a "100." would be escaped as a numbered list's.
         rows.append((text(name, 200), *numbers))
-    lines = [f"**Measures** over the {trials} trials", "", *table(MEASURE_COLUMNS, rows)]
+    lines = [f"**Measures** over the {counted(trials, 'trial')}", "", *table(MEASURE_COLUMNS, rows)]
     more = len(measures) - MEASURE_ROWS
     if more > 0:
         lines += ["", f"… and {more} more (`onrecord show REPORT --all-measures` lists them all)"]
@@ -167,7 +168,7 @@ def compare_markdown(comparison: Comparison, label_a: str, label_b: str) -> str:
     from onrecord import __version__
 
     lines = [
-        f"### onrecord compare: {comparison.pairs} paired trials",
+        f"### onrecord compare: {counted(comparison.pairs, 'paired trial')}",
         "",
         f"A: {text(label_a)} (sha256:{comparison.report_a[:16]}) · "
         f"B: {text(label_b)} (sha256:{comparison.report_b[:16]})",

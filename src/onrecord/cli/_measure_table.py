@@ -9,6 +9,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from onrecord._tables import SplitTable
+from onrecord.cli._lines import counted
 from onrecord.cli._render import literal, render_report
 from onrecord.report import EvaluationReport, MeasureSummary, summarize_measures
 from onrecord.report._measures import MEASURE_COLUMNS, MEASURE_ROWS, measure_cells
@@ -46,7 +47,7 @@ def render_measures(
     shown = measures if every else measures[:MEASURE_ROWS]
     # Split, not fitted: at 80 columns a fitted table folded a world model's
     # "dynamics/angular_velocity/mean_abs_error" mid-word; each part repeats the name.
-    title = f"measures over the {total} trials"
+    title = f"measures over the {counted(total, 'trial')}"
     if len(shown) < len(measures):
         title = f"first {len(shown)} of {len(measures)} {title}"
     table = SplitTable(*MEASURE_COLUMNS, keys=1, title=title)

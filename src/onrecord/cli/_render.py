@@ -14,7 +14,7 @@ from rich.table import Table
 
 from onrecord._numbers import fixed, interval_percent, percent
 from onrecord._tables import fitted_table
-from onrecord.cli._lines import print_phrases
+from onrecord.cli._lines import counted, print_phrases
 from onrecord.compare import Comparison
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, ReportSummary
@@ -197,7 +197,7 @@ def render_report(console: Console, report: EvaluationReport) -> None:
     print_phrases(
         console,
         [
-            f"[bold]report[/] {summary.trials} trials",
+            f"[bold]report[/] {counted(summary.trials, 'trial')}",
             (
                 f"pass rate {rate}",
                 f"(95% interval {literal(_interval(summary.interval))}, clustered by case)",

@@ -135,7 +135,12 @@ def _render_ungraded(console: Console, run: Path, *, every: bool) -> None:
         title="recorded episodes not passed (as graded when recorded)",
     )
     if not listed:
-        console.print(f"each of the {len(report.trials)} recorded episodes passed")
+        recorded = len(report.trials)
+        console.print(
+            "the one recorded episode passed"
+            if recorded == 1
+            else f"each of the {recorded} recorded episodes passed"
+        )
 
 
 def _render_regrades(console: Console, run: Path) -> None:

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from onrecord._canonical import load_record_bytes
 from onrecord.cli._bundle import digested
+from onrecord.cli._lines import counted
 from onrecord.cli._progress import BarProgress, add_no_progress
 from onrecord.cli._render import literal, make_console, render_decision, render_report
 from onrecord.errors import InputError, OnrecordError
@@ -71,9 +72,9 @@ def run(args: argparse.Namespace) -> int:
             "version: the two reports' locks claim the same check; bump its version"
         )
     console.print(
-        f"[bold]{len(regrade.changes)} verdicts changed[/] "
-        f"(of {len(regrade.report.trials)} episodes × "
-        f"{len(regrade.report.check_names)} checks)"
+        f"[bold]{counted(len(regrade.changes), 'verdict')} changed[/] "
+        f"(of {counted(len(regrade.report.trials), 'episode')} × "
+        f"{counted(len(regrade.report.check_names), 'check')})"
     )
     for change in regrade.changes[: args.limit]:
         console.print(f"  {literal(change)}")

@@ -117,6 +117,7 @@ def report_data(
     if store is not None:
         views, index, note, recorded = episodes_data(store, report, episodes)
         data.update(episodes=views, episode_index=index, detail_note=note)
+        data["run"]["recorded"] = recorded  # an earlier grading without its decision
         if recorded > len(report.trials):
             # A run stopped after recording more episodes than its last grading holds:
             # the page would otherwise present the older grading as the run's state.

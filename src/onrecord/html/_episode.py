@@ -11,7 +11,7 @@ import orjson
 
 from onrecord._row_keys import key_text
 from onrecord._tool_steps import tool_calls
-from onrecord.envkit._sql import same_value
+from onrecord.envkit._sql import encode_reals, same_value
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.html._timeline import select_timeline
 from onrecord.report import Trial
@@ -113,10 +113,11 @@ def _tool_timeline(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _audit_rows(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each audit event: an update's changed columns as ``changes`` (column → [old,
-    new]); an insert's new row or a delete's old row whole as ``row`` (``changes`` then
-    empty). Before, an insert's columns read ``null → value`` as if the row had held
-    NULLs, and a NULL column of a new row was left out."""
+    """Each audit event: an update's changed columns as ``changes`` ([column, old, new]
+    per column, by name); an insert's new row or a delete's old row whole as ``row``
+    (``changes`` then empty). Values as :func:`value_text` prints them. Before, an
+    insert's columns read ``null → value`` as if the row had held NULLs, and a NULL
+    column of a new row was left out."""
     rows = []
     for event in events:
         old, new = event.get("old"), event.get("new")
@@ -126,33 +127,64 @@ def _audit_rows(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "table": event.get("table"),
             "op": event.get("op"),
             "key": key_text(event.get("key")),  # as the diff's, as `onrecord show`'s
-            "changes": {},
+            "changes": [],
         }
         if isinstance(old, Mapping) and isinstance(new, Mapping):
-            # By storage class too: INTEGER 1 to REAL 1.0 is a change the diff counts.
-            changed = [c for c in {*old, *new} if not same_value(old.get(c), new.get(c))]
-            view["changes"] = {k: [old.get(k), new.get(k)] for k in sorted(changed)}
+            view["changes"] = _changed_columns(old, new)
         else:
-            view["row"] = new if new is not None else old
+            view["row"] = value_text(new if new is not None else old)
         rows.append(view)
     return rows
 
 
 def _diff_rows(diff: Any) -> Any:
-    """The end-state diff with each changed row's key as :func:`key_text` prints it (the
-    script printed a text key bare: the TEXT key '1' read as the INTEGER key 1)."""
+    """The end-state diff as the page prints it: a created or deleted row as its
+    :func:`value_text`, a changed row as its key (as :func:`key_text` prints it: the
+    script printed the TEXT key '1' bare, as the INTEGER key 1) and its changed columns
+    (``columns``: [column, before, after], as in the audit's ``changes``)."""
     if not isinstance(diff, Mapping):
         return diff
     return {
-        name: {**change, "changed": [_keyed(item) for item in change.get("changed") or ()]}
+        name: {
+            "created": [value_text(row) for row in change.get("created") or ()],
+            "changed": [_changed_row(item) for item in change.get("changed") or ()],
+            "deleted": [value_text(row) for row in change.get("deleted") or ()],
+        }
         if isinstance(change, Mapping)
         else change
         for name, change in diff.items()
     }
 
 
-def _keyed(item: Any) -> Any:
-    return {**item, "key": key_text(item.get("key"))} if isinstance(item, Mapping) else item
+def _changed_row(item: Any) -> Any:
+    if not isinstance(item, Mapping):
+        return item
+    before, after = item.get("before"), item.get("after")
+    columns = []
+    if isinstance(before, Mapping) and isinstance(after, Mapping):
+        columns = _changed_columns(before, after)
+    return {"key": key_text(item.get("key")), "columns": columns}
+
+
+def _changed_columns(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[list[str]]:
+    """[column, old, new] for each column whose value changed, by storage class too
+    (INTEGER 1 to REAL 1.0 is a change the diff counts): the script compared values as
+    JavaScript numbers, and left that change, or 2**53 to 2**53 + 1, out as none."""
+    changed = sorted(c for c in {*old, *new} if not same_value(old.get(c), new.get(c)))
+    return [[c, value_text(old.get(c)), value_text(new.get(c))] for c in changed]
+
+
+def value_text(value: Any) -> str:
+    """A row's value (or a whole row) as ``onrecord show`` prints it: JSON as the
+    evidence stores it, so the text "1" and the number 1, or "null" and a NULL, read
+    apart; an infinite REAL as ``{"$real":"Infinity"}``; a row's columns by name.
+    Formatted here, not by the
+    page's script: it parsed the data as JavaScript numbers, which print the REAL 1.0 as
+    1 and round 9007199254740993 to 9007199254740992."""
+    try:
+        return orjson.dumps(encode_reals(value), option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # not JSON (a saved record never holds one: never crash on it)
+        return str(value)
 
 
 def _short(value: Any) -> str:

@@ -83,16 +83,28 @@ def _config(config: Mapping[str, Any]) -> str:
     return " ".join(f"{key}={orjson.dumps(value).decode()}" for key, value in config.items())
 
 
-def _no_decision(run: Mapping[str, Any] | None) -> tuple[str, str]:
+def _no_decision(run: Mapping[str, Any] | None, trials: int) -> tuple[str, str]:
     """The badge and reasons of a page with no decision. A run directory has a policy
     (its run.json): its decision.json is missing because the run was stopped between
     writing report.json and decision.json, and the page said "no policy" and "run
-    `onrecord gate`", which needs a policy file and writes no decision into the run."""
+    `onrecord gate`", which needs a policy file and writes no decision into the run. A
+    report.json of fewer episodes than the run recorded is an earlier grading (killed
+    before the new report.json): the page said it was the grading that decision.json
+    was to decide."""
     if run is None:
         badge = '<span class="badge indeterminate" id="decision">no policy</span>'
         return badge, (
             "<h3>Reasons</h3><p>This report file has no decision next to it; run "
             "`onrecord gate`.</p>"
+        )
+    if run.get("recorded", 0) > trials:
+        badge = '<span class="badge indeterminate" id="decision">not graded</span>'
+        return badge, (
+            "<h3>Reasons</h3><p>This run is not graded: it has no decision.json, and its "
+            f"report.json (shown here) is an earlier grading, of {trials} of the "
+            f"{run['recorded']} recorded episodes, as a grading stopped before writing "
+            "the new report.json leaves it. <code>onrecord run --resume</code> of the run "
+            "directory grades the run and writes both.</p>"
         )
     badge = '<span class="badge indeterminate" id="decision">not decided</span>'
     return badge, (
@@ -108,7 +120,7 @@ def _decision(data: Mapping[str, Any]) -> str:
     # thousands of characters, shown in part and in full on request.
     findings = "".join(f"<li>{long_text(item)}</li>" for item in data["findings"])
     if decision is None:
-        badge, reasons = _no_decision(data["run"])
+        badge, reasons = _no_decision(data["run"], data["summary"]["trials"])
         cause = ""
     else:
         verdict = decision["verdict"]
