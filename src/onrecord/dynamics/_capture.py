@@ -19,6 +19,7 @@ import orjson
 from onrecord._canonical import to_portable
 from onrecord.dynamics._envs import Coordinate
 from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence, censors
+from onrecord.dynamics._gaps import unobserved_steps
 from onrecord.dynamics._protocol import WorldModel, state_vector
 from onrecord.dynamics._response import ModelError, check_response, read_answer
 from onrecord.errors import InputError
@@ -71,8 +72,15 @@ class ForecastSpec:
             "horizons": self.horizons,
             "action_scope": scope,
             "request": request,
-            "reference": {"states": truth, "ended": episode.ended},
+            "reference": self._reference(episode, truth),
         }
+
+    def _reference(self, episode: Any, truth: list[Any]) -> dict[str, Any]:
+        reference: dict[str, Any] = {"states": truth, "ended": episode.ended}
+        gaps = unobserved_steps(episode, self.state_key, self.dim, truth)
+        if gaps:  # only then: a complete reference's record (and digest) is as before
+            reference["unobserved"] = gaps
+        return reference
 
 
 def _coordinates(coordinates: Any, angular: Any) -> list[dict[str, Any]]:

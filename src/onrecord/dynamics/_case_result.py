@@ -143,6 +143,12 @@ def forecast_case_result(
             name: {f"h{h}": tol for h, tol in per.items()} for name, per in table.items()
         },
     }
+    unchecked = [name for name in forecast.coordinates if name not in table]
+    if unchecked:
+        # In the lock, so a reviewer sees what no check covers: a policy on
+        # dynamics/*/h1 would otherwise accept with these coordinates never compared.
+        # Absent when every coordinate is checked, so those trials are as before.
+        settings["unchecked_coordinates"] = unchecked
     source = {
         "kind": "forecast",
         "digest": forecast.digest,
@@ -172,7 +178,7 @@ def _results(
         ], {}
     metrics = forecast_metrics(forecast)
     errors = metrics.error.tolist()
-    observed = forecast.observed_steps
+    observed, gaps = forecast.observed_steps, forecast.unobserved
     results, measures = [], {}
     for name, per in table.items():
         j = names.index(name)
@@ -183,7 +189,7 @@ def _results(
                 reason = (
                     f"censored: the reference ended after {observed} steps"
                     if metrics.censored[i]
-                    else "the actual state was not observed"
+                    else _unobserved(h, gaps)
                 )
                 results.append(result_type(check, CHECK_VERSION, "not_measured", reason, {}))
                 continue
@@ -206,6 +212,14 @@ def _results(
             # letting compare_reports bootstrap the error difference between models.
             measures[f"dynamics/{name}/mean_abs_error"] = mean
     return results, measures
+
+
+def _unobserved(horizon: int, gaps: dict[int, str]) -> str:
+    if horizon in gaps:
+        return f"the reference's state after action {horizon} was not observed: {gaps[horizon]}"
+    # A forecast captured before the reasons were kept: the same words as then, so a
+    # report rebuilt from it keeps its digest.
+    return "the actual state was not observed"
 
 
 def _mean_abs_error(values: np.ndarray) -> float | None:

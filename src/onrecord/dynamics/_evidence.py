@@ -154,6 +154,7 @@ class ForecastEvidence:
         scored against (same digest, same observed states). ``state_key`` is the one the
         forecast was captured with."""
         from onrecord.dynamics._capture import prepared
+        from onrecord.dynamics._gaps import unobserved_steps
         from onrecord.episode import EpisodeEvidence
 
         if not isinstance(episode, EpisodeEvidence):
@@ -166,12 +167,18 @@ class ForecastEvidence:
                 f"forecast {self._digest[:12]} references episode "
                 f"{self.episode_digest[:12]}, not {episode.digest[:12]}"
             )
-        # The same extraction capture used: vectors of the wrong length were kept out.
-        truth = prepared(episode, state_key, [], len(self._angular))[1]
-        if truth != self._data["reference"]["states"]:
+        # The same extraction capture used: vectors of the wrong length were kept out,
+        # and the reasons it recorded for them (if it did) are the episode's.
+        dim, reference = len(self._angular), self._data["reference"]
+        truth = prepared(episode, state_key, [], dim)[1]
+        gaps = reference.get("unobserved")
+        if truth != reference["states"] or (
+            gaps is not None and gaps != unobserved_steps(episode, state_key, dim, truth)
+        ):
             raise ConsistencyError(
-                "the forecast's reference states differ from the episode's observed "
-                f"{state_key!r} vectors; pass the state_key the forecast was captured with"
+                "the forecast's reference states (or why some were not observed) differ "
+                f"from the episode's observed {state_key!r} vectors; pass the state_key "
+                "the forecast was captured with"
             )
 
     # --- views ------------------------------------------------------------------------
@@ -246,6 +253,13 @@ class ForecastEvidence:
         """How many actions the reference executed; later horizons are censored unless
         the reference's ``interact`` raised (see ``censors``)."""
         return len(self._data["reference"]["states"])
+
+    @property
+    def unobserved(self) -> dict[int, str]:
+        """``{step: reason}`` for each executed action whose state was not observed (the
+        horizon ``step`` is then not measured); empty when every state was observed, or
+        for a record captured before forecasts kept these reasons."""
+        return {gap["step"]: gap["reason"] for gap in self._data["reference"].get("unobserved", [])}
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -64,9 +64,11 @@ def verify_shape(data: dict[str, Any]) -> None:
     _verify_horizons(data["horizons"])
     _verify_error(status, data["error"])
     reference = data["reference"]
-    if not isinstance(reference, dict) or set(reference) != {"states", "ended"}:
-        raise _fail("reference must be {states, ended}")
+    if not isinstance(reference, dict) or set(reference) - {"unobserved"} != {"states", "ended"}:
+        raise _fail("reference must be {states, ended} with an optional unobserved")
     _verify_vectors(reference["states"], dim, "reference.states", allow_none=True)
+    if "unobserved" in reference:
+        _verify_unobserved(reference["unobserved"], reference["states"])
     request = data["request"]
     if request is not None:
         _verify_request(request, dim)
@@ -127,6 +129,28 @@ def _verify_error(status: str, error: Any) -> None:
         or not all(isinstance(v, str) for v in error.values())
     ):
         raise _fail(f"error must be {{type, message}} strings, got {error!r:.60}")
+
+
+def _verify_unobserved(unobserved: Any, states: list[Any]) -> None:
+    """One ``{step, reason}`` per unobserved state, in order (a record captured before
+    reasons were kept has no ``unobserved`` at all, and stays valid)."""
+    missing = [position + 1 for position, row in enumerate(states) if row is None]
+    if (
+        not isinstance(unobserved, list)
+        or not all(
+            isinstance(gap, dict)
+            and set(gap) == {"step", "reason"}
+            and _is_int(gap["step"])
+            and _is_text(gap["reason"])
+            for gap in unobserved
+        )
+        or [gap["step"] for gap in unobserved] != missing
+        or not missing
+    ):
+        raise _fail(
+            f"reference.unobserved must give {{step, reason}} for each unobserved state "
+            f"(steps {missing}), got {unobserved!r:.80}"
+        )
 
 
 def _verify_request(request: Any, dim: int) -> None:

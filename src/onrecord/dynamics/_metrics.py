@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import NormalDist
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -69,13 +70,17 @@ class ForecastMetrics:
     std: FloatArray | None = None
     """Predicted standard deviation at each horizon, if given."""
     lower: FloatArray | None = None
-    """Lower bounds of the central intervals at ``LEVELS``."""
+    """Lower bounds of the central intervals at ``LEVELS``; an angle's interval is the
+    model's, moved by whole turns onto the actual value's branch."""
     upper: FloatArray | None = None
     """Upper bounds."""
     covered: NDArray[np.bool_] | None = None
     """Whether each interval held the actual value (False where unmeasured)."""
     nll: FloatArray | None = None
     """Gaussian negative log density of the actual value."""
+    unobserved: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
+    """``{horizon: reason}`` for declared horizons the reference reached without an
+    observed state (see ``ForecastEvidence.unobserved``)."""
 
     @classmethod
     def _make(
@@ -109,6 +114,9 @@ class ForecastMetrics:
             upper=upper,
             covered=covered,
             nll=nll,
+            unobserved=MappingProxyType(
+                {h: why for h, why in forecast.unobserved.items() if h in forecast.horizons}
+            ),
         )
         return self
 
@@ -167,7 +175,10 @@ class ForecastMetrics:
         if not self.measured[i, j]:
             if self.censored[i]:
                 return "censored"
-            return "not measured" if self.status == "ok" else self.status.replace("_", " ")
+            if self.status != "ok":
+                return self.status.replace("_", " ")
+            why = self.unobserved.get(self.horizons[i])
+            return "not measured" if why is None else f"not observed: {why}"
         text = f"error {self.error[i, j]:+.4g} {unit}"
         if self.std is not None and self.covered is not None and self.nll is not None:
             text += (
@@ -208,12 +219,30 @@ def forecast_metrics(forecast: ForecastEvidence) -> ForecastMetrics:
     if sd is None:
         return ForecastMetrics._make(forecast, measured, error, abs_error)
     half = Z_SCORES[:, None, None] * sd
+    if layout.angular:
+        mean = _on_truth_branch(forecast, rows, mean, error, total)
     with np.errstate(over="ignore"):  # a tiny deviation: the density's log is truly -inf
         z = error / sd
         nll = _HALF_LOG_2PI + np.log(sd) + 0.5 * z * z
     return ForecastMetrics._make(
         forecast, measured, error, abs_error, sd, mean - half, mean + half, abs_error <= half, nll
     )
+
+
+def _on_truth_branch(
+    forecast: ForecastEvidence, rows: Any, mean: FloatArray, error: FloatArray, total: int
+) -> FloatArray:
+    """Interval centres with each angle moved by whole turns onto the actual value's
+    branch (truth + wrapped error): the same arc of the circle, but printed bounds that
+    hold the actual value exactly when ``covered`` says so. Pendulum's unwrapped theta of
+    7.0 rad is not numerically inside [0.6, 0.84] though the wrapped error is 0.0."""
+    truth = forecast._truth[rows]
+    if len(truth) < total:
+        truth = _pad(truth, total)
+    centre = np.array(mean, dtype=np.float64)
+    angular = forecast._angular
+    centre[:, angular] = truth[:, angular] + error[:, angular]
+    return centre
 
 
 def _pad(values: FloatArray, total: int) -> FloatArray:
