@@ -218,6 +218,17 @@ def render_report(console: Console, report: EvaluationReport) -> None:
     unlisted = len(report.coverage_issues) - _COVERAGE_LISTED
     if unlisted > 0:  # the 21st and later were left out without a word
         console.print(f"[yellow]coverage:[/] … {unlisted} more coverage issues")
+    print_unchecked(console, report)
+
+
+def print_unchecked(console: Console, report: EvaluationReport) -> None:
+    """``unchecked coordinates: theta_dot (no tolerance)`` for a world-model report
+    whose tolerances left coordinates without a check (only its lock said so)."""
+    from onrecord.dynamics._unchecked import LABEL, unchecked_line
+
+    line = unchecked_line(report.lock)
+    if line is not None:
+        console.print(f"[yellow]{LABEL}:[/] {literal(line.removeprefix(LABEL + ': '))}")
 
 
 _COVERAGE_LISTED = 20

@@ -19,9 +19,10 @@ from onrecord.cli._decisions import decision_record
 from onrecord.cli._junit import gate_junit
 from onrecord.cli._markdown import gate_markdown
 from onrecord.cli._records import named
-from onrecord.cli._render import make_console, render_decision
+from onrecord.cli._render import make_console, print_unchecked, render_decision
 from onrecord.cli._unpassed_table import print_unpassed
 from onrecord.compare import load_source
+from onrecord.dynamics._unchecked import unchecked_line
 from onrecord.episode._verify_files import check_entry
 from onrecord.errors import InputError
 from onrecord.policy import INCOMPLETE_RUN, AcceptancePolicy, PolicyDecision
@@ -97,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     if not any(item is not None and item.to_stdout for item in (output, junit, markdown)):
         console = make_console()
         render_decision(console, decision)
+        print_unchecked(console, report)  # an accept says nothing of what no check covers
         _render_unpassed(console, facts)
     return decision.exit_code
 
@@ -134,7 +136,13 @@ def _write_ci(
         measures = summarize_measures(report.trials)
         trials = len(report.trials)
         summary = gate_markdown(
-            decision, facts, subject=subject, policy=policy, measures=measures, trials=trials
+            decision,
+            facts,
+            subject=subject,
+            policy=policy,
+            measures=measures,
+            trials=trials,
+            unchecked=unchecked_line(report.lock),
         )
         markdown.append(summary)
 

@@ -18,8 +18,9 @@ import orjson
 
 from onrecord._canonical import to_portable
 from onrecord.dynamics._envs import Coordinate
-from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence, censors
+from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence
 from onrecord.dynamics._gaps import unobserved_steps
+from onrecord.dynamics._layout import censors
 from onrecord.dynamics._protocol import WorldModel, state_vector
 from onrecord.dynamics._response import ModelError, check_response, read_answer
 from onrecord.errors import InputError

@@ -10,8 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import numpy as np
 import orjson
@@ -24,6 +23,7 @@ from onrecord._canonical import (
 )
 from onrecord._exceptions import naming_file
 from onrecord.dynamics._evidence_schema import verify_shape
+from onrecord.dynamics._layout import Layout, forecast_layout
 from onrecord.dynamics._protocol import FloatArray
 from onrecord.episode._verify_files import read_regular
 from onrecord.errors import (
@@ -98,7 +98,7 @@ class ForecastEvidence:
         set_(self, "_std", None if std is None else _frozen(std, dim))
         truth = [row if row is not None else [np.nan] * dim for row in data["reference"]["states"]]
         set_(self, "_truth", _frozen(truth, dim))
-        set_(self, "_layout", _layout(self))
+        set_(self, "_layout", forecast_layout(self))
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -304,72 +304,6 @@ class ForecastEvidence:
 
     def __hash__(self) -> int:
         return hash(self._digest)
-
-
-class Layout(NamedTuple):
-    """Precomputed once per forecast so scoring is pure array arithmetic."""
-
-    rows: Any
-    """Rows of the forecast at the measured horizons (a slice when they are 1..k)."""
-    measured: int
-    """How many leading horizons are measured (censoring only cuts a suffix)."""
-    gaps: bool
-    """Whether the observed truth has unobserved steps (NaN rows)."""
-    angular: bool
-    """Whether any coordinate wraps."""
-    units: Mapping[str, str]
-    """Read-only ``{name: unit}``."""
-    censored: np.ndarray
-    """Read-only ``[H]`` censoring mask."""
-    all_measured: np.ndarray | None
-    """Read-only all-True ``[H, d]`` mask when nothing is missing, else None."""
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
-
-
-def _layout(forecast: ForecastEvidence) -> Layout:
-    index = np.asarray(forecast.horizons, dtype=np.int64) - 1
-    limit = min(forecast.observed_steps, len(forecast._mean)) if forecast.status == "ok" else 0
-    measured = int((index < limit).sum())
-    rows: Any = index[:measured]
-    if measured and rows[-1] == measured - 1:  # 1, 2, ..., k: a view, no copy
-        rows = slice(0, measured)
-    gaps = bool(np.isnan(forecast._truth).any())
-    shape = (len(index), len(forecast._angular))
-    complete = measured == len(index) and not gaps
-    return Layout(
-        rows,
-        measured,
-        gaps,
-        bool(forecast._angular.any()),
-        MappingProxyType(forecast.coordinates),
-        _read_only(_censored(forecast, index)),
-        _read_only(np.ones(shape, bool)) if complete else None,
-    )
-
-
-def _censored(forecast: ForecastEvidence, index: np.ndarray) -> np.ndarray:
-    """``[H]``: horizons the reference never executed because its episode ended.
-    Censoring is a fact about the reference, whatever the model did: a model error at a
-    horizon the reference reached is not a censored horizon."""
-    if not censors(forecast._data["reference"]["ended"]):
-        return np.zeros(len(index), dtype=bool)
-    return index >= forecast.observed_steps
-
-
-def censors(ended: str) -> bool:
-    """Whether a reference that ended ``ended`` censors the horizons it never executed.
-
-    The episode ending (the environment terminated or truncated it, ``max_steps`` cut it
-    off, ``interact`` returned) censors. A reference whose own ``interact`` raised
-    part-way does not: the error says nothing about later horizons, so they are the
-    reference's error, the way ``check_plan`` refuses a plan the environment would stop
-    part-way rather than let its later horizons pass for censored.
-    """
-    return ended != "interact_error"
 
 
 def _frozen(rows: Any, dim: int) -> FloatArray:

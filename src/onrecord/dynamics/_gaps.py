@@ -37,12 +37,13 @@ def unobserved_steps(
 
 
 def _observer_failures(episode: Any) -> dict[int, str]:
-    """The observer's error message by step attempt index."""
-    observe = [f for f in episode.failures() if f["phase"] == "observe"]
-    if episode.initial.get("observer_error"):
-        # The failure after reset is listed first with index 0, as step 0's would be.
-        observe = observe[1:]
-    return {int(f["index"]): str(f["message"]) for f in observe}
+    """The observer's error message by step attempt index (the reads after each step:
+    the read after reset has index 0 too)."""
+    return {
+        int(f["index"]): str(f["message"])
+        for f in episode.failures()
+        if f["phase"] == "observe" and f["read"] == "after_step"
+    }
 
 
 def _reason(transition: Mapping[str, Any], failed: dict[int, str], key: str, dim: int) -> str:

@@ -121,7 +121,8 @@ class ForecastMetrics:
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        """Portable nested form: coordinate → ``h<horizon>`` → numbers (None if absent)."""
+        """Portable nested form: coordinate → ``h<horizon>`` → numbers (None if absent);
+        a cell whose state was not observed holds the reason as ``unobserved``."""
         coords: dict[str, Any] = {}
         for j, (name, unit) in enumerate(self.coordinates.items()):
             coords[name] = {
@@ -138,7 +139,14 @@ class ForecastMetrics:
 
     def _cell(self, i: int, j: int) -> dict[str, Any]:
         if not self.measured[i, j]:
-            return {"censored": bool(self.censored[i]), "measured": False}
+            gap: dict[str, Any] = {"censored": bool(self.censored[i]), "measured": False}
+            unobserved = self.status == "ok" and not self.censored[i]  # as ``str`` decides
+            why = self.unobserved.get(self.horizons[i]) if unobserved else None
+            if why is not None:
+                # As ``str`` prints it: the JSON form said only ``measured: false``. Only
+                # forecasts that keep reasons have the key (the form is never digested).
+                gap["unobserved"] = why
+            return gap
         cell: dict[str, Any] = {
             "censored": False,
             "measured": True,

@@ -114,7 +114,8 @@ def states(data: dict[str, Any]) -> list[Any]:
 
 def failures(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Simulator, setup and cleanup failures: factory, reset, step exceptions, observer
-    failures, close(). Invalid actions and lifecycle misuse are the agent's, not listed."""
+    failures (with ``read``: ``after_reset``, ``after_step`` or ``before_cleanup``),
+    close(). Invalid actions and lifecycle misuse are the agent's, not listed."""
     found = [dict(event) for event in data["events"] if event["phase"] == "factory"]
     if data["initial"]["reset_error"]:
         found.append({"phase": "reset", "index": 0, **data["initial"]["reset_error"]})
@@ -133,13 +134,23 @@ def failures(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _observer_failures(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """One per failed read, saying which read it was: the read after reset and the read
+    after attempt 0 both have ``index`` 0, so a caller matching reads to steps by index
+    alone took the first for the second."""
+    steps = data["steps"]
     points = [
-        (0, data["initial"]["observer_error"]),
-        *enumerate(data["steps"]["observer_error"]),
-        (len(data["steps"]["status"]), data["final_observer_error"]),
+        ("after_reset", 0, data["initial"]["observer_error"]),
+        *(("after_step", i, error) for i, error in enumerate(steps["observer_error"])),
+        ("before_cleanup", len(steps["status"]), data["final_observer_error"]),
     ]
     return [
-        {"phase": "observe", "index": index, "type": "ObserverError", "message": error}
-        for index, error in points
+        {
+            "phase": "observe",
+            "read": read,
+            "index": index,
+            "type": "ObserverError",
+            "message": error,
+        }
+        for read, index, error in points
         if error
     ]

@@ -13,6 +13,7 @@ from onrecord._canonical import content_digest, load_record_bytes
 from onrecord._natural import natural_key
 from onrecord._policy_rules import StatusTable, requirement_interval
 from onrecord._saved_decision import saved_headline
+from onrecord.dynamics._unchecked import unchecked_line
 from onrecord.errors import DigestMismatch, InputError
 from onrecord.html._report import _count
 from onrecord.html._selection import episodes_data
@@ -269,16 +270,20 @@ def _findings(
         errors = check.get("errors", 0)
         if check["unmeasured"] > errors:
             findings.append(
-                f"{check['name']} was not measured in {check['unmeasured'] - errors} episodes"
+                f"{check['name']} was not measured in "
+                f"{_count(check['unmeasured'] - errors, 'episode')}"
             )
         if errors:
             findings.append(
-                f"{check['name']} errored in {errors} episodes (an evaluator error: the "
+                f"{check['name']} errored in {_count(errors, 'episode')} (an evaluator error: the "
                 "check raised or returned no verdict; or a model error)"
             )
     issues = report.coverage_issues
     if issues:
-        findings.append(f"{len(issues)} coverage issues, e.g. {issues[0]}")
+        findings.append(f"{_count(len(issues), 'coverage issue')}, e.g. {issues[0]}")
+    unchecked = unchecked_line(report.lock)
+    if unchecked is not None:  # as `onrecord show` and `gate` say it
+        findings.append(unchecked)
     return findings or ["every check passed in every episode, with full coverage"]
 
 
