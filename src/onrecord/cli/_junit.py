@@ -31,16 +31,22 @@ _MESSAGE = 1000  # a message attribute is shown on one line; the text holds the 
 
 
 def gate_junit(
-    decision: PolicyDecision, facts: Sequence[RequirementFacts], *, suite: str, policy: str
+    decision: PolicyDecision,
+    facts: Sequence[RequirementFacts],
+    *,
+    suite: str,
+    policy: str,
+    unchecked: str | None = None,
 ) -> bytes:
     """The JUnit XML document of a gate: ``suite`` names the report or run, ``policy``
-    the policy applied."""
+    the policy applied; ``unchecked`` (a world-model report's coordinates without a
+    tolerance) is said under the decision, as the terminal and Markdown say it."""
     # Imported here, not at the top: the version comes from importlib.metadata (~25 ms),
     # which commands that only read records need not load.
     from onrecord import __version__
 
     cases = [_requirement_case(item, name) for item, name in zip(facts, _names(facts), strict=True)]
-    cases.append(_decision_case(decision))
+    cases.append(_decision_case(decision, unchecked))
     counts = {
         "tests": str(len(cases)),
         "failures": str(sum(case.find("failure") is not None for case in cases)),
@@ -78,9 +84,16 @@ def _names(facts: Sequence[RequirementFacts]) -> list[str]:
     ]
 
 
-def _line(text: str) -> str:
+def _line(text: str, limit: int = _MESSAGE) -> str:
     """An attribute shown on one line (a name, a message): newlines become spaces."""
-    return clean(text, _MESSAGE).replace("\n", " ").replace("\t", " ")
+    return clean(text, limit).replace("\n", " ").replace("\t", " ")
+
+
+def _block(text: str, indent: str) -> str:
+    """Record text in a test case's text: its lines after the first ``indent`` deeper
+    than the entry it belongs to. A reason that quoted an agent's "fine\n  c9#0  check
+    pass: ..." or "\n- accept" otherwise read as another result or another reason."""
+    return clean(text).replace("\n", "\n" + indent)
 
 
 def _case(classname: str, name: str) -> ET.Element:
@@ -108,17 +121,19 @@ def _details(item: RequirementFacts) -> str:
     """The numbers behind a requirement's status, then the results that did not pass."""
     outcome = item.outcome
     lines = [
-        clean(shown_reason(outcome.explanation)),
+        _block(shown_reason(outcome.explanation), "  "),
         f"measured pass rate: {item.rate}, 95% interval {item.interval}, clustered by case",
         f"threshold: {item.threshold} ({_kind(outcome.requirement.critical)})",
         f"measured cases: {outcome.cases}; unmeasured results: {outcome.unmeasured}",
-        f"matched checks: {clean(', '.join(outcome.matched) or '(none)')}",
+        f"matched checks: {_line(', '.join(outcome.matched) or '(none)', 500)}",
     ]
     if item.unpassed and outcome.status != "met":
         shown = len(item.unpassed)
         lines += ["", f"results that did not pass (first {shown} of {shown + item.more}):"]
         lines += [
-            f"  {clean(u.episode, 200)}  {clean(u.check, 200)}  {u.status}: {clean(u.reason)}"
+            # One line each: a case id or check holding a newline split its result in two.
+            f"  {_line(u.episode, 200)}  {_line(u.check, 200)}  {u.status}: "
+            + _block(u.reason, "      ")
             for u in item.unpassed
         ]
     return "\n".join(lines) + "\n"
@@ -128,13 +143,16 @@ def _kind(critical: bool) -> str:
     return "critical" if critical else "advisory"
 
 
-def _decision_case(decision: PolicyDecision) -> ET.Element:
+def _decision_case(decision: PolicyDecision, unchecked: str | None) -> ET.Element:
     case = _case("onrecord.gate", "decision")
-    reasons = [f"- {clean(shown_reason(reason))}" for reason in decision.reasons[:50]]
+    reasons = [f"- {_block(shown_reason(reason), '  ')}" for reason in decision.reasons[:50]]
     if len(decision.reasons) > 50:
         reasons.append(f"… {len(decision.reasons) - 50} more reasons")
+    # Under the verdict, as the terminal and Markdown say it: an accept on dynamics/*/h1
+    # is no word on the coordinates no tolerance checks.
+    said = [_line(unchecked)] if unchecked is not None else []
     text = f"{decision.decision} (exit {decision.exit_code})\n" + "".join(
-        f"{line}\n" for line in reasons
+        f"{line}\n" for line in (*said, *reasons)
     )
     if decision.decision == "accept":  # its reasons, if any, are advisory failures
         ET.SubElement(case, "system-out").text = text

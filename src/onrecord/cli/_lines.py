@@ -7,7 +7,8 @@ sequence of phrases: as many as fit go on a line, the rest on lines indented und
 A phrase too long for a line of its own is broken into its parts, a part into its
 clauses (after ", ", "; " or ": "), a clause into words, but a number never leaves the
 word it counts ("450 pass", "of 495", "≥ 100.0%") and a one-word label ("A:",
-"CL-100046:") never ends a line: there it read as the end of what came before it.
+"CL-100046:") never ends a line: there it read as the end of what came before it. A
+newline in a phrase (record text) starts a hanging line too, never one at column 0.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ _BEFORE_NUMBER = frozenset({"of", "≥", "≤", "<", ">", "=", "–", "rate", "k
 """Words that lead to the number after them ("of 495", "≥ 100.0%")."""
 
 _CLAUSE = re.compile(r"(?<=[,;:]) +")
+
+_BREAK = "\n"
+"""The separator before a piece that starts a new (hanging) line whatever the width."""
 
 _LABEL = re.compile(r"\S+:")
 """A one-word label ("A:", "CL-100046:"): it stays with what it labels."""
@@ -79,7 +83,7 @@ def phrase_lines(
     line = Text(" " * indent)
     for index, (separator, unit) in enumerate(units):
         joined = cell_len(line.plain) + cell_len(separator) + unit.cell_len
-        if index and joined > width:
+        if index and (joined > width or separator == _BREAK):
             lines.append(line)
             line = Text(" " * hanging)
         elif index:
@@ -94,6 +98,9 @@ def _units(console: Console, phrase: Phrase, room: int, sep: str) -> Iterator[tu
     before it: the phrase whole if it fits ``room``, else its parts, clauses, words."""
     parts = phrase if isinstance(phrase, tuple) else (phrase,)
     whole = console.render_str(" ".join(parts), emoji=False)
+    if "\n" in whole.plain:
+        yield from _broken(whole, room, sep)
+        return
     if whole.cell_len <= room:
         yield sep, whole
         return
@@ -103,6 +110,19 @@ def _units(console: Console, phrase: Phrase, room: int, sep: str) -> Iterator[tu
         for piece in _pieces(text, room):
             yield separator, piece
             separator = " "
+
+
+def _broken(text: Text, room: int, sep: str) -> Iterator[tuple[str, Text]]:
+    """The pieces of a phrase holding newlines (a reason quoting an agent's error),
+    each of its lines starting a line of its own. Printed as is, a line after a newline
+    began at column 0: "boom\ndecision: accept" read as a verdict in the log of a
+    rejected gate."""
+    separator = sep
+    for line in text.split("\n", allow_blank=True):
+        for piece in _pieces(line, room):
+            yield separator, piece
+            separator = " "
+        separator = _BREAK
 
 
 def _pieces(text: Text, room: int) -> Iterator[Text]:

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from onrecord._numbers import fixed, interval_percent, percent
 from onrecord._tables import fitted_table
-from onrecord.cli._lines import counted, print_phrases
+from onrecord.cli._lines import counted, print_phrases, print_sentence
 from onrecord.compare import Comparison
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, ReportSummary
@@ -214,7 +214,9 @@ def render_report(console: Console, report: EvaluationReport) -> None:
         shown = _milestones(sorted(summary.pass_hat_k))
         console.print("pass^k: " + "  ".join(_pass_hat_k(summary, k) for k in shown))
     for issue in report.coverage_issues[:_COVERAGE_LISTED]:
-        console.print(f"[yellow]coverage:[/] {literal(issue)}")
+        # As a sentence: its lines after the first hang, so an agent's error message
+        # quoted in it cannot print a line of its own ("boom\ndecision: accept").
+        print_sentence(console, f"[yellow]coverage:[/] {literal(issue)}")
     unlisted = len(report.coverage_issues) - _COVERAGE_LISTED
     if unlisted > 0:  # the 21st and later were left out without a word
         console.print(f"[yellow]coverage:[/] … {unlisted} more coverage issues")
@@ -228,7 +230,7 @@ def print_unchecked(console: Console, report: EvaluationReport) -> None:
 
     line = unchecked_line(report.lock)
     if line is not None:
-        console.print(f"[yellow]{LABEL}:[/] {literal(line.removeprefix(LABEL + ': '))}")
+        print_sentence(console, f"[yellow]{LABEL}:[/] {literal(line.removeprefix(LABEL + ': '))}")
 
 
 _COVERAGE_LISTED = 20

@@ -130,8 +130,10 @@ def _write_ci(
 ) -> None:
     """The JUnit XML file (replaced) and the Markdown summary (appended), for every
     decision alike."""
+    unchecked = unchecked_line(report.lock)
     if junit is not None:
-        junit.replace(gate_junit(decision, facts, suite=subject, policy=policy))
+        document = gate_junit(decision, facts, suite=subject, policy=policy, unchecked=unchecked)
+        junit.replace(document)
     if markdown is not None:
         measures = summarize_measures(report.trials)
         trials = len(report.trials)
@@ -142,7 +144,7 @@ def _write_ci(
             policy=policy,
             measures=measures,
             trials=trials,
-            unchecked=unchecked_line(report.lock),
+            unchecked=unchecked,
         )
         markdown.append(summary)
 
