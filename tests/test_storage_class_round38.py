@@ -43,4 +43,5 @@ def test_the_html_audit_names_a_column_whose_storage_class_changed() -> None:
     event = {"seq": 1, "step": 0, "table": "items", "op": "update", "key": 1,
              "old": {"id": 1, "v": 1}, "new": {"id": 1, "v": 1.0}}  # fmt: skip
     (row,) = _audit_rows([event])
-    assert row["changes"] == {"v": [1, 1.0]}
+    # Values as the evidence stores them, as text (round 40): the REAL reads 1.0.
+    assert row["changes"] == [["v", "1", "1.0"]]
