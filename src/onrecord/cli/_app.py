@@ -92,7 +92,7 @@ def _main(args_list: list[str]) -> int:
     try:
         code: int = args.func(args)
     except OnrecordError as exc:
-        print(f"onrecord {args.command}: error: {exc}", file=sys.stderr)
+        print(f"onrecord {args.command}: error: {_hanging(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except FileNotFoundError as exc:
         print(f"onrecord {args.command}: error: no such file: {exc.filename}", file=sys.stderr)
@@ -114,3 +114,14 @@ def _main(args_list: list[str]) -> int:
         )
         return EXIT_ERROR
     return code
+
+
+def _hanging(message: str) -> str:
+    """``message`` with its later lines indented and its controls shown as escapes. An
+    error can quote an agent or environment ("raised RuntimeError: boom\ndecision:
+    accept"): printed as is, its second line began at column 0 of the CI log, where it
+    read as onrecord's own verdict."""
+    from onrecord.cli._render import plain  # rich: imported only when there is an error
+
+    lines = plain(message.replace("\r\n", "\n")).split("\n")
+    return "\n  ".join(lines)

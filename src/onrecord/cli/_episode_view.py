@@ -24,7 +24,7 @@ from rich.text import Text
 
 from onrecord._tool_steps import DONE as _DONE
 from onrecord._tool_steps import tool_call, tool_calls
-from onrecord.cli._lines import counted
+from onrecord.cli._lines import counted, print_phrases, print_sentence
 from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal, plain
 from onrecord.episode import EpisodeEvidence
 
@@ -96,10 +96,17 @@ def render_episode(
     the capture's), its error is in ``error``, and a call that did not succeed is shown
     by default like a failed step. ``command`` is how the notices name the command."""
     case, env = episode.case, episode.environment
-    console.print(
-        f"[bold]episode[/] {literal(case['case_id'])}  env={literal(env['environment_id'])}  "
-        f"observer={literal(env['observer_id'])}  seed={literal(env['seed'])}  "
-        f"ended={_styled(episode.ended)}  sha256:{episode.digest[:16]}"
+    # Phrases: a case id's (a task file's) second line hangs, never at column 0.
+    print_phrases(
+        console,
+        [
+            f"[bold]episode[/] {literal(case['case_id'])}",
+            f"env={literal(env['environment_id'])}",
+            f"observer={literal(env['observer_id'])}",
+            f"seed={literal(env['seed'])}",
+            f"ended={_styled(episode.ended)}",
+            f"sha256:{episode.digest[:16]}",
+        ],
     )
     attempts = episode.attempts()
     calls = tool_calls(episode.transitions())
@@ -153,7 +160,9 @@ def render_episode(
         console.print(f"more: {literal(command)} --steps {spec} (or --steps all)", soft_wrap=True)
     cell.notice(console, command)
     for issue in episode.coverage_issues:
-        console.print(f"[yellow]coverage:[/] {literal(issue)}")
+        # As a sentence: an agent's error message quoted in it printed its lines at
+        # column 0, so "boom\ndecision: accept" read as a verdict in a CI log.
+        print_sentence(console, f"[yellow]coverage:[/] {literal(issue)}")
 
 
 MORE_STEPS = 60

@@ -18,6 +18,7 @@ from onrecord._numbers import P_VALUE_MARKS, shown_reason, significant
 from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, clean
 from onrecord.cli._lines import counted
+from onrecord.cli._markdown_fit import Part, fitted
 from onrecord.compare import (
     Comparison,
     discordant_cases,
@@ -89,16 +90,19 @@ def gate_markdown(
         lines += [f"⚠️ {text(unchecked)}", ""]
     headers = ("requirement", "critical", "status", "pass rate", CLUSTERED_INTERVAL, "threshold")
     rows = [_requirement_row(item) for item in facts]
-    lines += [*table((*headers, "cases", "unmeasured"), rows), ""]
-    lines += _reasons([shown_reason(reason) for reason in decision.reasons])
-    lines += _unpassed(facts)
-    # After what decided (the requirements, their reasons and failures): context for them.
-    lines += _measure_summary(measures, trials)
-    lines.append(
+    parts = [
+        Part([*table((*headers, "cases", "unmeasured"), rows), ""], 2, len(rows), "requirements"),
+        _reasons([shown_reason(reason) for reason in decision.reasons]),
+        _unpassed(facts),
+        # After what decided (the requirements, their reasons and failures): context.
+        _measure_summary(measures, trials),
+    ]
+    footer = (
         f"<sub>report sha256:{decision.report_digest[:16]} · policy "
         f"sha256:{decision.policy_digest[:16]} · onrecord {__version__}</sub>"
     )
-    return "\n".join(lines) + "\n"
+    where = "the terminal output of `onrecord gate`, its `--junit-xml`, `onrecord show REPORT`"
+    return fitted(lines, parts, [footer], where)
 
 
 def _requirement_row(item: RequirementFacts) -> tuple[str, ...]:
@@ -115,12 +119,12 @@ def _requirement_row(item: RequirementFacts) -> tuple[str, ...]:
     )
 
 
-def _measure_summary(measures: Sequence[MeasureSummary], trials: int) -> list[str]:
+def _measure_summary(measures: Sequence[MeasureSummary], trials: int) -> Part:
     """The report's measures, as ``onrecord show`` tabulates them: a PR's reviewer sees
     only this summary, and "rows_put_back above 0 in 3 trials" is what a pass rate of
     the checks does not say. The first ``MEASURE_ROWS``, as the terminal caps them."""
     if not measures:
-        return []
+        return Part([])
     rows = []
     for measure in measures[:MEASURE_ROWS]:
         name, *numbers = measure_cells(measure, trials)
@@ -131,23 +135,24 @@ def _measure_summary(measures: Sequence[MeasureSummary], trials: int) -> list[st
     more = len(measures) - MEASURE_ROWS
     if more > 0:
         lines += ["", f"… and {more} more (`onrecord show REPORT --all-measures` lists them all)"]
-    return [*lines, ""]
+    return Part([*lines, ""], 4, len(rows), "measures", max(more, 0))
 
 
-def _reasons(reasons: Sequence[str]) -> list[str]:
+def _reasons(reasons: Sequence[str]) -> Part:
     if not reasons:
-        return []
+        return Part([])
     lines = ["**Reasons**", ""] + [f"- {text(reason)}" for reason in reasons[:_REASONS]]
-    if len(reasons) > _REASONS:
-        lines.append(f"- … {len(reasons) - _REASONS} more (the command's output lists them all)")
-    return [*lines, ""]
+    more = max(len(reasons) - _REASONS, 0)
+    if more:
+        lines.append(f"- … {more} more (the command's output lists them all)")
+    return Part([*lines, ""], 2, len(lines) - 2 - bool(more), "reasons", more)
 
 
-def _unpassed(facts: Sequence[RequirementFacts]) -> list[str]:
+def _unpassed(facts: Sequence[RequirementFacts]) -> Part:
     """The first results that did not pass, of each requirement not met."""
     shown = [item for item in facts if item.outcome.status != "met" and item.unpassed]
     if not shown:
-        return []
+        return Part([])
     rows = [
         (
             text(item.outcome.requirement.check),
@@ -164,7 +169,7 @@ def _unpassed(facts: Sequence[RequirementFacts]) -> list[str]:
     more = sum(item.more for item in shown)
     if more:
         lines += ["", f"… and {more} more (`onrecord report` lists every episode)"]
-    return [*lines, ""]
+    return Part([*lines, ""], 4, len(rows), "results that did not pass", more)
 
 
 def compare_markdown(comparison: Comparison, label_a: str, label_b: str) -> str:
@@ -178,15 +183,13 @@ def compare_markdown(comparison: Comparison, label_a: str, label_b: str) -> str:
         f"A: {text(label_a)} (sha256:{comparison.report_a[:16]}) · "
         f"B: {text(label_b)} (sha256:{comparison.report_b[:16]})",
         "",
-        *_checks(comparison),
-        *_discordant(comparison),
-        *_measures(comparison),
-        f"<sub>onrecord {__version__}</sub>",
     ]
-    return "\n".join(lines) + "\n"
+    parts = [_checks(comparison), _discordant(comparison), _measures(comparison)]
+    where = "the terminal output of `onrecord compare`, its `--json`"
+    return fitted(lines, parts, [f"<sub>onrecord {__version__}</sub>"], where)
 
 
-def _checks(comparison: Comparison) -> list[str]:
+def _checks(comparison: Comparison) -> Part:
     # Each side's rate beside the p-value (after it: the columns it always had keep their
     # places): the counts say how A and B differ, not where they stand. Absent from a
     # comparison saved before the rates were recorded.
@@ -209,7 +212,8 @@ def _checks(comparison: Comparison) -> list[str]:
     note = too_few_pairs_note(
         [(c.name, len(c.discordant), discordant_cases(c.discordant)) for c in comparison.checks]
     )
-    return [*table(headers, rows), "", *([f"_{text(note, limit=2000)}_", ""] if note else [])]
+    lines = [*table(headers, rows), "", *([f"_{text(note, limit=2000)}_", ""] if note else [])]
+    return Part(lines, 2, len(rows), "checks")
 
 
 def _rate(rate: PassRate | None) -> str:
@@ -218,9 +222,9 @@ def _rate(rate: PassRate | None) -> str:
     return "—" if rate is None else rate_text(rate)
 
 
-def _measures(comparison: Comparison) -> list[str]:
+def _measures(comparison: Comparison) -> Part:
     if not comparison.measures:
-        return []
+        return Part([])
     headers = ("measure", "pairs", "mean A", "mean B", "B − A", "95% bootstrap interval")
     rows = [
         (
@@ -234,29 +238,30 @@ def _measures(comparison: Comparison) -> list[str]:
         for m in comparison.measures
     ]
     note = few_bootstrap_pairs_note(comparison.measures)
-    return [
+    lines = [
         "**Measures** (B − A, paired bootstrap)",
         "",
         *table(headers, rows),
         "",
         *([f"_{text(note, limit=2000)}_", ""] if note else []),
     ]
+    return Part(lines, 4, len(rows), "measures")
 
 
-def _discordant(comparison: Comparison) -> list[str]:
+def _discordant(comparison: Comparison) -> Part:
     rows = [
         (text(check.name), text(f"{pair.case_id}#{pair.repeat}", 200), *_sides(pair.passed_a))
         for check in comparison.checks
         for pair in check.discordant[:_PAIRS]
     ]
     if not rows:
-        return []
+        return Part([])
     lines = [f"**Discordant pairs** (first {_PAIRS} per check)", ""]
     lines += table(("check", "episode", "A", "B"), rows)
     more = sum(max(0, len(check.discordant) - _PAIRS) for check in comparison.checks)
     if more:
         lines += ["", f"… and {more} more (`onrecord compare --json` lists them all)"]
-    return [*lines, ""]
+    return Part([*lines, ""], 4, len(rows), "discordant pairs", more)
 
 
 def _sides(passed_a: bool) -> tuple[str, str]:
@@ -272,7 +277,7 @@ def refused_markdown(source_a: str, source_b: str, reasons: Sequence[str]) -> st
         "",
         f"A: {text(source_a)} · B: {text(source_b)}",
         "",
-        *_reasons(reasons),
+        *_reasons(reasons).lines,
         f"<sub>onrecord {__version__}</sub>",
     ]
     return "\n".join(lines) + "\n"

@@ -77,9 +77,12 @@ def render_bundle(
             )
         console.print(table)
     for change in bundle.changes[:50]:
-        console.print(
-            f"  {literal(change['case_id'])}#{change['repeat']} {literal(change['check'])}: "
-            f"{literal(change['before'] or 'absent')} → {literal(change['after'] or 'absent')}"
+        print_sentence(  # a case id's second line hangs, never at column 0
+            console,
+            f"{literal(change['case_id'])}#{change['repeat']} {literal(change['check'])}: "
+            f"{literal(change['before'] or 'absent')} → {literal(change['after'] or 'absent')}",
+            indent=2,
+            hanging=4,
         )
     if len(bundle.changes) > 50:
         console.print(f"  … {len(bundle.changes) - 50} more changed verdicts")
@@ -305,7 +308,7 @@ def _remittance_summary(console: Console, record: Mapping[str, Any], items: Sequ
             ablation.add_row(literal(row.get("agent")), literal(row.get("episodes")), *cells)
         console.print(ablation)
     for mismatch in record.get("mismatches", ()):
-        console.print(f"[red]not as expected:[/] {literal(mismatch)}")
+        print_sentence(console, f"[red]not as expected:[/] {literal(mismatch)}")
 
 
 def _ledger_summary(console: Console, record: Mapping[str, Any], items: Sequence[Any]) -> None:

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from onrecord._natural import natural_key
 from onrecord.cli._episode_view import Cells, next_steps, render_episode
+from onrecord.cli._lines import print_phrases, print_sentence
 from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal
 from onrecord.cli._row_history import render_row_history
 from onrecord.cli._verdict_evidence import render_evidence
@@ -65,9 +66,14 @@ def render_run_episode(
             f"e.g. {known or '(none recorded yet)'}"
         )
     data = record.data
-    console.print(
-        f"[bold]episode[/] {literal(data['case_id'])}#{data['repeat']}  seed "
-        f"{literal(data['seed'])}  sha256:{str(data['digest'])[:16]}"
+    # Phrases: a case id's (a task file's) second line hangs, never at column 0.
+    print_phrases(
+        console,
+        [
+            f"[bold]episode[/] {literal(data['case_id'])}#{data['repeat']}",
+            f"seed {literal(data['seed'])}",
+            f"sha256:{str(data['digest'])[:16]}",
+        ],
     )
     trial, named = data["trial"], run
     if regrade is not None:
@@ -163,7 +169,8 @@ def _verdicts(console: Console, trial: Mapping[str, Any]) -> None:
         )
     console.print(table)
     for issue in trial.get("coverage_issues", ()):
-        console.print(f"  coverage: {literal(issue)}")
+        # Hanging: an agent's multi-line error message cannot print a line of its own.
+        print_sentence(console, f"coverage: {literal(issue)}", indent=2, hanging=4)
 
 
 def render_tool_calls(

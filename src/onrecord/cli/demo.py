@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from onrecord.cli._lines import print_sentence
 from onrecord.cli._render import ablation_table as ledger_ablation_table
 from onrecord.cli._render import literal, make_console
 from onrecord.cli.ledger import INTERRUPTED
@@ -101,7 +102,7 @@ def _run(out: Path, args: argparse.Namespace) -> int:
     pages = _html(out, runs, console)
     problems = suite.mismatches + ([] if ledger.ok else ["ledger: a decision differs"])
     for problem in problems:
-        console.print(f"[red]unexpected:[/] {literal(problem)}")
+        print_sentence(console, f"[red]unexpected:[/] {literal(problem)}")
     # Paths are the user's: "[/]" in a directory name crashed rich's markup parser
     # (a traceback and exit 1, read as reject, after a complete run). soft_wrap: a path
     # is printed whole on one line, to be copied; rich cut it where COLUMNS=80 ends.

@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from onrecord._tables import SplitTable
+from onrecord.cli._lines import print_sentence
 from onrecord.cli._progress import StepProgress, add_no_progress
 from onrecord.cli._render import ablation_table, literal, make_console
 from onrecord.domains.ledger import (
@@ -119,7 +120,7 @@ def analyze(args: argparse.Namespace) -> int:
     # "x[/" crashed rich's markup parser (a traceback and exit 1 instead of 3), and
     # "[bold]" hid part of a name.
     for problem in analysis.problems:
-        console.print(f"[red]problem:[/red] {literal(problem)}")
+        print_sentence(console, f"[red]problem:[/red] {literal(problem)}")  # a name's lines hang
     verdict = "verified" if analysis.ok else f"{len(analysis.problems)} problem(s)"
     console.print(
         f"{literal(directory)}: {len(analysis.decisions)} decisions recomputed, {verdict}"

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from onrecord._canonical import load_record_bytes
 from onrecord.cli._bundle import digested
-from onrecord.cli._lines import counted
+from onrecord.cli._lines import counted, print_sentence
 from onrecord.cli._progress import BarProgress, add_no_progress
 from onrecord.cli._render import literal, make_console, render_decision, render_report
 from onrecord.errors import InputError, OnrecordError
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     )
     console = make_console()
     for notice in regrade.notices:  # as `run --resume` says what it repaired
-        console.print(f"repaired: {literal(notice)}")
+        print_sentence(console, f"repaired: {literal(notice)}")
     for name, (old, new) in regrade.versions.items():
         console.print(
             f"check {literal(name)}: version {literal(old or 'absent')} → "
@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         f"{counted(len(regrade.report.check_names), 'check')})"
     )
     for change in regrade.changes[: args.limit]:
-        console.print(f"  {literal(change)}")
+        # A case id or verdict's lines hang under the change, never at column 0.
+        print_sentence(console, literal(change), indent=2, hanging=4)
     if len(regrade.changes) > args.limit:
         console.print(
             f"  … {len(regrade.changes) - args.limit} more in "
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         )
     console.print(f"saved to {literal(regrade.path)}", soft_wrap=True)
     for problem in _unverified_grading(Path(args.run_dir)):
-        console.print(f"[yellow]warning:[/] {literal(problem)}")
+        print_sentence(console, f"[yellow]warning:[/] {literal(problem)}")
     return regrade.exit_code
 
 

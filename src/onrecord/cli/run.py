@@ -14,6 +14,7 @@ from rich.console import Console
 
 from onrecord.case import EvalCase
 from onrecord.cli._app import EXIT_ERROR
+from onrecord.cli._lines import print_sentence
 from onrecord.cli._measure_table import render_report_measures
 from onrecord.cli._progress import BarProgress, add_no_progress
 from onrecord.cli._render import literal, make_console, render_decision
@@ -362,7 +363,7 @@ def _summary(
     console: Console, result: RunResult, progress: BarProgress, executor: str, workers: int
 ) -> None:
     for notice in result.notices:
-        console.print(f"[yellow]repaired:[/] {literal(notice)}")
+        print_sentence(console, f"[yellow]repaired:[/] {literal(notice)}")
     recorded = len(result.report.trials)
     limit = "" if result.episode_timeout is None else f", {result.episode_timeout:g} s per episode"
     console.print(
@@ -378,7 +379,9 @@ def _summary(
     render_report_measures(console, result.report, every=False, command=command)
     render_decision(console, result.decision)
     for error in result.errors[:10]:
-        console.print(f"[magenta]not recorded:[/] {literal(error)}")
+        # An environment's multi-line error message hangs under its label: printed as
+        # is, its lines began at column 0 and could read as the run's own verdict.
+        print_sentence(console, f"[magenta]not recorded:[/] {literal(error)}")
     if len(result.errors) > 10:  # never let 10 shown errors read as all of them
         console.print(
             f"[magenta]not recorded:[/] … {len(result.errors) - 10} more episodes; every "
