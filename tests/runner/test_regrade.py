@@ -96,6 +96,7 @@ def test_regrade_refuses_a_diff_that_does_not_rebuild_the_recorded_end_state(run
     created = record["evidence"]["diff"]["allocations"]["created"]
     created[0]["amount_cents"] += 1
     record["evidence"]["digest"] = content_digest(record["evidence"])
+    record["trial"]["source"]["digest"] = record["evidence"]["digest"]  # graded by it
     record["digest"] = content_digest(record)
     path.write_bytes(record_bytes(record) + b"".join(lines[1:]))
     with pytest.raises(

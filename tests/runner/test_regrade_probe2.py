@@ -167,6 +167,7 @@ def test_a_forged_diff_naming_an_unknown_column_is_refused(run_dir: Path) -> Non
     record = orjson.loads(lines[0])
     record["evidence"]["diff"]["allocations"]["created"][0]["bogus"] = 1
     record["evidence"]["digest"] = content_digest(record["evidence"])
+    record["trial"]["source"]["digest"] = record["evidence"]["digest"]  # graded by it
     record["digest"] = content_digest(record)
     path.write_bytes(record_bytes(record) + b"".join(lines[1:]))
     done = _regrade(run_dir, "--name", "forged")

@@ -226,6 +226,9 @@ def _reseal(run_dir: Path, edit: Any) -> None:
     record["evidence"]["digest"] = content_digest(
         {k: v for k, v in record["evidence"].items() if k != "digest"}
     )
+    # The trial graded the evidence by that digest: a forge consistent with every
+    # digest of the record names the new one there too (verify checks they agree).
+    record["trial"]["source"]["digest"] = record["evidence"]["digest"]
     record["digest"] = content_digest({k: v for k, v in record.items() if k != "digest"})
     path.write_bytes(record_bytes(record) + b"".join(lines[1:]))
 

@@ -56,7 +56,7 @@ from onrecord.runner._repair import (
     refuse_links,
     refuse_lost_records,
 )
-from onrecord.runner._store_lines import EpisodeRecord, iterate_records
+from onrecord.runner._store_lines import EpisodeRecord, check_fingerprint, iterate_records
 from onrecord.runner._timeout import check_timeout
 
 __all__ = ["DECISION_SCHEMA", "RUN_SCHEMA", "EpisodeRecord", "RunStore", "RunWriter"]
@@ -216,8 +216,10 @@ class RunStore:
         match their sha256), reading each side file in blocks, never whole: a forged
         record can name a file of any size by its hash."""
         meta = record.data["action_log"]
+        events: list[dict[str, Any]] = []
         if meta["bytes"]:
-            read_events(self.file("actions.jsonl"), record.actions_offset, meta["bytes"])
+            events = read_events(self.file("actions.jsonl"), record.actions_offset, meta["bytes"])
+        check_fingerprint(self.file("episodes.jsonl"), record, events)
         for digest in record.data["files"].values():
             path = self._side_path(digest)
             if self._side(path, regular_sha256) != digest:

@@ -11,17 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from onrecord._canonical import load_record_bytes
+from onrecord._canonical import content_digest, load_record_bytes
+from onrecord.episode._evidence import EPISODE_SCHEMA
 from onrecord.episode._verify_files import bounded_lines, open_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
 from onrecord.runner._actionlog import maybe_open, verify_block
-from onrecord.runner._job import EPISODE_RECORD_SCHEMA
+from onrecord.runner._job import EPISODE_RECORD_SCHEMA, fingerprint
 from onrecord.runner._sealed import digest_of_canonical
 
 if TYPE_CHECKING:
     from onrecord.runner._store import RunStore
 
-__all__ = ["EpisodeRecord", "iterate_records"]
+__all__ = ["EpisodeRecord", "check_fingerprint", "iterate_records"]
 
 
 @dataclass(frozen=True)
@@ -98,8 +99,91 @@ def _verified_line(
             f"episode of this run: {problem}; the record was edited or copied from "
             "another run: restore episodes.jsonl from a copy of the run"
         )
+    _check_evidence(where, record, _builtin(store))
     key = (str(record["case_id"]), int(record["repeat"]))
     if key in seen:
         raise ConsistencyError(f"{where}: episode {key[0]}#{key[1]} is recorded twice")
     seen.add(key)
     return record
+
+
+# Evidence schemas onrecord writes itself, each sealed with its ``content_digest`` and
+# graded by a trial whose source names that digest. (A custom provider's evidence is
+# whatever it returns: only the record's own digest and the fingerprint bind it.)
+# The tool-episode schema is spelt out (``_toolworld.TOOL_EPISODE_SCHEMA``): importing
+# that module imports the environment kit, which reading a record needs not.
+_SEALED_EVIDENCE = frozenset({EPISODE_SCHEMA, "onrecord.run.tool-episode/v1"})
+
+
+def _builtin(store: RunStore) -> bool:
+    """Whether onrecord's own code wrote the run's evidence: a Gymnasium environment, or
+    a provider of onrecord's (``remittance``, ``ledger``, the examples). Their evidence is
+    always sealed, so one whose schema was changed is not taken for a custom provider's."""
+    environment = store.protocol.environment
+    return environment.kind != "provider" or environment.target.startswith("onrecord.")
+
+
+def _check_evidence(where: str, record: dict[str, Any], builtin: bool) -> None:
+    """The record's evidence verifies its own digest, and its trial grades that evidence.
+    The record's digest alone is only its own hash: a value changed in the evidence and
+    the record re-sealed passed, while the report, which names the evidence it graded by
+    that inner digest, still vouched for the old evidence."""
+    evidence, trial = record.get("evidence"), record.get("trial")
+    sealed = isinstance(evidence, dict) and evidence.get("schema") in _SEALED_EVIDENCE
+    if not sealed and not builtin:
+        return
+    if not isinstance(evidence, dict) or not sealed:
+        raise SchemaError(
+            f"{where}: the evidence of episode {record.get('case_id')}#{record.get('repeat')} "
+            f"is not a record onrecord's environments write (schema "
+            f"{_schema(evidence)!r}): the record was edited; restore episodes.jsonl from a "
+            "copy of the run"
+        )
+    if evidence.get("digest") != content_digest(evidence):
+        raise DigestMismatch(
+            f"{where}: the evidence of episode {record.get('case_id')}#{record.get('repeat')} "
+            "does not match its own digest: the evidence was changed after it was recorded; "
+            "restore episodes.jsonl from a copy of the run"
+        )
+    source = trial.get("source") if isinstance(trial, dict) else None
+    if not isinstance(source, dict) or source.get("digest") != evidence["digest"]:
+        raise ConsistencyError(
+            f"{where}: the trial of episode {record.get('case_id')}#{record.get('repeat')} "
+            f"grades other evidence ({str(_digest(source))[:12]}) than the record holds "
+            f"({str(evidence['digest'])[:12]}): the record was edited; restore "
+            "episodes.jsonl from a copy of the run"
+        )
+
+
+def _digest(source: Any) -> Any:
+    return source.get("digest") if isinstance(source, dict) else source
+
+
+def _schema(evidence: Any) -> Any:
+    return evidence.get("schema") if isinstance(evidence, dict) else type(evidence).__name__
+
+
+def check_fingerprint(path: Path, record: EpisodeRecord, events: list[dict[str, Any]]) -> None:
+    """The record's action-log block holds as many events as it says, and its fingerprint
+    is that of its evidence and those events: ``compare`` and the executor tests trust
+    the fingerprint, and a re-sealed record could claim any."""
+    data = record.data
+    where = f"{path}: episode {data['case_id']}#{data['repeat']}"
+    if len(events) != data["action_log"]["events"]:
+        raise ConsistencyError(
+            f"{where} says its action log holds {data['action_log']['events']!r} events, "
+            f"but its block holds {len(events)}: the record was edited; restore the run "
+            "from a copy"
+        )
+    try:
+        found = fingerprint(data["evidence"], events)
+    except (KeyError, TypeError, AttributeError) as exc:  # evidence of another shape
+        raise SchemaError(
+            f"{where}: its evidence is malformed ({type(exc).__name__}: {exc}): the record "
+            "was edited; restore the run from a copy"
+        ) from exc
+    if found != data["fingerprint"]:
+        raise ConsistencyError(
+            f"{where}: its fingerprint is not that of its evidence and action log: the "
+            "record was edited; restore the run from a copy"
+        )
