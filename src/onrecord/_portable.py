@@ -10,6 +10,7 @@ back on decode; ``from_portable`` restores it.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from enum import Enum
@@ -24,6 +25,7 @@ from onrecord.errors import PortabilityError
 __all__ = [
     "NDARRAY_TAG",
     "from_portable",
+    "key_path",
     "masked_refusal",
     "narrowed",
     "to_portable",
@@ -121,7 +123,7 @@ def _walk(value: Any, path: str) -> Any:
         return _checked_int(value, path)
     if kind is dict:
         return {
-            _checked_key(key, path): _walk(item, f"{path}.{key}") for key, item in value.items()
+            _checked_key(key, path): _walk(item, key_path(path, key)) for key, item in value.items()
         }
     if kind is list or kind is tuple:
         return [_walk(item, f"{path}[{index}]") for index, item in enumerate(value)]
@@ -194,14 +196,39 @@ def _int_text(value: int) -> str:
     return f"{'-' if value < 0 else ''}an integer of about {digits:,} digits"
 
 
+def key_path(path: str, key: str) -> str:
+    """The JSON path of ``key`` in the object at ``path``: ``$.info.boom`` for a plain
+    identifier, else the key JSON-quoted in brackets (``$.info["a.b"]``,
+    ``$.info["boom\\ndecision: accept"]``, ``$.info[""]``). Written after a dot,
+    ``{"a.b": x}`` and ``{"a": {"b": x}}`` both read ``$.info.a.b``, and a key holding
+    a newline printed a line of its own inside the error. Non-ASCII is escaped too, so
+    a look-alike or right-to-left character shows as what it is."""
+    # An ASCII identifier is [A-Za-z_][A-Za-z0-9_]*: two C calls, cheaper than a regular
+    # expression on a path built for every key of every info.
+    if key.isascii() and key.isidentifier():
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key)}]"
+
+
 def _checked_key(key: Any, path: str) -> str:
     if type(key) is str:
         return _checked_str(key, path)
+    # Named by the object holding it: a JSON path has no form for a key that is no string.
     raise PortabilityError(
-        f"{path} has the key {key!r} of type {type(key).__name__}; "
-        "JSON object keys must be strings: convert the key with str()",
+        f"{path} has the key {_shown_key(key)} of type {type(key).__name__}; "
+        "JSON object keys must be strings: convert the key to str (e.g. str(key)) "
+        "before returning the dict",
         path,
     )
+
+
+def _shown_key(key: Any) -> str:
+    """A non-string key for a message, on one line and at most 80 characters: its repr
+    may be anything (an object's own ``__repr__``, a huge tuple)."""
+    shown = repr(key)
+    if not shown.isprintable():
+        shown = shown.encode("unicode_escape").decode("ascii")
+    return shown if len(shown) <= 80 else f"{shown[:79]}…"
 
 
 def _array_to_portable(array: np.ndarray, path: str) -> dict[str, Any]:

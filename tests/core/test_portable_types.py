@@ -7,6 +7,8 @@ import dataclasses
 import datetime
 import decimal
 import enum
+import json
+import re
 import uuid
 from typing import Any
 
@@ -129,13 +131,20 @@ def test_property_plain_json_passes_every_path_unchanged(tree: Any) -> None:
     assert state_bytes(record) == canonical_bytes(record)
 
 
+def _member(path: str, key: str) -> str:
+    """A key's JSON path: after a dot when an ASCII identifier, else quoted in brackets."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key)}]"
+
+
 def _plant(value: Any, foreign: Any, path: str, data: st.DataObject) -> tuple[Any, str]:
     """A copy of ``value`` with ``foreign`` put into one container, and its JSON path."""
     if isinstance(value, dict) and value:
         key = data.draw(st.sampled_from(sorted(value)))
         if data.draw(st.booleans()):
-            return {**value, key: foreign}, f"{path}.{key}"
-        inner, where = _plant(value[key], foreign, f"{path}.{key}", data)
+            return {**value, key: foreign}, _member(path, key)
+        inner, where = _plant(value[key], foreign, _member(path, key), data)
         return {**value, key: inner}, where
     if isinstance(value, list) and value:
         index = data.draw(st.integers(0, len(value) - 1))

@@ -8,7 +8,7 @@ from typing import Any
 
 from onrecord._numbers import fixed, percent
 from onrecord._tables import FittedTable
-from onrecord.cli._render import _interval, _table, literal
+from onrecord.cli._render import _interval, _table, cell, literal
 from onrecord.cli._stacked import StackedTable
 from onrecord.report import CheckSummary, ReportSummary
 
@@ -52,10 +52,10 @@ def _report_table(
         unbroken=("results", *_RATES) if narrow else (*wide, *_RATES),
     )  # fmt: skip
     for check in summary.checks:
-        version = literal(versions[check.name])
+        version = cell(versions[check.name])
         numbers = _numbers(check)
         table.add_row(
-            f"{literal(check.name)} [dim]({version})[/]" if narrow else literal(check.name),
+            f"{cell(check.name)} [dim]({version})[/]" if narrow else cell(check.name),
             *((_results(*numbers),) if narrow else (version, *map(str, numbers))),
             *_rates(check),
         )
@@ -82,7 +82,7 @@ def stacked_checks(summary: ReportSummary, versions: Mapping[str, Any]) -> Stack
     table = StackedTable("check (version)", *_COUNTS, *_RATES)
     for check in summary.checks:
         table.add_row(
-            f"[bold]{literal(check.name)}[/] [dim]({literal(versions[check.name])})[/]",
+            f"[bold]{cell(check.name)}[/] [dim]({cell(versions[check.name])})[/]",
             *map(str, _numbers(check)),
             *_rates(check),
         )

@@ -13,7 +13,7 @@ from rich.console import Console
 from onrecord._tables import FittedTable
 from onrecord.cli._compare_tables import print_check_tables
 from onrecord.cli._lines import counted, print_phrases
-from onrecord.cli._render import _table, literal
+from onrecord.cli._render import _table, cell, literal
 from onrecord.cli._stacked import StackedTable
 from onrecord.compare import (
     CheckComparison,
@@ -105,7 +105,7 @@ def _measure_tables(
     table = _table("measure", *_MEASURES, unbroken=_MEASURES)
     rows = [_cells(m) for m in measures]
     for measure, cells in zip(measures, rows, strict=True):
-        table.add_row(literal(measure.name), *cells)
+        table.add_row(cell(measure.name), *cells)
     if table.fits_framed(width):
         return [table]
     for parts in ((slice(0, 5),), (slice(0, 3), slice(3, 5))):
@@ -120,7 +120,7 @@ def _stacked(
 ) -> StackedTable:
     table = StackedTable("measure", *_MEASURES[part])
     for measure, cells in zip(measures, rows, strict=True):
-        table.add_row(f"[bold]{literal(measure.name)}[/]", *cells[part])
+        table.add_row(f"[bold]{cell(measure.name)}[/]", *cells[part])
     return table
 
 

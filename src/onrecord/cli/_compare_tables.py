@@ -17,7 +17,7 @@ from rich.console import Console
 from onrecord._compare_rates import PassRate
 from onrecord._numbers import P_VALUE_MARKS, interval_percent, percent, significant
 from onrecord._tables import FittedTable, fitted_table
-from onrecord.cli._render import literal, print_interval_note
+from onrecord.cli._render import cell, literal, print_interval_note
 from onrecord.cli._stacked import StackedTable
 from onrecord.compare import CheckComparison, Comparison
 
@@ -79,7 +79,7 @@ def _stacked_part(
     for check in checks:
         numbers = (check.both_pass, check.only_a, check.only_b, check.both_fail, check.unmeasured)
         table.add_row(
-            f"[bold]{literal(check.name)}[/]",
+            f"[bold]{cell(check.name)}[/]",
             *(map(str, numbers) if counts else ()),
             *((significant(check.p_value, 4, P_VALUE_MARKS),) if "p" in part else ()),
             *(_sides(check.rate_a, check.rate_b) if rated else ()),
@@ -104,7 +104,7 @@ def _table(checks: tuple[CheckComparison, ...], part: tuple[str, ...], rates: bo
     for check in checks:
         numbers = (check.both_pass, check.only_a, check.only_b, check.both_fail, check.unmeasured)
         table.add_row(
-            literal(check.name),
+            cell(check.name),
             *(map(str, numbers) if counts else ()),
             *((significant(check.p_value, 4, P_VALUE_MARKS),) if p_value else ()),
             *(_sides(check.rate_a, check.rate_b) if rates else ()),

@@ -172,9 +172,13 @@ def _unpassed(facts: Sequence[RequirementFacts]) -> Part:
     return Part([*lines, ""], 4, len(rows), "results that did not pass", more)
 
 
-def compare_markdown(comparison: Comparison, label_a: str, label_b: str) -> str:
+def compare_markdown(
+    comparison: Comparison, label_a: str, label_b: str, *, note: str | None = None
+) -> str:
     """The summary of one comparison: McNemar per check with the discordant pairs, the
-    paired bootstrap interval per measure."""
+    paired bootstrap interval per measure, then ``note`` (measures on one side only).
+    The note is inside the size cap: appended after it, it could take the summary past
+    what a GitHub comment holds."""
     from onrecord import __version__
 
     lines = [
@@ -186,7 +190,8 @@ def compare_markdown(comparison: Comparison, label_a: str, label_b: str) -> str:
     ]
     parts = [_checks(comparison), _discordant(comparison), _measures(comparison)]
     where = "the terminal output of `onrecord compare`, its `--json`"
-    return fitted(lines, parts, [f"<sub>onrecord {__version__}</sub>"], where)
+    noted = [f"_{text(note, limit=2000)}_", ""] if note else []
+    return fitted(lines, parts, [*noted, f"<sub>onrecord {__version__}</sub>"], where)
 
 
 def _checks(comparison: Comparison) -> Part:

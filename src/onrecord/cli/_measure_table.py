@@ -10,7 +10,7 @@ from rich.console import Console
 
 from onrecord._tables import SplitTable
 from onrecord.cli._lines import counted
-from onrecord.cli._render import literal, render_report
+from onrecord.cli._render import cell, literal, render_report
 from onrecord.report import EvaluationReport, MeasureSummary, summarize_measures
 from onrecord.report._measures import MEASURE_COLUMNS, MEASURE_ROWS, measure_cells
 
@@ -53,7 +53,7 @@ def render_measures(
     table = SplitTable(*MEASURE_COLUMNS, keys=1, title=title)
     for measure in shown:
         name, *numbers = measure_cells(measure, total)
-        table.add_row(literal(name), *numbers)
+        table.add_row(cell(name), *numbers)
     console.print(table)
     if len(shown) < len(measures):
         command = f"{command} {ALL_MEASURES}".strip()

@@ -34,6 +34,7 @@ from onrecord.cli._render import (
     _styled,
     _table,
     ablation_table,
+    cell,
     literal,
     print_interval_note,
     render_comparison,
@@ -69,7 +70,7 @@ def render_bundle(
         table = _table("case", "seed", "ended", "steps", "sha256")
         for episode in episodes:
             table.add_row(
-                literal(episode.case["case_id"]),
+                cell(episode.case["case_id"]),
                 literal(episode.environment["seed"]),
                 _styled(episode.ended),
                 str(len(episode.attempts())),
@@ -168,7 +169,7 @@ def _requirement_row(
     status = str(item.get("status"))
     style = _REQUIREMENT_STYLE.get(status)
     return {
-        "check": literal(item.get("check")),
+        "check": cell(item.get("check")),
         "critical": "yes" if item.get("critical") else "no",
         "status": f"[{style}]{status}[/]" if style else literal(status),
         "rate": f"{rate_percent(passed / measured, _number(need))} ({passed} of {measured})"
@@ -305,7 +306,7 @@ def _remittance_summary(console: Console, record: Mapping[str, Any], items: Sequ
                 literal(f"{row.get(g)} ({row.get(f'{g}_violating')}) → {row.get(f'{g}_decision')}")
                 for g in graders
             ]
-            ablation.add_row(literal(row.get("agent")), literal(row.get("episodes")), *cells)
+            ablation.add_row(cell(row.get("agent")), literal(row.get("episodes")), *cells)
         console.print(ablation)
     for mismatch in record.get("mismatches", ()):
         print_sentence(console, f"[red]not as expected:[/] {literal(mismatch)}")

@@ -20,6 +20,7 @@ from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, ReportSummary
 
 __all__ = [
+    "cell",
     "emit",
     "literal",
     "make_console",
@@ -109,6 +110,15 @@ def literal(value: object) -> str:
     terminal or bidirectional controls are shown as escapes. Every backslash prints as
     written, whatever follows the text: the end of a cell or line, or markup."""
     return _MARKUP.sub(_escaped, plain(value))
+
+
+def cell(value: object) -> str:
+    """``value`` as ``literal`` text for a table cell or a row's title, a newline shown
+    as ``\\n``: printed as a second line, a case id ``"c1\\ndecision: accept"`` read
+    as two rows, and in a borderless first column (or a stacked row's title) its second
+    line began at column 0, where a CI log reads the verdict. Reasons keep their lines:
+    they are never the first column, and their lines hang under their first."""
+    return literal(plain(value).replace("\n", "\\n"))
 
 
 # rich's markup reads backslashes only right before a "[": before a tag ("[bold]")
@@ -272,7 +282,7 @@ def render_policy(console: Console, policy: AcceptancePolicy) -> None:
     for requirement in policy.requirements:
         bound = requirement.min_lower_bound
         table.add_row(
-            literal(requirement.check),
+            cell(requirement.check),
             str(requirement.critical),
             f"{requirement.min_pass_rate:g}",
             str(requirement.min_cases),
@@ -319,8 +329,8 @@ def render_forecasts(console: Console, forecasts: Sequence[Any]) -> None:
     table = _table("model", "case", "status", "horizons", "observed steps", "sha256")
     for forecast in forecasts:
         table.add_row(
-            literal(forecast.model_id),
-            literal(forecast.episode["case"].get("case_id", "")),
+            cell(forecast.model_id),
+            cell(forecast.episode["case"].get("case_id", "")),
             _styled(forecast.status),
             literal(",".join(str(h) for h in forecast.horizons)),
             str(forecast.observed_steps),
@@ -341,5 +351,5 @@ def ablation_table(rows: Sequence[Mapping[str, Any]]) -> Table:
     )
     for row in rows:
         keys = ("grader", "episodes", "accepted", "accepted_violating")
-        table.add_row(*(literal(row.get(key)) for key in keys))
+        table.add_row(*(cell(row.get(key)) for key in keys))
     return table

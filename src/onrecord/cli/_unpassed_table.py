@@ -14,7 +14,7 @@ from rich.console import Console
 
 from onrecord._tables import FittedTable
 from onrecord.cli._ci_facts import Unpassed
-from onrecord.cli._render import _styled, _table, literal
+from onrecord.cli._render import _styled, _table, cell, literal
 from onrecord.cli._stacked import StackedTable
 
 __all__ = ["print_unpassed", "unpassed_table"]
@@ -51,7 +51,7 @@ def unpassed_table(
     stacked = StackedTable("check", "episode", "status", paragraph="reason")
     for row in rows:
         stacked.add_row(
-            f"[bold]{literal(row.check)}[/]", *_cells(row)[1:], paragraph=literal(row.reason)
+            f"[bold]{cell(row.check)}[/]", *_cells(row)[1:], paragraph=literal(row.reason)
         )
     return stacked if stacked.fits(width) else _wide(rows, title=title)
 
@@ -67,4 +67,4 @@ def _wide(rows: Sequence[Unpassed], *, title: str) -> FittedTable:
 
 
 def _cells(row: Unpassed) -> tuple[str, str, str]:
-    return literal(row.check), literal(row.episode), _styled(row.status)
+    return cell(row.check), cell(row.episode), _styled(row.status)

@@ -12,7 +12,7 @@ from onrecord._compare_notes import one_sided_measures_note
 from onrecord.cli._ci_files import ci_output, record_output, refuse_same_file, stderr_notice
 from onrecord.cli._decisions import comparison_record
 from onrecord.cli._lines import print_sentence
-from onrecord.cli._markdown import compare_markdown, refused_markdown, text
+from onrecord.cli._markdown import compare_markdown, refused_markdown
 from onrecord.cli._records import output_path
 from onrecord.cli._render import emit, literal, make_console, render_comparison
 from onrecord.compare import compare_sources, load_source
@@ -82,9 +82,7 @@ def run(args: argparse.Namespace) -> int:
     labels = _labels(args.report_a, source_a.label, args.report_b, source_b.label)
     one_sided = one_sided_measures_note(source_a.report.trials, source_b.report.trials)
     if markdown is not None:
-        markdown.append(compare_markdown(comparison, *labels))
-        if one_sided:
-            markdown.append(f"_{text(one_sided, limit=2000)}_\n")
+        markdown.append(compare_markdown(comparison, *labels, note=one_sided))
     if on_stdout:
         return 0
     console = make_console()

@@ -8,6 +8,7 @@ from typing import Any
 import gymnasium as gym
 
 from onrecord._canonical import to_portable
+from onrecord._portable import key_path
 from onrecord.errors import PortabilityError
 
 __all__ = ["describe_spec"]
@@ -21,7 +22,7 @@ def describe_spec(env: gym.Env[Any, Any]) -> dict[str, Any] | None:
     kwargs, unportable = {}, []
     for key, value in sorted(spec.kwargs.items()):
         try:
-            kwargs[key] = to_portable(value, f"$.spec.kwargs.{key}")
+            kwargs[key] = to_portable(value, key_path("$.spec.kwargs", key))
         except PortabilityError:
             unportable.append(key)
     described: dict[str, Any] = {
@@ -45,7 +46,7 @@ def _wrappers(spec: Any) -> list[dict[str, Any]]:
         kwargs, unportable = {}, []
         for key, value in sorted((getattr(wrapper, "kwargs", None) or {}).items()):
             try:
-                kwargs[key] = to_portable(value, f"$.spec.additional_wrappers.{key}")
+                kwargs[key] = to_portable(value, key_path("$.spec.additional_wrappers", key))
             except PortabilityError:
                 unportable.append(key)
         described.append(
