@@ -82,10 +82,11 @@ def _check_own_grading(
     episodes than the run recorded was read as the run's, 13 of its 33 episodes "with no
     trial", so `gate` decided on the episodes it happened to hold. It reads as not graded,
     as ``verify`` and ``show`` say. (A regrade directory is written whole, then renamed.)"""
-    from onrecord.runner._graded import check_graded, graded_source
+    from onrecord.runner._graded import check_graded, graded_trial
 
-    sources = {record.key: graded_source(record) for record in store.records()}
-    check_graded(store, report, str(path / "report.json"), sources)
+    sources = {record.key: graded_trial(record) for record in store.records()}
+    # The run's own report holds its records' trials whole; a regrade's grade them anew.
+    check_graded(store, report, str(path / "report.json"), sources, own=not regrade)
     if regrade or (path / "decision.json").exists() or len(report.trials) >= len(sources):
         return
     raise InputError(

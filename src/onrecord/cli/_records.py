@@ -9,7 +9,7 @@ experiment output directory with a sha256 manifest, or an evidence file's ``.blo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,9 @@ from onrecord.cli._run_episode import path_word
 from onrecord.episode._verify_files import check_entry, read_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
 from onrecord.report import EvaluationReport
-from onrecord.runner._graded import Sources, check_graded, graded_source
+from onrecord.runner._decided import REGRADE_POLICY, check_decided
+from onrecord.runner._graded import Sources, check_graded, graded_trial
+from onrecord.runner._regrade_check import check_changes
 
 __all__ = ["Bundle", "directory", "load_any", "named", "output_path", "run_decision_file"]
 
@@ -120,7 +122,7 @@ def _run_directory(path: Path, progress: CountProgress) -> Bundle:
     actions = 0  # bytes of the action log the committed records account for
     for record in store.records():  # canonical bytes, digests, run id, action-log blocks
         store.check_saved(record)  # its events and side files (by sha256, in blocks)
-        sources[record.key] = graded_source(record)
+        sources[record.key] = graded_trial(record)
         actions += record.data["action_log"]["bytes"]
         progress.advance()
     count = len(sources)
@@ -138,7 +140,7 @@ def _run_directory(path: Path, progress: CountProgress) -> Bundle:
     regrades = sorted(p for p in (path / "regrades").glob("*") if p.is_dir())
     for regrade in regrades:
         progress.phase(f"regrade {regrade.name}")
-        _regrade_directory(regrade, store, sources)
+        tail += _regrade_checked(regrade, store, sources)[2]
     expected = store.protocol.episodes
     return Bundle(
         "run directory",
@@ -164,9 +166,9 @@ def _run_grading(path: Path, store: Any, sources: Sources) -> tuple[list[Any], s
     report = _optional(report_file, EvaluationReport.load)
     if report is None:
         return [], ""
-    check_graded(store, report, str(report_file), sources)  # not another run's
+    check_graded(store, report, str(report_file), sources, own=True)  # not another run's
     if (path / "decision.json").exists():
-        return [report, *_decision(path / "decision.json", report)], ""
+        return [report, _decision(path / "decision.json", report, store)[0]], ""
     resume = f"`onrecord run --resume {path_word(path)}`"
     if len(report.trials) == len(sources):
         return [report], (
@@ -201,7 +203,24 @@ def _tail(path: Path, actions: int, *, complete: bool) -> str:
 
 
 def _regrade_directory(path: Path, store: Any = None, sources: Sources | None = None) -> Bundle:
-    for name in ("changes.json", "report.json", "decision.json"):
+    changes, items, note = _regrade_checked(path, store, sources)
+    return Bundle(
+        "regrade directory",
+        changes["digest"],
+        f"{len(changes['changes'])} changed verdicts{note}",
+        tuple(items),
+        tuple(changes["changes"]),
+    )
+
+
+def _regrade_checked(
+    path: Path, store: Any, sources: Sources | None
+) -> tuple[dict[str, Any], list[Any], str]:
+    """A regrade's changes, its report and decision, and what the summary says of them.
+    Inside a run (always, when verified as part of one) they are checked against the
+    run's records: the trials grade recorded evidence, the decision is what its policy
+    decides, and changes.json is what the records and the new report make it."""
+    for name in ("changes.json", "report.json", "decision.json", REGRADE_POLICY):
         check_entry(path / name)  # never a link out of the run, a FIFO or a device
     changes = load_record_bytes(read_regular(path / "changes.json"), str(path / "changes.json"))
     if changes.get("schema") != _REGRADE:
@@ -213,19 +232,19 @@ def _regrade_directory(path: Path, store: Any = None, sources: Sources | None = 
         from onrecord.runner import RunStore
 
         store = RunStore.open(run)
-    if store is not None:
-        check_graded(store, report, str(path / "report.json"), sources)
-    items = [report, *_decision(path / "decision.json", report)]
-    return Bundle(
-        "regrade directory",
-        changes["digest"],
-        f"{len(changes['changes'])} changed verdicts",
-        tuple(items),
-        tuple(changes["changes"]),
-    )
+    if store is None:
+        return changes, [report, _decision(path / "decision.json", report, None)[0]], ""
+    if sources is None:
+        sources = {record.key: graded_trial(record) for record in store.records()}
+    check_graded(store, report, str(path / "report.json"), sources, own=False)
+    check_changes(store, path / "changes.json", changes, report, sources)
+    decision, note = _decision(path / "decision.json", report, store)
+    return changes, [report, decision], note
 
 
-def _decision(path: Path, report: EvaluationReport) -> Iterator[Any]:
+def _decision(path: Path, report: EvaluationReport, store: Any) -> tuple[dict[str, Any], str]:
+    """A run's or regrade's decision.json, deciding ``report``; within a run (``store``)
+    decided again by its policy. Returns it and what the summary says of it."""
     data = load_record_bytes(read_regular(path), str(path))
     if data.get("schema") != _DECISION:
         raise SchemaError(f"{path}: schema is {data.get('schema')!r}, expected {_DECISION!r}")
@@ -233,7 +252,8 @@ def _decision(path: Path, report: EvaluationReport) -> Iterator[Any]:
     check_decision_body(path, data["decision"])
     if data.get("report_digest") != report.digest:
         raise ConsistencyError(f"{path} decides a report other than the report.json beside it")
-    yield data
+    note = check_decided(store, path, data, report) if store is not None else ""
+    return data, note
 
 
 def _optional(path: Path, load: Callable[[Path], Any]) -> Any:
@@ -245,8 +265,10 @@ def _manifest_directory(path: Path) -> Bundle:
     schema = manifest.get("schema")
     if schema == _TOOL_EPISODE:
         from onrecord.envkit import ToolEpisode
+        from onrecord.envkit._episode_check import check_episode_agrees
 
         episode = ToolEpisode.load(path)
+        check_episode_agrees(episode)  # each file matches; the manifest must describe them
         return Bundle("tool-world episode", episode.digest, f"{episode.manifest['steps']} steps")
     if schema == _MANIFEST and "files" in manifest:  # a world-model experiment
         from onrecord.dynamics.experiment._store import unsealed_message, verify_manifest

@@ -20,6 +20,7 @@ from onrecord.html._selection import episodes_data
 from onrecord.html._tasks import task_list
 from onrecord.report import EvaluationReport
 from onrecord.runner import RunStore
+from onrecord.runner._decided import check_decided
 from onrecord.runner._graded import check_graded
 from onrecord.runner._repair import DECISION_SCHEMA
 
@@ -91,9 +92,11 @@ def report_data(
         )
     report = EvaluationReport.load(report_file)
     if store is not None:  # the run's own grading, not a report copied from another run
-        check_graded(store, report, str(report_file))
+        check_graded(store, report, str(report_file), own=grading is None)
     beside = report_file.parent / "decision.json"
-    decision = _decision(beside, report) if store is not None else _foreign_decision(beside, report)
+    decision = (
+        _decision(beside, report, store) if store is not None else _foreign_decision(beside, report)
+    )
     if decision is not None:
         decision = _explained(decision, report)
     summary = report.summary().to_dict()
@@ -163,7 +166,9 @@ def _run_meta(store: RunStore | None, grading: str | None) -> dict[str, Any] | N
     }
 
 
-def _decision(path: Path, report: EvaluationReport) -> dict[str, Any] | None:
+def _decision(
+    path: Path, report: EvaluationReport, store: RunStore | None = None
+) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     record = load_record_bytes(path.read_bytes(), str(path))
@@ -175,6 +180,8 @@ def _decision(path: Path, report: EvaluationReport) -> dict[str, Any] | None:
             f"on {report.digest!r} next to it: the files do not belong "
             "together"
         )
+    if store is not None:  # the page shows what the run's policy decides, not an edit
+        check_decided(store, path, record, report)
     decision: dict[str, Any] = dict(record["decision"])
     decision.update(
         complete=record["complete"], expected=record["expected"], recorded=record["recorded"]

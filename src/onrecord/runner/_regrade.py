@@ -17,6 +17,7 @@ from onrecord.episode import OutcomeCheck
 from onrecord.errors import ConsistencyError, InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
+from onrecord.runner._decided import REGRADE_POLICY
 from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
 from onrecord.runner._job import JobResult, Progress
 from onrecord.runner._leftovers import remove_unfinished_regrades, staging
@@ -132,7 +133,8 @@ def _regrade_run(
         finally:
             provider.close()
     report = EvaluationReport.from_trials(trials, lock_extra=protocol.lock_extra())
-    decision = (policy or protocol.acceptance_policy).evaluate(report)
+    chosen = policy or protocol.acceptance_policy
+    decision = chosen.evaluate(report)
     changes = _changes(previous, report)
     versions = _version_changes(previous.lock["checks"], report.lock["checks"])
     unversioned = sorted(
@@ -146,6 +148,8 @@ def _regrade_run(
     with staging(store.path) as folder:
         os.chmod(folder, usual_dir_mode())  # mkdtemp's 0700 would outlive the rename
         save_grading(folder, report, decision, expected=protocol.episodes)
+        if chosen.digest != protocol.acceptance_policy.digest:  # `verify` decides again
+            chosen.save_json(folder / REGRADE_POLICY)
         _save_changes(folder, changes, versions, specs, previous.digest, unversioned)
         target = _publish(folder, target, numbered=name is None)
     return Regrade(

@@ -17,6 +17,7 @@ from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
 from onrecord.runner._commit import naming_file
+from onrecord.runner._decided import decision_body
 from onrecord.runner._executors import Executor, InProcessExecutor
 from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
 from onrecord.runner._job import Progress
@@ -359,7 +360,6 @@ def save_grading(
     decision: PolicyDecision,
     *,
     expected: int,
-    extra: Mapping[str, Any] | None = None,
 ) -> None:
     """Write ``report.json`` and ``decision.json`` into ``directory`` (atomically)."""
     target = os.fspath(directory)
@@ -372,15 +372,8 @@ def save_grading(
             fsync_directory(Path(target))  # gone on disk before the new report replaces the old
     with naming_file(os.path.join(target, "report.json")):
         report.save_json(os.path.join(target, "report.json"))
-    body: dict[str, Any] = {
-        "schema": DECISION_SCHEMA,
-        "decision": decision.to_dict(),
-        "expected": expected,
-        "recorded": len(report.trials),
-        "complete": len(report.trials) == expected,
-        "report_digest": report.digest,
-        **dict(extra or {}),
-    }
+    # Exactly what ``check_decided`` makes again: verification refuses any other field.
+    body = decision_body(report, decision, expected)
     body["digest"] = content_digest(body)
     with naming_file(os.path.join(target, "decision.json")):
         atomic_write_bytes(os.path.join(target, "decision.json"), record_bytes(body))
