@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from onrecord._natural import natural_key
+from onrecord._portable import key_path
 
 __all__ = ["legacy_lock", "lock_differences", "where_differ"]
 
@@ -28,9 +29,7 @@ def _collect_differences(a: Any, b: Any, path: str, found: list[str]) -> None:
     if isinstance(a, dict) and isinstance(b, dict):
         for key in sorted(set(a) | set(b), key=str):
             if a.get(key) != b.get(key):
-                _collect_differences(
-                    a.get(key), b.get(key), f"{path}.{key}" if path else key, found
-                )
+                _collect_differences(a.get(key), b.get(key), _step(path, key), found)
         return
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         for index, (item_a, item_b) in enumerate(zip(a, b, strict=True)):
@@ -38,6 +37,14 @@ def _collect_differences(a: Any, b: Any, path: str, found: list[str]) -> None:
                 _collect_differences(item_a, item_b, f"{path}[{index}]", found)
         return
     found.append(f"{path or 'value'}: {_short(a)} in A, {_short(b)} in B")
+
+
+def _step(path: str, key: Any) -> str:
+    """``path.key``, or ``path["a.b"]`` for a key that is no plain identifier (see
+    ``key_path``); ``key`` alone at the top. After a dot, a settings key "a.b" read as
+    "b" inside "a", and a key holding a newline put a line of its own in the refusal."""
+    shown = key_path(path, str(key))
+    return shown.removeprefix(".") if not path else shown
 
 
 def _short(value: Any) -> str:
@@ -72,7 +79,10 @@ def lock_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[str
         reasons.append(
             "lock settings differ (e.g. the seeds, the policy or the model settings the "
             "reports were made for): "
-            + "; ".join(where_differ(extra_a.get(key), extra_b.get(key), key) for key in differing)
+            + "; ".join(
+                where_differ(extra_a.get(key), extra_b.get(key), _step("", key))
+                for key in differing
+            )
         )
     return reasons
 

@@ -196,15 +196,18 @@ def _int_text(value: int) -> str:
     return f"{'-' if value < 0 else ''}an integer of about {digits:,} digits"
 
 
-def key_path(path: str, key: str) -> str:
+def key_path(path: str, key: object) -> str:
     """The JSON path of ``key`` in the object at ``path``: ``$.info.boom`` for a plain
     identifier, else the key JSON-quoted in brackets (``$.info["a.b"]``,
     ``$.info["boom\\ndecision: accept"]``, ``$.info[""]``). Written after a dot,
     ``{"a.b": x}`` and ``{"a": {"b": x}}`` both read ``$.info.a.b``, and a key holding
     a newline printed a line of its own inside the error. Non-ASCII is escaped too, so
-    a look-alike or right-to-left character shows as what it is."""
+    a look-alike or right-to-left character shows as what it is. A key that is no
+    string is written as its ``repr`` in brackets."""
     # An ASCII identifier is [A-Za-z_][A-Za-z0-9_]*: two C calls, cheaper than a regular
     # expression on a path built for every key of every info.
+    if type(key) is not str:  # a Dict space's or a schema's non-string key: its repr
+        return f"{path}[{key!r}]"
     if key.isascii() and key.isidentifier():
         return f"{path}.{key}"
     return f"{path}[{json.dumps(key)}]"

@@ -45,14 +45,14 @@ def print_comparison(
         [(c.name, len(c.discordant), discordant_cases(c.discordant)) for c in comparison.checks]
     )
     if note:
-        print_phrases(console, [f"[yellow]note:[/] {literal(note)}"], sep=" ")
+        print_phrases(console, [f"[yellow]note:[/] {cell(note)}"], sep=" ")
     _print_discordant(console, comparison.checks)
     if comparison.measures:
         for table in _measure_tables(comparison.measures, console.width):
             console.print(table)
         few = few_bootstrap_pairs_note(comparison.measures)
         if few:
-            print_phrases(console, [f"[yellow]note:[/] {literal(few)}"], sep=" ")
+            print_phrases(console, [f"[yellow]note:[/] {cell(few)}"], sep=" ")
 
 
 def _print_header(console: Console, comparison: Comparison, labels: tuple[str, str] | None) -> None:
@@ -88,8 +88,10 @@ def _print_discordant(console: Console, checks: tuple[CheckComparison, ...]) -> 
         return
     console.print("discordant pairs (episode: A→B):")  # "fail→pass" alone: which side?
     for check in checks:
-        name = f"{literal(check.name)}:"
-        lines = [literal(pair) for pair in check.discordant[:_PAIRS]]
+        # As in a table's cell, a newline in a check name or case id shows as "\n": on
+        # a hanging line of its own, "posted" over "    once: c1#0" read as two checks.
+        name = f"{cell(check.name)}:"
+        lines = [cell(pair) for pair in check.discordant[:_PAIRS]]
         if len(check.discordant) > _PAIRS:
             lines.append(f"… {len(check.discordant) - _PAIRS} more discordant pairs")
         for line in lines:

@@ -126,7 +126,7 @@ def render_decision_body(
     # left a CI log reader to find the cause among the rows and reasons below.
     cause = headline if headline is not None else saved_headline(body)
     if cause:
-        print_sentence(console, literal(cause), indent=2, hanging=4)
+        print_sentence(console, cell(cause), indent=2, hanging=4)
     table_of = StatusTable(report) if report is not None and intervals is None else None
     rows, unclustered = [], False
     for index, item in enumerate(body.get("requirements", ())):
@@ -277,12 +277,12 @@ def _remittance_summary(console: Console, record: Mapping[str, Any], items: Sequ
         checks = ", ".join(f"{c} ({failing[c]})" for c in sorted(failing, key=natural_key))
         wants = row.get("expected") or {}
         table.add_row(
-            literal(name),
+            cell(name),
             _styled(str(row["decision"])),
             str(counts["accept"]),
             str(counts["reject"]),
             str(counts["indeterminate"]),
-            literal(checks or "—"),
+            cell(checks or "—"),
             "—"
             if not wants
             else "yes"
@@ -321,7 +321,7 @@ def _ledger_summary(console: Console, record: Mapping[str, Any], items: Sequence
         full = str(decisions.get("full_policy"))
         mark = "" if full == row["expected"] else " [red]✗[/]"
         table.add_row(
-            literal(row["name"]),
+            cell(row["name"]),
             literal(decisions.get("final_answer", "")),
             literal(decisions.get("final_posting", "")),
             _styled(full) + mark,
@@ -330,7 +330,7 @@ def _ledger_summary(console: Console, record: Mapping[str, Any], items: Sequence
     for row in record["classic"]:
         mark = "" if row["decision"] == row.get("expected") else " [red]✗[/]"
         table.add_row(
-            f"classic {literal(row['name'])}",
+            f"classic {cell(row['name'])}",
             "",
             "",
             _styled(row["decision"]) + mark,

@@ -8,6 +8,7 @@ one episode of a run.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Container, Mapping
 from pathlib import Path
@@ -18,7 +19,7 @@ from rich.console import Console
 from onrecord._natural import natural_key
 from onrecord.cli._episode_view import Cells, next_steps, render_episode
 from onrecord.cli._lines import print_phrases, print_sentence
-from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal
+from onrecord.cli._render import FIRST_STEPS, _styled, _table, cell, literal
 from onrecord.cli._row_history import render_row_history
 from onrecord.cli._verdict_evidence import render_evidence
 from onrecord.episode import EPISODE_SCHEMA
@@ -78,7 +79,7 @@ def render_run_episode(
     trial, named = data["trial"], run
     if regrade is not None:
         named, trial = regrade[0], _regraded(regrade[1], record.key)
-        console.print(f"verdicts of the regrade {literal(named.name)}")
+        console.print(f"verdicts of the regrade {cell(named.name)}")
     # Quoted: the hints under the tables are pasted (a path or case id with spaces).
     command = f"onrecord show {path_word(named)} {_episode_option(wanted)}"
     _verdicts(console, trial)
@@ -115,7 +116,27 @@ def path_word(path: Path | str) -> str:
     """``path`` quoted for the shell, with ``./`` before one that starts with ``-``
     (``Path('./-run')`` prints as ``-run``, which a pasted command took for an option)."""
     text = str(path)
-    return shlex.quote(f"./{text}" if text.startswith("-") else text)
+    return shell_quote(f"./{text}" if text.startswith("-") else text)
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""Characters a quoted word would print raw: a newline, a tab, terminal controls."""
+
+
+def shell_quote(text: str) -> str:
+    """``shlex.quote(text)``, or for text holding a newline or another control character
+    bash's ``$'…'`` with escapes: quoted as is, a regrade named "v2\\ndecision: accept"
+    put "decision: accept'" at column 0 of a CI log, the hint still pastes whole."""
+    if not _UNPRINTABLE.search(text):
+        return shlex.quote(text)
+    body = text.replace("\\", "\\\\").replace("'", "\\'")
+    return "$'" + _UNPRINTABLE.sub(_escape, body) + "'"
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    named = {"\n": "\\n", "\t": "\\t"}.get(match.group())
+    return named or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def _episode_option(wanted: str) -> str:
@@ -132,7 +153,7 @@ def _shell_word(text: str) -> str:
     unquoted = text.replace("#", "")
     if text[:1] != "#" and unquoted and shlex.quote(unquoted) == unquoted:
         return text
-    return shlex.quote(text)
+    return shell_quote(text)
 
 
 def _key(wanted: str, records: Mapping[tuple[str, int], Any]) -> tuple[str, int] | None:
@@ -162,8 +183,8 @@ def _verdicts(console: Console, trial: Mapping[str, Any]) -> None:
     table = _table("check", "version", "status", "reason")
     for result in trial.get("results", ()):
         table.add_row(
-            literal(result["name"]),
-            literal(result["version"]),
+            cell(result["name"]),
+            cell(result["version"]),
             _styled(result["status"]),
             literal(result["reason"]),
         )

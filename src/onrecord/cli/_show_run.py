@@ -16,7 +16,7 @@ from rich.console import Console
 from onrecord._canonical import load_record_bytes
 from onrecord._natural import natural_key
 from onrecord.cli._bundle import Bundle
-from onrecord.cli._render import _styled, _table, literal
+from onrecord.cli._render import _styled, _table, cell, literal
 from onrecord.cli._run_episode import path_word, render_not_passed
 from onrecord.episode._verify_files import read_regular
 from onrecord.report import EvaluationReport
@@ -156,7 +156,7 @@ def _render_regrades(console: Console, run: Path) -> None:
         decision = _load(folder / name / "decision.json")
         changes = _load(folder / name / "changes.json")
         table.add_row(
-            literal(name),
+            cell(name),
             _styled(str(decision["decision"]["decision"])),
             f"{decision['recorded']} of {decision['expected']}",
             str(len(changes["changes"])),

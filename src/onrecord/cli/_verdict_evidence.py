@@ -54,7 +54,7 @@ def render_evidence(
             continue
         for index, (key, value) in enumerate(_rows(evidence, cell, full=full)):
             # The name once per check: repeated on each row, it hid where one check ends.
-            table.add_row(Text(plain(result.get("name"))) if index == 0 else "", key, value)
+            table.add_row(_key(str(result.get("name"))) if index == 0 else "", key, value)
     if table.row_count:
         # A line of its own: as the table's title, it wrapped over the narrow table of
         # a check or two ("evidence of the checks not" over "passed").
@@ -120,5 +120,6 @@ def _more(key: str, shown: int, total: int, what: str, cell: Cells) -> Iterator[
 
 
 def _key(key: str) -> Text:
-    # A Text, as ``Cells`` gives values: a key is printed as the record holds it.
-    return Text(plain(key))
+    # A Text, as ``Cells`` gives values: a key is printed as the record holds it, but a
+    # newline shown as "\n" (as ``cell`` does): a check name "posted\nonce" read as two.
+    return Text(plain(key).replace("\n", "\\n"))

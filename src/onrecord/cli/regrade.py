@@ -12,7 +12,7 @@ from onrecord._canonical import load_record_bytes
 from onrecord.cli._bundle import digested
 from onrecord.cli._lines import counted, print_sentence
 from onrecord.cli._progress import BarProgress, add_no_progress
-from onrecord.cli._render import literal, make_console, render_decision, render_report
+from onrecord.cli._render import cell, literal, make_console, render_decision, render_report
 from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy
 from onrecord.report import EvaluationReport
@@ -63,12 +63,11 @@ def run(args: argparse.Namespace) -> int:
         print_sentence(console, f"repaired: {literal(notice)}")
     for name, (old, new) in regrade.versions.items():
         console.print(
-            f"check {literal(name)}: version {literal(old or 'absent')} → "
-            f"{literal(new or 'absent')}"
+            f"check {cell(name)}: version {cell(old or 'absent')} → {cell(new or 'absent')}"
         )
     for name in regrade.unversioned:
         console.print(
-            f"[yellow]warning:[/] check {literal(name)} changed verdicts but kept its "
+            f"[yellow]warning:[/] check {cell(name)} changed verdicts but kept its "
             "version: the two reports' locks claim the same check; bump its version"
         )
     console.print(
@@ -77,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
         f"{counted(len(regrade.report.check_names), 'check')})"
     )
     for change in regrade.changes[: args.limit]:
-        # A case id or verdict's lines hang under the change, never at column 0.
-        print_sentence(console, literal(change), indent=2, hanging=4)
+        # One line, a newline in a case id or check name shown as "\n" (as in a table):
+        # hanging, "c1#0 posted" over "    once: pass → fail" read as two changes.
+        print_sentence(console, cell(change), indent=2, hanging=4)
     if len(regrade.changes) > args.limit:
         console.print(
             f"  … {len(regrade.changes) - args.limit} more in "
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             f"[yellow]incomplete run:[/] {len(regrade.report.trials)} of "
             f"{regrade.expected} episodes recorded; never accepted (resume the run first)"
         )
-    console.print(f"saved to {literal(regrade.path)}", soft_wrap=True)
+    console.print(f"saved to {cell(regrade.path)}", soft_wrap=True)
     for problem in _unverified_grading(Path(args.run_dir)):
         print_sentence(console, f"[yellow]warning:[/] {literal(problem)}")
     return regrade.exit_code

@@ -13,7 +13,7 @@ from rich.console import Console
 from onrecord._numbers import significant
 from onrecord._tables import SplitTable
 from onrecord.cli._progress import StepProgress, add_no_progress
-from onrecord.cli._render import emit, literal, make_console
+from onrecord.cli._render import cell, emit, literal, make_console
 
 __all__ = ["loop_table", "register"]
 
@@ -202,7 +202,7 @@ def loop_table(rows: list[dict[str, Any]]) -> SplitTable:
         loop.add_row(
             # A model's id is its author's (--model, or a replayed directory's): "[/]"
             # in it crashed the table (MarkupError) and "[bold]x" printed as "x".
-            literal(row["model_id"]),
+            cell(row["model_id"]),
             # Not "500" for 499.67: the mean would read as every seed reaching the cap.
             _fmt(row["mean_steps"], _seed_steps(row)),
             f"{row['reached_cap']}/{row['seeds']}",
@@ -235,7 +235,7 @@ def forecast_table(heldout: dict[str, Any]) -> SplitTable:
         for row in table["rows"]:
             if row["coordinate"] in ("cart_velocity", "pole_angle") and row["horizon"] in (1, 8):
                 metrics.add_row(
-                    literal(model),
+                    cell(model),
                     row["coordinate"],
                     str(row["horizon"]),
                     f"{row['measured']}/{row['denominator']}" + _errors(table),
@@ -271,7 +271,7 @@ def intervention_table(interventions: dict[str, Any]) -> SplitTable:
     for model, rows in interventions.items():
         row = next(r for r in rows if r["coordinate"] == "cart_velocity" and r["horizon"] == 1)
         effects.add_row(
-            literal(model),
+            cell(model),
             _pairs(row),
             _fmt(row["real_effect"]),
             _fmt(row["predicted_effect"]),
@@ -286,7 +286,7 @@ def _print(tables: dict[str, Any]) -> None:
     console.print(forecast_table(tables["heldout_metrics"]))
     console.print(intervention_table(tables["interventions"]))
     policies = next(iter(tables["decisions"].values()))
-    decisions = SplitTable("model", *map(literal, policies), keys=1, title="acceptance policies")
+    decisions = SplitTable("model", *map(cell, policies), keys=1, title="acceptance policies")
     for model, per in tables["decisions"].items():
-        decisions.add_row(literal(model), *(literal(d["decision"]) for d in per.values()))
+        decisions.add_row(cell(model), *(literal(d["decision"]) for d in per.values()))
     console.print(decisions)

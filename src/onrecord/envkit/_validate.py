@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from onrecord._portable import key_path
 from onrecord.errors import InputError
 
 __all__ = [
@@ -229,7 +230,7 @@ def _check_containers(schema: Mapping[str, Any], where: str) -> None:
     for name, sub in schema.get("properties", {}).items():
         if not isinstance(sub, bool | Mapping):
             raise InputError(
-                f"{where}.properties.{name} must be a schema (a dict) or true/false, "
+                f"{key_path(where + '.properties', name)} must be a schema (a dict) or true/false, "
                 f"got {show(sub)}"
             )
 
@@ -357,7 +358,9 @@ def _object(schema: Mapping[str, Any], where: str) -> Check | None:
     if not {"properties", "required", "additionalProperties"} & set(schema):
         return None  # every field of any dict passes
     properties = {
-        name: compile_schema(sub, f"{where}.properties.{name}") if isinstance(sub, Mapping) else sub
+        name: compile_schema(sub, key_path(f"{where}.properties", name))
+        if isinstance(sub, Mapping)
+        else sub
         for name, sub in schema.get("properties", {}).items()
     }
     allowed = ", ".join(sorted(properties)) or "none"
@@ -379,7 +382,7 @@ def _object(schema: Mapping[str, Any], where: str) -> Check | None:
             sub = properties.get(key, other)
             if sub is False:
                 return f"{path} has the unknown field {key!r}; allowed: {allowed}"
-            if callable(sub) and (problem := sub(item, f"{path}.{key}")):
+            if callable(sub) and (problem := sub(item, key_path(path, key))):
                 return problem
         return None
 

@@ -18,7 +18,13 @@ from functools import cached_property
 from typing import Any
 
 from onrecord._canonical import to_portable
-from onrecord.envkit._validate import Check, compile_pattern, compile_schema, type_problem
+from onrecord._portable import key_path
+from onrecord.envkit._validate import (
+    Check,
+    compile_pattern,
+    compile_schema,
+    type_problem,
+)
 from onrecord.envkit._validate import names as _names
 from onrecord.envkit._validate import show as _show
 from onrecord.errors import InputError
@@ -360,6 +366,6 @@ def _check_object(schema: Mapping[str, Any], value: Any, path: str) -> str | Non
         if sub is False:
             allowed = ", ".join(sorted(properties)) or "none"
             return f"{path} has the unknown field {key!r}; allowed: {allowed}"
-        if isinstance(sub, Mapping) and (problem := validate(sub, item, f"{path}.{key}")):
+        if isinstance(sub, Mapping) and (problem := validate(sub, item, key_path(path, key))):
             return problem
     return None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from onrecord._canonical import to_portable
+from onrecord._portable import key_path
 from onrecord.errors import InputError, SchemaError
 
 __all__ = ["STATUSES", "CheckResult", "Status", "Trial"]
@@ -63,7 +64,7 @@ class CheckResult:
         object.__setattr__(
             self,
             "evidence",
-            to_portable(dict(self.evidence), f"$.results.{self.name}.evidence")
+            to_portable(dict(self.evidence), key_path(key_path("$.results", self.name), "evidence"))
             if self.evidence
             else {},
         )

@@ -164,7 +164,7 @@ def _refuse_masked_parts(space: spaces.Space[Any], values: list[Any], field: str
     reach is left to ``to_jsonable``, whose failure takes the samples off the space."""
     parts: list[tuple[Any, str, spaces.Space[Any]]]
     if isinstance(space, spaces.Dict):
-        parts = [(key, _member(key), sub) for key, sub in space.spaces.items()]
+        parts = [(key, key_path("", key), sub) for key, sub in space.spaces.items()]
     elif isinstance(space, spaces.Tuple):
         parts = [(index, f"[{index}]", sub) for index, sub in enumerate(space.spaces)]
     else:
@@ -176,11 +176,6 @@ def _refuse_masked_parts(space: spaces.Space[Any], values: list[Any], field: str
         except Exception:  # a nested sample off its layout
             continue
         _refuse_masked_parts(sub, column, f"{field}{path}")
-
-
-def _member(key: Any) -> str:
-    """A Dict space's key as a path step: ``.a``, ``["a.b"]`` (see ``key_path``)."""
-    return key_path("", key) if isinstance(key, str) else f"[{key!r}]"
 
 
 def promoted(values: Sequence[Any], dtype: np.dtype[Any]) -> bool:
