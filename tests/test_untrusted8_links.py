@@ -207,21 +207,14 @@ def test_any_changed_byte_of_a_blob_is_refused(base: Path, tmp_path: Path, data:
         EpisodeEvidence.load(folder / "big.json")
 
 
-def _forge_environment(run: Path, target: str) -> None:
-    """Point a run's protocol at another module, re-sealing run.json as a forger would
-    (a digest is no signature: anyone can recompute it)."""
-    manifest = orjson.loads((run / "run.json").read_bytes())
-    manifest["protocol"]["environment"]["target"] = target
-    del manifest["digest"]
-    manifest["digest"] = content_digest(manifest)
-    (run / "run.json").write_bytes(record_bytes(manifest))
-
-
 def test_only_regrade_imports_the_code_a_received_run_names(
     copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """verify, show, report, compare and gate read a run without importing its
-    environment or checks; regrade re-imports them (documented in runs.md and cli.md)."""
+    environment or checks; regrade re-imports them (documented in runs.md and cli.md).
+    The run is a real one of an environment module that marks every import of it (a
+    forged run.json naming the module is refused outright since run.json is checked
+    against the records)."""
     modules, marker = tmp_path / "modules", tmp_path / "imported"
     modules.mkdir()
     (modules / "untrusted8_payload.py").write_text(
@@ -229,8 +222,15 @@ def test_only_regrade_imports_the_code_a_received_run_names(
         "from onrecord.runner._examples import frozenlake\n"
     )
     monkeypatch.setenv("PYTHONPATH", str(modules))
-    run = copy / "run"
-    _forge_environment(run, "untrusted8_payload:frozenlake")
+    run = tmp_path / "received"
+    made = onrecord(
+        *("run", "untrusted8_payload:frozenlake", "-a", "walks_into_hole", "-s", "0-1"),
+        *("--executor", "inprocess", "--no-progress", "-o", run),
+        timeout=HANG,
+    )
+    assert made.returncode == 1, made.stderr  # walks into a hole: rejected
+    assert marker.exists()  # recording it imported the module, of course
+    marker.unlink()
     episode = orjson.loads((run / "episodes.jsonl").read_bytes().splitlines()[0])
     for args in (
         ["verify", run],
