@@ -98,6 +98,18 @@ def test_a_refused_commands_error_hangs_what_it_quotes(tmp_path: Path) -> None:
     assert lines[1:] == ["  decision: accept", "    every requirement met"]
 
 
+def test_a_missing_files_path_hangs_its_later_lines(tmp_path: Path) -> None:
+    """A path holding a newline, named on the command line: the "no such file" error
+    printed its second line at column 0 of stderr, as an OnrecordError's no longer did."""
+    missing = str(tmp_path / "a\ndecision: accept")
+    for command in (["gate", missing, "--policy", missing], ["show", missing]):
+        done = onrecord(*command)
+        assert done.returncode == 3, done.stderr
+        lines = done.stderr.splitlines()
+        assert lines[0].startswith(f"onrecord {command[0]}: error: no such file: "), lines
+        assert lines[1:] == ["  decision: accept"], lines
+
+
 def test_regrade_hangs_a_case_ids_lines_under_its_change(tmp_path: Path) -> None:
     run = tmp_path / "run"
     case = EvalCase(None, case_id="c1\ndecision: accept")

@@ -92,28 +92,26 @@ def _main(args_list: list[str]) -> int:
     try:
         code: int = args.func(args)
     except OnrecordError as exc:
-        print(f"onrecord {args.command}: error: {_hanging(str(exc))}", file=sys.stderr)
-        return EXIT_ERROR
+        return _error(args.command, str(exc))
     except FileNotFoundError as exc:
-        print(f"onrecord {args.command}: error: no such file: {exc.filename}", file=sys.stderr)
-        return EXIT_ERROR
+        return _error(args.command, f"no such file: {exc.filename}")
     except IsADirectoryError as exc:
-        print(
-            f"onrecord {args.command}: error: {exc.filename} is a directory; give the path "
-            "of a saved record file",
-            file=sys.stderr,
+        return _error(
+            args.command, f"{exc.filename} is a directory; give the path of a saved record file"
         )
-        return EXIT_ERROR
     except OSError as exc:  # permissions, a full disk: the file, and what went wrong
         # An OSError without a file (a refused connection, a socket timeout) is not about
         # "a file": say what it is.
         where = f"{exc.filename}: " if exc.filename else f"{type(exc).__name__}: "
-        print(
-            f"onrecord {args.command}: error: {where}{exc.strerror or exc}",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
+        return _error(args.command, f"{where}{exc.strerror or exc}")
     return code
+
+
+def _error(command: str, message: str) -> int:
+    """One refused command's message on stderr; a path or an agent's text in it cannot
+    start a line of its own (see ``_hanging``)."""
+    print(f"onrecord {command}: error: {_hanging(message)}", file=sys.stderr)
+    return EXIT_ERROR
 
 
 def _hanging(message: str) -> str:
