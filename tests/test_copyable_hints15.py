@@ -35,7 +35,8 @@ def test_the_resume_hint_of_an_incomplete_run_is_one_quoted_line(tmp_path: Path)
         "run", *args, "--episode-timeout", "0.5", "--out", str(run_dir), env=NARROW, timeout=120
     )
     assert done.returncode == 2, done.stdout + done.stderr
-    hint = line_after("incomplete: ", done.stdout)
+    # (Not "incomplete: ": the verdict's reason says "the run is incomplete: " too.)
+    hint = line_after("episodes are missing; ", done.stdout)
     command = hint.split("`")[1]
     assert shlex.split(command) == ["onrecord", "run", "--resume", str(run_dir)]
     # The summary line names the run directory whole too.

@@ -30,6 +30,7 @@ from onrecord.cli._bundle import Bundle
 from onrecord.cli._decision_table import decision_table, table_headers
 from onrecord.cli._lines import print_sentence
 from onrecord.cli._measure_table import render_report_measures as _render_report
+from onrecord.cli._partial import partial_body
 from onrecord.cli._render import (
     _styled,
     _table,
@@ -93,7 +94,8 @@ def render_bundle(
         elif isinstance(item, dict) and "decision" in item:  # a run's (or regrade's)
             note = f"  ({item['recorded']} of {item['expected']} episodes)"
             reports = [other for other in bundle.items if isinstance(other, EvaluationReport)]
-            render_decision_body(console, item["decision"], note, report=next(iter(reports), None))
+            body = partial_body(item["decision"], item["recorded"], item["expected"])
+            render_decision_body(console, body, note, report=next(iter(reports), None))
 
 
 def _schema(record: Any) -> str | None:

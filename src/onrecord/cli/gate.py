@@ -6,7 +6,6 @@ put the decision where a CI system shows results (see docs/ci.md)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from onrecord.cli._ci_files import CiOutput, ci_output, record_output, refuse_sa
 from onrecord.cli._decisions import decision_record
 from onrecord.cli._junit import gate_junit
 from onrecord.cli._markdown import gate_markdown
+from onrecord.cli._partial import partial_decision
 from onrecord.cli._records import named
 from onrecord.cli._render import make_console, print_unchecked, render_decision
 from onrecord.cli._unpassed_table import print_unpassed
@@ -25,7 +25,7 @@ from onrecord.compare import load_source
 from onrecord.dynamics._unchecked import unchecked_line
 from onrecord.episode._verify_files import check_entry
 from onrecord.errors import InputError
-from onrecord.policy import INCOMPLETE_RUN, AcceptancePolicy, PolicyDecision
+from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, summarize_measures
 
 __all__ = ["register"]
@@ -179,13 +179,5 @@ def _run_directory(path: Path) -> Path | None:
 def _never_accept_partial(decision: PolicyDecision, missing: tuple[str, ...]) -> PolicyDecision:
     """A run missing planned episodes is not accepted on those it holds (a measured
     failure still rejects), as ``onrecord run`` decides."""
-    if not missing or decision.decision != "accept":
-        return decision
     shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-    reason = (
-        f"{INCOMPLETE_RUN}{len(missing)} planned episodes have no trial ({shown}); "
-        "a partial run is never accepted (`onrecord run --resume` retries them)"
-    )
-    return dataclasses.replace(
-        decision, decision="indeterminate", reasons=(*decision.reasons, reason)
-    )
+    return partial_decision(decision, len(missing), shown)

@@ -16,6 +16,7 @@ from onrecord.case import EvalCase
 from onrecord.cli._app import EXIT_ERROR
 from onrecord.cli._lines import print_sentence
 from onrecord.cli._measure_table import render_report_measures
+from onrecord.cli._partial import partial_decision
 from onrecord.cli._progress import BarProgress, add_no_progress
 from onrecord.cli._render import literal, make_console, render_decision
 from onrecord.cli._run_episode import path_word
@@ -377,7 +378,8 @@ def _summary(
     # what the run's pass rates do not say. Capped, and `show` lists them all.
     command = f"onrecord show {path_word(result.store.path)}"
     render_report_measures(console, result.report, every=False, command=command)
-    render_decision(console, result.decision)
+    # The policy's verdict on the recorded episodes; a partial run is never accepted.
+    render_decision(console, partial_decision(result.decision, result.expected - recorded))
     for error in result.errors[:10]:
         # An environment's multi-line error message hangs under its label: printed as
         # is, its lines began at column 0 and could read as the run's own verdict.
