@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from onrecord._canonical import atomic_write_bytes
-from onrecord.cli._records import output_path
+from onrecord.cli._output_path import output_path
 from onrecord.cli._render import _silence_stdout
 from onrecord.errors import InputError
 

@@ -13,12 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
 from rich.console import Console
 
 from onrecord._canonical import load_record_bytes
 from onrecord.cli._bundle import Bundle, digested, named
-from onrecord.cli._decisions import COMPARISON_SCHEMA, DECISION_SCHEMA, check_decision_body
+from onrecord.cli._decisions import check_decision_body
 from onrecord.cli._experiments import check_in_manifest, experiment_root
 from onrecord.cli._progress import CountProgress
 from onrecord.cli._record_files import KINDS, verify_file
@@ -30,7 +29,7 @@ from onrecord.runner._decided import REGRADE_POLICY, check_decided
 from onrecord.runner._graded import Sources, check_graded, graded_trial
 from onrecord.runner._regrade_check import check_changes
 
-__all__ = ["Bundle", "directory", "load_any", "named", "output_path", "run_decision_file"]
+__all__ = ["Bundle", "directory", "load_any", "named", "run_decision_file"]
 
 _DECISION, _REGRADE = "onrecord.run.decision/v1", "onrecord.run.regrade/v1"
 _TOOL_EPISODE, _MANIFEST = "onrecord.envkit.episode/v1", "onrecord.manifest/v1"
@@ -49,18 +48,45 @@ def load_any(path: str | Path, progress: CountProgress | None = None) -> Any:
 
 
 def run_decision_file(path: Path, data: dict[str, Any]) -> Bundle:
-    """``RUN/decision.json`` (or a regrade's): digest, a decision that follows from its
-    requirements, and, beside its report, that it decides that report."""
+    """``RUN/decision.json`` (or a regrade's): digest, and a decision that follows from
+    its requirements. Inside its run or regrade directory it is verified as that
+    directory is (decided again by the policy, on a report verified against the run's
+    records): named on its own it was not decided again, and a decision edited and
+    re-sealed verified as a file while the directory holding it was refused. Anywhere
+    else (a copy), that it decides the report beside it; the summary says it was not
+    decided again."""
     digested(path, data)
     decision = data["decision"]
     check_decision_body(path, decision)
     if data.get("report_digest") != decision["report_digest"]:
         raise ConsistencyError(f"{path} names two reports: it was changed after saving")
+    summary = f"{decision['decision']}, {data['recorded']} of {data['expected']} episodes"
+    owner = _decision_owner(path)
+    if owner is not None:
+        directory(owner)  # raises unless the whole run (or regrade), this file too, verifies
+        return Bundle("run decision", data["digest"], summary, (data,))
     report = path.with_name("report.json")
     if report.is_file() and EvaluationReport.load(report).digest != data["report_digest"]:
         raise ConsistencyError(f"{path} decides a report other than the report.json beside it")
-    summary = f"{decision['decision']}, {data['recorded']} of {data['expected']} episodes"
+    summary += (
+        "; not decided again: it is not in its run or RUN/regrades/NAME, so only its "
+        "digest, verdict and any report.json beside it were checked"
+    )
     return Bundle("run decision", data["digest"], summary, (data,))
+
+
+def _decision_owner(path: Path) -> Path | None:
+    """The run or regrade directory a decision.json belongs to (where it really is: a
+    link to one is that one), or None for a copy elsewhere or a regrade outside a run."""
+    real = path.resolve() if path.is_symlink() else path  # else named as the user gave it
+    folder = real.parent
+    if real.name != "decision.json":
+        return None
+    if (folder / "run.json").is_file():
+        return folder
+    regrades = folder.absolute().parent  # `verify decision.json` inside the regrade too
+    inside_run = regrades.name == "regrades" and (regrades.parent / "run.json").is_file()
+    return folder if inside_run and (folder / "changes.json").is_file() else None
 
 
 def directory(path: Path, progress: CountProgress | None = None) -> Bundle:
@@ -165,6 +191,13 @@ def _run_grading(path: Path, store: Any, sources: Sources) -> tuple[list[Any], s
     report_file = path / "report.json"
     report = _optional(report_file, EvaluationReport.load)
     if report is None:
+        if (path / "decision.json").exists():  # unchecked, it verified whatever it said
+            raise ConsistencyError(
+                f"{path / 'decision.json'} decides a report.json that is missing: grading "
+                "writes report.json first and removes the old decision.json before it, so "
+                "no interrupted run leaves one without the other; restore report.json "
+                "from a copy of the run"
+            )
         return [], ""
     check_graded(store, report, str(report_file), sources, own=True)  # not another run's
     if (path / "decision.json").exists():
@@ -232,8 +265,9 @@ def _regrade_checked(
         from onrecord.runner import RunStore
 
         store = RunStore.open(run)
-    if store is None:
-        return changes, [report, _decision(path / "decision.json", report, None)[0]], ""
+    if store is None:  # a regrade copied out of its run: nothing to decide it again with
+        note = "; decision.json not decided again: the regrade is not in its run's regrades/"
+        return changes, [report, _decision(path / "decision.json", report, None)[0]], note
     if sources is None:
         sources = {record.key: graded_trial(record) for record in store.records()}
     check_graded(store, report, str(path / "report.json"), sources, own=False)
@@ -287,104 +321,3 @@ def _manifest_directory(path: Path) -> Bundle:
     raise SchemaError(
         f"{path / 'manifest.json'}: unknown schema {schema!r}; onrecord verify reads {KINDS}"
     )
-
-
-_INDEX_FILES = ("run.json", "changes.json", "manifest.json")
-
-
-def output_path(path: str | Path, option: str, *, views: tuple[str, ...] = (".html",)) -> Path:
-    """Where an output option (``-o``, ``--json``, ``--html``, ``--output``) may write.
-    Never over a saved record: ``onrecord report RUN -o RUN/report.json`` (meant:
-    ``--json``) replaced the run's report with HTML, and nothing re-creates it. Nor onto
-    a directory, which failed naming a temporary file. A file in a run or regrade
-    directory is replaced only when its suffix is one of ``views`` (what the option
-    writes, a file no run record has)."""
-    if str(path) == "-":
-        # Only the options that print a document take "-" (they handle it before this):
-        # `report -o -` and `compare --html -` wrote a file named "-" in the working
-        # directory, and a `> page.html` redirect got nothing.
-        raise InputError(f"{option} -: this option writes a file, not stdout; give a file name")
-    target = Path(path)
-    if target.is_dir():
-        raise InputError(f"{option} {path} is a directory; give a file name inside it")
-    blocker = _file_in_the_way(target.absolute().parent)
-    if blocker is not None:  # else it failed on writing, with "nasty.json: File exists"
-        raise InputError(
-            f"{option} {path}: {blocker} is a file, not a directory, so nothing can be "
-            "written under it; give a path whose folders are directories (or do not exist)"
-        )
-    _refuse_inside_regrades(target, option)
-    _refuse_inside_manifest(target, option)
-    if not target.is_file():
-        return target
-    in_records = any((target.parent / name).is_file() for name in _INDEX_FILES)
-    if (in_records and target.suffix.lower() not in views) or _is_record(target):
-        raise InputError(f"{option} {path} would overwrite a saved record; give another file name")
-    return target
-
-
-def _file_in_the_way(folder: Path) -> Path | None:
-    """The nearest existing ancestor of ``folder`` (itself included) when it is not a
-    directory: ``mkdir -p`` would fail there."""
-    for candidate in (folder, *folder.parents):
-        if candidate.exists():
-            return None if candidate.is_dir() else candidate
-    return None
-
-
-# What `gate --output` and `compare --json` write: made again by running the command
-# again, which may replace them.
-_REMADE = frozenset({DECISION_SCHEMA, COMPARISON_SCHEMA})
-
-
-def _is_record(path: Path) -> bool:
-    """Whether ``path`` starts with a saved onrecord record (a digest-carrying object)
-    that no output option writes."""
-    with path.open("rb") as handle:
-        first = handle.readline(1 << 26)
-    try:
-        data = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        return False
-    return (
-        isinstance(data, dict)
-        and "digest" in data
-        and str(data.get("schema", "")).startswith("onrecord.")
-        and data.get("schema") not in _REMADE
-    )
-
-
-def _refuse_inside_manifest(output: Path, option: str) -> None:
-    """A world-model, ledger or tool-world output directory lists every file it holds in
-    its manifest: ``compare --json``, ``--html`` or ``gate --output`` into it made
-    ``onrecord verify`` refuse the directory ("added ['c.json']")."""
-    for folder in output.absolute().parents:
-        manifest = folder / "manifest.json"
-        if manifest.is_file():
-            try:
-                schema = orjson.loads(manifest.read_bytes()).get("schema")
-            except (orjson.JSONDecodeError, AttributeError):
-                return
-            if isinstance(schema, str) and schema.startswith("onrecord."):
-                raise InputError(
-                    f"{option} {output} is inside {folder}, whose manifest.json lists every "
-                    "file it holds: a file written there would make it fail verification; "
-                    "write it elsewhere"
-                )
-            return
-
-
-def _refuse_inside_regrades(output: Path, option: str) -> None:
-    """``--output RUN/regrades/NEW/decision.json`` created a directory among the run's
-    regrades that is not one (no changes.json): ``onrecord verify RUN`` failed from then
-    on. Writing into an existing regrade directory is allowed, like beside a run."""
-    folder = output.absolute().parent
-    for inner, regrades in zip((folder, *folder.parents), folder.parents, strict=False):
-        if regrades.name == "regrades" and (regrades.parent / "run.json").is_file():
-            if not (inner / "changes.json").is_file():
-                raise InputError(
-                    f"{option} {output}: {inner} is not a regrade of the run {regrades.parent}"
-                    "; a directory there would make the run fail verification; write it "
-                    "elsewhere"
-                )
-            return

@@ -13,7 +13,7 @@ from onrecord.cli._ci_files import ci_output, record_output, refuse_same_file, s
 from onrecord.cli._decisions import comparison_record
 from onrecord.cli._lines import print_sentence
 from onrecord.cli._markdown import compare_markdown, refused_markdown
-from onrecord.cli._records import output_path
+from onrecord.cli._output_path import output_path
 from onrecord.cli._render import emit, literal, make_console, render_comparison
 from onrecord.compare import compare_sources, load_source
 from onrecord.errors import ComparisonRefused, OnrecordError

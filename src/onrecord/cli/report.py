@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from onrecord.cli._records import output_path
+from onrecord.cli._output_path import output_path
 from onrecord.cli._render import emit
 from onrecord.errors import InputError
 

@@ -100,6 +100,7 @@ def _verified_line(
             "another run: restore episodes.jsonl from a copy of the run"
         )
     _check_evidence(where, record, _builtin(store))
+    _check_versions(where, record, store)
     key = (str(record["case_id"]), int(record["repeat"]))
     if key in seen:
         raise ConsistencyError(f"{where}: episode {key[0]}#{key[1]} is recorded twice")
@@ -152,6 +153,27 @@ def _check_evidence(where: str, record: dict[str, Any], builtin: bool) -> None:
             f"grades other evidence ({str(_digest(source))[:12]}) than the record holds "
             f"({str(evidence['digest'])[:12]}): the record was edited; restore "
             "episodes.jsonl from a copy of the run"
+        )
+
+
+def _check_versions(where: str, record: dict[str, Any], store: RunStore) -> None:
+    """The record's trial was graded with the checks and versions run.json names (a run
+    refuses to record with any others). Only the run's report was compared with them:
+    a record of a run killed before its grading, edited and re-sealed with another check
+    or version, verified."""
+    trial = record.get("trial")
+    results = trial.get("results") if isinstance(trial, dict) else None
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        raise SchemaError(f"{where}: the record's trial has no list of check results")
+    graded = {str(result.get("name")): result.get("version") for result in results}
+    expected = dict(store.protocol.check_versions)
+    twice = " (one named twice)" if len(graded) != len(results) else ""
+    if twice or graded != expected:
+        raise ConsistencyError(
+            f"{where}: episode {record.get('case_id')}#{record.get('repeat')} was graded "
+            f"with checks {graded}{twice}, but {store.file('run.json')} says the run "
+            f"is graded with {expected}: one of the two was edited; restore the run from "
+            "a copy"
         )
 
 
