@@ -173,7 +173,8 @@ def test_markup_backslashes_and_controls_in_evidence_print_literally(lake: Path)
     for full in ((), ("--full",)):
         stdout = _show(lake, "--episode", "frozenlake/goal#0", *full)
         rows = {(check, key): value for check, key, value in _evidence(stdout)}
-        assert rows[("measured", "[red]key[/]")] == _squeezed(MARKUP)
+        # Quoted (brackets in a bare key read as an index), and printed literally.
+        assert rows[("measured", '["[red]key[/]"]')] == _squeezed(MARKUP)
         assert rows[("measured", "control")] == "erase\\u001b[2Jline"
         assert "\x1b" not in stdout
         cut = BACKSLASHES if full else f"{BACKSLASHES[:160]}… ({len(BACKSLASHES)} characters)"
@@ -201,7 +202,7 @@ def test_every_name_and_key_stays_whole_at_80_columns(lake: Path) -> None:
     rows = _evidence(stdout)
     assert {check for check, _, _ in rows} == {"measured", "unsure", "fine"}
     keys = {key for _, key, _ in rows}
-    assert {"steps", "[red]key[/]", "broken[0]", "broken[10…]", "long"} <= keys
+    assert {"steps", '["[red]key[/]"]', "broken[0]", "broken[10…]", "long"} <= keys
     assert ("fine", "kept", "4242") in rows
     assert "evidence of every check" in stdout
     # The --full hint keeps --all-evidence, on one line that can be pasted.

@@ -11,6 +11,7 @@ the checks that passed only on request (``--all-evidence``), to keep the default
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -86,7 +87,7 @@ def _rows(evidence: Any, cell: Cells, *, full: bool) -> Iterator[_Row]:
         yield "", Text("(no evidence recorded)", style="dim")
         return
     for key, value in evidence.items():
-        yield from _value_rows(str(key), value, cell, full=full)
+        yield from _value_rows(_name(key), value, cell, full=full)
 
 
 def _value_rows(key: str, value: Any, cell: Cells, *, full: bool) -> Iterator[_Row]:
@@ -106,7 +107,7 @@ def _value_rows(key: str, value: Any, cell: Cells, *, full: bool) -> Iterator[_R
         # does not depend on ``full``: --full shows the same rows, whole.
         names = list(value) if full else list(value)[:ITEMS]
         for name in names:
-            yield _key(f"{key}.{name}"), cell(value[name], EVIDENCE)
+            yield _key(f"{key}{_nested(name)}"), cell(value[name], EVIDENCE)
         yield from _more(f"{key}.…", len(names), len(value), "keys", cell)
     else:
         yield _key(key), cell(value, EVIDENCE)
@@ -117,6 +118,29 @@ def _more(key: str, shown: int, total: int, what: str, cell: Cells) -> Iterator[
     if shown < total:
         cell.shortened += 1  # counted by the "--full" notice as a value cut
         yield _key(key), Text(f"… {total - shown:,} more ({total:,} {what})", style="dim")
+
+
+_AMBIGUOUS = frozenset('.[]"…')
+"""Characters that, in a bare key, would read as a path's own punctuation (a nesting
+dot, an index, a quote, the ``…`` of a "more" row)."""
+
+
+def _name(key: object) -> str:
+    """A key as shown in the key column: bare when it reads as nothing else
+    (``steps``, ``CL-100046``, ``tile``), else JSON-quoted in brackets (``["a.b"]``).
+    Bare, ``{"a.b": 1}`` and ``{"a": {"b": 1}}`` both read ``a.b``, and a key holding a
+    newline split its row. Not ``key_path``'s rule: it would bracket the row keys with a
+    hyphen (``diff.CL-100046``) that checks' evidence is full of."""
+    text = str(key)
+    if text and text == text.strip() and text.isprintable() and _AMBIGUOUS.isdisjoint(text):
+        return text
+    return f"[{json.dumps(text)}]"
+
+
+def _nested(key: object) -> str:
+    """A key one level down, after its parent's: ``.name`` or ``["a.b"]``."""
+    name = _name(key)
+    return name if name.startswith("[") else f".{name}"
 
 
 def _key(key: str) -> Text:

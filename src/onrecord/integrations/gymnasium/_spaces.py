@@ -220,7 +220,9 @@ def _off_space(space: spaces.Space[Any], values: list[Any], field: str) -> Any:
     ``to_jsonable`` would drop an extra key or element without a word."""
     parts: dict[Any, spaces.Space[Any]]
     if isinstance(space, spaces.Dict):
-        parts, paths = dict(space.spaces), [f".{key}" for key in space.spaces]
+        # Quoted unless a plain identifier: after a bare dot, the key "a.b" read as
+        # the key "b" of a nested Dict "a".
+        parts, paths = dict(space.spaces), [key_path("", key) for key in space.spaces]
     elif isinstance(space, spaces.Tuple):
         parts = dict(enumerate(space.spaces))
         paths = [f"[{key}]" for key in parts]
