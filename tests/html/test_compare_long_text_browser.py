@@ -120,7 +120,8 @@ def test_long_names_on_a_comparison_page_are_folded_not_cut(
     assert out["ids"][:10] == [
         *([TASK, f"#{r}: pass→fail"] for r in (0, 1)),
         *([HOSTILE, f"#{r}: pass→fail"] for r in (0, 1)),
-        *([LINES, f"#{r}: pass→fail"] for r in (0, 1)),
+        # A name's newlines are shown as \n: "posted\nonce" read as "posted once".
+        *([LINES.replace("\n", "\\n"), f"#{r}: pass→fail"] for r in (0, 1)),
         *([None, f"task-{n}#{r}: pass→fail"] for n in (10, 2) for r in (0, 1)),
     ]
     # Opened, each is a box that scrolls, not a 3,000-character or 400-line item.

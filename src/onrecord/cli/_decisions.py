@@ -7,7 +7,8 @@ what it says must follow from its own numbers (a decision from its requirements'
 statuses, a p-value from its discordant counts). A decision beside the report it
 decides (``decision.json`` / ``report.json``, ``NAME.decision.json`` /
 ``NAME.report.json``) must decide that report, and with the policy it names found
-nearby (``policy.json`` beside it or up to two folders up) is decided again.
+nearby (``policy.json`` beside it or up to two folders up) is decided again; when
+either is missing the summary says it was not decided again, and what that needs.
 """
 
 from __future__ import annotations
@@ -170,16 +171,38 @@ def verify_decision(path: Path, data: dict[str, Any]) -> Bundle:
             )
         summary += f"; decides {report_path.name}"
         beside = (report,)
-        policy_path = _policy_near(path, body["policy_digest"])
-        if policy_path is not None:
-            again = AcceptancePolicy.load(policy_path).evaluate(report).to_dict()
-            if again != body:
-                raise ConsistencyError(
-                    f"{path} is not what {policy_path} decides for {report_path}: it was "
-                    "changed after it was decided"
-                )
-            summary += f", as {os.path.relpath(policy_path, path.parent)} decides"
+        summary += _decided_again(path, body, report, report_path)
+    else:
+        # Said as a copied run decision says it: a verdict that follows from its own
+        # statuses is not one the policy was shown to make on the report.
+        summary += (
+            f"; not decided again: that needs the report it decides as {report_path.name} "
+            f"beside it and its policy as {_POLICY_NEAR}, so only its digest and verdict "
+            "were checked"
+        )
     return Bundle(kind, data["digest"], summary, items=beside, record=data)
+
+
+_POLICY_NEAR = "policy.json beside it or up to two folders up"
+
+
+def _decided_again(
+    path: Path, body: Mapping[str, Any], report: EvaluationReport, report_path: Path
+) -> str:
+    """Decide ``body`` again with its policy found near ``path``, or say it was not."""
+    policy_path = _policy_near(path, body["policy_digest"])
+    if policy_path is None:
+        return (
+            f"; not decided again: that needs its policy (digest "
+            f"{body['policy_digest'][:12]}) as {_POLICY_NEAR}"
+        )
+    again = AcceptancePolicy.load(policy_path).evaluate(report).to_dict()
+    if again != body:
+        raise ConsistencyError(
+            f"{path} is not what {policy_path} decides for {report_path}: it was "
+            "changed after it was decided"
+        )
+    return f", as {os.path.relpath(policy_path, path.parent)} decides"
 
 
 def verify_comparison(path: Path, data: dict[str, Any]) -> Bundle:

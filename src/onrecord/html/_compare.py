@@ -14,7 +14,16 @@ from onrecord._numbers import P_VALUE_MARKS, significant
 from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.compare import compare_sources, load_source, too_few_pairs_note
 from onrecord.errors import ComparisonRefused
-from onrecord.html._page import NAME_CHARS, attr, cell, document, esc, long_text, table
+from onrecord.html._page import (
+    NAME_CHARS,
+    attr,
+    cell,
+    document,
+    esc,
+    long_text,
+    name_text,
+    table,
+)
 from onrecord.report import EvaluationReport
 
 __all__ = ["comparison_data", "failed_comparison_page", "load_report", "render_comparison_page"]
@@ -85,7 +94,7 @@ def failed_comparison_page(source_a: str | Path, source_b: str | Path, error: st
 def _pair(pair: Mapping[str, Any]) -> str:
     """``task#repeat: pass→fail``; a long task id shows its first part and all of it on
     request, the outcome below it."""
-    case_id, outcome = str(pair["case_id"]), f"#{pair['repeat']}: {pair['a']}→{pair['b']}"
+    case_id, outcome = name_text(pair["case_id"]), f"#{pair['repeat']}: {pair['a']}→{pair['b']}"
     shown = long_text(case_id, NAME_CHARS)
     if shown == esc(case_id):  # short: one line, as before
         if _right_to_left(case_id):
@@ -104,6 +113,7 @@ def _right_to_left(text: str) -> bool:
 def _discordant(name: str, pairs: list[Mapping[str, Any]]) -> str:
     """A check's discordant episodes, folded; a long check name shows its first part in
     the summary and all of it (on request) above the list."""
+    name = name_text(name)
     short = name[:NAME_CHARS] + "…" if len(name) > NAME_CHARS else name
     full = (
         f'<div class="meta check-name">{long_text(name, NAME_CHARS)}</div>' if short != name else ""
@@ -122,9 +132,9 @@ def render_comparison_page(data: Mapping[str, Any]) -> str:
     # lines high: the first part, then all of it on request (as on the report page).
     head = (
         f'<header><h1>Comparison</h1><div class="meta" id="sides">'
-        f"A = {long_text(data['a']['label'], NAME_CHARS)} "
+        f"A = {long_text(name_text(data['a']['label']), NAME_CHARS)} "
         f"<code>{esc(data['a']['digest'][:16])}</code> · "
-        f"B = {long_text(data['b']['label'], NAME_CHARS)} "
+        f"B = {long_text(name_text(data['b']['label']), NAME_CHARS)} "
         f"<code>{esc(data['b']['digest'][:16])}</code> · {esc(data['generator'])}</div>"
         "</header>"
     )
@@ -148,7 +158,7 @@ def _checks(comparison: Mapping[str, Any]) -> str:
     for check in comparison["checks"]:
         rows.append(
             f'<tr data-check="{attr(check["name"])}">'
-            + cell(check["name"], limit=NAME_CHARS)
+            + cell(name_text(check["name"]), limit=NAME_CHARS)
             + "".join(
                 cell(check[k], css="num", data={"field": k, "value": check[k]})
                 for k in ("both_pass", "only_a", "only_b", "both_fail", "unmeasured")
@@ -255,7 +265,7 @@ def _measures(comparison: Mapping[str, Any], one_sided: str | None = None) -> st
         )
     rows = [
         f'<tr data-measure="{attr(m["name"])}">'
-        + cell(m["name"], limit=NAME_CHARS)
+        + cell(name_text(m["name"]), limit=NAME_CHARS)
         + cell(m["pairs"], css="num")
         + cell(f"{m['mean_a']:.4g}", css="num")
         + cell(f"{m['mean_b']:.4g}", css="num")

@@ -13,7 +13,15 @@ from typing import Any
 
 from onrecord._numbers import interval_percent, rate_percent, requirement_threshold, shown_reason
 from onrecord._stats import CLUSTERED_INTERVAL
-from onrecord.html._page import TEXT_CHARS, attr, cell, esc, long_text, table
+from onrecord.html._page import (
+    TEXT_CHARS,
+    attr,
+    cell,
+    esc,
+    long_text,
+    name_text,
+    table,
+)
 
 __all__ = ["headline", "requirements_section"]
 
@@ -89,7 +97,7 @@ def _row(item: Mapping[str, Any]) -> str:
     css = {"met": "pass", "failed": "fail", "undecided": "not_measured"}.get(status, "")
     return (
         f'<tr data-requirement="{attr(item.get("check"))}">'
-        + cell(item.get("check"), limit=TEXT_CHARS)
+        + cell(name_text(item.get("check")), limit=TEXT_CHARS)
         + cell("critical" if item.get("critical") else "advisory")
         + cell(status, css=css)
         + cell(rate)

@@ -13,7 +13,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from onrecord._natural import natural_key
-from onrecord.html._page import NAME_CHARS, TEXT_CHARS, attr, cell, esc, table
+from onrecord.html._page import (
+    NAME_CHARS,
+    TEXT_CHARS,
+    attr,
+    cell,
+    esc,
+    name_text,
+    table,
+)
 
 __all__ = ["ONE_PAGE", "PAGE_ROWS", "episodes_section"]
 
@@ -73,13 +81,13 @@ def _row(index: Mapping[str, Any], position: int) -> str:
     detailed = f' data-index="{detail}"' if detail >= 0 else ""
     return (
         f'<tr data-row="{position}"{detailed} data-key="{attr(case_id)}#{repeat}">'
-        + cell(case_id, limit=NAME_CHARS)
+        + cell(name_text(case_id), limit=NAME_CHARS)
         + cell(repeat, css="num")
         + cell(seed, css="num")
         # One-word outcomes stay whole ("terminat|ed" when a long task name took the room).
         + cell(outcome, css=f"tag {outcome}")
         + cell(index["endings"][ending], css="tag")
-        + cell(", ".join(index["checks"][c] for c in checks), limit=TEXT_CHARS)
+        + cell(", ".join(name_text(index["checks"][c]) for c in checks), limit=TEXT_CHARS)
         + "</tr>"
     )
 
@@ -91,11 +99,12 @@ def _controls(index: Mapping[str, Any]) -> str:
     outcomes = Counter(row[3] for row in rows)
     failed = Counter(check for row in rows for check in row[5])
     outcome_options = "".join(
-        f'<option value="{attr(name)}">{esc(name)} ({count})</option>'
+        f'<option value="{attr(name)}">{esc(name_text(name))} ({count})</option>'
         for name, count in sorted(outcomes.items(), key=lambda item: item[0] == "pass")
     )
     check_options = "".join(
-        f'<option value="{position}">not passed: {esc(name)} ({failed[position]})</option>'
+        f'<option value="{position}">not passed: {esc(name_text(name))} '
+        f"({failed[position]})</option>"
         # Natural order, as everywhere else on the page: h4 before h16.
         for position, name in sorted(
             enumerate(index["checks"]), key=lambda item: natural_key(item[1])

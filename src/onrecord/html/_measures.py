@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from onrecord.html._page import NAME_CHARS, attr, cell, table
+from onrecord.html._page import NAME_CHARS, attr, cell, name_text, table
 from onrecord.report._measures import (
     MEASURE_COLUMNS,
     MEASURE_ROWS,
@@ -52,7 +52,7 @@ def _row(m: Mapping[str, Any], total: int) -> str:
     # The text for people; each data-value the JSON number, for tests and scripts.
     return (
         f'<tr data-measure="{attr(name)}">'
-        + cell(name, limit=NAME_CHARS)
+        + cell(name_text(name), limit=NAME_CHARS)
         + "".join(
             cell(text, css="num", data={"field": key, "value": m[key]})
             for key, text in zip(_FIELDS, shown, strict=True)

@@ -19,6 +19,7 @@ __all__ = [
     "esc",
     "fixed",
     "long_text",
+    "name_text",
     "percent",
     "table",
 ]
@@ -99,6 +100,18 @@ def esc(value: Any) -> str:
     """HTML-escaped text of any value, with bidirectional and other control characters
     shown as escapes."""
     return escape("" if value is None else str(value), quote=True).translate(_ESCAPED)
+
+
+# A newline, return or tab in a name renders as a space, so "posted\nonce" and "posted
+# once" read alike on the page, as two checks or tasks the same; names show them as the
+# terminal's tables do (``cli._render.cell``). Reasons and values keep their lines.
+_LINE_BREAKS = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def name_text(value: Any) -> str:
+    """A name (check, task or model id) on one line: newline, return and tab shown as
+    ``\\n``, ``\\r`` and ``\\t``."""
+    return ("" if value is None else str(value)).translate(_LINE_BREAKS)
 
 
 def attr(value: Any) -> str:

@@ -20,6 +20,7 @@ from onrecord.html._page import (
     esc,
     fixed,
     long_text,
+    name_text,
     percent,
     table,
 )
@@ -155,7 +156,7 @@ def _checks(data: Mapping[str, Any]) -> str:
     checks = data["summary"]["checks"]
     rows = [
         f'<tr data-check="{attr(c["name"])}">'
-        + cell(c["name"], limit=NAME_CHARS)
+        + cell(name_text(c["name"]), limit=NAME_CHARS)
         + cell(data["versions"].get(c["name"], ""), css="tag")  # remittance-v3 whole
         + cell(c["passed"], css="num", data={"field": "passed", "value": c["passed"]})
         + cell(c["failed"], css="num", data={"field": "failed", "value": c["failed"]})

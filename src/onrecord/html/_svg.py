@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from onrecord.html._page import esc, percent
+from onrecord.html._page import esc, name_text, percent
 
 __all__ = ["horizon_chart", "interval_chart"]
 
@@ -30,8 +30,8 @@ def interval_chart(rows: Sequence[tuple[str, float | None, float, float]], *, ti
             f'<line x1="{x}" y1="4" x2="{x}" y2="{total - 20}" stroke="#d0d7de"/>'
             f'<text x="{x}" y="{total - 6}" text-anchor="middle">{tick:.0%}</text>'
         )
-    for index, (label, rate, low, high) in enumerate(rows):
-        y = 6 + index * height
+    for index, (raw, rate, low, high) in enumerate(rows):
+        label, y = name_text(raw), 6 + index * height
         parts.append(
             f'<g><title>{esc(label)}</title><text x="{left - 6}" y="{y + 13}" '
             f'text-anchor="end">{esc(_clip(label))}</text></g>'
@@ -95,7 +95,8 @@ def horizon_chart(series: Mapping[str, Sequence[Sequence[Any]]], *, title: str) 
         parts.append(
             f'<text x="{x:.1f}" y="{top + height + 16}" text-anchor="middle">{horizon}</text>'
         )
-    for index, (name, points) in enumerate(series.items()):
+    for index, (raw, points) in enumerate(series.items()):
+        name = name_text(raw)
         color = _COLORS[index % len(_COLORS)]
         pattern = _DASHES[index % len(_DASHES)]
         dash = f' stroke-dasharray="{pattern}"' if pattern else ""

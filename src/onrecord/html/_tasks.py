@@ -11,7 +11,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from onrecord.html._listing import ONE_PAGE, PAGE_ROWS
-from onrecord.html._page import NAME_CHARS, TEXT_CHARS, attr, cell, percent, table
+from onrecord.html._page import (
+    NAME_CHARS,
+    TEXT_CHARS,
+    attr,
+    cell,
+    name_text,
+    percent,
+    table,
+)
 
 __all__ = ["not_passed", "task_list", "tasks_section"]
 
@@ -68,7 +76,7 @@ def _row(task: Mapping[str, Any], rate: str) -> str:
     """One task's row; ``taskRow`` in ``report.js`` writes the same markup."""
     return (
         f'<tr data-task="{attr(task["case_id"])}">'
-        + cell(task["case_id"], limit=NAME_CHARS)
+        + cell(name_text(task["case_id"]), limit=NAME_CHARS)
         + cell(task["episodes"], css="num")
         + cell(task["pass"], css="num pass")
         + cell(task["fail"], css="num fail")
@@ -82,5 +90,5 @@ def _row(task: Mapping[str, Any], rate: str) -> str:
 def not_passed(task: Mapping[str, Any]) -> str:
     """The checks that failed, then those only not measured in some episode (what made
     an incomplete task incomplete; its cell was empty). ``taskNotPassed`` in ``report.js``."""
-    unmeasured = [f"{name} (not measured)" for name in task.get("unmeasured_checks", ())]
-    return ", ".join([*task["failing_checks"], *unmeasured])
+    unmeasured = [f"{name_text(n)} (not measured)" for n in task.get("unmeasured_checks", ())]
+    return ", ".join([*map(name_text, task["failing_checks"]), *unmeasured])

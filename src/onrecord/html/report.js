@@ -28,6 +28,11 @@ function long(v, limit){
     + '<span class="meta">(<span class="show">show all, </span>' + chars(t) + ' characters, '
     + lines + ' line' + (lines > 1 ? 's' : '') + ')</span></summary><div class="full">'
     + esc(t) + '</div></details>'; }
+// A name (check, task id) on one line: a newline, return or tab rendered as a space, so
+// "posted\nonce" read as "posted once"; shown as the terminal does (name_text in _page.py).
+const oneLine = v => String(v === null || v === undefined ? '' : v).replace(/[\n\r\t]/g,
+  c => ({'\n': '\\n', '\r': '\\r', '\t': '\\t'}[c]));
+const longName = v => long(oneLine(v), NAME);
 // An attribute keeps the raw value (data-key: a task id as the data has it).
 const attr = s => String(s).replace(/[&<>"']/g,
   c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
@@ -76,7 +81,7 @@ function callSummary(ep){
     + esc(s) + '">' + esc(s) + '</span>').join(', ') + '</p>'; }
 function checks(ep){
   const bad = ep.results.filter(r => r.status !== 'pass');
-  const rows = bad.map(r => '<tr class="failing-check"><td>'+long(r.name, NAME)+'</td><td class="tag '+esc(r.status)
+  const rows = bad.map(r => '<tr class="failing-check"><td>'+longName(r.name)+'</td><td class="tag '+esc(r.status)
     + '">'+esc(r.status)+'</td><td class="msg">'+long(r.reason, TEXT)+'</td><td class="mono">'
     + long(r.evidence, TEXT)+'</td></tr>');
   const issues = ep.coverage_issues.map(i => '<li>' + long(i, TEXT) + '</li>').join('');
@@ -85,7 +90,7 @@ function checks(ep){
     + (issues ? '<h3>Coverage issues</h3><ul>' + issues + '</ul>' : ''); }
 function heading(caseId, repeat, outcome){
   // A long task id: its first part in the heading, all of it (on request) below.
-  const id = String(caseId), cut = chars(id) > NAME;
+  const id = oneLine(caseId), cut = chars(id) > NAME;
   // In <bdi>: a right-to-left id ran on into " #0", drawn left of the name (Episode #0
   // שלום) as if it were part of it.
   return '<h2>Episode <bdi>' + esc(cut ? cutAt(id, NAME) + '…' : id) + '</bdi> #' + esc(repeat)
@@ -128,7 +133,7 @@ function summary(position){
   view.innerHTML = heading(index.cases[r[0]], r[1], r[3]) + '<p class="meta">seed ' + esc(r[2])
     + ' · ended ' + esc(index.endings[r[4]]) + '</p>'
     + (r[5].length ? '<h3>Checks not passed (' + r[5].length + ')</h3><ul class="not-passed">'
-      + r[5].map(c => '<li>' + long(index.checks[c], NAME) + '</li>').join('') + '</ul>'
+      + r[5].map(c => '<li>' + longName(index.checks[c]) + '</li>').join('') + '</ul>'
       : '<p>every check passed</p>')
     + '<p class="not-detailed">This page lists this episode without its details (messages, '
     + 'evidence, timeline, row diff): <code>onrecord show ' + esc(shellWord(run)) + ' --episode '
@@ -147,7 +152,7 @@ function row(position){  // the markup of _listing._row
   const r = index.rows[position], key = keyOf(r);
   return '<tr data-row="' + position + '"' + (r[6] >= 0 ? ' data-index="' + r[6] + '"' : '')
     + ' data-key="' + attr(key) + '" tabindex="0" aria-controls="episode-view">'
-    + '<td class="">' + long(index.cases[r[0]], NAME) + '</td><td class="num">' + esc(r[1])
+    + '<td class="">' + longName(index.cases[r[0]]) + '</td><td class="num">' + esc(r[1])
     + '</td><td class="num">' + esc(r[2]) + '</td><td class="tag ' + esc(r[3]) + '">' + esc(r[3])
     + '</td><td class="tag">' + esc(index.endings[r[4]]) + '</td><td class="">'
     + long(notPassed(r), TEXT) + '</td></tr>'; }
@@ -301,7 +306,7 @@ if (controls && list) {
     (failed || !unmeasuredCell ? cell : unmeasuredCell).append(' ', button); }); }
 tasksTable();
 // The checks a task did not pass, as _tasks.not_passed writes them.
-function taskNotPassed(t){ return t.failing_checks.concat((t.unmeasured_checks || []).map(c => c + ' (not measured)')).join(', '); }
+function taskNotPassed(t, name = c => c){ return t.failing_checks.map(name).concat((t.unmeasured_checks || []).map(c => name(c) + ' (not measured)')).join(', '); }
 function taskText(t){ return fold(t.case_id + ' ' + taskNotPassed(t)); }
 function tasksTable(){
   // A run of up to 300 tasks has its whole table in the HTML (failing tasks first),
@@ -331,11 +336,11 @@ function tasksTable(){
   // data-value as Python's repr writes the rate (1.0, not 1); NAME and TEXT as _tasks._row.
   const value = v => v === null || v === undefined ? '' : Number.isInteger(v) ? v.toFixed(1) : String(v);
   const row = at => { const t = tasks[at];
-    return '<tr data-task="' + attr(t.case_id) + '"><td class="">' + long(t.case_id, NAME)
+    return '<tr data-task="' + attr(t.case_id) + '"><td class="">' + longName(t.case_id)
       + '</td><td class="num">' + esc(t.episodes) + '</td><td class="num pass">' + esc(t.pass)
       + '</td><td class="num fail">' + esc(t.fail) + '</td><td class="num incomplete">'
       + esc(t.incomplete) + '</td><td class="num" data-value="' + attr(value(t.pass_rate)) + '">'
-      + esc(rates[at]) + '</td><td class="">' + long(taskNotPassed(t), TEXT)
+      + esc(rates[at]) + '</td><td class="">' + long(taskNotPassed(t, oneLine), TEXT)
       + '</td></tr>'; };
   const count = document.getElementById('task-count');
   const prev = document.getElementById('task-prev'), next = document.getElementById('task-next');
