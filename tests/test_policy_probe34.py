@@ -142,7 +142,10 @@ def test_a_partial_run_is_headlined_as_incomplete_in_every_output(tmp_path: Path
     shown = onrecord("show", saved)
     assert shown.returncode == 0, shown.stdout + shown.stderr
     # The line under the decision is its cause, as gate printed it.
-    assert shown.stdout.splitlines()[2].strip() == cause, shown.stdout
+    # The cause is the line under the verdict (the verify summary above may wrap).
+    lines = shown.stdout.splitlines()
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("decision:"))
+    assert lines[verdict + 1].strip() == cause, shown.stdout
 
 
 def test_a_decision_with_no_named_cause_is_never_headlined_as_met() -> None:
