@@ -9,20 +9,17 @@ one value, re-seals that file's digest as onrecord computes it, and runs the rea
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from onrecord._canonical import content_digest, record_bytes
 from onrecord.domains.remittance import load_tasks, run_demo_suite
 from onrecord.envkit import save_episode
 from tests.cli_process import onrecord
 from tests.envkit import claims_env
-
-Edit = Callable[[dict[str, Any]], None]
+from tests.test_cross_records_round41 import Edit, _refused, _reseal_json, _reseal_line
 
 
 @pytest.fixture(scope="module")
@@ -46,33 +43,6 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def copy(root: Path, tmp_path: Path) -> Path:
     shutil.copytree(root, tmp_path / "r")
     return tmp_path / "r"
-
-
-def _reseal_json(path: Path, edit: Edit) -> None:
-    record = orjson.loads(path.read_bytes())
-    edit(record)
-    record.pop("digest")
-    record["digest"] = content_digest(record)
-    path.write_bytes(record_bytes(record))
-
-
-def _reseal_line(path: Path, number: int, edit: Edit) -> None:
-    lines = path.read_bytes().splitlines(keepends=True)
-    record = orjson.loads(lines[number])
-    edit(record)
-    record.pop("digest")
-    record["digest"] = content_digest(record)
-    lines[number] = orjson.dumps(record, option=orjson.OPT_SORT_KEYS) + b"\n"
-    path.write_bytes(b"".join(lines))
-
-
-def _refused(path: Path, *expected: str) -> str:
-    done = onrecord("verify", path)
-    assert done.returncode == 3, done.stdout + done.stderr
-    assert "Traceback" not in done.stderr, done.stderr
-    for text in expected:
-        assert text in done.stderr, done.stderr
-    return done.stderr
 
 
 def _verified(path: Path, *expected: str) -> str:
