@@ -231,27 +231,32 @@ def test_the_report_page_says_not_decided_and_how(undecided: Path, tmp_path: Pat
     assert "<code>onrecord run --resume</code> of the run directory writes it" in page
 
 
-def test_a_grading_killed_before_its_report_reads_as_an_earlier_one(
-    finished: Path, tmp_path: Path
-) -> None:
-    run = tmp_path / "run"
+def earlier_grading(finished: Path, run: Path, tmp_path: Path) -> Path:
+    """A copy of ``finished`` at ``run`` graded once over 20 episodes (the run was
+    interrupted once), then resumed: the resume records the rest, removes the old
+    decision, and is killed as it writes the new report.json, so the old one (20
+    episodes) is left beside 33 records."""
+    from onrecord.runner import RunStore
+    from onrecord.runner._run import grade_store
+
     shutil.copytree(finished, run)
-    # An earlier grading of 20 episodes (the run was interrupted once).
     lines = (run / "episodes.jsonl").read_bytes().splitlines(keepends=True)
     (run / "episodes.jsonl").write_bytes(b"".join(lines[:20]))
     (run / "report.json").unlink()
     (run / "decision.json").unlink()
-    from onrecord.runner import RunStore
-    from onrecord.runner._run import grade_store
-
     grade_store(RunStore.open(run))
-    # The resume records the rest, removes the old decision, and is killed as it writes
-    # the new report.json: the old one (20 episodes) is left beside 33 records.
     _killed_while_held(
         tmp_path, "onrecord.report._report:atomic_write_bytes", "report.json",
         "run", "--resume", str(run), "--no-progress",
     )  # fmt: skip
     assert not (run / "decision.json").exists()
+    return run
+
+
+def test_a_grading_killed_before_its_report_reads_as_an_earlier_one(
+    finished: Path, tmp_path: Path
+) -> None:
+    run = earlier_grading(finished, tmp_path / "run", tmp_path)
     verified = onrecord("verify", run, "--no-progress")
     assert verified.returncode == 0, verified.stderr
     assert (

@@ -21,15 +21,13 @@ from onrecord import EvalCase
 from onrecord.envkit import Snapshot, ToolContext, no_other_changes, tool
 from onrecord.runner import (
     AgentContext,
-    RunStore,
     ToolWorldProvider,
     agent_factory,
     plan_run,
     start_run,
 )
-from onrecord.runner._run import grade_store
 from tests.cli_process import onrecord
-from tests.test_crash_resume37 import _killed_while_held
+from tests.test_keys_and_pending_round39 import earlier_grading
 from tests.test_show_row_history25 import _rows
 
 BIG = 2**53 + 1
@@ -176,18 +174,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def stale(finished: Path, tmp_path: Path) -> Path:
     """A run graded once over 20 episodes, then resumed: the resume records the other
     13, removes the old decision and is killed as it writes the new report.json."""
-    run = tmp_path / "stale"
-    shutil.copytree(finished, run)
-    lines = (run / "episodes.jsonl").read_bytes().splitlines(keepends=True)
-    (run / "episodes.jsonl").write_bytes(b"".join(lines[:20]))
-    (run / "report.json").unlink()
-    (run / "decision.json").unlink()
-    grade_store(RunStore.open(run))
-    _killed_while_held(
-        tmp_path, "onrecord.report._report:atomic_write_bytes", "report.json",
-        "run", "--resume", str(run), "--no-progress",
-    )  # fmt: skip
-    assert not (run / "decision.json").exists()
+    run = earlier_grading(finished, tmp_path / "stale", tmp_path)
     assert len(orjson.loads((run / "report.json").read_bytes())["trials"]) == 20
     return run
 
