@@ -18,9 +18,10 @@ from onrecord.dynamics import ForecastEvidence, capture_forecast
 from onrecord.dynamics_metrics import forecast_metrics, forecast_report
 from onrecord.integrations.gymnasium import capture_episode
 from tests.cli_process import onrecord
+from tests.dynamics.test_state_gaps_round40 import PENDULUM, persistence
+from tests.dynamics.test_state_gaps_round40 import forecast_of as pendulum_forecast
 
 TORQUES = [[1.0]] * 4
-PENDULUM = {"theta": "rad", "theta_dot": "rad/s"}
 UNCHECKED = "unchecked coordinates: theta_dot (no tolerance)"
 POLICY = 'name = "wm"\n[[requirements]]\ncheck = "dynamics/*/h1"\n'
 
@@ -57,23 +58,8 @@ def pendulum_reference(failing_reads: dict[int, str]) -> Any:
     )
 
 
-def persistence(request: dict[str, Any]) -> dict[str, Any]:
-    steps = len(request["actions"])
-    states, deviations = [request["initial_state"]] * steps, [[1.0, 1.0]] * steps
-    return {"states": states, "standard_deviation": deviations}
-
-
 def forecast_of(reference: Any) -> ForecastEvidence:
-    return capture_forecast(
-        reference,
-        persistence,
-        model_id="persistence/v1",
-        contract="pendulum-state/v1",
-        coordinates=PENDULUM,
-        angular=("theta",),
-        horizons=[1, 3, 4],
-        planned_actions=TORQUES,
-    )
+    return pendulum_forecast(reference, [1, 3, 4], TORQUES)
 
 
 @pytest.fixture(scope="module")

@@ -74,7 +74,10 @@ def persistence(request: dict[str, Any]) -> dict[str, Any]:
     return {"states": states, "standard_deviation": deviations}
 
 
-def forecast_of(reference: Any) -> ForecastEvidence:
+def forecast_of(
+    reference: Any, horizons: list[int] | None = None, plan: list[list[float]] = TORQUES
+) -> ForecastEvidence:
+    """Persistence's forecast of a Pendulum ``reference`` that followed ``plan``."""
     return capture_forecast(
         reference,
         persistence,
@@ -82,8 +85,8 @@ def forecast_of(reference: Any) -> ForecastEvidence:
         contract="pendulum-state/v1",
         coordinates=PENDULUM,
         angular=("theta",),
-        horizons=[1, 3, 6],
-        planned_actions=TORQUES,
+        horizons=horizons or [1, 3, 6],
+        planned_actions=plan,
     )
 
 
