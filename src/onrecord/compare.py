@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from onrecord._compare_notes import few_bootstrap_cases_note, too_few_pairs_note
 from onrecord._compare_rates import PassRate, pass_rates
@@ -28,6 +28,9 @@ from onrecord._stats import (
 from onrecord.errors import ComparisonRefused, InputError
 from onrecord.report import EvaluationReport, Trial
 from onrecord.report._report import environment_of
+
+if TYPE_CHECKING:
+    from onrecord._display import Printed
 
 __all__ = [
     "CheckComparison",
@@ -170,6 +173,18 @@ class Comparison:
         from onrecord._comparison_dict import comparison_from_dict
 
         return comparison_from_dict(data)
+
+    def __rich__(self) -> Printed:
+        """A table, as ``onrecord show`` prints it (``rich.print``, IPython with rich)."""
+        from onrecord._display import comparison_view
+
+        return comparison_view(self)
+
+    def _repr_html_(self) -> str:
+        """A table for Jupyter: record text escaped, no script, colours inherited."""
+        from onrecord._display_html import comparison_html
+
+        return comparison_html(self)
 
 
 def compare_reports(

@@ -22,7 +22,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from onrecord._canonical import (
     atomic_write_bytes,
@@ -42,6 +42,9 @@ from onrecord._policy_rules import (
 )
 from onrecord.errors import DigestMismatch, OnrecordError, PolicyError, SchemaError
 from onrecord.report import EvaluationReport
+
+if TYPE_CHECKING:
+    from onrecord._display import Printed
 
 __all__ = [
     "INCOMPLETE_RUN",
@@ -218,6 +221,18 @@ class PolicyDecision:
     def exit_code(self) -> int:
         """0 accept, 1 reject, 2 indeterminate (for CI gates)."""
         return {"accept": 0, "reject": 1, "indeterminate": 2}[self.decision]
+
+    def __rich__(self) -> Printed:
+        """A table, as ``onrecord show`` prints it (``rich.print``, IPython with rich)."""
+        from onrecord._display import decision_view
+
+        return decision_view(self)
+
+    def _repr_html_(self) -> str:
+        """A table for Jupyter: record text escaped, no script, colours inherited."""
+        from onrecord._display_html import decision_html
+
+        return decision_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Portable form."""

@@ -6,7 +6,7 @@ import hashlib
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -38,6 +38,9 @@ from onrecord.errors import (
     PortabilityError,
     SchemaError,
 )
+
+if TYPE_CHECKING:
+    from onrecord._display import Printed
 
 __all__ = ["EPISODE_SCHEMA", "EpisodeEvidence"]
 
@@ -288,6 +291,18 @@ class EpisodeEvidence:
             f"EpisodeEvidence(case_id={case_id!r}, ended={self.ended!r}, "
             f"attempts={len(self)}, digest={self._digest[:12]!r})"
         )
+
+    def __rich__(self) -> Printed:
+        """A table, as ``onrecord show`` prints it (``rich.print``, IPython with rich)."""
+        from onrecord._display import evidence_view
+
+        return evidence_view(self)
+
+    def _repr_html_(self) -> str:
+        """A table for Jupyter: record text escaped, no script, colours inherited."""
+        from onrecord._display_html import evidence_html
+
+        return evidence_html(self)
 
     def __reduce__(self) -> tuple[Any, tuple[bytes, dict[str, bytes]]]:
         # Pickled as its bytes (and blobs) and verified again on arrival, so evidence

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -27,6 +27,9 @@ from onrecord.errors import (
 )
 from onrecord.report._results import Trial
 from onrecord.report._summary import ReportSummary, summarize
+
+if TYPE_CHECKING:
+    from onrecord._display import Printed
 
 __all__ = ["REPORT_SCHEMA", "EvaluationReport", "build_lock"]
 
@@ -264,6 +267,18 @@ class EvaluationReport:
             f"EvaluationReport(trials={len(self._trials)}, checks={len(self.check_names)}, "
             f"digest={self._digest[:12]!r})"
         )
+
+    def __rich__(self) -> Printed:
+        """A table, as ``onrecord show`` prints it (``rich.print``, IPython with rich)."""
+        from onrecord._display import report_view
+
+        return report_view(self)
+
+    def _repr_html_(self) -> str:
+        """A table for Jupyter: record text escaped, no script, colours inherited."""
+        from onrecord._display_html import report_html
+
+        return report_html(self)
 
 
 def _trial_tuple(trials: Any) -> tuple[Trial, ...]:
