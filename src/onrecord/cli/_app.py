@@ -63,6 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Every import but this module's is inside: a Ctrl-C in the first fraction of a
     # second, while numpy and the rest import, is caught here too.
     words = sys.argv[1:] if argv is None else list(argv)
+    from onrecord.cli._encoding import tolerant_streams  # codecs and sys: loaded already
+
+    # First: an error message on stderr, or argparse's, is readable on any terminal.
+    tolerant_streams()
     try:
         return _main(words)
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from onrecord._numbers import fixed, interval_percent, percent
 from onrecord._tables import fitted_table
+from onrecord.cli._encoding import tolerant_streams
 from onrecord.cli._lines import counted, print_phrases, print_sentence
 from onrecord.compare import Comparison
 from onrecord.policy import AcceptancePolicy, PolicyDecision
@@ -55,11 +56,11 @@ def _silence_stdout() -> None:
 
 def _tolerant_stdout() -> None:
     """Text a terminal's encoding cannot show (``→`` under ``PYTHONIOENCODING=ascii``
-    or a Latin-1 locale, an undecodable file name) is printed as ``\\u2192`` escapes:
-    before, the command died with UnicodeEncodeError and exit code 1, i.e. *reject*."""
-    reconfigure = getattr(sys.stdout, "reconfigure", None)
-    if reconfigure is not None:
-        reconfigure(errors="backslashreplace")
+    or a Latin-1 locale, an undecodable file name) is printed as readable ASCII (``->``)
+    or, when it is not one of onrecord's symbols, as ``\\u4e2d`` escapes: before, the
+    command died with UnicodeEncodeError and exit code 1, i.e. *reject*. ``main`` does
+    it first; here again for callers that print without it."""
+    tolerant_streams()
 
 
 def make_console() -> Console:

@@ -113,36 +113,35 @@ def states(data: dict[str, Any]) -> list[Any]:
 
 
 def failures(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """Simulator, setup and cleanup failures: factory, reset, step exceptions, observer
-    failures (with ``read``: ``after_reset``, ``after_step`` or ``before_cleanup``),
-    close(). Invalid actions and lifecycle misuse are the agent's, not listed."""
+    """Simulator, setup and cleanup failures in the order they happened: factory, reset,
+    the observer's read after reset, then for each attempt its step exception and the
+    observer's read after it, the read before cleanup, close(). An observer failure has
+    ``read``: ``after_reset``, ``after_step`` or ``before_cleanup``. Invalid actions and
+    lifecycle misuse are the agent's, not listed."""
     found = [dict(event) for event in data["events"] if event["phase"] == "factory"]
     if data["initial"]["reset_error"]:
         found.append({"phase": "reset", "index": 0, **data["initial"]["reset_error"]})
     steps = data["steps"]
-    found += [
-        {"phase": "step", "index": index, **steps["error"][index]}
-        for index, status in enumerate(steps["status"])
-        if status == "env_error"
-    ]
-    found += _observer_failures(data)
+    found += _observer_failure("after_reset", 0, data["initial"]["observer_error"])
+    # Time order, not grouped by phase: a caller taking the first failure must get the
+    # one that happened first (an observer failing after step 1 before step 3's error).
+    for index, status in enumerate(steps["status"]):
+        if status == "env_error":
+            found.append({"phase": "step", "index": index, **steps["error"][index]})
+        found += _observer_failure("after_step", index, steps["observer_error"][index])
+    count = len(steps["status"])
+    found += _observer_failure("before_cleanup", count, data["final_observer_error"])
     if data["cleanup"]["ok"] is False:
-        found.append(
-            {"phase": "cleanup", "index": len(steps["status"]), **data["cleanup"]["error"]}
-        )
+        found.append({"phase": "cleanup", "index": count, **data["cleanup"]["error"]})
     return found
 
 
-def _observer_failures(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """One per failed read, saying which read it was: the read after reset and the read
-    after attempt 0 both have ``index`` 0, so a caller matching reads to steps by index
-    alone took the first for the second."""
-    steps = data["steps"]
-    points = [
-        ("after_reset", 0, data["initial"]["observer_error"]),
-        *(("after_step", i, error) for i, error in enumerate(steps["observer_error"])),
-        ("before_cleanup", len(steps["status"]), data["final_observer_error"]),
-    ]
+def _observer_failure(read: str, index: int, error: str | None) -> list[dict[str, Any]]:
+    """The failed read as a one-item list (none when it succeeded), saying which read it
+    was: the read after reset and the read after attempt 0 both have ``index`` 0, so a
+    caller matching reads to steps by index alone took the first for the second."""
+    if not error:
+        return []
     return [
         {
             "phase": "observe",
@@ -151,6 +150,4 @@ def _observer_failures(data: dict[str, Any]) -> list[dict[str, Any]]:
             "type": "ObserverError",
             "message": error,
         }
-        for read, index, error in points
-        if error
     ]
