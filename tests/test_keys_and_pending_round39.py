@@ -231,20 +231,26 @@ def test_the_report_page_says_not_decided_and_how(undecided: Path, tmp_path: Pat
     assert "<code>onrecord run --resume</code> of the run directory writes it" in page
 
 
-def earlier_grading(finished: Path, run: Path, tmp_path: Path) -> Path:
+def earlier_grading(
+    finished: Path, run: Path, tmp_path: Path, *, keep_decision: bool = False
+) -> Path:
     """A copy of ``finished`` at ``run`` graded once over 20 episodes (the run was
     interrupted once), then resumed: the resume records the rest, removes the old
     decision, and is killed as it writes the new report.json, so the old one (20
-    episodes) is left beside 33 records."""
+    episodes) is left beside 33 records. With ``keep_decision`` the resume is killed
+    after recording, before grading: the old decision.json is left too."""
     from onrecord.runner import RunStore
     from onrecord.runner._run import grade_store
 
     shutil.copytree(finished, run)
-    lines = (run / "episodes.jsonl").read_bytes().splitlines(keepends=True)
-    (run / "episodes.jsonl").write_bytes(b"".join(lines[:20]))
+    records = (run / "episodes.jsonl").read_bytes()
+    (run / "episodes.jsonl").write_bytes(b"".join(records.splitlines(keepends=True)[:20]))
     (run / "report.json").unlink()
     (run / "decision.json").unlink()
     grade_store(RunStore.open(run))
+    if keep_decision:  # all 33 records back, as a resume killed before grading leaves them
+        (run / "episodes.jsonl").write_bytes(records)
+        return run
     _killed_while_held(
         tmp_path, "onrecord.report._report:atomic_write_bytes", "report.json",
         "run", "--resume", str(run), "--no-progress",
@@ -269,3 +275,46 @@ def test_a_grading_killed_before_its_report_reads_as_an_earlier_one(
     # Before: "no decision.json", as if report.json were not there at all.
     assert "not graded yet (report.json is an earlier grading, of fewer episodes" in shown.stdout
     assert "all 33 planned episodes recorded" in shown.stdout
+
+
+POLICY = '[[requirements]]\ncheck = "expected_changes"\nmin_pass_rate = 0.5\n'
+"""Met by the first 20 episodes' grading: an accept on them."""
+
+
+def test_an_earlier_grading_with_its_decision_reads_as_one(finished: Path, tmp_path: Path) -> None:
+    run = earlier_grading(finished, tmp_path / "run", tmp_path, keep_decision=True)
+    assert (run / "decision.json").exists()
+    earlier = (
+        "report.json and decision.json are an earlier grading (20 of the 33 recorded "
+        f"episodes), as a resume killed before grading leaves them; `onrecord run --resume {run}` "
+        "grades the run"
+    )
+    verified = onrecord("verify", run, "--no-progress")
+    assert verified.returncode == 0, verified.stderr  # genuine files, of an earlier grading
+    # Before: "ok … (33 of 33 episodes, 0 regrades)", nothing said of the report.
+    assert earlier in " ".join(verified.stdout.split())
+    shown = onrecord("show", run, "--no-progress")
+    assert shown.returncode == 0, shown.stderr
+    # Before: "report 20 trials", "decision: reject (20 of 33 episodes)" and
+    # "incomplete run: 20 of 33 planned episodes recorded", for 33 recorded episodes.
+    assert "report 20 trials" not in shown.stdout
+    assert "20 of 33 episodes" not in shown.stdout
+    assert "incomplete run" not in shown.stdout
+    assert "all 33 planned episodes recorded" in shown.stdout
+    assert "not graded yet (report.json and decision.json are an earlier grading" in shown.stdout
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)  # met by the 20 episodes: gate accepted on them before
+    refusal = (
+        f"{run} is not graded: its report.json and decision.json are an earlier grading "
+        "(20 of the 33 recorded episodes), as a resume killed before grading leaves them; "
+        f"`onrecord run --resume {run}` grades the run"
+    )
+    saved = tmp_path / "gate.decision.json"
+    # Before: exit 2, "the run is incomplete: 13 planned episodes have no trial
+    # (hidden-01#0, …)", for 33 recorded episodes.
+    for command in (("gate", run, "--policy", policy, "--output", saved), ("compare", run, run)):
+        refused = onrecord(*command)
+        assert refused.returncode == 3, refused.stdout
+        assert refusal in " ".join(refused.stderr.split())
+        assert "no trial" not in refused.stdout + refused.stderr
+    assert not saved.exists()  # nothing written for a run that is not graded

@@ -81,19 +81,26 @@ def _check_own_grading(
     writes the new report.json): with no decision.json beside it, a report.json of fewer
     episodes than the run recorded was read as the run's, 13 of its 33 episodes "with no
     trial", so `gate` decided on the episodes it happened to hold. It reads as not graded,
-    as ``verify`` and ``show`` say. (A regrade directory is written whole, then renamed.)"""
+    as ``verify`` and ``show`` say. (A regrade directory is written whole, then renamed.)
+    A resume killed while recording leaves the earlier grading with its decision.json:
+    read as the run's, its 13 recorded episodes were "planned episodes with no trial"."""
     from onrecord.runner._graded import check_graded, graded_trial
 
     sources = {record.key: graded_trial(record) for record in store.records()}
     # The run's own report holds its records' trials whole; a regrade's grade them anew.
     check_graded(store, report, str(path / "report.json"), sources, own=not regrade)
-    if regrade or (path / "decision.json").exists() or len(report.trials) >= len(sources):
+    if regrade or len(report.trials) >= len(sources):
         return
+    counts = f"({len(report.trials)} of the {len(sources)} recorded episodes)"
+    what = (
+        f"report.json and decision.json are an earlier grading {counts}, as a resume "
+        "killed before grading leaves them"
+        if (path / "decision.json").exists()
+        else f"report.json is an earlier grading {counts} and decision.json is missing, as "
+        "a grading killed before the new report.json leaves it"
+    )
     raise InputError(
-        f"{path} is not graded: its report.json is an earlier grading "
-        f"({len(report.trials)} of the {len(sources)} recorded episodes) and decision.json "
-        "is missing, as a grading killed before the new report.json leaves it; "
-        f"`onrecord run --resume {store.path}` grades the run"
+        f"{path} is not graded: its {what}; `onrecord run --resume {store.path}` grades the run"
     )
 
 

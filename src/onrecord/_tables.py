@@ -15,7 +15,21 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["FittedTable", "SplitTable", "fitted_table", "header_width"]
+__all__ = ["FittedTable", "ReadableConsole", "SplitTable", "fitted_table", "header_width"]
+
+
+class ReadableConsole(Console):
+    """A console whose text is what its stream's encoding can write (see
+    ``cli._encoding``): symbols are substituted before rich measures a cell, not after,
+    so a table printed in ASCII keeps its columns. Tables are fitted with one, on the
+    same stream, so they measure what is printed."""
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        from onrecord.cli._encoding import readable
+
+        # Substitutes and escapes end in a letter or digit: never a backslash that would
+        # change how markup after them ("\[") is read.
+        return super().render_str(readable(text, self.encoding), **options)
 
 
 def fitted_table(*headers: str, **options: Any) -> FittedTable:
@@ -65,19 +79,19 @@ class FittedTable(Table):
 
     def fits(self, width: int) -> bool:
         """Whether every column fits ``width`` without folding a word."""
-        return self._fit(Console(width=max(width, 1), emoji=False), width, apply=False)
+        return self._fit(ReadableConsole(width=max(width, 1), emoji=False), width, apply=False)
 
     def fits_framed(self, width: int) -> bool:
         """Whether the table fits ``width`` with its outer border, no word folded and
         no ``unbroken`` cell wrapped: the test for a wide layout, which else lost its
         border and wrapped its intervals when a narrow one shows the same facts whole."""
-        texts = self._texts(Console(width=max(width, 1), emoji=False))
+        texts = self._texts(ReadableConsole(width=max(width, 1), emoji=False))
         return sum(self._least(texts)) + self._overhead(edge=True) <= width
 
     def fits_whole(self, width: int) -> bool:
         """Whether the table fits ``width`` with its outer border and every word whole:
         unlike ``fits``, a name is never folded (headers and sentences still wrap)."""
-        texts = self._texts(Console(width=max(width, 1), emoji=False))
+        texts = self._texts(ReadableConsole(width=max(width, 1), emoji=False))
         return sum(_widths(lines)[1] for lines in texts) + self._overhead(edge=True) <= width
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import codecs
 import sys
 
-__all__ = ["ERRORS", "readable_ascii", "tolerant_streams"]
+__all__ = ["ERRORS", "readable", "readable_ascii", "tolerant_streams"]
 
 ERRORS = "onrecord-ascii"
 
@@ -64,6 +64,15 @@ def readable_ascii(error: UnicodeError) -> tuple[str, int]:
 
 
 codecs.register_error(ERRORS, readable_ascii)
+
+
+def readable(text: str, encoding: str) -> str:
+    """``text`` as a stream in ``encoding`` with the ``onrecord-ascii`` handler writes it
+    (``≥`` is ``>=`` in ASCII, kept in UTF-8). A console lays its tables out with this
+    text: substituted only when written, ``>= 100.0%`` stuck out of its column."""
+    if text.isascii() or encoding.replace("_", "-").startswith("utf"):
+        return text  # what every UTF encoding holds (the usual case, and fast)
+    return text.encode(encoding, ERRORS).decode(encoding)
 
 
 def tolerant_streams() -> None:

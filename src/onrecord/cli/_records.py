@@ -200,9 +200,19 @@ def _run_grading(path: Path, store: Any, sources: Sources) -> tuple[list[Any], s
             )
         return [], ""
     check_graded(store, report, str(report_file), sources, own=True)  # not another run's
-    if (path / "decision.json").exists():
-        return [report, _decision(path / "decision.json", report, store)[0]], ""
     resume = f"`onrecord run --resume {path_word(path)}`"
+    if (path / "decision.json").exists():
+        decision = _decision(path / "decision.json", report, store)[0]
+        if len(report.trials) == len(sources):
+            return [report, decision], ""
+        # A resume killed while recording leaves the earlier grading of fewer episodes,
+        # decision and all: shown as the run's, it read "20 of 33 episodes, incomplete
+        # run" for a run holding all 33 records.
+        return [], (
+            f"; not graded: report.json and decision.json are an earlier grading "
+            f"({len(report.trials)} of the {len(sources)} recorded episodes), as a resume "
+            f"killed before grading leaves them; {resume} grades the run"
+        )
     if len(report.trials) == len(sources):
         return [report], (
             f"; graded (report.json verified: all {len(report.trials)} recorded episodes) but not "

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from onrecord._numbers import fixed, interval_percent, percent
-from onrecord._tables import fitted_table
+from onrecord._tables import ReadableConsole, fitted_table
 from onrecord.cli._encoding import tolerant_streams
 from onrecord.cli._lines import counted, print_phrases, print_sentence
 from onrecord.compare import Comparison
@@ -35,11 +35,12 @@ __all__ = [
 ]
 
 
-class _Console(Console):
+class _Console(ReadableConsole):
     """rich's console ends the process with exit code 1 when stdout is a closed pipe
     (``onrecord gate … | head -1``): 1 is *reject*, so an accepted report piped to
     ``head`` failed CI and ``--output`` was never written. Output stops instead and the
-    command ends with its own exit code."""
+    command ends with its own exit code. Its text is what stdout's encoding can write
+    (``ReadableConsole``)."""
 
     def on_broken_pipe(self) -> None:
         self.quiet = True

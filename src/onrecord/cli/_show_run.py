@@ -115,14 +115,18 @@ def _render_ungraded(console: Console, run: Path, *, every: bool) -> None:
         )
     # A report.json here grades fewer episodes than recorded (``load_any`` verified it
     # and left it out): a grading killed after removing the old decision.json and
-    # before the new report.json replaced the old one.
-    why = (
-        "report.json is an earlier grading, of fewer episodes, and there is no decision.json"
-        if (run / "report.json").exists()
-        else "no report.json"
-    )
+    # before the new report.json replaced the old one, or a resume killed while
+    # recording, before grading (decision.json left too: it decides those episodes).
+    why = "no report.json, so no decision"
+    if (run / "decision.json").exists():
+        why = "report.json and decision.json are an earlier grading, of fewer episodes"
+    elif (run / "report.json").exists():
+        why = (
+            "report.json is an earlier grading, of fewer episodes, and there is no "
+            "decision.json, so no decision"
+        )
     console.print(
-        f"not graded yet ({why}, so no decision): the run was interrupted "
+        f"not graded yet ({why}): the run was interrupted "
         "before or during its grading; resuming it grades it"
     )
     if not report.trials:
