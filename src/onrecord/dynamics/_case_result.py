@@ -14,7 +14,7 @@ import contextlib
 import math
 import numbers
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
@@ -22,10 +22,17 @@ from onrecord.dynamics._evidence import ForecastEvidence
 from onrecord.dynamics._metrics import forecast_metrics, portable_number
 from onrecord.errors import InputError
 
+if TYPE_CHECKING:
+    from onrecord.report import EvaluationReport, Trial
+
 __all__ = ["CHECK_VERSION", "forecast_case_result", "forecast_report", "normalize_tolerances"]
 
 CHECK_VERSION = "dynamics-abs-error/v1"
-Tolerances = Mapping[str, float | Mapping[int | str, float]]
+# Per horizon: Mapping is invariant in its key, so a user's ``dict[str, float]``
+# ({"h1": 0.1, "*": 0.5}) or ``dict[int, float]`` ({1: 0.1}) is not a
+# ``Mapping[int | str, float]``: the union names all three.
+HorizonTolerances: TypeAlias = Mapping[int, float] | Mapping[str, float] | Mapping[int | str, float]
+Tolerances: TypeAlias = Mapping[str, float | HorizonTolerances]
 
 
 def _tolerance(value: Any, where: str) -> float:
@@ -110,7 +117,7 @@ def _per_horizon(name: str, raw: Mapping[Any, Any], horizons: tuple[int, ...]) -
 
 def forecast_case_result(
     forecast: ForecastEvidence, tolerances: Tolerances, *, repeat: int = 0
-) -> Any:
+) -> Trial:
     """The ``Trial`` of one forecast under explicit absolute-error tolerances."""
     from onrecord.report import CheckResult, Trial
 
@@ -247,7 +254,9 @@ def _check_same_subject(first: ForecastEvidence, forecast: ForecastEvidence) -> 
         )
 
 
-def forecast_report(forecasts: Iterable[ForecastEvidence], tolerances: Tolerances) -> Any:
+def forecast_report(
+    forecasts: Iterable[ForecastEvidence], tolerances: Tolerances
+) -> EvaluationReport:
     """An ``EvaluationReport`` of many forecasts (one trial each, forecasts of one case
     numbered as repeats in order)."""
     from onrecord.report import EvaluationReport

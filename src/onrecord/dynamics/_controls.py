@@ -79,8 +79,8 @@ def capture_pairs(
     for start in starts:  # all of them before any episode runs
         check_start_state(simulator, start)
         if kind == "offset":
-            variant = [s + o for s, o in zip(start, offset or (), strict=True)]
-            check_start_state(simulator, variant, "start state + offset")
+            shifted = [s + o for s, o in zip(start, offset or (), strict=True)]
+            check_start_state(simulator, shifted, "start state + offset")
     rng = np.random.default_rng(seed)
     pairs = []
     for n, start in enumerate(starts):

@@ -169,8 +169,12 @@ def state_vector(observed: Any, key: str) -> list[float] | None:
 class WorldModel(Protocol):
     """What the dynamics tools need from a model."""
 
-    model_id: str
-    """Stable name of the model and its configuration, e.g. ``bayes-linear/v1``."""
+    # A read-only property, so a class attribute, a plain or frozen-dataclass field and
+    # a property all satisfy it (a bare ``model_id: str`` would demand a settable one).
+    @property
+    def model_id(self) -> str:
+        """Stable name of the model and its configuration, e.g. ``bayes-linear/v1``."""
+        ...
 
     def fit(self, transitions: Transitions) -> None:
         """Learn from observed transitions (a no-op for models that do not learn)."""

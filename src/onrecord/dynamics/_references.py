@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -13,6 +13,9 @@ import numpy as np
 from onrecord.case import EvalCase
 from onrecord.dynamics._envs import Simulator
 from onrecord.errors import InputError
+
+if TYPE_CHECKING:
+    from onrecord.episode import EpisodeEvidence
 
 __all__ = [
     "capture_on",
@@ -51,7 +54,7 @@ def capture_plan(
     seed: int,
     start_state: Sequence[float] | None = None,
     source_id: str | None = None,
-) -> Any:
+) -> EpisodeEvidence:
     """Execute ``plan`` open loop in a fresh environment and return its evidence.
 
     The episode stops early only when the environment ends it; the plan itself is part
@@ -191,7 +194,7 @@ def capture_on(
     seed: int,
     max_steps: int,
     options: dict[str, Any] | None = None,
-) -> Any:
+) -> EpisodeEvidence:
     """Capture one episode of ``interact`` in a fresh ``simulator`` environment, observed
     through its internal state (what forecasts and the closed loop are compared on)."""
     from onrecord.integrations.gymnasium import capture_episode

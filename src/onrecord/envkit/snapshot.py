@@ -22,8 +22,9 @@ from onrecord.errors import InputError
 
 __all__ = ["Populate", "Snapshot", "SnapshotError", "readonly_uri"]
 
-Populate = Callable[[sqlite3.Connection, random.Random], None]
-"""``populate(conn, rng)`` inserts seed rows; ``rng`` is seeded, so data is reproducible."""
+Populate = Callable[[sqlite3.Connection, random.Random], object]
+"""``populate(conn, rng)`` inserts seed rows; ``rng`` is seeded, so data is reproducible.
+What it returns is ignored (``lambda conn, rng: conn.executemany(...)`` returns a cursor)."""
 
 
 class SnapshotError(InputError):

@@ -15,7 +15,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, overload
 
 from onrecord._canonical import to_portable
 from onrecord._portable import key_path
@@ -78,6 +78,28 @@ class Tool:
         return compile_schema(self.parameters, "parameters")
 
 
+@overload
+def tool(
+    function: ToolFunction,
+    *,
+    writes: bool = False,
+    name: str | None = None,
+    description: str | None = None,
+    example: Mapping[str, Any] | None = None,
+) -> Tool: ...
+
+
+@overload
+def tool(
+    function: None = None,
+    *,
+    writes: bool = False,
+    name: str | None = None,
+    description: str | None = None,
+    example: Mapping[str, Any] | None = None,
+) -> Callable[[ToolFunction], Tool]: ...
+
+
 def tool(
     function: ToolFunction | None = None,
     *,
@@ -85,7 +107,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     example: Mapping[str, Any] | None = None,
-) -> Any:
+) -> Tool | Callable[[ToolFunction], Tool]:
     """Declare a tool. Use as ``@tool(writes=True)`` or bare ``@tool`` (read-only)."""
 
     if example is not None and not isinstance(example, Mapping):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
@@ -32,6 +32,9 @@ EnvFactory = Callable[[], gym.Env[Any, Any]]
 TaskEnvFactory = Callable[[EvalCase], gym.Env[Any, Any]]
 Interact = Callable[[Any, Any, dict[str, Any]], Any]
 Observe = Callable[[gym.Env[Any, Any]], Any]
+# One environment type for ``make``/``make_for_task`` and ``observe``, so an observer
+# typed for the user's own ``gym.Env`` subclass is accepted beside its factory.
+_Env = TypeVar("_Env", bound=gym.Env[Any, Any])
 
 
 _BLOB_PREFIX = "blob/"
@@ -127,15 +130,15 @@ class GymnasiumProvider(EnvironmentProvider):
 
     def __init__(
         self,
-        make: EnvFactory | None = None,
+        make: Callable[[], _Env] | None = None,
         *,
         environment_id: str,
         tasks: Sequence[EvalCase] = (),
         checks: Sequence[OutcomeCheck] = (COMPLETED,),
-        observe: Observe = unwrapped_state,
+        observe: Callable[[_Env], Any] = unwrapped_state,
         observer_id: str = "onrecord.unwrapped-state/v1",
         agents: Mapping[str, AgentFactory] | None = None,
-        make_for_task: TaskEnvFactory | None = None,
+        make_for_task: Callable[[EvalCase], _Env] | None = None,
     ) -> None:
         # Exactly one factory: ``make()`` builds the same environment for every task,
         # ``make_for_task(case)`` one set up for the episode's task (its stock, its
@@ -149,14 +152,15 @@ class GymnasiumProvider(EnvironmentProvider):
         for name, value in (("make", make), ("make_for_task", make_for_task)):
             if value is not None and not callable(value):
                 raise InputError(f"GymnasiumProvider {name} must be callable, got {value!r}")
-        self.make = make
-        self.make_for_task = make_for_task
+        self.make: EnvFactory | None = make
+        self.make_for_task: TaskEnvFactory | None = make_for_task
         self.environment_id = environment_id
         self._tasks = tuple(tasks) or (
             EvalCase({"environment": environment_id}, case_id=environment_id, completion="either"),
         )
         self._checks = tuple(checks)
-        self._observe = observe
+        # Called only with what ``make``/``make_for_task`` built: an ``_Env``.
+        self._observe = cast(Observe, observe)
         self.observer_id = observer_id
         self._agents = (
             dict(agents) if agents is not None else {"random": random_agent, "noop": noop_agent}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from onrecord.case import EvalCase
 from onrecord.episode import OutcomeCheck
@@ -63,9 +63,10 @@ class AgentContext:
 
 
 AgentFactory = Callable[[AgentContext], Any]
+_Factory = TypeVar("_Factory", bound=AgentFactory)
 
 
-def agent_factory(function: AgentFactory) -> AgentFactory:
+def agent_factory(function: _Factory) -> _Factory:
     """Mark ``function(context) -> agent`` as a factory the runner calls once per episode,
     instead of using the object itself as the agent."""
     setattr(function, AGENT_FACTORY_MARK, True)
