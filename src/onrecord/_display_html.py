@@ -93,7 +93,8 @@ _PASS_HAT_K = 5
 
 
 def decision_html(decision: PolicyDecision) -> str:
-    """The verdict, what decided it, then the HTML report's requirements and reasons."""
+    """The verdict, what decided it, then the HTML report's requirements and reasons
+    (without the page's element ids: two decisions in one notebook repeated them)."""
     data = decision.to_dict()
     # The interval every view gives beside a rate (the saved form keeps it only when a
     # requirement has a lower bound); ``headline`` compares the verdict with the policy's.
@@ -102,8 +103,8 @@ def decision_html(decision: PolicyDecision) -> str:
     verdict = {"decision": decision.decision, "verdict": decision.decision}
     body = (
         f"<p>decision: <b>{esc(decision.decision)}</b></p>"
-        + headline({**verdict, "headline": decision.headline})
-        + requirements_section(data)
+        + headline({**verdict, "headline": decision.headline}, ids=False)
+        + requirements_section(data, ids=False)
     )
     return _fragment("decision", body)
 
@@ -116,7 +117,9 @@ def comparison_html(comparison: Comparison) -> str:
         f"A <code>sha256:{esc(comparison.report_a[:16])}</code>, "
         f"B <code>sha256:{esc(comparison.report_b[:16])}</code></p>"
     )
-    return _fragment("comparison", head + _compared_checks(data) + _compared_measures(data))
+    return _fragment(
+        "comparison", head + _compared_checks(data, ids=False) + _compared_measures(data, ids=False)
+    )
 
 
 def evidence_html(evidence: EpisodeEvidence) -> str:

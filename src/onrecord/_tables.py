@@ -7,13 +7,15 @@ columns headers broke mid-word ("require/ment", "critica/l", "unmeasu/red") and 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from itertools import accumulate
 from typing import Any
 
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.segment import Segment
 from rich.table import Table
-from rich.text import Text
+from rich.text import Span, Text
 
 __all__ = ["FittedTable", "ReadableConsole", "SplitTable", "fitted_table", "header_width"]
 
@@ -30,6 +32,44 @@ class ReadableConsole(Console):
         # Substitutes and escapes end in a letter or digit: never a backslash that would
         # change how markup after them ("\[") is read.
         return super().render_str(readable(text, self.encoding), **options)
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterable[Segment]:
+        # A cell built as a Text (an evidence key, a value cut to "… (187 characters)")
+        # never passes render_str: substituted only as written, after the table was laid
+        # out, its row stuck out of its column by a character per symbol. Every table and
+        # Text this console draws passes here (rich renders nested ones through it too)
+        # before it is measured.
+        if isinstance(renderable, Table):
+            for column in renderable.columns:
+                column._cells = [self._readable(cell) for cell in column._cells]
+                column.header = self._readable(column.header)
+        return super().render(self._readable(renderable), options)
+
+    def _readable(self, renderable: RenderableType) -> Any:
+        """A Text as this console's stream writes it (``readable_text``); else as is."""
+        if isinstance(renderable, Text):
+            return readable_text(renderable, self.encoding)
+        return renderable
+
+
+def readable_text(text: Text, encoding: str) -> Text:
+    """``text`` with its symbols substituted as ``cli._encoding.readable`` does a
+    string's, its styles kept on the characters they styled (``≥`` became ``>=``: the
+    spans after it move one on)."""
+    from onrecord.cli._encoding import readable
+
+    plain = text.plain
+    if readable(plain, encoding) == plain:
+        return text  # every character writable: the usual case
+    pieces = [readable(character, encoding) for character in plain]
+    at = list(accumulate(map(len, pieces), initial=0))
+    shown = text.copy()
+    shown.plain = "".join(pieces)
+    end = len(plain)
+    shown.spans = [Span(at[min(s.start, end)], at[min(s.end, end)], s.style) for s in text.spans]
+    return shown
 
 
 def fitted_table(*headers: str, **options: Any) -> FittedTable:
@@ -169,7 +209,11 @@ def _plain(console: Console, cell: object) -> str:
     """A cell's text as printed. A ``Text`` is literal already: rendered as markup like
     a string, a cut value holding "[/]" (an agent's argument, a check's evidence) ended
     the table in a MarkupError."""
-    return cell.plain if isinstance(cell, Text) else console.render_str(str(cell)).plain
+    if isinstance(cell, Text):
+        # Measured as this console writes it (``ReadableConsole.render``).
+        readable = isinstance(console, ReadableConsole)
+        return (readable_text(cell, console.encoding) if readable else cell).plain
+    return console.render_str(str(cell)).plain
 
 
 def _widths(texts: Sequence[str]) -> tuple[int, int]:

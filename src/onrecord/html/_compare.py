@@ -20,6 +20,7 @@ from onrecord.html._page import (
     cell,
     document,
     esc,
+    ident,
     long_text,
     name_text,
     table,
@@ -151,7 +152,9 @@ def render_comparison_page(data: Mapping[str, Any]) -> str:
     return document(title, head + body, data, _SCRIPT)
 
 
-def _checks(comparison: Mapping[str, Any]) -> str:
+def _checks(comparison: Mapping[str, Any], *, ids: bool = True) -> str:
+    """Per check the paired counts and p-value, then the discordant tasks; ``ids=False``
+    leaves the element ids out (a notebook may show several comparisons)."""
     rows, details = [], []
     # Absent from data saved before the rates were recorded: no columns of dashes.
     rates = any(check.get("rate_a") is not None for check in comparison["checks"])
@@ -176,13 +179,13 @@ def _checks(comparison: Mapping[str, Any]) -> str:
     if not comparison["pairs"]:
         # An empty table read as "nothing differs"; nothing was compared.
         return (
-            '<section id="checks-section"><h2>Checks (0 paired episodes)</h2>'
+            f"<section{ident('checks-section', ids)}><h2>Checks (0 paired episodes)</h2>"
             '<p class="empty-comparison">Nothing was compared: the two reports have no '
             "episodes in common to pair (both are empty), so no check can be said to "
             "differ, or not.</p></section>"
         )
     return (
-        f'<section id="checks-section"><h2>Checks ({comparison["pairs"]} paired '
+        f"<section{ident('checks-section', ids)}><h2>Checks ({comparison['pairs']} paired "
         'episodes)</h2><p class="meta">A only: passes in A, fails in B (B regressed). '
         "B only: the reverse. p: exact two-sided McNemar test of the discordant pairs."
         + (_RATES_LEGEND if rates else "")
@@ -194,9 +197,9 @@ def _checks(comparison: Mapping[str, Any]) -> str:
                 *(_RATE_HEADERS if rates else ()),
             ),
             rows,
-            element_id="checks",
+            element_id="checks" if ids else "",
         )
-        + _too_few(comparison["checks"])
+        + _too_few(comparison["checks"], ids)
         + '<h3>Discordant tasks</h3><p class="meta">task#repeat: result in A → result '
         "in B</p>" + ("".join(details) or "<p>none</p>") + "</section>"
     )
@@ -221,7 +224,7 @@ def _rate_cell(check: Mapping[str, Any], side: str) -> str:
     return cell(rate_text(rate), css="num", data=data)
 
 
-def _too_few(checks: list[Mapping[str, Any]]) -> str:
+def _too_few(checks: list[Mapping[str, Any]], ids: bool) -> str:
     note = too_few_pairs_note(
         [
             (
@@ -232,15 +235,15 @@ def _too_few(checks: list[Mapping[str, Any]]) -> str:
             for c in checks
         ]
     )
-    return f'<p class="meta" id="too-few-pairs">{esc(note)}</p>' if note else ""
+    return f'<p class="meta"{ident("too-few-pairs", ids)}>{esc(note)}</p>' if note else ""
 
 
-def _few_bootstrap_pairs(measures: list[Mapping[str, Any]]) -> str:
+def _few_bootstrap_pairs(measures: list[Mapping[str, Any]], ids: bool) -> str:
     note = few_bootstrap_cases_note([(m["name"], m["pairs"], m.get("cases")) for m in measures])
-    return f'<p class="meta" id="few-bootstrap-pairs">{esc(note)}</p>' if note else ""
+    return f'<p class="meta"{ident("few-bootstrap-pairs", ids)}>{esc(note)}</p>' if note else ""
 
 
-def _one_sided(note: str | None) -> str:
+def _one_sided(note: str | None, ids: bool) -> str:
     """The note, its `commands` as code: the backquotes showed as typed."""
     if not note:
         return ""
@@ -249,17 +252,21 @@ def _one_sided(note: str | None) -> str:
         f"<code>{esc(part)}</code>" if odd else esc(part)
         for odd, part in ((i % 2 == 1 and i < len(parts) - 1, p) for i, p in enumerate(parts))
     )
-    return f'<p class="meta" id="one-sided-measures">{shown}</p>'
+    return f'<p class="meta"{ident("one-sided-measures", ids)}>{shown}</p>'
 
 
-def _measures(comparison: Mapping[str, Any], one_sided: str | None = None) -> str:
+def _measures(
+    comparison: Mapping[str, Any], one_sided: str | None = None, *, ids: bool = True
+) -> str:
+    """Per measure the paired bootstrap interval of B − A; ``ids=False`` leaves the
+    element ids out (a notebook may show several comparisons)."""
     measures = comparison["measures"]
     if not measures:
         # Every measure on one side only: the note under its own heading; after the
         # checks' discordant tasks without one, it read as part of that list.
         return (
-            '<section id="measures-section"><h2>Continuous measures (B − A)</h2>'
-            f"{_one_sided(one_sided)}</section>"
+            f"<section{ident('measures-section', ids)}><h2>Continuous measures (B − A)</h2>"
+            f"{_one_sided(one_sided, ids)}</section>"
             if one_sided
             else ""
         )
@@ -283,13 +290,13 @@ def _measures(comparison: Mapping[str, Any], one_sided: str | None = None) -> st
         for m in measures
     ]
     return (
-        '<section id="measures-section"><h2>Continuous measures (B − A)</h2>'
+        f"<section{ident('measures-section', ids)}><h2>Continuous measures (B − A)</h2>"
         + table(
             ("measure", "pairs", "mean A", "mean B", "B − A", "95% paired bootstrap interval"),
             rows,
-            element_id="measures",
+            element_id="measures" if ids else "",
         )
-        + _few_bootstrap_pairs(measures)
-        + _one_sided(one_sided)
+        + _few_bootstrap_pairs(measures, ids)
+        + _one_sided(one_sided, ids)
         + "</section>"
     )

@@ -18,6 +18,7 @@ from onrecord.html._page import (
     attr,
     cell,
     esc,
+    ident,
     long_text,
     name_text,
     table,
@@ -29,19 +30,21 @@ _REASONS = 30
 """Policy reasons listed on the page (one per episode with a coverage issue is common)."""
 
 
-def headline(decision: Mapping[str, Any]) -> str:
-    """What decided, under the verdict (an incomplete run's verdict says why first)."""
+def headline(decision: Mapping[str, Any], *, ids: bool = True) -> str:
+    """What decided, under the verdict (an incomplete run's verdict says why first);
+    ``ids=False`` leaves its element id out (a notebook may show several)."""
     text = str(decision.get("headline") or "")
     if decision.get("verdict") != decision.get("decision"):
         text = (
             f"the run is incomplete ({decision.get('recorded')} of "
             f"{decision.get('expected')} episodes recorded); the policy: {text}"
         )
-    return f'<p id="decision-headline"><b>{esc(text)}</b></p>' if text else ""
+    return f"<p{ident('decision-headline', ids)}><b>{esc(text)}</b></p>" if text else ""
 
 
-def requirements_section(decision: Mapping[str, Any]) -> str:
-    """The requirements table, then the deciding reasons, then the advisory failures."""
+def requirements_section(decision: Mapping[str, Any], *, ids: bool = True) -> str:
+    """The requirements table, then the deciding reasons, then the advisory failures;
+    ``ids=False`` leaves their element ids out (a notebook may show several)."""
     items = [item for item in decision.get("requirements", ()) if isinstance(item, dict)]
     rows = [_row(item) for item in items]
     headers = ("requirement", "critical", "status", "pass rate", CLUSTERED_INTERVAL)
@@ -56,15 +59,23 @@ def requirements_section(decision: Mapping[str, Any]) -> str:
     return (
         "<h3>Requirements</h3>"
         + (
-            table((*headers, "threshold", "cases", "unmeasured"), rows, element_id="requirements")
+            table(
+                (*headers, "threshold", "cases", "unmeasured"),
+                rows,
+                element_id="requirements" if ids else "",
+            )
             if rows
             else "<p>the policy has no requirement</p>"
         )
         + "<h3>Reasons</h3>"
-        + (_list("reasons", deciding) if deciding else "<p>every requirement met</p>")
+        + (
+            _list("reasons" if ids else "", deciding)
+            if deciding
+            else "<p>every requirement met</p>"
+        )
         + (
             '<h3>Advisory failures</h3><p class="meta">advisory requirements: they do not '
-            "change the verdict</p>" + _list("advisory-reasons", failed)
+            "change the verdict</p>" + _list("advisory-reasons" if ids else "", failed)
             if failed
             else ""
         )
@@ -74,7 +85,7 @@ def requirements_section(decision: Mapping[str, Any]) -> str:
 def _list(element_id: str, reasons: Sequence[str]) -> str:
     shown, more = reasons[:_REASONS], len(reasons) - _REASONS
     return (
-        f'<ul id="{attr(element_id)}">'
+        f"<ul{ident(element_id)}>"
         + "".join(f"<li>{long_text(shown_reason(r))}</li>" for r in shown)
         + (f'<li class="meta">… {more} more, in decision.json</li>' if more > 0 else "")
         + "</ul>"

@@ -18,7 +18,9 @@ __all__ = [
     "embed_json",
     "esc",
     "fixed",
+    "ident",
     "long_text",
+    "name_html",
     "name_text",
     "percent",
     "table",
@@ -114,9 +116,24 @@ def name_text(value: Any) -> str:
     return ("" if value is None else str(value)).translate(_LINE_BREAKS)
 
 
+def name_html(value: Any) -> str:
+    """A name escaped for the page's text, on one line (``name_text``, then ``esc``): the
+    title, heading and run line once escaped a name only, so a newline in an agent's
+    name read as a space there (or began a forged second line) and as ``\\n`` in the
+    tables below."""
+    return esc(name_text(value))
+
+
 def attr(value: Any) -> str:
     """An attribute value (``data-*``: the raw value, for scripts and tests)."""
     return escape("" if value is None else str(value), quote=True)
+
+
+def ident(element_id: str, ids: bool = True) -> str:
+    """`` id="…"``, or nothing when ``ids`` is off: a notebook shows the report's
+    sections once per result, and two decisions on one page repeated ``id="reasons"``
+    (invalid HTML; a link or script found the first one)."""
+    return f' id="{attr(element_id)}"' if ids and element_id else ""
 
 
 def fixed(value: float | None, digits: int, *, scale: float = 1.0, suffix: str = "") -> str:
@@ -182,13 +199,14 @@ def table(
     data: dict[str, Any] | None = None,
 ) -> str:
     """A table from pre-rendered ``<tr>`` rows, with optional ``data-*`` attributes."""
-    ident = f' id="{attr(element_id)}"' if element_id else ""
-    ident += "".join(f' data-{attr(k)}="{attr(v)}"' for k, v in (data or {}).items())
+    attributes = ident(element_id) + "".join(
+        f' data-{attr(k)}="{attr(v)}"' for k, v in (data or {}).items()
+    )
     head = "".join(f'<th scope="col">{esc(h)}</th>' for h in headers)
     # In a box that scrolls sideways: a table wider than a phone's screen (nine columns of
     # numbers) otherwise made the whole page scroll, the decision included.
     return (
-        f'<div class="scroll"><table class="{esc(css)}"{ident}><thead><tr>{head}</tr>'
+        f'<div class="scroll"><table class="{esc(css)}"{attributes}><thead><tr>{head}</tr>'
         "</thead><tbody>" + "".join(rows) + "</tbody></table></div>"
     )
 
@@ -206,7 +224,7 @@ def document(title: str, body: str, data: Any, script: str) -> str:
         f'<meta name="viewport" content="width=device-width,initial-scale=1">'
         f'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         f"img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
-        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>{body}"
+        f"<title>{name_html(title)}</title><style>{CSS}</style></head><body>{body}"
         f'<script type="application/json" id="onrecord-data">{embed_json(data)}</script>'
         f"<script>{script}</script></body></html>"
     )

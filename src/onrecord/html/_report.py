@@ -20,6 +20,7 @@ from onrecord.html._page import (
     esc,
     fixed,
     long_text,
+    name_html,
     name_text,
     percent,
     table,
@@ -58,15 +59,17 @@ def _header(data: Mapping[str, Any]) -> str:
     run = data["run"]
     meta = f"report <code>{esc(data['report_digest'][:16])}</code> · {esc(data['generator'])}"
     if run:
+        # Names one line each, as the tables below show them (name_html).
         meta = (
-            f"run <code>{esc(run['run_id'])}</code> · {esc(run['environment'])} "
-            f"{esc(_config(run['environment_config']))} · agent <b>{esc(run['agent'])}</b> · "
+            f"run <code>{name_html(run['run_id'])}</code> · {name_html(run['environment'])} "
+            f"{name_html(_config(run['environment_config']))} · agent "
+            f"<b>{name_html(run['agent'])}</b> · "
             f"{_count(run['tasks'], 'task')} × {_count(len(run['seeds']), 'seed')} × "
             f"{_count(run['repeats'], 'repeat')} "
-            f"· max {run['max_steps']} steps · grading {esc(run['grading'])} · "
+            f"· max {run['max_steps']} steps · grading {name_html(run['grading'])} · "
             f"started {esc(run['created'])} · " + meta
         )
-    return f'<header><h1>{esc(data["title"])}</h1><p class="meta">{meta}</p></header>'
+    return f'<header><h1>{name_html(data["title"])}</h1><p class="meta">{meta}</p></header>'
 
 
 def _count(number: int, noun: str) -> str:
@@ -285,8 +288,8 @@ def _plots(data: Mapping[str, Any]) -> str:
             + horizon_chart(data["horizons"], title="pass rate by horizon per coordinate")
         )
     parts += [
-        f'<figure><img alt="{esc(image["name"])}" src="{image["src"]}">'
-        f"<figcaption>{esc(image['name'])}</figcaption></figure>"
+        f'<figure><img alt="{name_html(image["name"])}" src="{image["src"]}">'
+        f"<figcaption>{name_html(image['name'])}</figcaption></figure>"
         for image in data["images"]
     ]
     return f'<section id="plots-section"><h2>Plots</h2>{"".join(parts)}</section>' if parts else ""
