@@ -228,8 +228,20 @@ def test_repr_is_unchanged_and_import_loads_no_rich(mixed: EvaluationReport) -> 
     assert repr(mixed) == (f"EvaluationReport(trials=3, checks=2, digest={mixed.digest[:12]!r})")
     code = (
         "import sys, onrecord, onrecord.report, onrecord.policy, onrecord.compare, "
-        "onrecord.episode; print(sorted(m for m in sys.modules "
+        "onrecord.episode, onrecord.dynamics_metrics; "
+        "from onrecord.dynamics import ForecastEvidence, Transitions; "
+        "print(sorted(m for m in sys.modules "
         "if m == 'rich' or m.startswith(('onrecord._display', 'onrecord.html'))))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_notebook_fragments_carry_no_element_ids(
+    decision: PolicyDecision, comparison: Comparison
+) -> None:
+    """The fragments reuse the report pages' sections, whose ids (``id="reasons"``,
+    ``id="checks"``…) two decisions shown in one notebook page repeated."""
+    for fragment in (decision._repr_html_(), comparison._repr_html_()):
+        assert Tables(fragment).tags  # a fragment with tables
+        assert [tag for tag, attrs in Tables(fragment).tags if "id" in attrs] == []

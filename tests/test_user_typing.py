@@ -49,6 +49,17 @@ def decide(report: EvaluationReport) -> None:
     verdict = AcceptancePolicy((CheckRequirement("x"),)).evaluate(report).decision
     if verdict == "accepted":  # MISUSE: not a decision
         pass
+    if AcceptancePolicy(()).evaluate(report).exit_code == 3:  # MISUSE: exit code
+        pass
+
+from typing import Any
+from onrecord.dynamics import Transitions, capture_forecast, capture_forecasts
+saved: dict[str, Any] = {"initial": {"state": [0.0]}, "steps": []}  # an episode's JSON
+saved_list = [saved]
+spec: dict[str, Any] = dict(model_id="m", contract="c", coordinates={"x": "m"}, horizons=[1])
+Transitions.from_episodes(saved_list)  # MISUSE: from_episodes dict
+capture_forecast(saved, print, **spec)  # MISUSE: capture_forecast dict
+capture_forecasts(saved_list, print, **spec)  # MISUSE: capture_forecasts dict
 """
 
 
@@ -98,6 +109,10 @@ def test_documented_user_code_type_checks_strictly(mypy_output: tuple[int, str])
         ("MISUSE: max_steps", r'"max_steps".*incompatible type "str"; expected "int"'),
         ("MISUSE: check returns bool", r"Callable\[\[EpisodeEvidence\], bool\]"),
         ("MISUSE: not a decision", r"Non-overlapping equality check"),
+        ("MISUSE: exit code", r"Non-overlapping equality check.*Literal\[0, 1, 2\]"),
+        ("MISUSE: from_episodes dict", r'"from_episodes".*"Iterable\[EpisodeEvidence\]"'),
+        ("MISUSE: capture_forecast dict", r'"capture_forecast".*"EpisodeEvidence"'),
+        ("MISUSE: capture_forecasts dict", r'"capture_forecasts".*"Sequence\[EpisodeEvidence\]"'),
     ],
 )
 def test_misuse_is_reported(mypy_output: tuple[int, str], marker: str, expected: str) -> None:

@@ -60,6 +60,8 @@ POLICY_SCHEMA = "onrecord.policy/v1"
 INCOMPLETE_RUN = "the run is incomplete: "
 """How the reason ``onrecord gate`` adds for a run missing planned episodes begins."""
 Decision = Literal["accept", "reject", "indeterminate"]
+_EXIT_CODES: dict[Decision, Literal[0, 1, 2]] = {"accept": 0, "reject": 1, "indeterminate": 2}
+"""A decision's exit code for CI gates (typed, so a user's ``sys.exit`` reads 0, 1 or 2)."""
 # A misspelt key (``critcal = false``) must not silently leave a requirement at its
 # default, so from_dict accepts these keys and no others.
 _POLICY_KEYS = ("schema", "name", "requirements", "digest")
@@ -218,9 +220,9 @@ class PolicyDecision:
         return "; ".join(parts) or "every requirement met"
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> Literal[0, 1, 2]:
         """0 accept, 1 reject, 2 indeterminate (for CI gates)."""
-        return {"accept": 0, "reject": 1, "indeterminate": 2}[self.decision]
+        return _EXIT_CODES[self.decision]
 
     def __rich__(self) -> Printed:
         """A table, as ``onrecord show`` prints it (``rich.print``, IPython with rich)."""

@@ -12,6 +12,7 @@ from typing import Annotated, Any, assert_type
 from onrecord import EvalCase
 from onrecord.envkit import (
     Snapshot,
+    Tool,
     ToolContext,
     ToolEpisode,
     ToolWorld,
@@ -26,7 +27,6 @@ from onrecord.envkit import (
     save_episode,
     tool,
 )
-from onrecord.envkit.tools import Tool
 from onrecord.episode import OutcomeCheck, OutcomeVerdict
 from onrecord.runner import AgentContext, ToolWorldProvider, agent_factory
 

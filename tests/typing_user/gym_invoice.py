@@ -79,7 +79,7 @@ decision: PolicyDecision = policy.evaluate(report)
 outcome: Literal["accept", "reject", "indeterminate"] = decision.decision
 assert_type(decision.decision, Literal["accept", "reject", "indeterminate"])
 assert_type(decision.reasons, tuple[str, ...])
-assert_type(decision.exit_code, int)
+assert_type(decision.exit_code, Literal[0, 1, 2])
 assert_type(episode.states(), list[Any])
 assert_type(report.summary().pass_rate, float | None)
 print(outcome, decision.reasons)

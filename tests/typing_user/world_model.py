@@ -20,8 +20,9 @@ from onrecord.dynamics import (
     capture_plan,
     get_simulator,
 )
-from onrecord.dynamics._metrics import ForecastMetrics
 from onrecord.dynamics_metrics import (
+    AggregateMetrics,
+    ForecastMetrics,
     aggregate_metrics,
     forecast_case_result,
     forecast_metrics,
@@ -144,6 +145,7 @@ forecasts: list[ForecastEvidence] = capture_forecasts(
 aggregate = aggregate_metrics(forecasts)
 print(aggregate.mae[:, 0])
 assert_type(aggregate.mae, NDArray[np.float64])
+assert_type(aggregate, AggregateMetrics)
 tolerances: dict[str, float | dict[str, float]] = {
     "theta": {"h1": 0.001, "*": 0.05},
     "theta_dot": 0.5,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,6 +31,9 @@ from onrecord.dynamics._metrics import (
 )
 from onrecord.dynamics._protocol import FloatArray
 from onrecord.errors import InputError
+
+if TYPE_CHECKING:
+    from onrecord._display import Printed
 
 __all__ = ["PIT_BINS", "AggregateMetrics", "aggregate_metrics"]
 
@@ -129,6 +132,18 @@ class AggregateMetrics:
             "levels": list(LEVELS),
             "rows": self.rows(),
         }
+
+    def __rich__(self) -> Printed:
+        """A table, one row per coordinate × horizon (``rich.print``, IPython with rich)."""
+        from onrecord._display_dynamics import aggregate_view
+
+        return aggregate_view(self)
+
+    def _repr_html_(self) -> str:
+        """The same table for Jupyter: names escaped, no script."""
+        from onrecord._display_dynamics_html import aggregate_html
+
+        return aggregate_html(self)
 
 
 def _signature(forecast: ForecastEvidence) -> tuple[Any, ...]:

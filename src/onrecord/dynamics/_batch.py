@@ -12,7 +12,7 @@ raises is repeated one reference at a time, so only the references it raises on 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,13 +33,16 @@ from onrecord.dynamics._protocol import Prediction, WorldModel, summarize_partic
 from onrecord.dynamics._response import ModelError, check_array, numeric_array, read_answer
 from onrecord.errors import InputError, OnrecordError
 
+if TYPE_CHECKING:
+    from onrecord.episode import EpisodeEvidence
+
 __all__ = ["batch_predictor", "capture_forecasts", "request_predictor"]
 
 BatchPredict = Callable[[np.ndarray, np.ndarray], Any]
 
 
 def capture_forecasts(
-    episodes: Sequence[Any],
+    episodes: Sequence[EpisodeEvidence],
     predict: BatchPredict | WorldModel,
     *,
     model_id: str,

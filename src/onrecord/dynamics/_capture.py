@@ -11,7 +11,7 @@ called.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
@@ -24,6 +24,9 @@ from onrecord.dynamics._layout import censors
 from onrecord.dynamics._protocol import WorldModel, state_vector
 from onrecord.dynamics._response import ModelError, check_response, read_answer
 from onrecord.errors import InputError
+
+if TYPE_CHECKING:
+    from onrecord.episode import EpisodeEvidence
 
 __all__ = ["ForecastSpec", "capture_forecast", "reference_states"]
 
@@ -276,7 +279,7 @@ def plan_scope(episode: Any, planned_actions: Any, horizons: list[int]) -> tuple
 
 
 def capture_forecast(
-    episode: Any,
+    episode: EpisodeEvidence,
     predict: Predict | WorldModel,
     *,
     model_id: str,

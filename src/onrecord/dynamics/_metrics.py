@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,6 +23,9 @@ from onrecord.dynamics._angles import wrap_angles
 from onrecord.dynamics._evidence import ForecastEvidence
 from onrecord.dynamics._protocol import FloatArray
 from onrecord.errors import InputError
+
+if TYPE_CHECKING:
+    from onrecord._display import Printed
 
 __all__ = ["LEVELS", "ForecastMetrics", "forecast_metrics", "portable_number"]
 
@@ -194,6 +197,18 @@ class ForecastMetrics:
                 f"{bool(self.covered[2, i, j])}, nll {self.nll[i, j]:.3f}"
             )
         return text
+
+    def __rich__(self) -> Printed:
+        """A table, one row per coordinate × horizon (``rich.print``, IPython with rich)."""
+        from onrecord._display_dynamics import forecast_view
+
+        return forecast_view(self)
+
+    def _repr_html_(self) -> str:
+        """The same table for Jupyter: names and reasons escaped, no script."""
+        from onrecord._display_dynamics_html import forecast_html
+
+        return forecast_html(self)
 
 
 def forecast_metrics(forecast: ForecastEvidence) -> ForecastMetrics:

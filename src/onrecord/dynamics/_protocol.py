@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from onrecord.errors import InputError
+
+if TYPE_CHECKING:
+    from onrecord.episode import EpisodeEvidence
 
 __all__ = ["Prediction", "Transitions", "WorldModel", "state_vector", "summarize_particles"]
 
@@ -86,7 +89,9 @@ class Transitions:
         return len(self.states)
 
     @classmethod
-    def from_episodes(cls, episodes: Iterable[Any], *, state_key: str = "state") -> Transitions:
+    def from_episodes(
+        cls, episodes: Iterable[EpisodeEvidence], *, state_key: str = "state"
+    ) -> Transitions:
         """Successful steps of captured episodes whose observer returned ``{state_key: [...]}``.
 
         Steps whose before- or after-state was not observed are left out, never guessed.

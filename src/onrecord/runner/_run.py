@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from onrecord._canonical import atomic_write_bytes, content_digest, fsync_directory, record_bytes
 from onrecord.case import EvalCase
@@ -57,7 +57,7 @@ class Graded:
         return len(self.report.trials) == self.expected
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> Literal[0, 1, 2]:
         """0 accept, 1 reject, 2 indeterminate; an incomplete run is never accepted."""
         if not self.complete and self.decision.decision == "accept":
             return 2
