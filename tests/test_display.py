@@ -184,6 +184,10 @@ def test_report_html_cells_are_the_reports_numbers(mixed: EvaluationReport) -> N
     (head,) = headers
     body = parsed.rows[[cells for _, cells in parsed.rows].index(head) + 1][1]
     assert body == [f"{summary.pass_hat_k[k]:.3f}" for k in range(1, len(head) + 1)]
+    assert summary.measures  # FrozenLake's return and steps
+    for measure in summary.measures:  # every measure, as in the rich view
+        cells = parsed.row("data-measure", measure.name)
+        assert cells[:2] == [measure.name, str(measure.trials)]
 
 
 def test_decision_html_lists_requirements_and_every_reason(decision: PolicyDecision) -> None:

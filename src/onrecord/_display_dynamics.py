@@ -1,5 +1,6 @@
 """World-model metrics as tables in rich and in notebooks: what ``__rich__`` of a
-``ForecastMetrics`` or an ``AggregateMetrics`` returns, and the rows both views share.
+``ForecastMetrics``, an ``AggregateMetrics`` or an ``EffectTable`` returns, and the rows
+both views share.
 
 ``print(forecast_metrics(f))`` gives one line per cell, and a notebook or ``rich.print``
 showed an aggregate as a dataclass repr full of arrays. Here each is one row per
@@ -27,9 +28,19 @@ if TYPE_CHECKING:
 
     from onrecord._display import Printed
     from onrecord.dynamics._aggregate import AggregateMetrics
+    from onrecord.dynamics._controls import EffectTable
     from onrecord.dynamics._metrics import ForecastMetrics
 
-__all__ = ["Cell", "Grid", "aggregate_grid", "aggregate_view", "forecast_grid", "forecast_view"]
+__all__ = [
+    "Cell",
+    "Grid",
+    "aggregate_grid",
+    "aggregate_view",
+    "effect_grid",
+    "effect_view",
+    "forecast_grid",
+    "forecast_view",
+]
 
 NO_VALUE = "—"
 """A number that does not exist beside a row's stated reason (a censored horizon has
@@ -187,6 +198,37 @@ def _aggregate_cells(metrics: AggregateMetrics, i: int, j: int) -> tuple[Cell, .
     )
 
 
+def effect_grid(table: EffectTable) -> Grid:
+    """Paired forecasts: per coordinate × horizon the pairs measured, the mean absolute
+    real and predicted effects and the mean absolute error of the predicted effect."""
+    headers: tuple[str, ...] = ("coordinate", "unit", "horizon", "pairs")
+    headers += ("real effect", "predicted effect", "effect error")
+    rows = tuple(
+        _keys(name, unit, h) + _effect_cells(table, i, j)
+        for j, (name, unit) in enumerate(table.coordinates.items())
+        for i, h in enumerate(table.horizons)
+    )
+    summary = (
+        f"model={table.model_id}: mean absolute effects over paired forecasts, "
+        f"{table.skipped_pairs} pairs skipped (a forecast of either arm failed)"
+    )
+    return Grid("effect-table", "effect table", summary, headers, rows)
+
+
+def _effect_cells(table: EffectTable, i: int, j: int) -> tuple[Cell, ...]:
+    pairs = int(table.pairs[i, j])
+    count = Cell(str(pairs), "pairs", pairs)
+    if pairs:
+        fields = ("real_effect", "predicted_effect", "effect_error")
+        return (count, *(number(getattr(table, name)[i, j], name) for name in fields))
+    # No pair here: the effects are NaN, which shown as 0 would read as "no effect". The
+    # arrays cannot tell a censored horizon from pairs all skipped, so both are said.
+    why = "not measured in any pair"
+    if table.skipped_pairs:
+        why += f" ({table.skipped_pairs} skipped: a forecast failed)"
+    return (count, Cell(why, "missing"), Cell(NO_VALUE), Cell(NO_VALUE))
+
+
 def forecast_view(metrics: ForecastMetrics) -> Printed:
     """``ForecastMetrics`` in rich: its summary line, then one row per cell."""
     return _view(lambda: forecast_grid(metrics))
@@ -195,6 +237,11 @@ def forecast_view(metrics: ForecastMetrics) -> Printed:
 def aggregate_view(metrics: AggregateMetrics) -> Printed:
     """``AggregateMetrics`` in rich: its counts, then one row per cell."""
     return _view(lambda: aggregate_grid(metrics))
+
+
+def effect_view(table: EffectTable) -> Printed:
+    """``EffectTable`` in rich: its model and skipped pairs, then one row per cell."""
+    return _view(lambda: effect_grid(table))
 
 
 def _view(build: Callable[[], Grid]) -> Printed:
@@ -213,7 +260,10 @@ def _view(build: Callable[[], Grid]) -> Printed:
         # text), and a newline in it shows as \n rather than as a second row.
         table = SplitTable(*grid.headers, keys=3, title=grid.title)
         for row in grid.rows:
-            table.add_row(*(cell(item.text) for item in row))
+            # A row without values says why in every part, not only in the first.
+            missing = [item.text for item in row if item.field == "missing"]
+            reason = cell(missing[0]) if missing else ""
+            table.add_row(*(cell(item.text) for item in row), reason=reason)
         console.print(Text(grid.summary))
         console.print(table)
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from onrecord._display_dynamics import Cell, Grid, aggregate_grid, forecast_grid
+from onrecord._display_dynamics import Cell, Grid, aggregate_grid, effect_grid, forecast_grid
 from onrecord.html._page import NAME_CHARS, TEXT_CHARS, attr, cell, esc, name_text, table
 
 if TYPE_CHECKING:
     from onrecord.dynamics._aggregate import AggregateMetrics
+    from onrecord.dynamics._controls import EffectTable
     from onrecord.dynamics._metrics import ForecastMetrics
 
-__all__ = ["aggregate_html", "forecast_html"]
+__all__ = ["aggregate_html", "effect_html", "forecast_html"]
 
 
 def forecast_html(metrics: ForecastMetrics) -> str:
@@ -28,6 +29,11 @@ def forecast_html(metrics: ForecastMetrics) -> str:
 def aggregate_html(metrics: AggregateMetrics) -> str:
     """Many forecasts' counts and statistics per coordinate × horizon."""
     return _fragment(aggregate_grid(metrics))
+
+
+def effect_html(table: EffectTable) -> str:
+    """Paired forecasts' real and predicted effects per coordinate × horizon."""
+    return _fragment(effect_grid(table))
 
 
 def _fragment(grid: Grid) -> str:

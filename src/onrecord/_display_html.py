@@ -18,13 +18,15 @@ from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.html._compare import _checks as _compared_checks
 from onrecord.html._compare import _measures as _compared_measures
 from onrecord.html._decision import headline, requirements_section
+from onrecord.html._measures import measure_rows
 from onrecord.html._page import NAME_CHARS, attr, cell, esc, name_text, percent, table
+from onrecord.report._measures import MEASURE_COLUMNS
 
 if TYPE_CHECKING:
     from onrecord.compare import Comparison
     from onrecord.episode import EpisodeEvidence
     from onrecord.policy import PolicyDecision
-    from onrecord.report import CheckSummary, EvaluationReport
+    from onrecord.report import CheckSummary, EvaluationReport, ReportSummary
 
 __all__ = ["comparison_html", "decision_html", "evidence_html", "report_html"]
 
@@ -41,7 +43,8 @@ def _fragment(kind: str, body: str) -> str:
 
 
 def report_html(report: EvaluationReport) -> str:
-    """The summary line, the checks' table (the report page's columns) and pass^k."""
+    """The summary line, the checks' table (the report page's columns), pass^k and the
+    measures."""
     summary = report.summary()
     versions = report.lock["checks"]
     outcomes = ", ".join(f"{count} {outcome}" for outcome, count in summary.outcomes.items())
@@ -54,7 +57,16 @@ def report_html(report: EvaluationReport) -> str:
     )
     rows = [_check_row(check, versions.get(check.name, "")) for check in summary.checks]
     checks = table(_CHECK_HEADERS, rows, css="onrecord-checks")
-    return _fragment("report", head + checks + _pass_hat_k(summary.pass_hat_k))
+    return _fragment("report", head + checks + _pass_hat_k(summary.pass_hat_k) + _measures(summary))
+
+
+def _measures(summary: ReportSummary) -> str:
+    """Every measure over the trials that have it (the report page folds those past
+    the first rows away; a notebook cell scrolls)."""
+    if not summary.measures:
+        return ""
+    measures = [measure.to_dict() for measure in summary.measures]
+    return table(MEASURE_COLUMNS, measure_rows(measures, summary.trials), css="onrecord-measures")
 
 
 def _check_row(check: CheckSummary, version: Any) -> str:

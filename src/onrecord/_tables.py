@@ -252,17 +252,26 @@ class SplitTable:
             raise ValueError(f"keys={keys} for a table of {len(headers)} columns")
         self._headers, self._keys, self._title, self._options = headers, keys, title, options
         self._rows: list[tuple[str, ...]] = []
+        self._reasons: list[str] = []
 
-    def add_row(self, *cells: str) -> None:
+    def add_row(self, *cells: str, reason: str = "") -> None:
         """Add a row; a short one is padded with empty cells, as rich's Table does (it
         failed with an IndexError only when printed). A longer one is refused: every
-        cell belongs under a header, and the extra ones would silently be dropped."""
+        cell belongs under a header, and the extra ones would silently be dropped.
+
+        ``reason``: why the row's values from the cell that holds it on do not exist (a
+        censored horizon); each part holding none of that cell but later ones shows it
+        in the first of them. Said only where it was, the parts after showed the row's
+        values as bare dashes that gave no reason."""
         if len(cells) > len(self._headers):
             raise ValueError(
                 f"a row of {len(cells)} cells for a table of {len(self._headers)} columns: "
                 "pass at most one cell per header"
             )
+        if reason and reason not in cells[self._keys :]:
+            raise ValueError(f"reason={reason!r} is none of the row's value cells")
         self._rows.append((*cells, *[""] * (len(self._headers) - len(cells))))
+        self._reasons.append(reason)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         groups = self._groups(options.max_width)
@@ -285,6 +294,12 @@ class SplitTable:
         columns = [*range(self._keys), *group]
         headers = (self._headers[i] for i in columns)
         table = fitted_table(*headers, title=title, whole_words=True, **self._options)
-        for row in self._rows:
-            table.add_row(*(row[i] for i in columns))
+        for row, reason in zip(self._rows, self._reasons, strict=True):
+            cells = [row[i] for i in columns]
+            if reason:
+                at = row.index(reason, self._keys)
+                later = [n for n, i in enumerate(group) if i >= at]
+                if later and group[later[0]] != at:
+                    cells[self._keys + later[0]] = reason
+            table.add_row(*cells)
         return table

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,6 +31,9 @@ from onrecord.dynamics._references import (
     random_plan,
 )
 from onrecord.errors import InputError
+
+if TYPE_CHECKING:
+    from onrecord._display import Printed
 
 __all__ = ["EffectTable", "PairedReference", "capture_pairs", "effect_table"]
 
@@ -153,6 +156,18 @@ class EffectTable:
                     }
                 )
         return out
+
+    def __rich__(self) -> Printed:
+        """A table, one row per coordinate × horizon (``rich.print``, IPython with rich)."""
+        from onrecord._display_dynamics import effect_view
+
+        return effect_view(self)
+
+    def _repr_html_(self) -> str:
+        """The same table for Jupyter: names escaped, no script."""
+        from onrecord._display_dynamics_html import effect_html
+
+        return effect_html(self)
 
 
 def _at_horizons(forecast: ForecastEvidence, values: FloatArray) -> FloatArray:

@@ -17,9 +17,9 @@ from onrecord.html._page import (
     TEXT_CHARS,
     attr,
     cell,
-    esc,
     ident,
     long_text,
+    name_html,
     name_text,
     table,
 )
@@ -39,7 +39,10 @@ def headline(decision: Mapping[str, Any], *, ids: bool = True) -> str:
             f"the run is incomplete ({decision.get('recorded')} of "
             f"{decision.get('expected')} episodes recorded); the policy: {text}"
         )
-    return f"<p{ident('decision-headline', ids)}><b>{esc(text)}</b></p>" if text else ""
+    # One line, as the terminal prints it (``cell``): the headline is check names joined
+    # by fixed words, and a name's newline rendered as a space ("posted once") while the
+    # requirements table below said "posted\nonce", another check's name.
+    return f"<p{ident('decision-headline', ids)}><b>{name_html(text)}</b></p>" if text else ""
 
 
 def requirements_section(decision: Mapping[str, Any], *, ids: bool = True) -> str:

@@ -3,7 +3,7 @@ prints it. Before, the page gave a measure only in one episode's detail view."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from onrecord.html._page import NAME_CHARS, attr, cell, name_text, table
@@ -14,7 +14,7 @@ from onrecord.report._measures import (
     measure_cells,
 )
 
-__all__ = ["measures_section"]
+__all__ = ["measure_rows", "measures_section"]
 
 _FIELDS = ("trials", "mean", "min", "median", "max", "above_zero")
 """The data keys of the number columns, in ``MEASURE_COLUMNS`` order."""
@@ -25,8 +25,7 @@ def measures_section(data: Mapping[str, Any]) -> str:
     measures = data["summary"].get("measures") or []
     if not measures:
         return ""
-    total = data["summary"]["trials"]
-    rows = [_row(m, total) for m in measures]
+    rows = measure_rows(measures, data["summary"]["trials"])
     # Past the first rows, the rest folded away: a world model's report of dozens of
     # measures gave each a row, and the page's later sections sat screens below.
     rest = rows[MEASURE_ROWS:]
@@ -45,6 +44,12 @@ def measures_section(data: Mapping[str, Any]) -> str:
         + more
         + "</section>"
     )
+
+
+def measure_rows(measures: Sequence[Mapping[str, Any]], total: int) -> list[str]:
+    """One table row per measure summary (``MeasureSummary.to_dict()``), over ``total``
+    trials: the page's table, and a notebook's (``EvaluationReport._repr_html_``)."""
+    return [_row(m, total) for m in measures]
 
 
 def _row(m: Mapping[str, Any], total: int) -> str:

@@ -101,7 +101,7 @@ function measures(values){
   // object ({"rejected_calls":0,"row_writes":4,…}) the line showed before.
   // Each pair in one piece (nowrap): the line breaks between measures, not inside one.
   const items = Object.entries(values || {}).map(([k, v]) => '<span class="measure" data-measure="'
-    + attr(k) + '">' + esc(k) + ' ' + esc(v) + '</span>');
+    + attr(k) + '">' + esc(oneLine(k)) + ' ' + esc(v) + '</span>');
   return items.length ? ' · measures: ' + items.join(' · ') : ''; }
 function select(key){
   if (!view) return false;
