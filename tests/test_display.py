@@ -249,3 +249,27 @@ def test_notebook_fragments_carry_no_element_ids(
     for fragment in (decision._repr_html_(), comparison._repr_html_()):
         assert Tables(fragment).tags  # a fragment with tables
         assert [tag for tag, attrs in Tables(fragment).tags if "id" in attrs] == []
+
+
+def test_an_ascii_console_gets_ascii_tables(
+    mixed: EvaluationReport, decision: PolicyDecision, comparison: Comparison
+) -> None:
+    """On a console writing ASCII (a notebook's log, a CI step), the tables were drawn
+    in UTF-8 and reached it as ``\\u250f`` escapes, rows with ``≥`` one column wider
+    than their border."""
+    import io
+
+    texts = []
+    for shown in (mixed, decision, comparison):
+        raw = io.BytesIO()
+        stream = io.TextIOWrapper(raw, encoding="ascii", errors="backslashreplace")
+        Console(file=stream, width=100).print(shown)
+        stream.flush()
+        text = raw.getvalue().decode("ascii")
+        assert "\\u" not in text
+        assert "\\x" not in text
+        assert any(line.startswith("+--") for line in text.splitlines()), text  # ASCII boxes
+        for block in re.findall(r"(?m)(?:^[+|].*\n?)+", text):  # each table: one width
+            assert len({len(line) for line in block.splitlines()}) == 1, block
+        texts.append(text)
+    assert ">= 100.0%" in texts[1]  # the decision's threshold, substituted

@@ -37,8 +37,12 @@ class Printed:
         self._draw = draw
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        inner = Console(
-            file=io.StringIO(),
+        from onrecord._tables import ReadableConsole
+
+        # In the caller's encoding: drawn in UTF-8, an ASCII console got its boxes as
+        # "\u250f" escapes and rows with "≥" one column wider than their border.
+        inner = ReadableConsole(
+            file=_Buffer(console.encoding),
             width=options.max_width,
             color_system=console.color_system,  # type: ignore[arg-type]
             force_terminal=console.color_system is not None,
@@ -50,6 +54,19 @@ class Printed:
         self._draw(inner)
         output = inner.file.getvalue()  # type: ignore[attr-defined]
         yield Text.from_ansi(output.rstrip("\n"), no_wrap=True, overflow="ignore")
+
+
+class _Buffer(io.StringIO):
+    """Text written for a stream of ``encoding``: rich picks its boxes by it (ASCII ones
+    where the encoding has no box characters), ``ReadableConsole`` its symbols."""
+
+    def __init__(self, encoding: str) -> None:
+        super().__init__()
+        self._encoding = encoding
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._encoding
 
 
 def report_view(report: EvaluationReport) -> Printed:
