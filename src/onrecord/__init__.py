@@ -5,7 +5,7 @@ The public API, by concept::
     EvalCase                           a task and its identity
     AcceptancePolicy, CheckRequirement turn a report into accept / reject / indeterminate
     compare_reports                    paired comparison of two reports
-    onrecord.integrations.gymnasium    capture_episode
+    onrecord.integrations.gymnasium    capture_episode, capture_episode_async
     onrecord.episode                   EpisodeEvidence, OutcomeCheck, OutcomeVerdict, ...
     onrecord.report                    EvaluationReport, Trial, CheckResult
 """

@@ -19,6 +19,7 @@ from typing import Any, overload
 
 from onrecord._canonical import to_portable
 from onrecord._portable import key_path
+from onrecord.envkit._sync_tools import refuse_async_tool
 from onrecord.envkit._validate import (
     Check,
     compile_pattern,
@@ -55,6 +56,7 @@ class Tool:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise InputError(f"a tool's name must be a non-empty string, got {self.name!r}")
+        refuse_async_tool(self.name, self.function)
         try:
             self._check  # noqa: B018 - compile now: a bad schema is the author's to fix
         except InputError as exc:
@@ -115,6 +117,7 @@ def tool(
     _check_options(function, writes, description)
 
     def declare(fn: ToolFunction) -> Tool:
+        refuse_async_tool(name or fn.__name__, fn)  # before its schema is derived
         doc = inspect.getdoc(fn) or ""
         built = Tool(
             name or fn.__name__,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
 
+from onrecord._async import discard
 from onrecord._canonical import NDARRAY_TAG, to_portable
 from onrecord.case import EvalCase
 from onrecord.episode import EpisodeEvidence, OutcomeCheck, OutcomeVerdict, episode_trial
@@ -113,6 +115,13 @@ def as_interact(agent: Any, spec: EpisodeSpec) -> Interact:
             agent = agent(AgentContext(spec.case, spec.repeat, spec.seed))
         except Exception as exc:  # the agent's failure, recorded in its episode
             return failing_agent(f"the agent factory raised {type(exc).__name__}: {exc}", exc)
+    if inspect.iscoroutine(agent):  # an async factory: its body never ran
+        discard(agent)
+        return failing_agent(
+            "the agent factory is an async function, so it returned a coroutine without "
+            "building the agent; make it a plain def returning the agent (whose interact "
+            "may be async)"
+        )
     if not callable(agent):
         return failing_agent(
             f"the agent must be callable as agent(env, observation, info), got "
