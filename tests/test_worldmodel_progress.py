@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from onrecord.cli import _progress
+from onrecord import _progress
 from onrecord.cli._progress import StepProgress
 from tests.conftest import SMOKE_COMMAND, SmokeRun
 

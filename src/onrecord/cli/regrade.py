@@ -11,7 +11,7 @@ from rich.console import Console
 from onrecord._canonical import load_record_bytes
 from onrecord.cli._bundle import digested
 from onrecord.cli._lines import counted, print_sentence
-from onrecord.cli._progress import BarProgress, add_no_progress
+from onrecord.cli._progress import ConsoleProgress, add_no_progress
 from onrecord.cli._render import cell, literal, make_console, render_decision, render_report
 from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     policy = AcceptancePolicy.load(args.policy) if args.policy else None
     # Each episode's world is rebuilt from its evidence: minutes for a few thousand.
-    progress = BarProgress(Console(stderr=True, soft_wrap=True), enabled=not args.no_progress)
+    progress = ConsoleProgress(Console(stderr=True, soft_wrap=True), enabled=not args.no_progress)
     regrade = regrade_run(
         args.run_dir, checks or None, policy=policy, name=args.name, progress=progress
     )

@@ -17,7 +17,7 @@ from onrecord.cli._app import EXIT_ERROR
 from onrecord.cli._lines import print_sentence
 from onrecord.cli._measure_table import render_report_measures
 from onrecord.cli._partial import partial_decision
-from onrecord.cli._progress import BarProgress, add_no_progress
+from onrecord.cli._progress import ConsoleProgress, add_no_progress
 from onrecord.cli._render import literal, make_console, render_decision
 from onrecord.cli._run_episode import path_word
 from onrecord.episode._verify_files import check_entry
@@ -224,7 +224,7 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # while a Ray cluster started: nothing was written yet
         errors.print("interrupted before the run started; nothing was written")
         return 130
-    progress = BarProgress(errors, enabled=not args.no_progress)
+    progress = ConsoleProgress(errors, enabled=not args.no_progress)
     try:
         with executor:
             limit = config.episode_timeout  # on resume, None keeps the run's own
@@ -361,7 +361,7 @@ def _given(value: Any, stored: Any) -> Any:
 
 
 def _summary(
-    console: Console, result: RunResult, progress: BarProgress, executor: str, workers: int
+    console: Console, result: RunResult, progress: ConsoleProgress, executor: str, workers: int
 ) -> None:
     for notice in result.notices:
         print_sentence(console, f"[yellow]repaired:[/] {literal(notice)}")

@@ -17,8 +17,6 @@ from onrecord.cli._render import cell, emit, literal, make_console
 
 __all__ = ["loop_table", "register"]
 
-_STEPS_FULL = 17  # ticks of one run: protocol … plots (for the progress bar)
-
 
 def register(subparsers: Any) -> None:
     """Add the ``worldmodel`` command with ``run`` and ``analyze``."""
@@ -73,11 +71,12 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from onrecord.dynamics.experiment import run_experiment
+    from onrecord.dynamics.experiment._run import RUN_STEPS
 
     progress = StepProgress(
         Console(stderr=True),
         "world-model steps",
-        _STEPS_FULL + len(args.model),  # one closed-loop step per --model
+        RUN_STEPS + len(args.model),  # one closed-loop step per --model
         enabled=not args.no_progress,
     )
     try:

@@ -14,6 +14,7 @@ By concept::
     register_environment, agent_factory,
     AgentContext                                   plugging environments and agents in
     RunConfig, load_config, load_tasks             TOML configuration
+    Progress, ConsoleProgress                      progress events, and the bar of the CLI
 """
 
 # The names below are imported on first use (PEP 562): the commands that read a run
@@ -24,6 +25,7 @@ from onrecord._lazy import lazy_attributes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from onrecord._progress import ConsoleProgress
     from onrecord.runner._config import RunConfig, load_config, load_tasks, parse_seeds
     from onrecord.runner._envref import EnvironmentRef
     from onrecord.runner._executors import (
@@ -62,6 +64,7 @@ __all__ = [
     "ENVKIT_CHECKS",
     "EXECUTORS",
     "AgentContext",
+    "ConsoleProgress",
     "EnvironmentProvider",
     "EnvironmentRef",
     "EpisodeJob",
@@ -105,6 +108,7 @@ _LAZY = {
     "ENVKIT_CHECKS": "onrecord.runner._toolprovider",
     "EXECUTORS": "onrecord.runner._executors",
     "AgentContext": "onrecord.runner._provider",
+    "ConsoleProgress": "onrecord._progress",
     "EnvironmentProvider": "onrecord.runner._provider",
     "EnvironmentRef": "onrecord.runner._envref",
     "EpisodeJob": "onrecord.runner._job",

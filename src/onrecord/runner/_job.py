@@ -260,7 +260,8 @@ def _without_volatile(value: Any) -> Any:
 
 
 class Progress:
-    """Receives progress events; the default does nothing. The CLI draws a bar. (Here,
+    """Receives progress events; the default does nothing. The CLI draws a bar,
+    ``ConsoleProgress``, which ``progress=True`` passes to the run. (Here,
     beside ``JobResult``, not in ``_run``: the CLI's progress module imports it, and
     ``_run`` imports every environment's code, which reading a record must not.)"""
 
@@ -272,3 +273,17 @@ class Progress:
 
     def stop(self) -> None:
         """The run loop ended."""
+
+
+def progress_of(progress: Progress | bool | None) -> Progress:
+    """What ``progress=`` of ``start_run``, ``resume_run`` and ``regrade_run`` means:
+    True the bar of ``onrecord run`` on stderr, None or False nothing (the default: a
+    library that prints unasked garbles its callers' own output), else the object given."""
+    if progress is True:
+        # Imported here: rich is not loaded by a run that shows nothing.
+        from onrecord._progress import ConsoleProgress
+
+        return ConsoleProgress()
+    if progress is None or progress is False:
+        return Progress()
+    return progress

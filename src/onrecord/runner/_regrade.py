@@ -19,7 +19,7 @@ from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
 from onrecord.runner._decided import REGRADE_POLICY
 from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
-from onrecord.runner._job import JobResult, Progress
+from onrecord.runner._job import JobResult, Progress, progress_of
 from onrecord.runner._leftovers import remove_unfinished_regrades, staging
 from onrecord.runner._provider import EnvironmentProvider
 from onrecord.runner._registry import build_provider, load_checks
@@ -84,14 +84,15 @@ def regrade_run(
     *,
     policy: AcceptancePolicy | None = None,
     name: str | None = None,
-    progress: Progress | None = None,
+    progress: Progress | bool | None = None,
 ) -> Regrade:
     """Grade every saved episode of a run with ``checks`` (default: the run's own check
     specs, re-imported, so improved checks are picked up). Writes ``report.json``,
     ``decision.json`` and ``changes.json`` under ``RUN/regrades/NAME``; the run's own
     records are only read. An interrupted run is re-graded too (its recorded episodes;
     never accepted). ``progress`` hears of every episode graded (``start`` with the
-    number recorded, an ``advance`` per episode with its new outcome, ``stop``)."""
+    number recorded, an ``advance`` per episode with its new outcome, ``stop``);
+    ``progress=True`` shows them as the bar of ``onrecord run`` on stderr."""
     # SIGTERM (a cancelled CI job, ``timeout``) is Ctrl-C, as in ``start_run``: its
     # default ended Python at once and left each world's scratch copy and rebuilt end
     # state in the temporary directory, one database each per cancelled regrade.
@@ -105,7 +106,7 @@ def _regrade_run(
     *,
     policy: AcceptancePolicy | None,
     name: str | None,
-    progress: Progress | None,
+    progress: Progress | bool | None,
 ) -> Regrade:
     store = RunStore.open(path)
     # Killed runs' and regrades' databases in TMPDIR, before this one adds its own.
@@ -129,7 +130,7 @@ def _regrade_run(
         provider = build_provider(protocol.environment)
         try:
             loaded = [contained(check) for check in _load(provider, specs)]
-            trials = _regraded_all(store, provider, loaded, records, progress or Progress())
+            trials = _regraded_all(store, provider, loaded, records, progress_of(progress))
         finally:
             provider.close()
     report = EvaluationReport.from_trials(trials, lock_extra=protocol.lock_extra())

@@ -20,7 +20,7 @@ from onrecord.runner._commit import naming_file
 from onrecord.runner._decided import decision_body
 from onrecord.runner._executors import Executor, InProcessExecutor
 from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
-from onrecord.runner._job import Progress
+from onrecord.runner._job import Progress, progress_of
 from onrecord.runner._protocol import RunProtocol, tasks_from
 from onrecord.runner._registry import (
     build_provider,
@@ -211,13 +211,15 @@ def start_run(
     protocol: RunProtocol,
     *,
     executor: Executor | None = None,
-    progress: Progress | None = None,
+    progress: Progress | bool | None = None,
     run_id: str | None = None,
     episode_timeout: float | None = None,
 ) -> RunResult:
     """Create the run directory and run every episode of ``protocol``. An episode still
     running after ``episode_timeout`` seconds is stopped and not recorded (a resume
-    retries it); the limit is kept with the run for resumes."""
+    retries it); the limit is kept with the run for resumes. ``progress=True`` shows the
+    bar of ``onrecord run`` on stderr (plain lines where no bar is drawn); a ``Progress``
+    object hears every episode; None, the default, shows nothing."""
     limit = check_timeout(episode_timeout)
     _refuse_unenforceable(executor, limit)  # before the directory is made
     run_id = run_id or f"run-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
@@ -230,10 +232,11 @@ def resume_run(
     *,
     expect: RunProtocol | None = None,
     executor: Executor | None = None,
-    progress: Progress | None = None,
+    progress: Progress | bool | None = None,
     episode_timeout: float | None = None,
 ) -> RunResult:
-    """Run the episodes a run directory does not hold yet. ``expect``, when given, must
+    """Run the episodes a run directory does not hold yet (``progress`` as in
+    ``start_run``). ``expect``, when given, must
     equal the stored protocol (flags on the command line must not silently change it).
     ``episode_timeout`` replaces, for this resume, the limit the run was started with."""
     given = check_timeout(episode_timeout)
@@ -290,9 +293,12 @@ def _verify_check_versions(store: RunStore) -> None:
 
 
 def _execute(
-    store: RunStore, executor: Executor | None, progress: Progress | None, limit: float | None
+    store: RunStore,
+    executor: Executor | None,
+    given: Progress | bool | None,
+    limit: float | None,
 ) -> RunResult:
-    progress = progress or Progress()
+    progress = progress_of(given)
     executor = executor or InProcessExecutor()
     failures: list[tuple[int, str]] = []
     with terminations_interrupt(), RunWriter(store) as writer:

@@ -8,8 +8,9 @@ reports differ. No model and no simulator is called.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from onrecord.dynamics.experiment._tables import Evidence, Pair, compute_tables,
 from onrecord.dynamics.experiment._user_models import slug, user_slugs
 from onrecord.errors import ConsistencyError, InputError, SchemaError
 
-__all__ = ["REPLAY_STEPS", "load_evidence", "replay"]
+__all__ = ["REPLAY_STEPS", "load_evidence", "replay", "shown_steps"]
 
 Step = Callable[[str], None]
 """Called with a label after each step of a replay (``onrecord worldmodel analyze``
@@ -93,14 +94,39 @@ def _check_bootstrap(path: Path, settings: dict[str, Any]) -> None:
             )
 
 
-def replay(root: str | os.PathLike[str], *, step: Step | None = None) -> dict[str, Any]:
+@contextlib.contextmanager
+def shown_steps(step: Step | None, progress: bool, name: str, total: int) -> Iterator[Step]:
+    """``step`` (or nothing) and, with ``progress``, each step on stderr as ``onrecord
+    worldmodel`` shows it: a bar on a terminal, plain lines elsewhere."""
+    if not progress:
+        yield step or (lambda _label: None)
+        return
+    from rich.console import Console
+
+    from onrecord._progress import StepProgress
+
+    with StepProgress(Console(stderr=True), name, total) as bar:
+
+        def both(label: str) -> None:
+            bar.step(label)
+            if step is not None:
+                step(label)
+
+        yield both
+
+
+def replay(
+    root: str | os.PathLike[str], *, step: Step | None = None, progress: bool = False
+) -> dict[str, Any]:
     """Verify a run directory and return its recomputed tables (equal to the saved ones),
     with ``verified_files`` (how many files the manifest pins) and ``manifest_sealed``
     (False for a run written before manifests carried a digest: it still replays, but
     nothing shows its manifest was not rewritten along with a file it lists).
-    ``step(label)`` is called after each of its ``REPLAY_STEPS`` steps."""
+    ``step(label)`` is called after each of its ``REPLAY_STEPS`` steps; ``progress=True``
+    shows them on stderr as ``onrecord worldmodel analyze`` does."""
     # A str as well as a Path, as run_experiment takes it (a str raised a TypeError).
-    return _replay(Path(root), step or (lambda _label: None))
+    with shown_steps(step, progress, "world-model replay", REPLAY_STEPS) as tick:
+        return _replay(Path(root), tick)
 
 
 def _replay(root: Path, tick: Step) -> dict[str, Any]:

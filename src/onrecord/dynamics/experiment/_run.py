@@ -23,6 +23,7 @@ from onrecord.dynamics._oracle import OracleModel
 from onrecord.dynamics._planners import ExhaustivePlanner
 from onrecord.dynamics._protocol import Transitions, WorldModel
 from onrecord.dynamics._references import capture_plan, random_plan
+from onrecord.dynamics.experiment._analyze import shown_steps
 from onrecord.dynamics.experiment._protocol import build_protocol
 from onrecord.dynamics.experiment._store import save_episodes, write_json, write_manifest
 from onrecord.dynamics.experiment._tables import Evidence, compute_tables, decisions
@@ -34,7 +35,10 @@ from onrecord.dynamics.experiment._user_models import (
 )
 from onrecord.errors import InputError
 
-__all__ = ["build_models", "run_experiment", "slug"]
+__all__ = ["RUN_STEPS", "build_models", "run_experiment", "slug"]
+
+RUN_STEPS = 17
+"""Steps of a run without ``user_models`` (protocol … plots); one more per user model."""
 
 Step = Callable[[str], None]
 
@@ -98,16 +102,24 @@ def run_experiment(
     smoke: bool,
     step: Step | None = None,
     user_models: Sequence[str] = (),
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Run the whole protocol into ``output_dir`` (which must be empty or absent).
 
     ``user_models`` are ``"package.module:factory"`` specs (``--model``), run through
     every stage beside the built-in models; they are imported, built and checked before
-    anything is written (``InputError`` otherwise).
+    anything is written (``InputError`` otherwise). ``step(label)`` is called after each
+    step; ``progress=True`` shows the steps on stderr as ``onrecord worldmodel run`` does.
     """
-    root = Path(output_dir)
+    total = RUN_STEPS + len(user_models)
+    with shown_steps(step, progress, "world-model steps", total) as tick:
+        return _run_experiment(Path(output_dir), smoke, tick, user_models)
+
+
+def _run_experiment(
+    root: Path, smoke: bool, tick: Step, user_models: Sequence[str]
+) -> dict[str, Any]:
     _check_new(root)
-    tick = step or (lambda _label: None)
     protocol = build_protocol(smoke=smoke)
     users = load_user_models(user_models, protocol, build_models)
     protocol = build_protocol(
