@@ -21,7 +21,7 @@ from typing import Any
 
 from onrecord._scratch import ScratchDirectory
 from onrecord.case import EvalCase
-from onrecord.envkit import _outcome, _setup
+from onrecord.envkit import _outcome, _setup, _sync_tools
 from onrecord.envkit._call_guard import TransactionEnded, install_gate, undo_call
 from onrecord.envkit._ctrl_c import instead, raise_noted, raises_noted
 from onrecord.envkit._guard import CALL_SAVEPOINT, READ_ONLY, StatementGuard
@@ -260,7 +260,7 @@ class ToolWorld:
                 )
             changes = self.conn.total_changes
             with self.conn.tool_call(self.step if spec.writes else None):
-                result = spec.function(ctx, **args)
+                result = _sync_tools.returned(spec.function(ctx, **args))
             raise_noted(self._guard)  # a Ctrl-C SQLite swallowed: the tool's own (_ctrl_c)
             returned = True
             self._refuse_forbidden()

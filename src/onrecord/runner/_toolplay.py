@@ -10,7 +10,9 @@ A tool-world agent is built once per episode and then called once per step:
   logged as a rejected ``invalid_action`` call that says what was wrong; nothing changes.
 * It is built by the runner's agent: a function marked with ``agent_factory``, called
   with the episode's ``AgentContext``; otherwise any callable, called with the task's
-  input (a class whose instances are ``act`` fits as it is).
+  input (a class whose instances are ``act`` fits as it is). ``act`` may be async: it
+  is awaited, and the episode recorded as a plain one's (``_toolplay_async``); the
+  builder may not (an async one built nothing: the agent's own failure).
 
 The episode ends at a successful call of the finish tool, when the agent raises, or at
 the step limit.
@@ -18,15 +20,18 @@ the step limit.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from onrecord._async import discard, is_async_callable
 from onrecord.case import EvalCase
 from onrecord.envkit import ToolEpisode, ToolWorld, tool_episode_trial
-from onrecord.envkit._outcome import describe, message, plain_name, safe_repr
+from onrecord.envkit._outcome import describe, plain_name, safe_repr
 from onrecord.episode import OutcomeCheck
 from onrecord.report import Trial
 from onrecord.runner._provider import AGENT_FACTORY_MARK, AgentContext, EpisodeSpec, failing_agent
+from onrecord.runner._toolplay_async import agent_error, play_async, refuse_async_in_loop
 
 __all__ = ["Act", "build_act", "play_tool_world", "read_call", "tool_world_trial"]
 
@@ -45,6 +50,13 @@ def build_act(agent: Any, spec: EpisodeSpec) -> Act:
             act = agent(spec.case.input)
     except Exception as exc:  # the agent's failure, recorded in its episode
         return failing_agent(f"building the agent raised {type(exc).__name__}: {exc}", exc)
+    if inspect.iscoroutine(act):  # an async builder: its body never ran
+        discard(act)
+        return failing_agent(
+            "the agent builder is an async function, so it returned a coroutine without "
+            "building the agent; make it a plain def returning act (act itself may be "
+            "async)"
+        )
     if not callable(act):
         return failing_agent(
             "a tool-world agent must build a callable act(observation) -> "
@@ -68,31 +80,54 @@ def play_tool_world(
     """Reset ``world`` for ``case`` and drive ``act`` until a successful ``finish_tool``
     call, an exception from the agent or ``max_steps``; returns ``(ending, agent_error)``
     (``finished``, ``agent_error`` or ``step_limit``). The end state, audit history, diff
-    and action log stay in the world until its next reset."""
+    and action log stay in the world until its next reset. An async ``act`` (or one
+    returning an awaitable) is awaited on an event loop of its own (``_toolplay_async``)."""
+    refuse_async_in_loop(act)
     world.reset(seed=seed, run_id=run_id, case=case)
-    last: dict[str, Any] | None = None
-    for step in range(max_steps):
-        observation = {"task": task, "tools": tools, "step": step, "last": last}
+    steps = _Steps(world, task, tools, max_steps, finish_tool)
+    if is_async_callable(act):
+        return play_async(steps, act)
+    for observation in steps.observations():
         try:
             action = act(observation)
         except Exception as exc:  # the agent's own failure is evidence, not a crash
-            return "agent_error", _describe(exc)
-        tool, arguments, problem = read_call(action)
-        if problem is None:
-            event = world.call(tool, arguments)
-        else:  # never run: a bare "finish" must not end the episode as if finished
-            event = world.reject_call(tool, arguments, "invalid_action", problem)
-        last = {key: event[key] for key in ("tool", "status", "result", "error")}
-        if event["tool"] == finish_tool and event["status"] == "ok":
+            return "agent_error", agent_error(exc)
+        if inspect.isawaitable(action):  # a plain act handing back its async work
+            return play_async(steps, act, action)
+        if steps.take(action):
             return "finished", None
     return "step_limit", None
 
 
-def _describe(exc: Exception) -> str:
-    """``Type: message``, or the type alone when the message is empty (a scripted agent
-    whose ``next(steps)`` ran out raises a bare ``StopIteration``)."""
-    text = message(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+class _Steps:
+    """An episode's steps: observations out, the agent's calls in."""
+
+    def __init__(
+        self,
+        world: ToolWorld,
+        task: Any,
+        tools: Sequence[Mapping[str, Any]],
+        max_steps: int,
+        finish_tool: str,
+    ) -> None:
+        self._world, self._task, self._tools = world, task, tools
+        self._max_steps, self._finish_tool = max_steps, finish_tool
+        self._step = 0
+        self._last: dict[str, Any] | None = None
+
+    def observations(self) -> Iterator[dict[str, Any]]:
+        while self._step < self._max_steps:
+            yield {"task": self._task, "tools": self._tools, "step": self._step, "last": self._last}
+
+    def take(self, action: Any) -> bool:
+        tool, arguments, problem = read_call(action)
+        if problem is None:
+            event = self._world.call(tool, arguments)
+        else:  # never run: a bare "finish" must not end the episode as if finished
+            event = self._world.reject_call(tool, arguments, "invalid_action", problem)
+        self._step += 1
+        self._last = {key: event[key] for key in ("tool", "status", "result", "error")}
+        return bool(event["tool"] == self._finish_tool and event["status"] == "ok")
 
 
 _CALL_SHAPE = '{"tool": NAME, "arguments": {...}}'
