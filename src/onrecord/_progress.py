@@ -1,8 +1,10 @@
 """Progress on stderr, shared by the command line and the Python API: the episode bar of
 ``onrecord run`` and ``regrade`` (``ConsoleProgress``, also ``start_run(...,
-progress=True)``), the steps of ``onrecord worldmodel run`` and the count of ``onrecord
-verify RUN``; plain lines where no bar is drawn. (Not under ``cli``: the runner and the
-experiment use it, and must not import the command line.)"""
+progress=True)``), the steps of ``onrecord worldmodel run`` and ``ledger run`` (also
+``progress=True`` of their Python entry points) and the count of ``onrecord verify RUN``
+and of ``onrecord demo`` (on stdout there); plain lines where no bar is drawn. (Not
+under ``cli``: the runner and the experiments use it, and must not import the command
+line.)"""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from rich.progress import (
 from onrecord.runner._job import JobResult
 from onrecord.runner._job import Progress as RunProgress
 
-__all__ = ["ConsoleProgress", "CountProgress", "StepProgress"]
+__all__ = ["ConsoleProgress", "CountProgress", "StepProgress", "note"]
 
 
 LINE_INTERVAL = 10.0
@@ -67,6 +69,13 @@ class _Lines:
             return
         self.last = time.perf_counter()
         self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def note(console: Console, text: str) -> None:
+    """``text`` as a plain line where no bar or spinner is drawn (a CI log, a file,
+    ``TERM=dumb``): there a spinner shows nothing, and the log stayed silent until the
+    results. Nothing where one is drawn: the bar or spinner says it."""
+    _Lines(console, enabled=True).write(text)
 
 
 class ConsoleProgress(RunProgress):

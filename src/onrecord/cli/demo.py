@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from onrecord._progress import CountProgress, note
 from onrecord.cli._lines import print_sentence
 from onrecord.cli._render import ablation_table as ledger_ablation_table
 from onrecord.cli._render import literal, make_console
@@ -93,7 +93,7 @@ def _run(out: Path, args: argparse.Namespace) -> int:
     suite = suite_from_reports({agent: result.report for agent, result in runs.items()})
     console.print(suite_table(suite))
     console.print(ablation_table(suite))
-    _note(console, "running the invoice ledger experiment")
+    note(console, "running the invoice ledger experiment")
     with console.status("running the invoice ledger experiment"):
         ledger = run_ledger_experiment(out / "ledger")
         save_ledger_result(ledger, out / "ledger")
@@ -141,26 +141,14 @@ def _fresh(out: Path) -> None:
             entry.unlink()
 
 
-def _live(console: Console) -> bool:
-    """Whether the console redraws a bar (a terminal that is not ``TERM=dumb``)."""
-    return console.is_terminal and not console.is_dumb_terminal
+class _Counted(RunProgress):
+    """Feeds one count for all runs of the demo (``start_run`` starts each run's own)."""
 
-
-def _note(console: Console, text: str) -> None:
-    """A plain progress line where no bar or spinner is drawn (a CI log, a file):
-    without it such a log stayed silent until the demo's tables appeared."""
-    if not _live(console):
-        console.print(text, markup=False, highlight=False)
-
-
-class _DemoProgress(RunProgress):
-    """Feeds one bar for all runs of the demo."""
-
-    def __init__(self, bar: Progress, task: Any) -> None:
-        self.bar, self.task = bar, task
+    def __init__(self, count: CountProgress) -> None:
+        self.count = count
 
     def advance(self, result: JobResult) -> None:
-        self.bar.advance(self.task)
+        self.count.advance()
 
 
 def _remittance_runs(
@@ -169,29 +157,27 @@ def _remittance_runs(
     protocols = {agent: plan_run("remittance", agent, repeats=repeats) for agent in AGENTS}
     total = sum(len(p.tasks) * p.repeats * len(p.seeds) for p in protocols.values())
     results: dict[str, RunResult] = {}
-    columns = (
-        TextColumn("[bold]remittance episodes"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[agent]}"),
-        TimeElapsedColumn(),
-    )
-    done = 0
-    with Progress(*columns, console=console, disable=not _live(console)) as bar:
-        task = bar.add_task("episodes", total=total, agent="")
-        progress = _DemoProgress(bar, task)
+    # The shared count: a bar naming the agent on a terminal; in a CI log a line at the
+    # start, at most one every 10 seconds within an agent's run, and one at the end.
+    count = CountProgress(console, "remittance episodes")
+    count.start(total)
+    try:
         for agent, protocol in protocols.items():
-            bar.update(task, agent=agent)
+            count.phase(agent)
             results[agent] = start_run(
-                root / agent, protocol, executor=ProcessPoolExecutor(workers), progress=progress
+                root / agent,
+                protocol,
+                executor=ProcessPoolExecutor(workers),
+                progress=_Counted(count),
             )
-            done += len(protocol.tasks) * protocol.repeats * len(protocol.seeds)
-            _note(console, f"remittance episodes {done}/{total}: {agent} done")
+            note(console, f"remittance episodes {count.done}/{total}: {agent} done")
+    finally:
+        count.stop()
     return results
 
 
 def _html(out: Path, runs: Mapping[str, RunResult], console: Console) -> list[Path]:
-    _note(console, "writing HTML reports")
+    note(console, "writing HTML reports")
     with console.status("writing HTML reports"):
         pages = [
             write_report(out / "remittance" / agent, out / f"remittance-{agent}.html")

@@ -15,14 +15,12 @@ from onrecord.cli._lines import print_sentence
 from onrecord.cli._progress import StepProgress, add_no_progress
 from onrecord.cli._render import ablation_table, literal, make_console
 from onrecord.domains.ledger import (
-    CLASSIC_RUNS,
-    SEEDS,
-    VARIANTS,
     LedgerResult,
     analyze_ledger_dir,
     run_ledger_experiment,
     save_ledger_result,
 )
+from onrecord.domains.ledger._experiment import LEDGER_STEPS
 from onrecord.errors import InputError
 
 __all__ = ["INTERRUPTED", "decision_table", "register"]
@@ -68,12 +66,8 @@ def run(args: argparse.Namespace) -> int:
     console = make_console()
     # Each episode and native run is a step, then the save. A bar on a terminal and plain
     # lines in a CI log, as `worldmodel run` (a spinner left a log silent for seconds).
-    episodes = sum(len(variant.attempts) for variant in VARIANTS) * len(SEEDS)
     progress = StepProgress(
-        Console(stderr=True),
-        "ledger steps",
-        episodes + len(CLASSIC_RUNS) + 1,
-        enabled=not args.no_progress,
+        Console(stderr=True), "ledger steps", LEDGER_STEPS + 1, enabled=not args.no_progress
     )
     try:
         with progress:

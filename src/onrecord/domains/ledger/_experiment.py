@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from onrecord import EvalCase, PolicyDecision
+from onrecord._steps import shown_steps
 from onrecord.domains.ledger._checks import GRADERS, LEDGER_CHECKS
 from onrecord.domains.ledger._classic import (
     CLASSIC_RUNS,
@@ -32,6 +33,7 @@ from onrecord.report import EvaluationReport
 
 __all__ = [
     "ENVIRONMENT_ID",
+    "LEDGER_STEPS",
     "OBSERVER_ID",
     "SEEDS",
     "VARIANTS",
@@ -76,6 +78,10 @@ VARIANTS = (
     LedgerVariant("safe_recovery", ((_P, _F), (_P, _F)), "idempotent", ("indeterminate", "accept")),
     LedgerVariant("unsafe_recovery", ((_P, _F), (_P, _F)), "unsafe", ("indeterminate", "reject")),
 )
+
+LEDGER_STEPS = sum(len(variant.attempts) for variant in VARIANTS) * len(SEEDS) + len(CLASSIC_RUNS)
+"""Steps of ``run_ledger_experiment``: each attempt of each variant and seed, then each
+native run (``onrecord ledger run`` adds one, the save)."""
 
 
 @dataclass(frozen=True)
@@ -169,11 +175,22 @@ def _decide(report: EvaluationReport) -> dict[str, str]:
 
 
 def run_ledger_experiment(
-    work_dir: str | Path, progress: Callable[[str], None] | None = None
+    work_dir: str | Path, progress: Callable[[str], None] | bool | None = None
 ) -> LedgerResult:
     """Run every variant with every seed and the native runs; databases go under
-    ``work_dir/runs/<variant>-seed<seed>-attempt<n>/ledger.sqlite``."""
-    work = Path(work_dir)
+    ``work_dir/runs/<variant>-seed<seed>-attempt<n>/ledger.sqlite``. ``progress`` is
+    called with a line after each of the ``LEDGER_STEPS`` steps (``"ledger
+    correct-seed7-attempt1: accept"``, ``"classic frozenlake_hole: reject"``); True shows
+    them on stderr as ``onrecord ledger run`` does; None or False (the default) nothing."""
+    if callable(progress):
+        return _run(Path(work_dir), progress)
+    with shown_steps(None, progress is True, "ledger steps", LEDGER_STEPS) as tick:
+        # "ledger steps 1/23 · correct-seed7-attempt1: accept done", as the command
+        # shows it: the name already says whose steps these are.
+        return _run(Path(work_dir), lambda text: tick(text.removeprefix("ledger ")))
+
+
+def _run(work: Path, progress: Callable[[str], None]) -> LedgerResult:
     result = LedgerResult()
     for variant in VARIANTS:
         for seed in SEEDS:
@@ -200,8 +217,7 @@ def run_ledger_experiment(
                         str(kept),
                     )
                 )
-                if progress is not None:
-                    progress(f"ledger {name}: {result.episodes[-1].decisions['full_policy']}")
+                progress(f"ledger {name}: {result.episodes[-1].decisions['full_policy']}")
     shutil.rmtree(work / "live", ignore_errors=True)
     for run in CLASSIC_RUNS:
         evidence = capture_classic(run)
@@ -216,8 +232,7 @@ def run_ledger_experiment(
                 "expected": run.expected,
             }
         )
-        if progress is not None:
-            progress(f"classic {run.name}: {decision.decision}")
+        progress(f"classic {run.name}: {decision.decision}")
     return result
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from onrecord import AcceptancePolicy, CheckRequirement, PolicyDecision
 from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes
 from onrecord._scratch import ScratchDirectory
+from onrecord._steps import shown_steps
 from onrecord.domains.remittance._agents import AGENTS, ScriptedAgent
 from onrecord.domains.remittance._checks import (
     ANSWER_CHECK,
@@ -168,7 +169,7 @@ def run_demo_suite(
     agents: Sequence[str] | Mapping[str, AgentFactory] = AGENTS,
     tasks: Sequence[RemittanceTask] | None = None,
     repeats: int = 3,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | bool | None = None,
     episodes_dir: str | Path | None = None,
 ) -> SuiteResult:
     """Run every agent on every task ``repeats`` times.
@@ -176,10 +177,37 @@ def run_demo_suite(
     ``agents`` are reference agent names or ``{name: factory(brief) -> agent}``. With
     ``output_dir``, each agent's report and decision and ``summary.json`` are written to
     ``output_dir/remittance/``. Episodes are saved under ``episodes_dir`` (kept) or a
-    temporary directory (deleted when the run ends).
+    temporary directory (deleted when the run ends). ``progress`` is called with
+    ``"remittance TASK"`` after each task; True shows the tasks on stderr (a bar in a
+    terminal, else plain lines ``remittance tasks 1/33 · full-01 done · 0 s``); None or
+    False (the default) nothing.
     """
     factories = _factories(agents)
     tasks = tuple(load_tasks() if tasks is None else tasks)
+    if callable(progress):
+        result = _run_tasks(factories, tasks, repeats, episodes_dir, progress)
+    else:
+        with shown_steps(None, progress is True, "remittance tasks", len(tasks)) as tick:
+            # "remittance tasks 1/33 · full-01 done": the name already says whose tasks.
+            result = _run_tasks(
+                factories,
+                tasks,
+                repeats,
+                episodes_dir,
+                lambda t: tick(t.removeprefix("remittance ")),
+            )
+    if output_dir is not None:
+        save_suite(result, Path(output_dir) / "remittance")
+    return result
+
+
+def _run_tasks(
+    factories: Mapping[str, AgentFactory],
+    tasks: Sequence[RemittanceTask],
+    repeats: int,
+    episodes_dir: str | Path | None,
+    progress: Callable[[str], None],
+) -> SuiteResult:
     result = SuiteResult()
     trials: dict[str, list[Trial]] = {name: [] for name in factories}
     with ScratchDirectory("remittance") as scratch:  # removed by a later run if killed
@@ -204,11 +232,8 @@ def run_demo_suite(
                         )
             finally:
                 env.close()
-            if progress is not None:
-                progress(f"remittance {task.task_id}")
+            progress(f"remittance {task.task_id}")
     result.outcomes = {name: _agent_outcome(name, items) for name, items in trials.items()}
-    if output_dir is not None:
-        save_suite(result, Path(output_dir) / "remittance")
     return result
 
 

@@ -8,13 +8,13 @@ reports differ. No model and no simulator is called.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import canonical_bytes
+from onrecord._steps import shown_steps
 from onrecord.dynamics._closed_loop import load_runs
 from onrecord.dynamics._evidence import ForecastEvidence, load_forecasts
 from onrecord.dynamics.experiment._protocol import analysis_of, build_protocol
@@ -23,7 +23,7 @@ from onrecord.dynamics.experiment._tables import Evidence, Pair, compute_tables,
 from onrecord.dynamics.experiment._user_models import slug, user_slugs
 from onrecord.errors import ConsistencyError, InputError, SchemaError
 
-__all__ = ["REPLAY_STEPS", "load_evidence", "replay", "shown_steps"]
+__all__ = ["REPLAY_STEPS", "load_evidence", "replay"]
 
 Step = Callable[[str], None]
 """Called with a label after each step of a replay (``onrecord worldmodel analyze``
@@ -92,27 +92,6 @@ def _check_bootstrap(path: Path, settings: dict[str, Any]) -> None:
                 f"integer of at least {least}): the protocol is damaged or was changed "
                 "after the run; restore the protocol.json the run wrote, or re-run"
             )
-
-
-@contextlib.contextmanager
-def shown_steps(step: Step | None, progress: bool, name: str, total: int) -> Iterator[Step]:
-    """``step`` (or nothing) and, with ``progress``, each step on stderr as ``onrecord
-    worldmodel`` shows it: a bar on a terminal, plain lines elsewhere."""
-    if not progress:
-        yield step or (lambda _label: None)
-        return
-    from rich.console import Console
-
-    from onrecord._progress import StepProgress
-
-    with StepProgress(Console(stderr=True), name, total) as bar:
-
-        def both(label: str) -> None:
-            bar.step(label)
-            if step is not None:
-                step(label)
-
-        yield both
 
 
 def replay(

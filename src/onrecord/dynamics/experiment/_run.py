@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from onrecord._steps import shown_steps
 from onrecord.dynamics._batch import capture_forecasts
 from onrecord.dynamics._closed_loop import run_closed_loop, save_runs
 from onrecord.dynamics._controls import PairedReference, capture_pairs
@@ -23,7 +24,6 @@ from onrecord.dynamics._oracle import OracleModel
 from onrecord.dynamics._planners import ExhaustivePlanner
 from onrecord.dynamics._protocol import Transitions, WorldModel
 from onrecord.dynamics._references import capture_plan, random_plan
-from onrecord.dynamics.experiment._analyze import shown_steps
 from onrecord.dynamics.experiment._protocol import build_protocol
 from onrecord.dynamics.experiment._store import save_episodes, write_json, write_manifest
 from onrecord.dynamics.experiment._tables import Evidence, compute_tables, decisions
