@@ -51,3 +51,13 @@ def test_seed_import_paths() -> None:
         evaluate_episode,
     )
     from onrecord.integrations.gymnasium import capture_episode  # noqa: F401
+
+
+def test_agent_setup_error_is_public() -> None:
+    # Recorded in evidence when an agent builder raises or builds nothing: users match
+    # on it, so it is importable without reaching into a private module.
+    import onrecord.runner
+    from onrecord.runner._provider import AgentSetupError
+
+    assert "AgentSetupError" in onrecord.runner.__all__
+    assert onrecord.runner.AgentSetupError is AgentSetupError

@@ -134,8 +134,11 @@ def test_crash_leaves_a_coverage_issue(tmp_path: Path) -> None:
         "AgentCrashed: the agent crashed right after its first committed write"
     )
     trial = remittance_trial(run.episode, REMITTANCE_CHECKS)
+    # One issue, naming the exception, as the runner records it (``run`` declares the
+    # ending: the saved manifest says agent_error, not undeclared).
     assert trial.coverage_issues == (
-        "the episode ended after step 5 (post_allocation) without a successful finish call",
+        "the episode ended with agent_error: AgentCrashed: the agent crashed right after "
+        "its first committed write, not finished",
     )
 
 

@@ -14,8 +14,7 @@ import orjson
 import pytest
 
 from onrecord.domains.remittance import RemittanceEnvironment, load_tasks
-from onrecord.runner import agent_factory
-from onrecord.runner._provider import AgentContext, AgentSetupError, EpisodeSpec
+from onrecord.runner import AgentContext, AgentSetupError, EpisodeSpec, agent_factory
 from onrecord.runner._toolplay import build_act
 from tests.runner.conftest import ROOT, onrecord
 

@@ -25,7 +25,6 @@ from onrecord.envkit import _outcome, _setup, _sync_tools
 from onrecord.envkit._call_guard import TransactionEnded, install_gate, undo_call
 from onrecord.envkit._ctrl_c import instead, raise_noted, raises_noted
 from onrecord.envkit._guard import CALL_SAVEPOINT, READ_ONLY, StatementGuard
-from onrecord.envkit._portable import portable
 from onrecord.envkit._sql import internal
 from onrecord.envkit._undo import RowUndo
 from onrecord.envkit.audit import CTX, AuditEvent, audit_tables, events_from_raw, read_audit
@@ -266,7 +265,7 @@ class ToolWorld:
             self._refuse_forbidden()
             if not spec.writes and self.conn.total_changes != changes:
                 raise ForbiddenStatement(READ_ONLY)
-            result = portable(result, "$.result")
+            result = _sync_tools.portable_result(result)
             self.conn.execute(_RELEASE_CALL)  # commits: a deferred foreign key may refuse
         except BaseException as exc:
             ended = undo_call(self.conn) and returned  # after the tool returned: not its error

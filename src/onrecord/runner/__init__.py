@@ -12,7 +12,7 @@ By concept::
     ToolWorldProvider, ENVKIT_CHECKS,
     EpisodeSpec, EpisodeOutput, SavedEpisode,
     register_environment, agent_factory,
-    AgentContext                                   plugging environments and agents in
+    AgentContext, AgentSetupError                  plugging environments and agents in
     RunConfig, load_config, load_tasks             TOML configuration
     Progress, ConsoleProgress                      progress events, and the bar of the CLI
 """
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from onrecord.runner._protocol import RunProtocol
     from onrecord.runner._provider import (
         AgentContext,
+        AgentSetupError,
         EnvironmentProvider,
         EpisodeOutput,
         EpisodeSpec,
@@ -64,6 +65,7 @@ __all__ = [
     "ENVKIT_CHECKS",
     "EXECUTORS",
     "AgentContext",
+    "AgentSetupError",
     "ConsoleProgress",
     "EnvironmentProvider",
     "EnvironmentRef",
@@ -108,6 +110,7 @@ _LAZY = {
     "ENVKIT_CHECKS": "onrecord.runner._toolprovider",
     "EXECUTORS": "onrecord.runner._executors",
     "AgentContext": "onrecord.runner._provider",
+    "AgentSetupError": "onrecord.runner._provider",
     "ConsoleProgress": "onrecord._progress",
     "EnvironmentProvider": "onrecord.runner._provider",
     "EnvironmentRef": "onrecord.runner._envref",

@@ -79,12 +79,21 @@ def play_tool_world(
 ) -> tuple[str, str | None]:
     """Reset ``world`` for ``case`` and drive ``act`` until a successful ``finish_tool``
     call, an exception from the agent or ``max_steps``; returns ``(ending, agent_error)``
-    (``finished``, ``agent_error`` or ``step_limit``). The end state, audit history, diff
-    and action log stay in the world until its next reset. An async ``act`` (or one
-    returning an awaitable) is awaited on an event loop of its own (``_toolplay_async``)."""
+    (``finished``, ``agent_error`` or ``step_limit``), also declared to the world
+    (``end_episode``). The end state, audit history, diff and action log stay in the
+    world until its next reset. An async ``act`` (or one returning an awaitable) is
+    awaited on an event loop of its own (``_toolplay_async``)."""
     refuse_async_in_loop(act)
     world.reset(seed=seed, run_id=run_id, case=case)
-    steps = _Steps(world, task, tools, max_steps, finish_tool)
+    ending, error = _play(_Steps(world, task, tools, max_steps, finish_tool), act)
+    # Declared here, the one place that knows it, so an episode saved from the world
+    # (``save_episode``, ``RemittanceEnvironment.run``) records the ending the runner
+    # records instead of "undeclared".
+    world.end_episode(ending, error)
+    return ending, error
+
+
+def _play(steps: _Steps, act: Act) -> tuple[str, str | None]:
     if is_async_callable(act):
         return play_async(steps, act)
     for observation in steps.observations():
@@ -193,8 +202,8 @@ def tool_world_trial(
     finish_tool: str = "finish",
 ) -> Trial:
     """The kit's trial plus a coverage issue when the log does not end with a successful
-    ``finish_tool`` call (the agent crashed, gave up or hit the step limit), or when the
-    agent tried a write tool after it."""
+    ``finish_tool`` call (the agent gave up or hit the step limit; a crash is the kit's
+    issue, which names the exception), or when the agent tried a write tool after it."""
     trial = tool_episode_trial(episode, checks, repeat)
     actions = episode.actions
     writes = frozenset(episode.manifest.get("writes", ()))
@@ -210,6 +219,10 @@ def tool_world_trial(
             f"the agent finished at step {actions[done[0]]['step']}, then tried "
             f"{late[0]['tool']} at step {late[0]['step']} (refused: nothing changed)"
         )
+    elif episode.manifest.get("ending") == "agent_error":
+        # The kit's issue names the agent's exception ("ended with agent_error: ..."):
+        # a second, generic one would count one cause twice.
+        return trial
     else:
         last = (
             f"after step {actions[-1]['step']} ({actions[-1]['tool']})"

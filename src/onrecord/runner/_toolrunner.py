@@ -5,7 +5,6 @@ recorded the same way (``onrecord.run.tool-episode/v1``, see ``_toolworld``)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,20 +121,7 @@ class ToolWorldRunner(EnvironmentProvider):
         )
 
     def trial(self, subject: Any, checks: Sequence[OutcomeCheck], repeat: int) -> Trial:
-        trial = tool_world_trial(subject, checks, repeat, finish_tool=self.finish_tool)
-        if subject.manifest.get("ending") != "agent_error":
-            return trial
-        # A crashed agent's episode got two coverage issues for one cause: the kit's
-        # "ended with agent_error: <the exception>, not finished" and the loop's "ended
-        # before its first call without a successful finish call". Keep the one that
-        # names the exception.
-        generic = f" without a successful {self.finish_tool} call"
-        kept = tuple(
-            issue
-            for issue in trial.coverage_issues
-            if not (issue.startswith("the episode ended ") and issue.endswith(generic))
-        )
-        return dataclasses.replace(trial, coverage_issues=kept)
+        return tool_world_trial(subject, checks, repeat, finish_tool=self.finish_tool)
 
     def close(self) -> None:
         self._close_worlds()

@@ -130,7 +130,8 @@ class RemittanceEnvironment:
         max_steps: int = MAX_STEPS,
     ) -> PlayedEpisode:
         """Reset, let ``agent`` act until it finishes, raises or runs out of steps, and
-        keep the episode in memory (``run`` saves it; the runner records it)."""
+        keep the episode in memory (``run`` saves it; the runner records it). The ending
+        is declared to the world (``end_episode``), as the runner's loop does."""
         ending, error = play_tool_world(
             self.world,
             self.case,
@@ -152,7 +153,8 @@ class RemittanceEnvironment:
         run_id: str | None = None,
         max_steps: int = MAX_STEPS,
     ) -> EpisodeRun:
-        """``play``, then save the episode to ``directory``."""
+        """``play``, then save the episode to ``directory`` (with the ending ``play``
+        declared: the manifest's ``ending``/``ending_error`` are the runner's)."""
         played = self.play(agent, seed=seed, run_id=run_id, max_steps=max_steps)
         return EpisodeRun(save_episode(self.world, Path(directory)), played.agent_error)
 
@@ -171,6 +173,6 @@ def remittance_trial(
     episode: ToolEpisode, checks: Sequence[OutcomeCheck], repeat: int = 0
 ) -> Trial:
     """The kit's trial plus a coverage issue when the log does not end with a successful
-    ``finish`` (the agent crashed, gave up or hit the step limit), or when the agent tried
-    a write after it."""
+    ``finish`` (the agent gave up or hit the step limit; a crash is the kit's issue, which
+    names the exception), or when the agent tried a write after it."""
     return tool_world_trial(episode, checks, repeat)
