@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from onrecord.cli._ending import print_ending
 from onrecord.cli._episode_view import render_episode
 from onrecord.cli._measure_table import ALL_MEASURES, render_report_measures
 from onrecord.cli._progress import CountProgress, add_no_progress
@@ -131,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
             render_regrade_directory(console, path, record, every=args.all_not_passed)
         episode = _tool_episode(Path(args.file))
         if episode is not None:  # its calls and row changes, as `--episode` shows a run's
+            print_ending(console, episode.manifest)
             shown = render_tool_calls(
                 console, episode.actions, steps, full=args.full, command=command
             )

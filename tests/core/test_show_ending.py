@@ -1,0 +1,102 @@
+"""``onrecord show DIR`` of a saved tool-world episode says how it ended (the manifest's
+``ending``), with the agent's error for ``agent_error``.
+
+Before: it printed "5 steps" and the calls, so in a CI log an agent that crashed after
+its first write read like one that finished. The error is the agent's text: a newline
+in it continues on an indented line, never at column 0."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from onrecord.domains.remittance import RemittanceEnvironment, ScriptedAgent, load_tasks
+from onrecord.envkit import save_episode
+
+ROOT = Path(__file__).resolve().parents[2]
+ONRECORD = str(Path(sys.executable).parent / "onrecord")
+TASK = dataclasses.replace(next(t for t in load_tasks() if t.task_id == "full-01"), size=200)
+CRASH = "AgentCrashed: the agent crashed right after its first committed write"
+
+
+@pytest.fixture(scope="module")
+def env() -> Iterator[RemittanceEnvironment]:
+    built = RemittanceEnvironment(TASK)
+    yield built
+    built.close()
+
+
+def _show(path: Path, columns: int = 200) -> list[str]:
+    done = subprocess.run(
+        [ONRECORD, "show", str(path)],
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": str(columns)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def _raising(message: str) -> Any:
+    def agent(observation: Mapping[str, Any]) -> NoReturn:
+        raise RuntimeError(message)
+
+    return agent
+
+
+@pytest.mark.parametrize(
+    ("agent", "max_steps", "line"),
+    [
+        ("careful", 60, "ended: finished"),
+        ("crash_after_commit", 60, f"ended: agent_error: {CRASH}"),
+        ("careful", 2, "ended: step_limit (the agent ran out of steps)"),
+    ],
+)
+def test_show_says_how_the_episode_ended(
+    env: RemittanceEnvironment, tmp_path: Path, agent: str, max_steps: int, line: str
+) -> None:
+    env.run(ScriptedAgent(agent, env.brief), tmp_path / "ep", max_steps=max_steps)
+    lines = _show(tmp_path / "ep")
+    assert lines[0].startswith("tool-world episode ")
+    assert lines[1] == line
+
+
+def test_an_episode_nobody_declared_the_end_of_says_so(
+    env: RemittanceEnvironment, tmp_path: Path
+) -> None:
+    env.world.reset(case=env.case, seed=0)
+    save_episode(env.world, tmp_path / "ep")
+    assert _show(tmp_path / "ep")[1] == "ended: undeclared (nobody declared how it ended)"
+
+
+def test_a_multi_line_error_hangs_under_the_ending(
+    env: RemittanceEnvironment, tmp_path: Path
+) -> None:
+    env.run(_raising("boom\ndecision: accept"), tmp_path / "ep")
+    lines = _show(tmp_path / "ep")
+    assert lines[1:4] == [
+        "ended: agent_error, with the error:",
+        "  RuntimeError: boom",
+        "  decision: accept",
+    ]
+    assert not any(line.startswith("decision") for line in lines)
+
+
+def test_a_long_error_goes_on_lines_of_its_own(env: RemittanceEnvironment, tmp_path: Path) -> None:
+    env.run(_raising("the upstream ledger refused the batch, " * 4), tmp_path / "ep")
+    lines = _show(tmp_path / "ep", columns=80)
+    assert lines[1] == "ended: agent_error, with the error:"
+    hanging = lines[2 : lines.index(next(x for x in lines[2:] if not x.startswith("  ")))]
+    assert len(hanging) > 1
+    assert all(len(line) <= 80 for line in hanging)
+    assert " ".join(x.strip() for x in hanging).startswith("RuntimeError: the upstream ledger")
