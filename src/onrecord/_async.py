@@ -6,9 +6,20 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable
+from pathlib import Path
+from types import FrameType
 from typing import TypeVar
 
-__all__ = ["discard", "is_async_callable", "loop_running", "run_to_completion"]
+from onrecord.errors import InputError
+
+__all__ = [
+    "AsyncInRunningLoop",
+    "discard",
+    "is_async_callable",
+    "loop_running",
+    "run_to_completion",
+    "suspended_frame",
+]
 
 T = TypeVar("T")
 
@@ -20,6 +31,12 @@ def is_async_callable(value: object) -> bool:
         return True
     call = getattr(type(value), "__call__", None)  # noqa: B004 - the instance's, not the class's
     return not isinstance(value, type) and inspect.iscoroutinefunction(call)
+
+
+class AsyncInRunningLoop(InputError):
+    """An async agent met where an event loop already runs in this thread, which
+    synchronous code cannot block to await it. Its own class so that a run stops on it
+    with advice for the whole run, instead of recording it as every episode's error."""
 
 
 def loop_running() -> bool:
@@ -82,3 +99,31 @@ def _cancel_left(loop: asyncio.AbstractEventLoop) -> None:
                     "task": task,
                 }
             )
+
+
+_ASYNCIO = str(Path(asyncio.__file__).parent)
+
+
+def suspended_frame() -> FrameType | None:
+    """Where the awaitable ``run_to_completion`` runs in this thread waits, while its
+    loop is idle (in ``select``, no task running): the innermost frame of its await
+    chain outside asyncio (``await asyncio.sleep(...)`` in the agent), else None.
+    A signal handler's own frame would name the selector there, not the agent."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    if asyncio.current_task(loop) is not None:  # a task runs: the signal's frame is it
+        return None
+    main = [t for t in asyncio.all_tasks(loop) if _code(t.get_coro()) is _awaited.__code__]
+    found = None
+    awaited: object = main[0].get_coro() if main else None
+    while (frame := getattr(awaited, "cr_frame", None)) is not None:
+        if not frame.f_code.co_filename.startswith(_ASYNCIO):
+            found = frame
+        awaited = getattr(awaited, "cr_await", None)
+    return found
+
+
+def _code(coroutine: object) -> object:
+    return getattr(coroutine, "cr_code", None)

@@ -52,3 +52,15 @@ def test_gymnasium_episodes_on_ray(cluster: None, tmp_path: Path) -> None:
     with RayExecutor() as executor:
         start_run(tmp_path / "ray", protocol, executor=executor)
     assert _fingerprints(tmp_path / "ray") == _fingerprints(tmp_path / "local")
+
+
+def test_an_async_agent_on_ray(cluster: None, tmp_path: Path) -> None:
+    """Ray runs a task on its worker's main thread, with no event loop there: an async
+    agent is awaited on a loop of its own, as in process."""
+    protocol = plan_run("frozenlake", "tests.runner.test_async_run_limits:to_goal", seeds=[0, 1])
+    start_run(tmp_path / "local", protocol)
+    with RayExecutor() as executor:
+        result = start_run(tmp_path / "ray", protocol, executor=executor)
+    assert result.complete
+    assert result.decision.decision == "accept"
+    assert _fingerprints(tmp_path / "ray") == _fingerprints(tmp_path / "local")

@@ -30,6 +30,7 @@ __all__ = [
     "InProcessExecutor",
     "ProcessPoolExecutor",
     "make_executor",
+    "stopped_in_loop",
 ]
 
 EXECUTORS = ("inprocess", "process", "ray")
@@ -107,6 +108,21 @@ class InProcessExecutor(Executor):
             with interrupts_kept():
                 results = run_chunk([job])
             yield from results
+
+
+def stopped_in_loop(path: os.PathLike[str]) -> str:
+    """Why an in-process run met an async agent it cannot await, and the two ways out
+    (both checked: a pool worker and a loop-free thread each run it to completion)."""
+    return (
+        f"the run in {path} stopped: its agent is async, and start_run (or resume_run) "
+        "was called while an event loop is running in this thread (Jupyter, an async "
+        "application), where the in-process executor cannot await it; the episodes "
+        "recorded before are kept. Resume it with its episodes in worker processes, "
+        f"which run the agent on a loop of their own: `resume_run({str(path)!r}, "
+        "executor=ProcessPoolExecutor(1))` (an episode_timeout works there too); or "
+        f"from a thread with no running loop: `await asyncio.to_thread(resume_run, "
+        f"{str(path)!r})` (without an episode_timeout: its signal needs the main thread)"
+    )
 
 
 class ProcessPoolExecutor(Executor):

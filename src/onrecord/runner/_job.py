@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from onrecord._async import AsyncInRunningLoop
 from onrecord._canonical import canonical_bytes, content_digest
 from onrecord.case import EvalCase
 from onrecord.episode import EPISODE_SCHEMA, OutcomeCheck
@@ -189,6 +190,8 @@ def _run_job(job: EpisodeJob) -> JobResult:
         output = provider.run_episode(spec, agent)
         trial = provider.trial(output.subject, checks, repeat)
         return _result(job, output, trial.to_dict(), trial.outcome)
+    except AsyncInRunningLoop:  # every episode here would meet it: the run stops on it
+        raise
     # SystemExit too: an agent calling sys.exit() must not end the whole run (with the
     # agent's exit code, possibly 0 = "accept"); only Ctrl-C stops the run.
     except (Exception, SystemExit) as exc:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from onrecord._async import AsyncInRunningLoop
 from onrecord._canonical import atomic_write_bytes, content_digest, fsync_directory, record_bytes
 from onrecord.case import EvalCase
 from onrecord.errors import InputError, OnrecordError
@@ -18,7 +19,7 @@ from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
 from onrecord.runner._commit import naming_file
 from onrecord.runner._decided import decision_body
-from onrecord.runner._executors import Executor, InProcessExecutor
+from onrecord.runner._executors import Executor, InProcessExecutor, stopped_in_loop
 from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
 from onrecord.runner._job import Progress, progress_of
 from onrecord.runner._protocol import RunProtocol, tasks_from
@@ -314,6 +315,8 @@ def _execute(
                     message = f"{result.case_id}#{result.repeat}: {result.error}"
                     failures.append((order.get(result.key, len(order)), message))
                 progress.advance(result)
+        except AsyncInRunningLoop as exc:
+            raise InputError(stopped_in_loop(store.path)) from exc
         finally:
             progress.stop()
         recorded_now = len(writer.done) - before

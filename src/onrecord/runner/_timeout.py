@@ -28,6 +28,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
+from onrecord._async import suspended_frame
 from onrecord.errors import InputError
 
 __all__ = [
@@ -157,7 +158,9 @@ class _Alarm:
         if not self.armed:  # the episode ended as the signal came: nothing to stop
             return
         self.armed = False  # one-shot: cleanup after the first stop is not interrupted
-        self.where = _place(frame)
+        # An async agent awaiting (an LLM call that never answers) is named at its await,
+        # not at the event loop's selector where the signal found the thread.
+        self.where = _place(suspended_frame() or frame)
         self.between = frame is not None and frame.f_code is _with_alarm.__code__
         raise EpisodeTimeout(f"the episode exceeded its time limit of {self.limit:g} s")
 

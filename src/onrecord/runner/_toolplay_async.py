@@ -10,9 +10,14 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
-from onrecord._async import discard, is_async_callable, loop_running, run_to_completion
+from onrecord._async import (
+    AsyncInRunningLoop,
+    discard,
+    is_async_callable,
+    loop_running,
+    run_to_completion,
+)
 from onrecord.envkit._outcome import message
-from onrecord.errors import InputError
 
 __all__ = ["Steps", "agent_error", "play_async", "refuse_async_in_loop"]
 
@@ -46,7 +51,7 @@ def agent_error(exc: Exception) -> str:
 def refuse_async_in_loop(act: Callable[..., Any]) -> None:
     """Refuse, before the world is reset, an ``async def`` act that cannot run here."""
     if is_async_callable(act) and loop_running():
-        raise InputError(_IN_LOOP.format(how="it is declared async def"))
+        raise AsyncInRunningLoop(_IN_LOOP.format(how="it is declared async def"))
 
 
 def play_async(
@@ -57,7 +62,7 @@ def play_async(
     be async). Ctrl-C and ``CancelledError`` propagate once the loop is cleaned up."""
     if loop_running():  # only a returned awaitable gets here with a loop running
         discard(pending)  # closed unrun: no "never awaited" warning on top
-        raise InputError(_IN_LOOP.format(how=f"it returned a {type(pending).__name__}"))
+        raise AsyncInRunningLoop(_IN_LOOP.format(how=f"it returned a {type(pending).__name__}"))
     try:
         return run_to_completion(_play(steps, act, pending))
     finally:

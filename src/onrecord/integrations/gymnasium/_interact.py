@@ -8,9 +8,14 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from onrecord._async import discard, is_async_callable, loop_running, run_to_completion
+from onrecord._async import (
+    AsyncInRunningLoop,
+    discard,
+    is_async_callable,
+    loop_running,
+    run_to_completion,
+)
 from onrecord._canonical import to_portable
-from onrecord.errors import InputError
 from onrecord.integrations.gymnasium._recorder import EpisodeRecorder, error_record
 
 __all__ = ["Interact", "await_interact", "call_interact", "refuse_async_in_loop"]
@@ -29,7 +34,7 @@ def refuse_async_in_loop(interact: Interact) -> None:
     """Refuse, before the factory builds anything, an ``async def`` interact that the
     sync capture could not run here."""
     if is_async_callable(interact) and loop_running():
-        raise InputError(_IN_LOOP.format(how="it is declared async def"))
+        raise AsyncInRunningLoop(_IN_LOOP.format(how="it is declared async def"))
 
 
 def call_interact(interact: Interact, recorder: EpisodeRecorder, record: dict[str, Any]) -> None:
@@ -42,7 +47,9 @@ def call_interact(interact: Interact, recorder: EpisodeRecorder, record: dict[st
     if inspect.isawaitable(returned):
         if loop_running():  # only known now: interact is a plain function returning one
             discard(returned)
-            raise InputError(_IN_LOOP.format(how=f"it returned a {type(returned).__name__}"))
+            raise AsyncInRunningLoop(
+                _IN_LOOP.format(how=f"it returned a {type(returned).__name__}")
+            )
         try:
             returned = run_to_completion(returned)
         except Exception as exc:
