@@ -31,6 +31,7 @@ from onrecord._canonical import (
     load_record_bytes,
 )
 from onrecord._exceptions import naming_file
+from onrecord._headline import INCOMPLETE_RUN, decision_headline
 from onrecord._policy_rules import (
     StatusTable,
     fraction,
@@ -57,8 +58,6 @@ __all__ = [
 ]
 
 POLICY_SCHEMA = "onrecord.policy/v1"
-INCOMPLETE_RUN = "the run is incomplete: "
-"""How the reason ``onrecord gate`` adds for a run missing planned episodes begins."""
 Decision = Literal["accept", "reject", "indeterminate"]
 _EXIT_CODES: dict[Decision, Literal[0, 1, 2]] = {"accept": 0, "reject": 1, "indeterminate": 2}
 """A decision's exit code for CI gates (typed, so a user's ``sys.exit`` reads 0, 1 or 2)."""
@@ -185,39 +184,9 @@ class PolicyDecision:
 
     @property
     def headline(self) -> str:
-        """The decision's cause in a few words: critical failures, undecided
-        requirements, coverage, then advisory failures. An advisory failure never
-        decides, so it is named as a warning and last: listed as ``failed`` beside a
-        coverage issue it read as the cause of an indeterminate."""
-        groups: dict[str, list[str]] = {"failed": [], "undecided": [], "advisory": []}
-        for o in self.outcomes:
-            if o.status == "undecided" or (o.status == "failed" and o.requirement.critical):
-                groups[o.status].append(o.requirement.check)
-            elif o.status == "failed":
-                groups["advisory"].append(o.requirement.check)
-        parts = [
-            f"{label}: {', '.join(groups[label])}"
-            for label in ("failed", "undecided")
-            if groups[label]
-        ]
-        advisory = groups["advisory"]
-        if self.coverage_issues:
-            parts.append(
-                f"coverage: {without_trial(self.coverage_issues[0])}"
-                + (
-                    f" (+{len(self.coverage_issues) - 1} more)"
-                    if len(self.coverage_issues) > 1
-                    else ""
-                )
-            )
-        # A cause outside the requirements (``onrecord gate`` on a partial run) is in the
-        # reasons only: without it an indeterminate gate was headlined "every requirement met".
-        parts += [r.split(" (", 1)[0] for r in self.reasons if r.startswith(INCOMPLETE_RUN)]
-        if advisory:
-            parts.append(f"advisory failed (warning): {', '.join(advisory)}")
-        if not parts and self.decision != "accept":  # a saved record's other cause
-            parts = list(self.reasons[:1]) or [f"{self.decision} (no reason recorded)"]
-        return "; ".join(parts) or "every requirement met"
+        """The decision's cause in a few words (``onrecord._headline``): critical
+        failures, undecided requirements, coverage, then advisory failures."""
+        return decision_headline(self.decision, self.outcomes, self.coverage_issues, self.reasons)
 
     @property
     def exit_code(self) -> Literal[0, 1, 2]:
