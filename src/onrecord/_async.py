@@ -3,14 +3,21 @@ one's awaitable to completion on an event loop of its own."""
 
 from __future__ import annotations
 
-import asyncio
 import inspect
+import sys
 from collections.abc import Awaitable
 from pathlib import Path
 from types import FrameType
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from onrecord.errors import InputError
+
+if TYPE_CHECKING:
+    import asyncio
+
+# asyncio is imported where a loop is made or asked for, not here: its import (~20 ms)
+# was most of what `onrecord verify`/`gate`/`show` grew by when runs learned async agents.
+# Until something imports it, no event loop can be running.
 
 __all__ = [
     "AsyncInRunningLoop",
@@ -42,6 +49,9 @@ class AsyncInRunningLoop(InputError):
 def loop_running() -> bool:
     """Whether an event loop runs in this thread (Jupyter, an async application): code
     it called cannot block to run another coroutine to completion."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return False
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -62,6 +72,8 @@ def run_to_completion(awaitable: Awaitable[T]) -> T:
     afterwards, as ``asyncio.run`` does but without taking over Ctrl-C: a
     ``KeyboardInterrupt`` (or a runner's timeout signal) is raised where the code is, as
     for a plain function. Tasks it left running are cancelled and awaited first."""
+    import asyncio
+
     loop = asyncio.new_event_loop()
     try:
         # Given a coroutine (not a task), it consumes a KeyboardInterrupt the task holds,
@@ -84,6 +96,8 @@ async def _awaited(awaitable: Awaitable[T]) -> T:
 def _cancel_left(loop: asyncio.AbstractEventLoop) -> None:
     """Cancel the tasks still pending (the interrupted one, those it started and never
     awaited) and let them unwind, as ``asyncio.run`` does on its way out."""
+    import asyncio
+
     left = asyncio.all_tasks(loop)
     if not left:
         return
@@ -101,14 +115,14 @@ def _cancel_left(loop: asyncio.AbstractEventLoop) -> None:
             )
 
 
-_ASYNCIO = str(Path(asyncio.__file__).parent)
-
-
 def suspended_frame() -> FrameType | None:
     """Where the awaitable ``run_to_completion`` runs in this thread waits, while its
     loop is idle (in ``select``, no task running): the innermost frame of its await
     chain outside asyncio (``await asyncio.sleep(...)`` in the agent), else None.
     A signal handler's own frame would name the selector there, not the agent."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:  # no loop can be running
+        return None
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -117,9 +131,10 @@ def suspended_frame() -> FrameType | None:
         return None
     main = [t for t in asyncio.all_tasks(loop) if _code(t.get_coro()) is _awaited.__code__]
     found = None
+    inside = str(Path(asyncio.__file__ or "").parent)  # asyncio's own frames
     awaited: object = main[0].get_coro() if main else None
     while (frame := getattr(awaited, "cr_frame", None)) is not None:
-        if not frame.f_code.co_filename.startswith(_ASYNCIO):
+        if not frame.f_code.co_filename.startswith(inside):
             found = frame
         awaited = getattr(awaited, "cr_await", None)
     return found

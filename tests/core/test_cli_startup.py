@@ -211,7 +211,8 @@ def test_ctrl_c_while_starting_is_130_without_a_traceback(
 # Only running or re-grading episodes needs these; reading records never does. gymnasium
 # came in through ``onrecord.dynamics`` and ``onrecord.runner`` (their ``__init__`` and the
 # registry), importlib.metadata through modules reading ``onrecord.__version__`` at the top.
-NOT_FOR_READING = ("gymnasium", "scipy", "sklearn", "matplotlib", "ray")
+NOT_FOR_READING = ("gymnasium", "scipy", "sklearn", "matplotlib", "ray", "asyncio")
+"""Never needed to read a record: asyncio (~20 ms) is for running async agents only."""
 
 
 def _main_in_fresh_interpreter(args: list[str]) -> tuple[set[str], object, str]:
