@@ -11,12 +11,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from onrecord.html import comparison_data, report_data, write_comparison, write_report
 from onrecord.html._compare import _checks, _measures
 from onrecord.html._decision import headline, requirements_section
-from onrecord.runner import plan_run, start_run
 
 
 class _Ids(HTMLParser):
@@ -32,22 +29,6 @@ def _ids(html: str) -> list[str]:
     parser = _Ids()
     parser.feed(html)
     return parser.ids
-
-
-@pytest.fixture(scope="module")
-def careful_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The remittance run's tasks, all passed: a comparison with the failing one."""
-    path = tmp_path_factory.mktemp("ids") / "careful"
-    start_run(
-        path,
-        plan_run(
-            "remittance",
-            "careful",
-            seeds=[0, 1],
-            environment_config={"size": 30, "kinds": ["duplicate", "full_payment"]},
-        ),
-    )
-    return path
 
 
 def _decision(run: Path) -> dict[str, Any]:

@@ -168,18 +168,10 @@ def test_embedded_json_round_trips_and_never_closes_the_script(value: Any) -> No
     assert orjson.loads(text) == value
 
 
-def test_comparison_page(remittance_run: Path, tmp_path: Path) -> None:
-    other = tmp_path / "careful"
-    start_run(
-        other,
-        plan_run(
-            "remittance",
-            "careful",
-            seeds=[0, 1],
-            environment_config={"size": 30, "kinds": ["duplicate", "full_payment"]},
-        ),
+def test_comparison_page(remittance_run: Path, careful_run: Path, tmp_path: Path) -> None:
+    done = onrecord(
+        "compare", str(careful_run), str(remittance_run), "--html", str(tmp_path / "c.html")
     )
-    done = onrecord("compare", str(other), str(remittance_run), "--html", str(tmp_path / "c.html"))
     assert done.returncode == 0, done.stderr
     data = _embedded((tmp_path / "c.html").read_text())
     check = next(c for c in data["comparison"]["checks"] if c["name"] == "no_duplicate_allocation")
