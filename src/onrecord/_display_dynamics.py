@@ -106,7 +106,7 @@ def forecast_grid(metrics: ForecastMetrics) -> Grid:
 
 def _forecast_cells(metrics: ForecastMetrics, i: int, j: int, width: int) -> tuple[Cell, ...]:
     if not metrics.measured[i, j]:
-        return (Cell(_gap(metrics, i), "missing"),) + (Cell(NO_VALUE),) * (width - 1)
+        return (Cell(metrics._gap(i), "missing"),) + (Cell(NO_VALUE),) * (width - 1)
     cells = (number(metrics.error[i, j], "error"), number(metrics.abs_error[i, j], "abs_error"))
     std, lower, upper, covered, nll = (
         metrics.std,
@@ -126,16 +126,6 @@ def _forecast_cells(metrics: ForecastMetrics, i: int, j: int, width: int) -> tup
         Cell("yes" if covered[_LEVEL, i, j] else "no", "covered_90"),
         number(nll[i, j], "nll"),
     )
-
-
-def _gap(metrics: ForecastMetrics, i: int) -> str:
-    """Why a cell has no error, as ``str(metrics)`` says it."""
-    if metrics.censored[i]:
-        return "censored"
-    if metrics.status != "ok":
-        return metrics.status.replace("_", " ")
-    why = metrics.unobserved.get(metrics.horizons[i])
-    return "not measured" if why is None else f"not observed: {why}"
 
 
 _AGGREGATE = ("bias", "mae", "rmse", "skill")

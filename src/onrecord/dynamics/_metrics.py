@@ -182,14 +182,19 @@ class ForecastMetrics:
                 lines.append(f"  {name} h{h}: " + self._describe(i, j, unit))
         return "\n".join(lines)
 
+    def _gap(self, i: int) -> str:
+        """Why horizon ``i`` has no error: ``censored``, the forecast's failure status,
+        ``not observed: <reason>`` or ``not measured`` (``str()`` and the tables say it)."""
+        if self.censored[i]:
+            return "censored"
+        if self.status != "ok":
+            return self.status.replace("_", " ")
+        why = self.unobserved.get(self.horizons[i])
+        return "not measured" if why is None else f"not observed: {why}"
+
     def _describe(self, i: int, j: int, unit: str) -> str:
         if not self.measured[i, j]:
-            if self.censored[i]:
-                return "censored"
-            if self.status != "ok":
-                return self.status.replace("_", " ")
-            why = self.unobserved.get(self.horizons[i])
-            return "not measured" if why is None else f"not observed: {why}"
+            return self._gap(i)
         text = f"error {self.error[i, j]:+.4g} {unit}"
         if self.std is not None and self.covered is not None and self.nll is not None:
             text += (
