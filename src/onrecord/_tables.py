@@ -41,6 +41,10 @@ class ReadableConsole(Console):
         # out, its row stuck out of its column by a character per symbol. Every table and
         # Text this console draws passes here (rich renders nested ones through it too)
         # before it is measured.
+        from onrecord.cli._encoding import holds_everything
+
+        if holds_everything(self.encoding):  # UTF-8, the usual case: nothing to substitute
+            return super().render(renderable, options)
         if isinstance(renderable, Table):
             for column in renderable.columns:
                 column._cells = [self._readable(cell) for cell in column._cells]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import codecs
 import sys
 
-__all__ = ["ERRORS", "readable", "readable_ascii", "tolerant_streams"]
+__all__ = ["ERRORS", "holds_everything", "readable", "readable_ascii", "tolerant_streams"]
 
 ERRORS = "onrecord-ascii"
 
@@ -70,9 +70,15 @@ def readable(text: str, encoding: str) -> str:
     """``text`` as a stream in ``encoding`` with the ``onrecord-ascii`` handler writes it
     (``≥`` is ``>=`` in ASCII, kept in UTF-8). A console lays its tables out with this
     text: substituted only when written, ``>= 100.0%`` stuck out of its column."""
-    if text.isascii() or encoding.replace("_", "-").startswith("utf"):
+    if text.isascii() or holds_everything(encoding):
         return text  # what every UTF encoding holds (the usual case, and fast)
     return text.encode(encoding, ERRORS).decode(encoding)
+
+
+def holds_everything(encoding: str) -> bool:
+    """Whether ``encoding`` writes every character as it is (a UTF encoding): nothing
+    to substitute, so a console need not look at its text."""
+    return encoding.replace("_", "-").lower().startswith("utf")
 
 
 def tolerant_streams() -> None:
