@@ -110,18 +110,37 @@ class InProcessExecutor(Executor):
             yield from results
 
 
-def stopped_in_loop(path: os.PathLike[str]) -> str:
+def stopped_in_loop(path: str | os.PathLike[str], *, started: bool = True) -> str:
     """Why an in-process run met an async agent it cannot await, and the two ways out
-    (both checked: a pool worker and a loop-free thread each run it to completion)."""
+    (both checked: a pool worker and a loop-free thread each run it to completion).
+    Not ``started``: ``start_run`` refused it before making the run directory, so the
+    ways out start the run rather than resume it."""
+    where = str(path)
+    if started:
+        ended, kept, verb, call, args = (
+            "stopped",
+            "the episodes recorded before are kept",
+            "Resume",
+            "resume_run",
+            repr(where),
+        )
+    else:
+        ended, kept, verb, call, args = (
+            "was not started",
+            "nothing was written",
+            "Start",
+            "start_run",
+            f"{where!r}, protocol",
+        )
     return (
-        f"the run in {path} stopped: its agent is async, and start_run (or resume_run) "
+        f"the run in {where} {ended}: its agent is async, and start_run (or resume_run) "
         "was called while an event loop is running in this thread (Jupyter, an async "
-        "application), where the in-process executor cannot await it; the episodes "
-        "recorded before are kept. Resume it with its episodes in worker processes, "
-        f"which run the agent on a loop of their own: `resume_run({str(path)!r}, "
-        "executor=ProcessPoolExecutor(1))` (an episode_timeout works there too); or "
-        f"from a thread with no running loop: `await asyncio.to_thread(resume_run, "
-        f"{str(path)!r})` (without an episode_timeout: its signal needs the main thread)"
+        f"application), where the in-process executor cannot await it; {kept}. {verb} it "
+        "with its episodes in worker processes, which run the agent on a loop of their "
+        f"own: `{call}({args}, executor=ProcessPoolExecutor(1))` (onrecord.runner's; an "
+        "episode_timeout works there too); or from a thread with no running loop: `await "
+        f"asyncio.to_thread({call}, {args})` (without an episode_timeout: its signal needs "
+        "the main thread)"
     )
 
 

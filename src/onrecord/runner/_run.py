@@ -17,6 +17,7 @@ from onrecord.case import EvalCase
 from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
+from onrecord.runner._async_preflight import refuse_async_agent_in_loop
 from onrecord.runner._commit import naming_file
 from onrecord.runner._decided import decision_body
 from onrecord.runner._executors import Executor, InProcessExecutor, stopped_in_loop
@@ -223,6 +224,7 @@ def start_run(
     object hears every episode; None, the default, shows nothing."""
     limit = check_timeout(episode_timeout)
     _refuse_unenforceable(executor, limit)  # before the directory is made
+    refuse_async_agent_in_loop(path, protocol, executor)
     run_id = run_id or f"run-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
     store = RunStore.create(path, run_id, protocol, episode_timeout=limit)
     return _execute(store, executor, progress, limit)
