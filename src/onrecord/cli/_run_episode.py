@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from onrecord._natural import natural_key
+from onrecord.cli._ending import print_ending
 from onrecord.cli._episode_view import Cells, next_steps, render_episode
 from onrecord.cli._lines import print_phrases, print_sentence
 from onrecord.cli._render import FIRST_STEPS, _styled, _table, cell, literal
@@ -76,6 +77,8 @@ def render_run_episode(
             f"sha256:{str(data['digest'])[:16]}",
         ],
     )
+    saved = store.saved_episode(record)
+    _print_tool_ending(console, saved.evidence)
     trial, named = data["trial"], run
     if regrade is not None:
         named, trial = regrade[0], _regraded(regrade[1], record.key)
@@ -86,7 +89,6 @@ def render_run_episode(
     render_evidence(
         console, trial.get("results", ()), every=all_evidence, full=full, command=command
     )
-    saved = store.saved_episode(record)
     if saved.evidence.get("schema") == EPISODE_SCHEMA:
         from onrecord.runner._gym import saved_evidence  # Gymnasium: only for such a run
 
@@ -96,6 +98,19 @@ def render_run_episode(
         shown = render_tool_calls(console, saved.action_log, steps, full=full, command=command)
         render_row_history(
             console, saved.evidence, shown, full=full, command=command, chosen=steps is not None
+        )
+
+
+def _print_tool_ending(console: Console, evidence: Mapping[str, Any]) -> None:
+    """A tool world's episode: how it ended, as ``show DIR`` of a saved episode says it
+    (the run's record names the error ``agent_error``). Before, only a coverage issue
+    said it, and nothing said ``finished``. Other evidence (a Gymnasium episode's, a
+    custom provider's) has no such ending."""
+    from onrecord.runner._toolworld import TOOL_EPISODE_SCHEMA
+
+    if evidence.get("schema") == TOOL_EPISODE_SCHEMA:
+        print_ending(
+            console, {"ending": evidence["ending"], "ending_error": evidence.get("agent_error")}
         )
 
 

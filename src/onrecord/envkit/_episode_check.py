@@ -12,6 +12,11 @@ episode fails one: a call's event holds the state version after it (a write tool
 successful call adds one; a failed call undoes its writes, but an injected failure
 keeps them), reads are logged only of hidden tables, and only a declared tool is ever
 run. The ``seed`` is recorded nowhere else in the episode, so nothing checks it.
+
+The ``ending`` is recorded nowhere else either, so a re-sealed manifest may swap one
+ending this version knows for another; but one it does not know (a hand-made manifest,
+or a later writer's) is refused by name, with the endings allowed: ``show`` printed it
+as it would print ``finished`` and ``verify`` passed it.
 """
 
 from __future__ import annotations
@@ -19,18 +24,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from onrecord.errors import ConsistencyError
+from onrecord.envkit.world import ENDINGS
+from onrecord.errors import ConsistencyError, SchemaError
 
 if TYPE_CHECKING:
     from onrecord.envkit.episode import ToolEpisode
 
-__all__ = ["check_episode_agrees"]
+__all__ = ["SAVED_ENDINGS", "check_episode_agrees"]
+
+SAVED_ENDINGS = (*ENDINGS, "undeclared")
+"""A saved manifest's ``ending``: a declared one, or ``undeclared`` (``save_episode``
+writes it when nobody declared how the episode ended)."""
 
 
 def check_episode_agrees(episode: ToolEpisode) -> None:
     """Raise ``ConsistencyError`` naming the manifest field that disagrees with the file
-    it describes (final.sqlite, task.json, actions.jsonl, audit.json)."""
+    it describes (final.sqlite, task.json, actions.jsonl, audit.json), or
+    ``SchemaError`` for an ending no writer of this version saves."""
     manifest, where = episode.manifest, episode.path / "manifest.json"
+    _check_ending(manifest, where)
     if episode.database is not None and episode.end_state_digest() != manifest["end_state_digest"]:
         _refuse(where, "end_state_digest", "the state digest of final.sqlite")
     task = episode.task
@@ -46,6 +58,25 @@ def check_episode_agrees(episode: ToolEpisode) -> None:
     _check_state_version(episode, where)
     _check_tools(episode, where)
     _check_hidden(episode, where)
+
+
+def _check_ending(manifest: Mapping[str, Any], where: object) -> None:
+    """The ``ending`` is one this version knows (``ToolEpisode.load`` checked it is
+    text), and ``ending_error`` text or null, as ``ToolWorld.end_episode`` takes it."""
+    ending = manifest["ending"]
+    if ending not in SAVED_ENDINGS:
+        raise SchemaError(
+            f"{where}: field 'ending' is {ending!r}, which is none of the endings an "
+            f"episode is saved with ({', '.join(SAVED_ENDINGS)}); it was not written by "
+            "save_episode of this onrecord version: restore the episode from a copy, or "
+            "verify it with the version that wrote it"
+        )
+    error = manifest.get("ending_error")
+    if error is not None and not isinstance(error, str):
+        raise SchemaError(
+            f"{where}: field 'ending_error' must be text or null, got {error!r}; it was "
+            "not written by save_episode: restore the episode from a copy"
+        )
 
 
 def _check_state_version(episode: ToolEpisode, where: object) -> None:
