@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from onrecord._saved_episode import refuse_saved_episode
 from onrecord.errors import InputError
 from onrecord.report import EvaluationReport
 
@@ -42,6 +43,8 @@ def load_source(source: str | os.PathLike[str]) -> ComparedSource:
     from onrecord.runner import RunStore
 
     path = Path(source)
+    # Before: "not a run directory (it has no run.json)", and no word of what reads it.
+    refuse_saved_episode(path, "compare")
     if not path.is_dir():
         return ComparedSource(str(source), EvaluationReport.load(path), path.name, None, ())
     resolved = path.resolve()

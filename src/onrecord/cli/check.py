@@ -1,5 +1,5 @@
-"""``onrecord check NAME [NAME ...] --episode DIR``: run registered envkit checks on a
-saved tool-world episode."""
+"""``onrecord check NAME [NAME ...] --episode DIR``: run named checks on a saved tool-world
+episode: registered envkit checks and, for an episode of a domain, the domain's own."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import math
 from typing import Any
 
 from onrecord._numbers import fixed
+from onrecord.cli._episode_checks import checks_help, episode_checks
 from onrecord.cli._render import emit, plain
-from onrecord.envkit import ToolEpisode, get_check, run_checks, weighted_score
+from onrecord.envkit import ToolEpisode, run_checks, weighted_score
 from onrecord.errors import InputError
 from onrecord.runner._regrade import contained
 
@@ -23,12 +24,15 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "check",
         help="run named checks on a saved tool-world episode",
-        description="Run registered envkit checks on a saved episode directory and print "
+        description="Run named checks on a saved episode directory and print "
         "each verdict (and a weighted score when several checks run). Exit 0 "
         "when all pass, 1 when any fails, 2 when any is not measured or errs, "
         "3 on bad input.",
+        epilog=checks_help(),
     )
-    parser.add_argument("names", nargs="+", metavar="NAME", help="registered check name")
+    parser.add_argument(
+        "names", nargs="+", metavar="NAME", help="a check's name: registered, or the domain's"
+    )
     parser.add_argument(
         "--episode", required=True, metavar="DIR", help="episode directory written by save_episode"
     )
@@ -73,8 +77,9 @@ def run(args: argparse.Namespace) -> int:
         )
     weights = _weights(args.weight)
     episode = ToolEpisode.load(args.episode)
+    available = episode_checks(episode.manifest, args.modules)
     # A check calling sys.exit() is an evaluator error, never the command's exit code.
-    results = run_checks(episode, [contained(get_check(name)) for name in args.names])
+    results = run_checks(episode, [contained(available.pick(name)) for name in args.names])
     score = weighted_score(results, weights)
     if args.json:
         emit(
@@ -91,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         for result in results:
             # A reason can quote the agent's output: terminal controls print as escapes.
-            emit(plain(f"{result.status:<15} {result.name} v{result.version}: {result.reason}"))
+            version = _version_label(result.version)
+            emit(plain(f"{result.status:<15} {result.name} {version}: {result.reason}"))
         if len(results) > 1:
             value = "not measured" if score.value is None else fixed(score.value, 3)
             emit(
@@ -100,6 +106,12 @@ def run(args: argparse.Namespace) -> int:
             )
     statuses = {result.status for result in results}
     return 1 if "fail" in statuses else 0 if statuses == {"pass"} else 2
+
+
+def _version_label(version: str) -> str:
+    """``v1`` for a version number; a named version as it is (a remittance check's
+    ``remittance-v4`` read ``vremittance-v4``)."""
+    return f"v{version}" if version[:1].isdigit() else version
 
 
 def _weights(items: list[str]) -> dict[str, float]:

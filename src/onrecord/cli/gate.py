@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
+from onrecord._saved_episode import refuse_saved_episode
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, requirement_facts
 from onrecord.cli._ci_files import CiOutput, ci_output, record_output, refuse_same_file
 from onrecord.cli._decisions import decision_record
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     outputs = (("--output", output), ("--junit-xml", junit), ("--markdown", markdown))
     refuse_same_file(outputs)
     _refuse_inputs(outputs, (("REPORT", args.report), ("--policy", args.policy)))
+    refuse_saved_episode(Path(args.report), "gate")  # before: "not a regular file"
     # Errors name the file: with REPORT and POLICY swapped, the message said "schema is
     # 'onrecord.report/v1', expected 'onrecord.policy/v1'", not which file was wrong.
     source = _run_directory(Path(args.report))

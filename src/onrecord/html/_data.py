@@ -13,10 +13,10 @@ from onrecord._canonical import content_digest, load_record_bytes
 from onrecord._natural import natural_key
 from onrecord._policy_rules import StatusTable, requirement_interval
 from onrecord._saved_decision import saved_headline
+from onrecord._saved_episode import refuse_saved_episode
 from onrecord.dynamics._unchecked import unchecked_line
 from onrecord.errors import DigestMismatch, InputError
 from onrecord.html._report import _count
-from onrecord.html._saved_episode import refuse_saved_episode
 from onrecord.html._selection import episodes_data
 from onrecord.html._tasks import task_list
 from onrecord.report import EvaluationReport
@@ -43,7 +43,8 @@ def report_data(
     from onrecord import __version__
 
     path = Path(source)
-    refuse_saved_episode(path)  # before: "not a run directory", and no word of what reads it
+    # Before: "not a run directory", and no word of what reads it.
+    refuse_saved_episode(path, "report")
     run = path.parent.parent
     if grading is None and path.name == "report.json" and path.is_file():
         # A run's (or regrade's) own report.json given as a file: the page of a bare
