@@ -4,8 +4,16 @@ non-string or hold a lone surrogate; none of that may lose the record it belongs
 from __future__ import annotations
 
 import os
+import re
 
-__all__ = ["describe", "error_record", "exception_text", "json_text", "naming_file"]
+__all__ = [
+    "describe",
+    "error_record",
+    "exception_text",
+    "json_text",
+    "naming_file",
+    "without_addresses",
+]
 
 
 def error_record(exc: BaseException) -> dict[str, str]:
@@ -29,7 +37,18 @@ def exception_text(exc: BaseException) -> str:
         message = str(exc)
     except Exception as failure:
         return f"<str() of this exception raised {type(failure).__name__}>"
-    return json_text(message)
+    return json_text(without_addresses(message))
+
+
+def without_addresses(text: str) -> str:
+    """``text`` without the memory addresses of default reprs (``<coroutine object get
+    at 0x7f...>`` becomes ``<coroutine object get>``): an address differs in every
+    process and says nothing about the object, and evidence must come out the same
+    when the same thing happens again."""
+    return _ADDRESS.sub(">", text) if " at 0x" in text else text
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 def json_text(text: str) -> str:

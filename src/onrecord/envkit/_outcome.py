@@ -11,6 +11,7 @@ import reprlib
 import sqlite3
 from typing import Any
 
+from onrecord._exceptions import without_addresses
 from onrecord.envkit._portable import portable
 from onrecord.errors import PortabilityError
 
@@ -57,9 +58,9 @@ def plain_name(tool: Any) -> Any:
 
 
 def message(exc: BaseException) -> str:
-    """The message of an exception, never raising."""
+    """The message of an exception, never raising, without memory addresses."""
     try:
-        return safe_text(str(exc))
+        return safe_text(without_addresses(str(exc)))
     except Exception:  # a hostile __str__ must not lose the record
         return f"<{type(exc).__name__} whose message cannot be shown>"
 

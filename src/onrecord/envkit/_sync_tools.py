@@ -9,6 +9,7 @@ from typing import Any
 from onrecord._async import discard, is_async_callable
 from onrecord.envkit._awaitables import awaitables
 from onrecord.envkit._portable import portable
+from onrecord.envkit._unawaited import AWAIT_ADVICE
 from onrecord.errors import InputError
 
 __all__ = ["portable_result", "refuse_async_tool", "returned"]
@@ -68,8 +69,4 @@ def _returned_awaitable(awaitable: Any, where: str) -> str:
     else:
         kind = type(awaitable)
         what = f"an awaitable ({kind.__module__}.{kind.__qualname__})"
-    return (
-        f"the tool returned {what}{where}, not a value: a tool must be a plain function "
-        "that returns its result; await the async client outside the tool (in your "
-        "agent) or use its synchronous API"
-    )
+    return f"the tool returned {what}{where}, not a value: {AWAIT_ADVICE}"

@@ -21,7 +21,7 @@ from typing import Any
 
 from onrecord._scratch import ScratchDirectory
 from onrecord.case import EvalCase
-from onrecord.envkit import _outcome, _setup, _sync_tools
+from onrecord.envkit import _outcome, _setup, _sync_tools, _unawaited
 from onrecord.envkit._call_guard import TransactionEnded, install_gate, undo_call
 from onrecord.envkit._ctrl_c import instead, raise_noted, raises_noted
 from onrecord.envkit._guard import CALL_SAVEPOINT, READ_ONLY, StatementGuard
@@ -269,7 +269,9 @@ class ToolWorld:
             self.conn.execute(_RELEASE_CALL)  # commits: a deferred foreign key may refuse
         except BaseException as exc:
             ended = undo_call(self.conn) and returned  # after the tool returned: not its error
-            return self._failure(spec, self._forbidden_or(instead(self._guard, exc), ended))
+            unawaited = _unawaited.close_unawaited(exc)  # else they warn once exc is freed
+            failed = self._forbidden_or(instead(self._guard, exc), ended)
+            return self._failure(spec, failed, unawaited)
         finally:
             self._running, self._guard.internal = None, False
         if not spec.writes:
@@ -285,7 +287,7 @@ class ToolWorld:
             )
         return {"status": "ok", "result": result, "error": None}
 
-    def _failure(self, spec: Tool, exc: BaseException) -> dict[str, Any]:
+    def _failure(self, spec: Tool, exc: BaseException, unawaited: str) -> dict[str, Any]:
         if isinstance(exc, ToolRejected):
             return _outcome.rejected("rule_violation", _outcome.message(exc))
         if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: logged, re-raised
@@ -293,7 +295,7 @@ class ToolWorld:
             return _outcome.failure(spec.name, "interrupted", _outcome.describe(exc))
         if isinstance(exc, ForbiddenStatement):
             return _outcome.failure(spec.name, "forbidden_statement", _outcome.message(exc))
-        return _outcome.failure(spec.name, "tool_error", _outcome.describe(exc))
+        return _outcome.failure(spec.name, "tool_error", _outcome.describe(exc) + unawaited)
 
     def _forbidden_or(self, exc: BaseException, ended: bool) -> BaseException:
         """A refused statement, or a transaction SQLite ended under the tool, is why the

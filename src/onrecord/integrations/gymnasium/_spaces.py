@@ -6,7 +6,6 @@ of a batch (``unbatch``) without the original space objects.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +13,7 @@ import numpy as np
 from gymnasium import spaces
 
 from onrecord._canonical import to_portable
+from onrecord._exceptions import without_addresses
 from onrecord._portable import key_path, masked_refusal
 from onrecord.episode._blobs import BLOB_THRESHOLD, blob_ref
 from onrecord.errors import PortabilityError
@@ -80,11 +80,8 @@ def _description(space: spaces.Space[Any]) -> dict[str, Any]:
     # A space class without its own __repr__ (here or nested in a Dict) prints its memory
     # address, which differs in every process: the same episode would record differently
     # under two executors. The address says nothing about the space, so it is dropped.
-    described = _ADDRESS.sub(">", repr(space))
+    described = without_addresses(repr(space))
     return {"repr": described, "type": type(space).__name__, "layout": batch_layout(space)}
-
-
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 def encode_batch(
