@@ -7,21 +7,14 @@ address from a default repr reaches a recorded message."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import inspect
-import warnings
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
-from onrecord import EvalCase
 from onrecord._exceptions import describe, error_record
-from onrecord.envkit import Snapshot, ToolContext, ToolWorld, tool
+from tests.notes_tools import AWAIT_ADVICE, failed_call, notes_world
 
-SCHEMA = "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
-ADVICE = (
-    " without await: a tool must be a plain function that returns its result; await the "
-    "async client outside the tool (in your agent) or use its synchronous API"
-)
+ADVICE = f" without await: {AWAIT_ADVICE}"
 
 
 class Client:
@@ -34,42 +27,13 @@ class Client:
 client = Client()
 
 
-def _world(body: Callable[[str], Any]) -> ToolWorld:
-    @tool(writes=True)
-    def lookup(ctx: ToolContext, claim_id: str) -> Any:
-        """Write a note, then run the body, which forgets an await and fails."""
-        ctx.execute("INSERT INTO notes (body) VALUES (?)", (claim_id,))
-        return body(claim_id)
-
-    world = ToolWorld(Snapshot.build("notes", SCHEMA), [lookup])
-    world.reset(case=EvalCase("lookup", case_id="lookup"), seed=0, run_id="run")
-    return world
-
-
-def _failed_call(body: Callable[[str], Any]) -> str:
-    """The message of the call's tool_error, checked to have changed and warned nothing."""
-    world = _world(body)
-    try:
-        before = world.state_digest()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            event = world.call("lookup", {"claim_id": "c1"})
-            gc.collect()  # an unclosed coroutine warns when it is collected
-        assert [str(w.message) for w in caught] == []
-        assert (event["status"], event["error"]["type"]) == ("error", "tool_error")
-        assert world.state_digest() == before  # rolled back
-        return str(event["error"]["message"])
-    finally:
-        world.close()
-
-
 def _subscripted(claim_id: str) -> Any:
     response = client.get(claim_id)  # the mistake: no await
     return {"status": response["status"]}  # type: ignore[index]
 
 
 def test_using_the_coroutine_as_a_value_is_a_tool_error_naming_the_call() -> None:
-    assert _failed_call(_subscripted) == (
+    assert failed_call(_subscripted, name="lookup") == (
         "lookup: TypeError: 'coroutine' object is not subscriptable; "
         f"the tool called Client.get (a coroutine){ADVICE}"
     )
@@ -79,7 +43,7 @@ def test_raising_with_the_coroutine_records_no_memory_address() -> None:
     def raising(claim_id: str) -> Any:
         raise ValueError(client.get(claim_id))
 
-    assert _failed_call(raising) == (
+    assert failed_call(raising, name="lookup") == (
         "lookup: ValueError: <coroutine object Client.get>; "
         f"the tool called Client.get (a coroutine){ADVICE}"
     )
@@ -98,7 +62,7 @@ def test_coroutines_in_a_list_and_in_deeper_frames_are_all_closed() -> None:
         created.append(first)
         return total(claim_id)
 
-    message = _failed_call(body)
+    message = failed_call(body, name="lookup")
     assert message.endswith(f"the tool called Client.get (a coroutine, and 3 more){ADVICE}")
     assert all(inspect.getcoroutinestate(c) == inspect.CORO_CLOSED for c in created)
 
@@ -123,7 +87,7 @@ def test_only_coroutines_the_tool_created_and_never_started_are_closed() -> None
             response = client.get(claim_id)
             return response["status"], kept, running, scheduled  # type: ignore[index]
 
-        message = _failed_call(body)
+        message = failed_call(body, name="lookup")
         assert message.endswith(f"the tool called Client.get (a coroutine){ADVICE}")
         assert inspect.getcoroutinestate(started) == inspect.CORO_SUSPENDED
         assert inspect.getcoroutinestate(kept) == inspect.CORO_CREATED
@@ -140,9 +104,9 @@ def test_a_default_repr_in_a_tool_error_has_no_address() -> None:
     def raising(claim_id: str) -> Any:
         raise LookupError(f"no claim {claim_id} in {plain_object}")
 
-    world = _world(raising)
+    world = notes_world(raising, name="lookup")
     try:
-        event = world.call("lookup", {"claim_id": "c1"})
+        event = world.call("lookup", {"text": "c1"})
     finally:
         world.close()
     assert event["error"]["message"] == "lookup: LookupError: no claim c1 in <object object>"

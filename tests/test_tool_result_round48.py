@@ -7,22 +7,15 @@ world unchanged: as a coroutine returned alone or in a dict already was."""
 from __future__ import annotations
 
 import asyncio
-import gc
-import warnings
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from onrecord import EvalCase
-from onrecord.envkit import Snapshot, ToolContext, ToolWorld, tool
+from tests.notes_tools import AWAIT_ADVICE, failed_call
 
-SCHEMA = "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
-TAIL = (
-    ", not a value: a tool must be a plain function that returns its result; await the "
-    "async client outside the tool (in your agent) or use its synchronous API"
-)
+TAIL = f", not a value: {AWAIT_ADVICE}"
 
 
 async def _client_get(body: str) -> dict[str, Any]:
@@ -66,36 +59,6 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
     loop.close()
 
 
-def _world(shape: Callable[[str], Any]) -> ToolWorld:
-    @tool(writes=True)
-    def add_note(ctx: ToolContext, body: str) -> Any:
-        """Add a note, then hand back async work unawaited inside the result."""
-        ctx.execute("INSERT INTO notes (body) VALUES (?)", (body,))
-        return shape(body)
-
-    world = ToolWorld(Snapshot.build("notes", SCHEMA), [add_note])
-    world.reset(case=EvalCase("note", case_id="note"), seed=0, run_id="run")
-    return world
-
-
-def _failed_call(shape: Callable[[str], Any]) -> str:
-    """The message of the call's tool_error, checked to have changed and warned nothing."""
-    world = _world(shape)
-    try:
-        before = world.state_digest()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            event = world.call("add_note", {"body": "hello"})
-            gc.collect()  # an unclosed coroutine warns when it is collected
-        assert [str(w.message) for w in caught] == []
-        assert (event["status"], event["error"]["type"]) == ("error", "tool_error")
-        assert world.state_digest() == before  # rolled back
-        assert world.table_rows("notes") == []
-        return str(event["error"]["message"])
-    finally:
-        world.close()
-
-
 @pytest.mark.parametrize(
     ("shape", "where"),
     [
@@ -109,7 +72,7 @@ def _failed_call(shape: Callable[[str], Any]) -> str:
 def test_a_coroutine_inside_an_object_is_a_tool_error_naming_its_path(
     shape: Callable[[str], Any], where: str
 ) -> None:
-    message = _failed_call(shape)
+    message = failed_call(shape)
     assert (
         message == f"add_note: TypeError: the tool returned a coroutine (_client_get){where}{TAIL}"
     )
@@ -118,10 +81,10 @@ def test_a_coroutine_inside_an_object_is_a_tool_error_naming_its_path(
 def test_awaitables_that_are_not_coroutines_are_named_by_type(
     loop: asyncio.AbstractEventLoop,
 ) -> None:
-    assert _failed_call(lambda body: loop.create_future()) == (
+    assert failed_call(lambda body: loop.create_future()) == (
         f"add_note: TypeError: the tool returned an awaitable (_asyncio.Future){TAIL}"
     )
-    assert _failed_call(lambda body: {"later": [Pending()]}) == (
+    assert failed_call(lambda body: {"later": [Pending()]}) == (
         "add_note: TypeError: the tool returned an awaitable "
         f"({__name__}.Pending) at $.result.later[0]{TAIL}"
     )
@@ -136,7 +99,7 @@ def test_a_task_in_the_result_is_named_and_left_to_its_loop(
         tasks.append(loop.create_task(_client_get(body)))
         return Reply(tasks[0])
 
-    message = _failed_call(scheduled)
+    message = failed_call(scheduled)
     assert f"returned an awaitable (_asyncio.Task) at $.result.body{TAIL}" in message
     assert loop.run_until_complete(tasks[0]) == {"got": "hello"}  # not cancelled by us
 
@@ -147,4 +110,4 @@ def test_a_cycle_of_objects_is_searched_once() -> None:
         holder.reply = [holder, Reply(_client_get(body))]
         return holder
 
-    assert " at $.result.reply[1].body," in _failed_call(cyclic)
+    assert " at $.result.reply[1].body," in failed_call(cyclic)

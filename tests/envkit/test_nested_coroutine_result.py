@@ -5,21 +5,14 @@ naming the coroutine's JSON path, its writes rolled back, every coroutine closed
 
 from __future__ import annotations
 
-import gc
-import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from onrecord import EvalCase
-from onrecord.envkit import Snapshot, ToolContext, ToolWorld, tool
+from tests.notes_tools import AWAIT_ADVICE, failed_call, notes_world
 
-SCHEMA = "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
-TAIL = (
-    ", not a value: a tool must be a plain function that returns its result; await the "
-    "async client outside the tool (in your agent) or use its synchronous API"
-)
+TAIL = f", not a value: {AWAIT_ADVICE}"
 
 
 async def _client_get(body: str) -> dict[str, Any]:
@@ -29,18 +22,6 @@ async def _client_get(body: str) -> dict[str, Any]:
 class _Items(list[Any]):
     def __iter__(self) -> Iterator[Any]:  # the tool's own code: not run by the search
         raise AssertionError("iterated")
-
-
-def _world(shape: Callable[[str], Any]) -> ToolWorld:
-    @tool(writes=True)
-    def add_note(ctx: ToolContext, body: str) -> Any:
-        """Add a note, then hand back the async client's unawaited call inside the result."""
-        ctx.execute("INSERT INTO notes (body) VALUES (?)", (body,))
-        return shape(body)
-
-    world = ToolWorld(Snapshot.build("notes", SCHEMA), [add_note])
-    world.reset(case=EvalCase("note", case_id="note"), seed=0, run_id="run")
-    return world
 
 
 @pytest.mark.parametrize(
@@ -60,28 +41,15 @@ def _world(shape: Callable[[str], Any]) -> ToolWorld:
 def test_a_coroutine_nested_in_the_result_is_a_tool_error_naming_its_path(
     shape: Callable[[str], Any], where: str
 ) -> None:
-    world = _world(shape)
-    try:
-        before = world.state_digest()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            event = world.call("add_note", {"body": "hello"})
-            gc.collect()  # an unclosed coroutine warns when it is collected
-        assert [str(w.message) for w in caught] == []
-        assert (event["status"], event["error"]["type"]) == ("error", "tool_error")
-        assert event["error"]["message"] == (
-            f"add_note: TypeError: the tool returned a coroutine (_client_get){where}{TAIL}"
-        )
-        assert world.state_digest() == before  # rolled back
-        assert world.table_rows("notes") == []
-    finally:
-        world.close()
+    assert failed_call(shape) == (
+        f"add_note: TypeError: the tool returned a coroutine (_client_get){where}{TAIL}"
+    )
 
 
 def test_a_result_not_json_for_another_reason_keeps_its_portability_error() -> None:
-    world = _world(lambda body: {"x": [object()]})
+    world = notes_world(lambda body: {"x": [object()]})
     try:
-        event = world.call("add_note", {"body": "hello"})
+        event = world.call("add_note", {"text": "hello"})
         assert event["error"]["message"].startswith(
             "add_note: PortabilityError: $.result.x[0] holds a builtins.object"
         )
@@ -95,9 +63,9 @@ def test_a_cyclic_result_is_searched_once() -> None:
         items.append(items)
         return {"items": items, "late": _client_get(body)}
 
-    world = _world(cyclic)
+    world = notes_world(cyclic)
     try:
-        message = world.call("add_note", {"body": "x"})["error"]["message"]
+        message = world.call("add_note", {"text": "x"})["error"]["message"]
         assert "(_client_get) at $.result.late," in message
     finally:
         world.close()
