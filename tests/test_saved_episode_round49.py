@@ -7,7 +7,6 @@ files), ``compare DIR`` "not a run directory (it has no run.json)", and of the e
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -15,24 +14,13 @@ import pytest
 from onrecord.cli.main import main
 from onrecord.domains.remittance import (
     REMITTANCE_CHECKS,
-    RemittanceEnvironment,
-    ScriptedAgent,
     full_policy,
-    load_tasks,
 )
 from onrecord.envkit import ToolEpisode, evaluate_tool_episodes
+from tests import test_saved_episode_round48 as round48
 
-TASK = dataclasses.replace(next(t for t in load_tasks() if t.task_id == "full-01"), size=200)
-
-
-@pytest.fixture(scope="module")
-def episode(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A careful agent's episode of ``full-01``, saved by ``RemittanceEnvironment.run``."""
-    env = RemittanceEnvironment(TASK)
-    folder = tmp_path_factory.mktemp("saved49") / "episode"
-    env.run(ScriptedAgent("careful", env.brief), folder)
-    env.close()
-    return folder
+TASK = round48.TASK
+episode = round48.episode  # the fixture: one careful full-01 episode per module
 
 
 def _refusal(capsys: pytest.CaptureFixture[str], *args: str | Path, out: str = "") -> str:
