@@ -15,17 +15,6 @@ import pytest
 from onrecord.errors import InputError
 from onrecord.runner import ProcessPoolExecutor, agent_factory, plan_run, start_run
 
-_GOAL = (1, 1, 2, 2, 1, 2)
-
-
-async def to_goal(env: Any, observation: Any, info: dict[str, Any]) -> str:
-    for action in _GOAL:
-        await asyncio.sleep(0)
-        _, _, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            return "ended"
-    return "gave up"
-
 
 class Finisher:
     """A tool-world agent class: its instances are an async act."""
@@ -49,8 +38,8 @@ def build_unannotated(brief: Any) -> Any:
 
 @functools.cache  # a protocol is immutable; planning remittance builds its provider
 def _protocol(agent: str) -> Any:
-    if agent == "to_goal":
-        return plan_run("frozenlake", f"{__name__}:{agent}", seeds=[0])
+    if agent == "to_goal":  # the async interact of the run-limit tests
+        return plan_run("frozenlake", "tests.runner.test_async_run_limits:to_goal", seeds=[0])
     return plan_run("remittance", f"{__name__}:{agent}", tasks=["full-01"])
 
 
