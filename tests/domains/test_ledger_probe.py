@@ -218,14 +218,42 @@ def test_history_check_reads_only_the_episode_not_an_earlier_attempt(tmp_path: P
     assert _decisions(evidence)["full_policy"] == "accept"
 
 
+# The child runs `onrecord ledger run` with the second episode's capture held: once the
+# first episode's database is kept under out/runs, it creates READY and sleeps, so the
+# Ctrl-C lands while the run is in progress every time (before, the test waited for
+# out/runs and skipped when the run had finished before the signal arrived).
+_HELD_LEDGER_RUN = """
+import sys, time
+from pathlib import Path
+import onrecord.domains.ledger._experiment as experiment
+from onrecord.cli.main import main
+
+ready, calls, capture = Path(sys.argv[1]), [], experiment._capture
+
+def held(*args, **kwargs):
+    calls.append(None)
+    if len(calls) == 2:
+        ready.touch()
+        # SIGINT raises KeyboardInterrupt here. Short sleeps: a signal the kernel hands
+        # to another thread does not wake a long sleep of the main thread.
+        for _ in range(6000):
+            time.sleep(0.01)
+    return capture(*args, **kwargs)
+
+experiment._capture = held
+raise SystemExit(main(sys.argv[2:]))
+"""
+
+
 def test_ctrl_c_during_ledger_run_exits_with_a_message_not_a_traceback(tmp_path: Path) -> None:
-    out = tmp_path / "out"
+    out, ready = tmp_path / "out", tmp_path / "ready"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     process = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            "from onrecord.cli.main import main; raise SystemExit(main())",
+            _HELD_LEDGER_RUN,
+            str(ready),
             "ledger",
             "run",
             "--output-dir",
@@ -236,13 +264,20 @@ def test_ctrl_c_during_ledger_run_exits_with_a_message_not_a_traceback(tmp_path:
         env=env,
         text=True,
     )
-    deadline = time.monotonic() + 20
-    while not (out / "runs").exists() and time.monotonic() < deadline:
-        time.sleep(0.005)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=60)
-    if process.returncode == 0:  # pragma: no cover - finished before the signal landed
-        pytest.skip("the run finished before Ctrl-C arrived")
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not ready.exists() or process.poll() is not None:
+            process.kill()
+            pytest.fail(f"the run never reached its second episode: {process.communicate()}")
+        assert (out / "runs").is_dir()  # one episode kept: the run is under way
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
     assert process.returncode == 130, err
     assert "Traceback" not in err
     assert "interrupted" in err
