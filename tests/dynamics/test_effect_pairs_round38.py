@@ -4,7 +4,8 @@ table), while runs written before (v3, v2, v1) keep verifying and replaying.
 
 A real smoke run through the ``onrecord`` command, beside a ``--model`` user model that
 returns NaN from some start states (``SOMETIMES_NAN``), so its forecasts of some pairs
-are ``model_error``s.
+are ``model_error``s: the session's run of tests/dynamics/conftest.py, shared with the
+other modules that read that run.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from onrecord.dynamics.experiment._protocol import ANALYSIS, ANALYSIS_V2, ANALYS
 from onrecord.dynamics.experiment._store import read_json, write_manifest
 from onrecord.errors import ConsistencyError
 from tests.cli_process import onrecord
-from tests.dynamics.test_same_cohort_analysis import SOMETIMES_NAN, as_written_by_v1
+from tests.conftest import writable_copy
+from tests.dynamics.test_same_cohort_analysis import as_written_by_v1
 
 MINE = "sometimes-nan/v1"
 # The keys of an effect row as onrecord wrote them before analysis v4 (HEAD before this
@@ -40,20 +42,12 @@ ROW_KEYS_BEFORE_V4 = {
 }
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    base = tmp_path_factory.mktemp("effect-pairs")
-    (base / "pairs38_models.py").write_text(SOMETIMES_NAN)
-    out = base / "run"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PYTHONPATH", str(base))
-        done = onrecord(
-            "worldmodel", "run", "--smoke", "--no-progress", "--output-dir", out,
-            "--model", "pairs38_models:factory",
-        )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    (base / "pairs38_models.py").unlink()  # replay and verify import nothing
-    return {"dir": out, "stdout": done.stdout, "tables": read_json(out / "tables.json")}
+@pytest.fixture
+def run(sometimes_nan_run: dict[str, Any]) -> dict[str, Any]:
+    """The session's smoke run beside ``SOMETIMES_NAN`` (tests/dynamics/conftest.py):
+    ``dir``, ``stdout`` and ``tables``. Its directory is read only; a test copies it to
+    change it."""
+    return sometimes_nan_run
 
 
 def _skipped(rows: list[dict[str, Any]]) -> int:
@@ -123,12 +117,12 @@ def test_v4_tables_under_a_v3_protocol_differ(run: dict[str, Any], tmp_path: Pat
     # names v3 (or a v4 table whose count was edited) are refused.
     mixed = tmp_path / "mixed"
     as_written_by_v1(run["dir"], mixed, ANALYSIS_V3)
-    shutil.copy(run["dir"] / "tables.json", mixed / "tables.json")
+    shutil.copyfile(run["dir"] / "tables.json", mixed / "tables.json")
     write_manifest(mixed)
     with pytest.raises(ConsistencyError, match=r"tables\.json differs"):
         replay(mixed)
     edited = tmp_path / "edited"
-    shutil.copytree(run["dir"], edited)
+    writable_copy(run["dir"], edited)
     tables = json.loads((edited / "tables.json").read_text())
     for row in tables["interventions"][MINE]:
         row["skipped_pairs"] = 0

@@ -10,33 +10,32 @@ replays, with a note; ``verify`` refuses it as unsealed, exit 3.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from onrecord._canonical import content_digest, file_sha256
-from onrecord.dynamics.experiment import replay, run_experiment
+from onrecord.dynamics.experiment import replay
 from onrecord.dynamics.experiment._store import read_json, write_json
 from onrecord.errors import DigestMismatch
 from tests.cli_process import onrecord
+from tests.conftest import writable_copy
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One real smoke run, written by the experiment's own code."""
-    root = tmp_path_factory.mktemp("wm") / "run"
-    run_experiment(root, smoke=True)
-    return root
+@pytest.fixture
+def written(smoke_world_model_run: Path) -> Path:
+    """One real smoke run, written by the experiment's own code: the session's shared
+    ``worldmodel run --smoke`` (tests/conftest.py), read only."""
+    return smoke_world_model_run
 
 
 @pytest.fixture
 def run_dir(written: Path, tmp_path: Path) -> Path:
     """A copy of the run that a test may change."""
-    return Path(shutil.copytree(written, tmp_path / "run"))
+    return writable_copy(written, tmp_path / "run")
 
 
 def _replace_and_repin(root: Path, name: str, data: bytes) -> None:

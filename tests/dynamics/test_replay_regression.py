@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from onrecord.dynamics.experiment._analyze import replay
-from onrecord.dynamics.experiment._run import run_experiment
 from onrecord.dynamics.experiment._store import read_json, write_json, write_manifest
 from onrecord.errors import ConsistencyError
+from tests.conftest import writable_copy
 
 
 def _as_written_before_failed_runs(run_dir: Path) -> None:
@@ -23,9 +23,10 @@ def _as_written_before_failed_runs(run_dir: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_run_saved_without_failed_runs_replays(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    run_experiment(run_dir, smoke=True)
+def test_a_run_saved_without_failed_runs_replays(
+    smoke_world_model_run: Path, tmp_path: Path
+) -> None:
+    run_dir = writable_copy(smoke_world_model_run, tmp_path / "run")  # a real smoke run
     _as_written_before_failed_runs(run_dir)
     assert replay(run_dir)["closed_loop"]
 

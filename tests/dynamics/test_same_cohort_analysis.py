@@ -8,7 +8,6 @@ user model may.
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +21,10 @@ from onrecord.dynamics._aggregate import observed_everywhere
 from onrecord.dynamics.experiment._analyze import load_evidence, replay
 from onrecord.dynamics.experiment._cohort import same_cohort_table, same_cohort_table_v1
 from onrecord.dynamics.experiment._protocol import ANALYSIS, ANALYSIS_V2
-from onrecord.dynamics.experiment._run import run_experiment
 from onrecord.dynamics.experiment._store import read_json, write_json, write_manifest
 from onrecord.dynamics.experiment._tables import compute_tables
 from onrecord.errors import ConsistencyError, SchemaError
+from tests.conftest import writable_copy
 
 HORIZONS = [1, 4, 8, 16, 32]
 
@@ -101,58 +100,18 @@ def test_a_model_that_failed_everything_is_not_compared(
     assert broken["model_errors"] == table["cohort"]
 
 
-SOMETIMES_NAN = """
-import numpy as np
-from onrecord.dynamics import BayesianLinearModel, Prediction
-
-
-class SometimesNaN:  # NaN from states leaning right: fails some references and seeds
-    model_id = "sometimes-nan/v1"
-
-    def __init__(self, simulator):
-        self.inner = BayesianLinearModel(simulator)
-
-    def fit(self, transitions):
-        self.inner.fit(transitions)
-
-    def predict(self, initial_states, actions, *, uncertainty=True):
-        mean = np.array(self.inner.predict(initial_states, actions).mean, dtype=np.float64)
-        mean[initial_states[:, 2] > 0.03] = np.nan
-        return Prediction(mean)
-
-    def describe(self):
-        return {"kind": "sometimes-nan"}
-
-
-def factory(simulator):
-    return SometimesNaN(simulator) if simulator.env_id == "CartPole-v1" else None
-"""
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A smoke run (analysis v2) with a user model that fails some references."""
-    return smoke_run_with_sometimes_nan(tmp_path_factory.mktemp("same-cohort"), "cohort_probe")
-
-
-def smoke_run_with_sometimes_nan(root: Path, module: str) -> Path:
-    """``root/run``: a smoke run beside the user model ``SOMETIMES_NAN``, imported as
-    ``module`` (a name of its own per test module: each leaves no import behind)."""
-    (root / f"{module}.py").write_text(SOMETIMES_NAN)
-    sys.path.insert(0, str(root))
-    try:
-        run_experiment(root / "run", smoke=True, user_models=[f"{module}:factory"])
-    finally:
-        sys.path.remove(str(root))
-        sys.modules.pop(module, None)
-    return root / "run"
+@pytest.fixture
+def run_dir(sometimes_nan_run: dict[str, Any]) -> Path:
+    """A smoke run with a user model that fails some references (``SOMETIMES_NAN``; the
+    session's run, tests/dynamics/conftest.py: read it only)."""
+    return Path(sometimes_nan_run["dir"])
 
 
 def as_written_by_v1(source: Path, target: Path, analysis: str | None = None) -> dict[str, Any]:
     """``source`` rewritten as onrecord wrote runs before analysis v2 (a protocol without
     ``analysis``), or under ``analysis``: tables computed that way, a manifest sealing
     both."""
-    shutil.copytree(source, target)
+    writable_copy(source, target)
     protocol = read_json(target / "protocol.json")
     del protocol["analysis"]
     if analysis is not None:
@@ -213,7 +172,7 @@ def test_a_model_with_failed_runs_has_no_gap_and_v2_runs_replay(
     assert replay(old_dir)["closed_loop"] == old["closed_loop"]
     # v3 tables under a v2 protocol are recomputed the v2 way, and differ.
     protocol = read_json(old_dir / "protocol.json")
-    shutil.copy(run_dir / "tables.json", old_dir / "tables.json")
+    shutil.copyfile(run_dir / "tables.json", old_dir / "tables.json")
     write_manifest(old_dir)
     assert protocol["analysis"] == ANALYSIS_V2
     with pytest.raises(ConsistencyError, match=r"tables\.json differs"):
@@ -223,10 +182,8 @@ def test_a_model_with_failed_runs_has_no_gap_and_v2_runs_replay(
 @pytest.mark.slow
 def test_the_analysis_version_is_honoured(run_dir: Path, tmp_path: Path) -> None:
     # A v1 protocol beside v2 tables: recomputed the v1 way, they differ.
-    import shutil
-
     mixed = tmp_path / "mixed"
-    shutil.copytree(run_dir, mixed)
+    writable_copy(run_dir, mixed)
     protocol = read_json(mixed / "protocol.json")
     del protocol["analysis"]
     write_json(mixed / "protocol.json", protocol)

@@ -23,11 +23,7 @@ from onrecord.dynamics.experiment._cohort import same_cohort_table, same_cohort_
 from onrecord.dynamics.experiment._protocol import ANALYSIS, ANALYSIS_V2
 from onrecord.dynamics.experiment._store import read_json
 from onrecord.dynamics_metrics import aggregate_metrics
-from tests.dynamics.test_same_cohort_analysis import (
-    as_written_by_v1,
-    failing_on,
-    smoke_run_with_sometimes_nan,
-)
+from tests.dynamics.test_same_cohort_analysis import as_written_by_v1, failing_on
 
 HORIZONS = (1, 4, 8, 16, 32)
 
@@ -98,10 +94,11 @@ def test_experiment_cohort_tables_keep_what_each_analysis_wrote(
     assert any(row["censored"] > 0 for row in old["action"]["rows"])
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A smoke run with a user model that fails some references and planning seeds."""
-    return smoke_run_with_sometimes_nan(tmp_path_factory.mktemp("probe12"), "probe12_models")
+@pytest.fixture
+def run_dir(sometimes_nan_run: dict[str, Any]) -> Path:
+    """A smoke run with a user model that fails some references and planning seeds (the
+    session's run, tests/dynamics/conftest.py: read it only)."""
+    return Path(sometimes_nan_run["dir"])
 
 
 @pytest.mark.slow
