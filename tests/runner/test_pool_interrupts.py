@@ -47,7 +47,7 @@ def test_a_ctrl_c_taken_by_another_thread_waits_until_the_workers_are_started() 
     # (the pool's manager, a progress display) still raised KeyboardInterrupt in the
     # main thread mid-submit, between starting a worker and sending it its start-up
     # data: the worker printed "EOFError: Ran out of input" under "interrupted".
-    from onrecord.runner._executors import _interrupts_held
+    from onrecord.runner._interrupts import interrupts_held
 
     ready, sent = threading.Event(), threading.Event()
 
@@ -64,7 +64,7 @@ def test_a_ctrl_c_taken_by_another_thread_waits_until_the_workers_are_started() 
 
     def submit_like() -> None:
         nonlocal finished_inside
-        with _interrupts_held():
+        with interrupts_held():
             ready.set()
             assert sent.wait(10)
             worker.join()

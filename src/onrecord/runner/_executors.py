@@ -8,20 +8,18 @@ or workers except the read-only provider template each worker builds for itself.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
 import multiprocessing
 import os
-import signal
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from onrecord._scratch import ScratchDirectory
 from onrecord.errors import InputError
-from onrecord.runner._interrupts import interrupts_kept
+from onrecord.runner._interrupts import interrupts_held, interrupts_kept
 from onrecord.runner._job import EpisodeJob, JobResult, run_chunk
 from onrecord.runner._orphans import end_with_parent
+from onrecord.runner._pool_pipe import DeadWorkerWatch, end_half_read_results
 from onrecord.runner._timeout import marker_key, start_pool_worker, take_markers
 
 __all__ = [
@@ -34,6 +32,8 @@ __all__ = [
 ]
 
 EXECUTORS = ("inprocess", "process", "ray")
+_WATCH_EVERY = 1.0
+"""Seconds between looks at a pool's workers while no chunk finishes (``_pool_pipe``)."""
 
 
 def _chunks(
@@ -183,6 +183,7 @@ class ProcessPoolExecutor(Executor):
         chunks = iter(_chunks(jobs, self.workers, self.chunk_size))
         retries: list[EpisodeJob] = []  # jobs a dead worker took down, run alone
         pending: dict[cf.Future[list[JobResult]], _Chunk] = {}
+        watch = DeadWorkerWatch()
         try:
             while True:
                 broken = not self._fill(pending, chunks, retries)
@@ -190,7 +191,7 @@ class ProcessPoolExecutor(Executor):
                     return
                 # A pool found broken at submit: collect every chunk in flight first.
                 until = cf.ALL_COMPLETED if broken else cf.FIRST_COMPLETED
-                finished, _ = cf.wait(pending, return_when=until)
+                finished = self._wait(pending, until, watch)
                 for future in finished:
                     chunk = pending.pop(future)
                     try:
@@ -208,6 +209,22 @@ class ProcessPoolExecutor(Executor):
         finally:
             if pending:  # interrupted (Ctrl-C, an error while appending)
                 self._stop_workers()
+
+    def _wait(
+        self,
+        pending: dict[cf.Future[list[JobResult]], _Chunk],
+        until: str,
+        watch: DeadWorkerWatch,
+    ) -> set[cf.Future[list[JobResult]]]:
+        """``cf.wait`` for ``until``, looking at the workers every ``_WATCH_EVERY``
+        seconds meanwhile: a pool stuck on a dead worker's half-written results is
+        made to read as broken, and its futures then complete."""
+        while True:
+            finished, running = cf.wait(pending, timeout=_WATCH_EVERY, return_when=until)
+            if finished and (until == cf.FIRST_COMPLETED or not running):
+                return finished
+            if watch.stuck(self._pool):
+                end_half_read_results(self._pool)
 
     def _timed_out(self, names: Sequence[str]) -> dict[str, str]:
         return take_markers(self._notes, names)
@@ -242,7 +259,7 @@ class ProcessPoolExecutor(Executor):
         retries: list[EpisodeJob],
     ) -> bool:
         try:
-            with _interrupts_held():  # the pool starts its workers inside submit
+            with interrupts_held():  # the pool starts its workers inside submit
                 future = self._pool.submit(run_chunk, chunk.jobs)
             pending[future] = chunk
         except BrokenProcessPool:  # a worker died since the last wait
@@ -254,9 +271,10 @@ class ProcessPoolExecutor(Executor):
         # Waiting for running chunks could take minutes (or forever: a hung agent);
         # their episodes are not recorded, so a resume runs them again. Futures are not
         # cancelled first: Python 3.11's pool then fails setting their exception.
+        # A worker ended while writing its results would leave the pool's manager
+        # thread, and so close(), waiting forever for the rest of them.
         self._stopped = True
-        for process in list((getattr(self._pool, "_processes", None) or {}).values()):
-            process.terminate()
+        end_half_read_results(self._pool)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=not self._stopped)
@@ -268,49 +286,6 @@ def _start_worker(notes: str, parent: int) -> None:
     (killed with SIGKILL or SIGTERM, the parent cannot stop its workers itself)."""
     start_pool_worker(notes)
     end_with_parent(parent)
-
-
-@contextlib.contextmanager
-def _interrupts_held() -> Iterator[None]:
-    """Hold Ctrl-C back while the pool may start worker processes. A worker inherits the
-    signal mask, so it never takes a Ctrl-C meant for onrecord (the terminal sends it to
-    the whole process group): one that landed while a worker was still importing printed
-    that worker's traceback under the run's "interrupted" line. The parent stops its
-    workers itself; the held signal reaches it as soon as the pool has started them.
-
-    The mask holds the signal back from this thread only: another thread (the pool's
-    manager, a progress display) still takes it, and Python then raises
-    KeyboardInterrupt here, possibly between starting a worker and sending it its
-    start-up data, which the worker reported as a traceback ("EOFError: Ran out of
-    input"). So the main thread's handler is deferred too, and run once the pool has
-    started its workers."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    with _handler_deferred():
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            yield
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
-
-
-@contextlib.contextmanager
-def _handler_deferred() -> Iterator[None]:
-    """Note a SIGINT instead of handling it; handle it on leaving (main thread only: a
-    handler runs nowhere else, so work in other threads is never interrupted)."""
-    previous = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or previous is None:
-        yield
-        return
-    noted: list[int] = []
-    signal.signal(signal.SIGINT, lambda number, _frame: noted.append(number))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if noted:
-            signal.raise_signal(signal.SIGINT)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["interrupts_kept", "terminations_interrupt"]
+__all__ = ["interrupts_held", "interrupts_kept", "terminations_interrupt"]
 
 
 @contextlib.contextmanager
@@ -81,3 +81,46 @@ def terminations_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C back while the pool may start worker processes. A worker inherits the
+    signal mask, so it never takes a Ctrl-C meant for onrecord (the terminal sends it to
+    the whole process group): one that landed while a worker was still importing printed
+    that worker's traceback under the run's "interrupted" line. The parent stops its
+    workers itself; the held signal reaches it as soon as the pool has started them.
+
+    The mask holds the signal back from this thread only: another thread (the pool's
+    manager, a progress display) still takes it, and Python then raises
+    KeyboardInterrupt here, possibly between starting a worker and sending it its
+    start-up data, which the worker reported as a traceback ("EOFError: Ran out of
+    input"). So the main thread's handler is deferred too, and run once the pool has
+    started its workers."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    with _handler_deferred():
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+@contextlib.contextmanager
+def _handler_deferred() -> Iterator[None]:
+    """Note a SIGINT instead of handling it; handle it on leaving (main thread only: a
+    handler runs nowhere else, so work in other threads is never interrupted)."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
+        yield
+        return
+    noted: list[int] = []
+    signal.signal(signal.SIGINT, lambda number, _frame: noted.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if noted:
+            signal.raise_signal(signal.SIGINT)
