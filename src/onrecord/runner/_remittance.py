@@ -21,7 +21,7 @@ from onrecord.domains.remittance import (
     full_policy,
     load_tasks,
 )
-from onrecord.domains.remittance._run import ENVIRONMENT_ID, MAX_STEPS
+from onrecord.domains.remittance._run import ENVIRONMENT_ID, MAX_STEPS, task_case
 from onrecord.envkit import ToolWorld
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import InputError
@@ -60,15 +60,18 @@ class RemittanceProvider(ToolWorldRunner):
         self._envs: dict[str, RemittanceEnvironment] = {}
         self.environment_id = ENVIRONMENT_ID  # also in every task's snapshot name
 
+    def _task(self, case_id: str) -> RemittanceTask:
+        if case_id not in self._tasks:
+            raise InputError(
+                f"unknown remittance task {case_id!r}: a remittance task is built from "
+                "its task file ([[task]] entries; --env-config tasks_file=FILE), not "
+                "given as a --tasks-file case"
+            )
+        return self._tasks[case_id]
+
     def _env(self, case_id: str) -> RemittanceEnvironment:
         if case_id not in self._envs:
-            if case_id not in self._tasks:
-                raise InputError(
-                    f"unknown remittance task {case_id!r}: a remittance task is built from "
-                    "its task file ([[task]] entries; --env-config tasks_file=FILE), not "
-                    "given as a --tasks-file case"
-                )
-            self._envs[case_id] = RemittanceEnvironment(self._tasks[case_id])
+            self._envs[case_id] = RemittanceEnvironment(self._task(case_id))
         return self._envs[case_id]
 
     def _world_key(self, case: EvalCase) -> str:
@@ -78,16 +81,13 @@ class RemittanceProvider(ToolWorldRunner):
         return self._env(self._world_key(case)).world
 
     def _episode_case(self, case: EvalCase) -> EvalCase:
-        env = self._env(self._world_key(case))
-        if env.case.identity != case.identity:
-            raise InputError(
-                f"task {case.case_id!r} differs from the run's recorded "
-                "task (its content digest changed); start a new run"
-            )
-        return env.case
+        # An episode needs the world anyway: its environment holds the case too.
+        return _same_task(case, self._env(self._world_key(case)).case)
 
     def check_task(self, case: EvalCase) -> None:
-        self._episode_case(case)  # a task that is not one of this domain's is refused
+        # Planning needs no world: building 33 snapshots per plan_run made `onrecord
+        # demo` build the same ones once per agent before its first episode.
+        _same_task(case, task_case(self._task(self._world_key(case))))
 
     def _close_worlds(self) -> None:
         for env in self._envs.values():
@@ -95,7 +95,7 @@ class RemittanceProvider(ToolWorldRunner):
         self._envs.clear()
 
     def tasks(self) -> Sequence[EvalCase]:
-        return [self._env(task_id).case for task_id in self._tasks]
+        return [task_case(task) for task in self._tasks.values()]
 
     def default_checks(self) -> Sequence[OutcomeCheck]:
         return REMITTANCE_CHECKS
@@ -107,6 +107,17 @@ class RemittanceProvider(ToolWorldRunner):
 
     def reference_agents(self) -> Mapping[str, AgentFactory]:
         return {name: _reference(name) for name in AGENTS}
+
+
+def _same_task(case: EvalCase, known: EvalCase) -> EvalCase:
+    """``known``, the domain's own case, when ``case`` is it (a task that is not one of
+    this domain's, or whose content changed, is refused)."""
+    if known.identity != case.identity:
+        raise InputError(
+            f"task {case.case_id!r} differs from the run's recorded "
+            "task (its content digest changed); start a new run"
+        )
+    return known
 
 
 def _of_kinds(tasks: tuple[RemittanceTask, ...], kinds: Any) -> tuple[RemittanceTask, ...]:

@@ -38,6 +38,7 @@ __all__ = [
     "PlayedEpisode",
     "RemittanceEnvironment",
     "remittance_trial",
+    "task_case",
 ]
 
 Agent = Callable[[Mapping[str, Any]], Any]
@@ -99,26 +100,8 @@ class RemittanceEnvironment:
             seed=task.seed,
         )
         self.world = ToolWorld(self.snapshot, TOOLS, hidden=HIDDEN_TABLES, path=path)
-        self.brief = {
-            "instruction": (
-                f"Post remittance {self.expectation['remittance_id']} from "
-                f"{self.expectation['payer_id']} (payment "
-                f"{self.expectation['payment_number']}) against the clinic's "
-                "claims. Postings above "
-                f"{self.expectation['threshold_cents'] / 100:,.2f} need a "
-                "supervisor's approval first. Finish with a short message."
-            ),
-            "remittance_id": self.expectation["remittance_id"],
-            "today": self.expectation["today"],
-            "threshold_cents": self.expectation["threshold_cents"],
-        }
-        self.case = EvalCase(
-            self.brief,
-            self.expectation,
-            case_id=task.task_id,
-            source_id=f"onrecord.domains.remittance/tasks.toml#{task.task_id}",
-            metadata={"kind": task.kind, "title": task.title, "size": task.size, "seed": task.seed},
-        )
+        self.brief = _brief(self.expectation)
+        self.case = _case(task, self.brief, self.expectation)
         self._schemas = self.world.tool_schemas()
 
     def play(
@@ -167,6 +150,50 @@ class RemittanceEnvironment:
     def close(self) -> None:
         """Close the world (and its temporary database)."""
         self.world.close()
+
+
+def task_case(task: RemittanceTask) -> EvalCase:
+    """``RemittanceEnvironment(task).case`` without building the snapshot and world:
+    what planning a run needs. The expectation is kept per task for the process, since
+    planning every reference agent (``onrecord demo``) asks for the same tasks once per
+    agent; each call returns a new case, a detached copy of it."""
+    key = repr(task)  # a task holds dicts (unhashable); equal reprs, equal scenarios
+    if key not in _EXPECTATIONS:
+        if len(_EXPECTATIONS) >= _KEPT_EXPECTATIONS:
+            del _EXPECTATIONS[next(iter(_EXPECTATIONS))]  # the oldest
+        _EXPECTATIONS[key] = build_scenario(task)[1]
+    expectation = _EXPECTATIONS[key]
+    return _case(task, _brief(expectation), expectation)
+
+
+_KEPT_EXPECTATIONS = 1024  # a few KB each; far more than any task file holds
+_EXPECTATIONS: dict[str, Mapping[str, Any]] = {}
+
+
+def _brief(expectation: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "instruction": (
+            f"Post remittance {expectation['remittance_id']} from "
+            f"{expectation['payer_id']} (payment "
+            f"{expectation['payment_number']}) against the clinic's "
+            "claims. Postings above "
+            f"{expectation['threshold_cents'] / 100:,.2f} need a "
+            "supervisor's approval first. Finish with a short message."
+        ),
+        "remittance_id": expectation["remittance_id"],
+        "today": expectation["today"],
+        "threshold_cents": expectation["threshold_cents"],
+    }
+
+
+def _case(task: RemittanceTask, brief: Any, expectation: Mapping[str, Any]) -> EvalCase:
+    return EvalCase(
+        brief,
+        expectation,
+        case_id=task.task_id,
+        source_id=f"onrecord.domains.remittance/tasks.toml#{task.task_id}",
+        metadata={"kind": task.kind, "title": task.title, "size": task.size, "seed": task.seed},
+    )
 
 
 def remittance_trial(
