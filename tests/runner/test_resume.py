@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
@@ -16,6 +15,7 @@ import pytest
 from onrecord._canonical import content_digest, record_bytes
 from onrecord.errors import DigestMismatch, InputError, SchemaError
 from onrecord.runner import RunStore, plan_run, resume_run, start_run
+from tests.runner._held import CHILD, held_env, wait_until_held
 from tests.runner.conftest import ROOT, onrecord
 
 REMITTANCE = [
@@ -38,26 +38,21 @@ def _records(path: Path) -> int:
 
 
 def _start_and_kill(args: list[str], run_dir: Path, after: int) -> bytes:
-    """Start a real `onrecord run`, SIGKILL it once ``after`` episodes are recorded."""
+    """Start a real `onrecord run`, SIGKILL it once ``after`` episodes are recorded. The
+    run holds there (``tests.runner._held``) until killed: before, the test polled the
+    log and raced the run's end, with 0.55 s to spare."""
+    ready = run_dir.parent / "held"
     process = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "onrecord"),
-            "run",
-            *args,
-            "--out",
-            str(run_dir),
-            "--no-progress",
-        ],
+        [sys.executable, "-c", CHILD, "run", *args, "--out", str(run_dir), "--no-progress"],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **held_env(ready, f"episodes:{after}")},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
-    while _records(run_dir) < after and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
+    held = wait_until_held(process, ready)
     process.send_signal(signal.SIGKILL)
     process.wait()
+    assert _records(run_dir) == held["lines"] == after
     assert 0 < _records(run_dir) < 32, "the run must be killed midway for this test"
     return (run_dir / "episodes.jsonl").read_bytes()
 

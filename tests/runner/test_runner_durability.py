@@ -50,6 +50,7 @@ from onrecord.runner._toolworld import (
     table_layouts,
     tool_evidence,
 )
+from tests.runner._held import held_env, wait_until_held
 from tests.runner.conftest import ROOT, onrecord
 
 CELLS = "tests.runner.test_runner_durability:cells"
@@ -367,27 +368,29 @@ def _lines(path: Path) -> int:
 def test_kill_9_mid_run_then_power_loss_then_resume_records_each_episode_once(
     run_dir: Path, tmp_path: Path
 ) -> None:
-    log, calls = tmp_path / "disk.log", tmp_path / "calls"
+    log, calls, ready = tmp_path / "disk.log", tmp_path / "calls", tmp_path / "held"
     args = [CELLS, "--agent", "null", "--env-config", "tasks=4", "--seeds", "0-5"]
+    # Held once 3 episodes are committed (tests.runner._held), until killed: before, the
+    # test polled the log and raced the run's end, with about 0.6 s to spare.
     process = subprocess.Popen(
         [
             sys.executable,
             "-c",
+            "from tests.runner._held import install; install(); "
             "from tests.runner.test_runner_durability import spy_cli; spy_cli()",
             *(str(log), str(run_dir), "run", *args, "--out", str(run_dir), "--no-progress"),
         ],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), PAUSE: "0.03"},
+        env={**os.environ, "PYTHONPATH": str(ROOT), PAUSE: "0.03", **held_env(ready, "episodes:3")},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
-    episodes = run_dir / "episodes.jsonl"
-    while _lines(episodes) < 3 and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
+    held = wait_until_held(process, ready)
     process.send_signal(signal.SIGKILL)
     process.wait()
+    episodes = run_dir / "episodes.jsonl"
     committed = _lines(episodes)
+    assert committed == held["lines"] == 3
     assert 0 < committed < 24, "the run must be killed midway for this test"
     events = [orjson.loads(line) for line in log.read_bytes().splitlines()]
     lost = power_loss_copy(events, run_dir, tmp_path / "power-loss")

@@ -22,6 +22,7 @@ import pytest
 
 from onrecord.domains.remittance import ScriptedAgent
 from onrecord.runner import AgentContext, RunStore, agent_factory
+from tests.runner._held import CHILD, held_env, wait_until_held
 from tests.runner.conftest import ROOT, onrecord
 from tests.runner.helpers import walker
 
@@ -74,9 +75,15 @@ def _start(
     *,
     env: dict[str, str] | None = None,
     preexec: Callable[[], None] | None = None,
+    held: bool = False,
 ) -> subprocess.Popen[str]:
+    """The real ``onrecord ARGS``; ``held``: run by ``tests.runner._held`` (``env`` says
+    where it holds)."""
+    command = (
+        [sys.executable, "-c", CHILD] if held else [str(Path(sys.executable).parent / "onrecord")]
+    )
     return subprocess.Popen(
-        [str(Path(sys.executable).parent / "onrecord"), *args, "--no-progress"],
+        [*command, *args, "--no-progress"],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **(env or {})},
         stdout=subprocess.PIPE,
@@ -84,6 +91,28 @@ def _start(
         text=True,
         preexec_fn=preexec,
     )
+
+
+def _start_held_at_commit(
+    run_dir: Path, executor: list[str], commits: int
+) -> tuple[subprocess.Popen[str], bytes]:
+    """Start the run, held right after its ``commits``-th group commit (the next finished
+    episode not yet queued, the rest still to run); once it is held, the bytes of
+    ``episodes.jsonl``. Before, the test polled the log's growth and signalled after it:
+    0.75-0.83 s before the run's natural end, too little on a loaded machine."""
+    ready = run_dir.parent / "held"
+    process = _start(
+        ["run", *REMITTANCE, *executor, "--out", str(run_dir)],
+        env=held_env(ready, f"commits:{commits}"),
+        held=True,
+    )
+    held = wait_until_held(process, ready)
+    assert held["batches"] == commits
+    committed = (run_dir / "episodes.jsonl").read_bytes()
+    assert committed.count(b"\n") == held["lines"]  # exactly what the commits wrote
+    assert committed.endswith(b"\n")
+    assert 0 < held["lines"] < 32  # in progress: some episodes committed, not all
+    return process, committed
 
 
 def _wait_for_commits(process: subprocess.Popen[str], log: Path, commits: int) -> None:
@@ -159,11 +188,11 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, ...]:
 def test_kill_9_at_a_group_commit_then_resume_grades_as_never_interrupted(
     run_dir: Path, reference: tuple[Any, ...], commits: int, executor: list[str]
 ) -> None:
-    process = _start(["run", *REMITTANCE, *executor, "--out", str(run_dir)])
-    _wait_for_commits(process, run_dir / "episodes.jsonl", commits)
+    process, committed = _start_held_at_commit(run_dir, executor, commits)
     process.kill()
     process.communicate()
-    _finish_and_check(run_dir, _committed(run_dir), reference)
+    assert (run_dir / "episodes.jsonl").read_bytes() == committed  # nothing after the kill
+    _finish_and_check(run_dir, committed, reference)
 
 
 def test_kill_9_of_a_pool_worker_costs_no_episode(
@@ -182,8 +211,7 @@ def test_kill_9_of_a_pool_worker_costs_no_episode(
 def test_ctrl_c_at_a_group_commit_exits_130_and_keeps_what_finished(
     run_dir: Path, reference: tuple[Any, ...], executor: list[str]
 ) -> None:
-    process = _start(["run", *REMITTANCE, *executor, "--out", str(run_dir)])
-    _wait_for_commits(process, run_dir / "episodes.jsonl", 1)
+    process, _ = _start_held_at_commit(run_dir, executor, 1)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
