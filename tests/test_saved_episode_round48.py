@@ -53,7 +53,7 @@ def test_report_of_a_saved_episode_names_what_reads_it(
     assert f"{episode} is a saved tool-world episode (save_episode), not a run" in message
     assert f"`onrecord show {episode}`" in message
     assert f"`onrecord check NAME... --episode {episode}`" in message
-    assert "`onrecord run ENVIRONMENT --agent AGENT --tasks full-01 --out RUN`" in message
+    assert "`onrecord run remittance --agent AGENT --tasks full-01 --out RUN`" in message
     assert "`onrecord report RUN`" in message
     assert not page.exists()
 

@@ -35,7 +35,7 @@ def _names_what_reads_it(message: str, episode: Path) -> None:
     assert "a saved episode holds no grading" in message
     assert f"`onrecord show {episode}`" in message
     assert f"`onrecord check NAME... --episode {episode}`" in message
-    assert "`onrecord run ENVIRONMENT --agent AGENT --tasks full-01 --out RUN`" in message
+    assert "`onrecord run remittance --agent AGENT --tasks full-01 --out RUN`" in message
 
 
 @pytest.mark.parametrize("given", ["", "manifest.json"])

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 
 from onrecord._canonical import load_record_bytes
+from onrecord._saved_episode import refuse_saved_episode
 from onrecord.cli._bundle import digested
 from onrecord.cli._lines import counted, print_sentence
 from onrecord.cli._progress import ConsoleProgress, add_no_progress
@@ -52,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     checks = [
         item.strip() for value in args.checks or () for item in value.split(",") if item.strip()
     ]
+    # Before the policy is read, as `gate` does: a saved episode is the wrong input
+    # whatever the policy (regrade_run refuses it too, for callers of the library).
+    refuse_saved_episode(Path(args.run_dir), "regrade")
     policy = AcceptancePolicy.load(args.policy) if args.policy else None
     # Each episode's world is rebuilt from its evidence: minutes for a few thousand.
     progress = ConsoleProgress(Console(stderr=True, soft_wrap=True), enabled=not args.no_progress)

@@ -12,6 +12,7 @@ from typing import Any
 
 from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes, usual_dir_mode
 from onrecord._natural import natural_key
+from onrecord._saved_episode import refuse_saved_episode
 from onrecord._scratch import remove_abandoned_scratch
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import ConsistencyError, InputError, OnrecordError
@@ -108,6 +109,8 @@ def _regrade_run(
     name: str | None,
     progress: Progress | bool | None,
 ) -> Regrade:
+    # Before: "not a run directory (it has no run.json)", and no word of what reads it.
+    refuse_saved_episode(Path(path), "regrade")
     store = RunStore.open(path)
     # Killed runs' and regrades' databases in TMPDIR, before this one adds its own.
     swept = remove_abandoned_scratch()

@@ -20,8 +20,12 @@ from onrecord.domains.remittance._checks import (
     HISTORY_CHECKS,
     REMITTANCE_CHECKS,
 )
-from onrecord.domains.remittance._run import Agent, RemittanceEnvironment, remittance_trial
-from onrecord.domains.remittance._scenarios import build_scenario
+from onrecord.domains.remittance._run import (
+    Agent,
+    RemittanceEnvironment,
+    remittance_trial,
+    task_case,
+)
 from onrecord.domains.remittance._tasks import RemittanceTask, load_tasks
 from onrecord.errors import InputError
 from onrecord.report import EvaluationReport, Trial
@@ -241,7 +245,6 @@ def suite_from_reports(reports: Mapping[str, EvaluationReport]) -> SuiteResult:
     """The suite's tables, ablation and required decisions from per-agent reports made
     elsewhere, e.g. by ``onrecord run remittance --agent NAME`` (one run per agent)."""
     tasks = {task.task_id: task for task in load_tasks()}
-    expectations: dict[str, Mapping[str, Any]] = {}
     result = SuiteResult()
     for name, report in reports.items():
         seen = {str(trial.case["case_id"]) for trial in report.trials}
@@ -253,10 +256,14 @@ def suite_from_reports(reports: Mapping[str, EvaluationReport]) -> SuiteResult:
             )
         if name in AGENTS:
             for task_id in sorted(seen):
-                if task_id not in expectations:
-                    expectations[task_id] = build_scenario(tasks[task_id])[1]
+                # The task's own expectation, not the one the report's trials carry: the
+                # decision an agent must get comes from the task file. task_case keeps it
+                # per process, and the demo planned these very tasks, so their scenarios
+                # are not built a second time (33 of them, once per demo, before).
+                task = tasks[task_id]
+                expectation = task_case(task).expected_output
                 result.expected.setdefault(name, {})[task_id] = expected_decision(
-                    name, tasks[task_id], expectations[task_id]
+                    name, task, expectation
                 )
         result.outcomes[name] = _agent_outcome(name, list(report.trials))
     return result
