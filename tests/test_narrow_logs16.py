@@ -49,7 +49,7 @@ def test_the_more_steps_hint_of_a_long_episode_is_one_quoted_line(tmp_path: Path
 def test_the_resume_hint_of_an_interrupted_run_is_quoted(tmp_path: Path) -> None:
     run_dir = _deep(tmp_path)
     args = ["frozenlake", "--agent", HANGS, "--seeds", "0-2", "--no-progress"]
-    code, stderr = interrupt_run(*args, run_dir=run_dir, env=NARROW, after=1)
+    code, stderr = interrupt_run(*args, run_dir=run_dir, env=NARROW, after=1, hangs=True)
     assert code == 130, stderr
     command = line_after("interrupted; ", stderr).split("`")[1]
     assert shlex.split(command) == ["onrecord", "run", "--resume", "--out", str(run_dir)]

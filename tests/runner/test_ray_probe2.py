@@ -82,6 +82,7 @@ def test_ctrl_c_stops_a_hung_ray_run_and_frees_the_cluster(cluster: str, tmp_pat
         *("--address", cluster, "--no-progress"),
         run_dir=run_dir,
         env={},
+        hangs=True,
     )
     assert code == 130, stderr
     assert "Traceback" not in stderr

@@ -29,6 +29,9 @@ from tests.runner.helpers import walker
 HERE = "tests.runner.test_runner_probe10"
 GATE = "ONRECORD_TEST_GATE"
 MARK = "ONRECORD_TEST_MARK"
+BLOCK = "ONRECORD_TEST_BLOCK"
+BLOCK_AFTER = 2
+"""With ``$ONRECORD_TEST_BLOCK``: the episode a worker blocks in comes after this many."""
 REMITTANCE = [
     "remittance",
     "--agent",
@@ -42,9 +45,36 @@ REMITTANCE = [
 ]
 
 
+_started = 0
+"""Episodes this process has started (a pool worker's own count)."""
+
+
+def _block_one_worker(path: str) -> None:
+    """The first process to start its ``BLOCK_AFTER + 1``-th episode writes its pid to
+    ``path`` and blocks in that episode until it is killed; any other goes on."""
+    global _started
+    _started += 1
+    if _started != BLOCK_AFTER + 1:
+        return
+    try:
+        os.close(os.open(f"{path}.claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:  # one worker blocked already (this one may run its retries)
+        return
+    scratch = Path(f"{path}.tmp")
+    scratch.write_text(str(os.getpid()))
+    os.replace(scratch, path)  # whole: the test reads it at once
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    raise RuntimeError("blocked for 120 s and the test never killed this worker")
+
+
 @agent_factory
 def slow_double_poster(context: AgentContext) -> Any:
-    """``double_poster`` (pass and fail verdicts: a reject), 2 ms per tool call."""
+    """``double_poster`` (pass and fail verdicts: a reject), 2 ms per tool call. With
+    ``$ONRECORD_TEST_BLOCK`` a path, one worker blocks in an episode (``_block_one_worker``)."""
+    if BLOCK in os.environ:
+        _block_one_worker(os.environ[BLOCK])
     agent = ScriptedAgent("double_poster", context.case.input)
 
     def act(observation: Any) -> Any:
@@ -115,15 +145,14 @@ def _start_held_at_commit(
     return process, committed
 
 
-def _wait_for_commits(process: subprocess.Popen[str], log: Path, commits: int) -> None:
-    """Wait until ``log`` grew ``commits`` times (one growth per group commit)."""
-    size, seen, deadline = 0, 0, time.monotonic() + 120
-    while seen < commits and process.poll() is None and time.monotonic() < deadline:
-        now = log.stat().st_size if log.exists() else 0
-        if now != size:
-            size, seen = now, seen + 1
-        time.sleep(0.001)
-    assert process.poll() is None, "the run ended before the test could interrupt it"
+def _wait_for(process: subprocess.Popen[str], condition: Callable[[], bool]) -> None:
+    """Wait until ``condition()``; fail (killing the run) if the run ended first."""
+    deadline = time.monotonic() + 120
+    while not condition() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if not condition() or process.poll() is not None:
+        process.kill()
+        raise AssertionError(f"the run ended or took 120 s: {process.communicate()}")
 
 
 def _children(pid: int) -> list[int]:
@@ -196,15 +225,25 @@ def test_kill_9_at_a_group_commit_then_resume_grades_as_never_interrupted(
 
 
 def test_kill_9_of_a_pool_worker_costs_no_episode(
-    run_dir: Path, reference: tuple[Any, ...]
+    run_dir: Path, tmp_path: Path, reference: tuple[Any, ...]
 ) -> None:
-    process = _start(["run", *REMITTANCE, "--workers", "2", "--out", str(run_dir)])
-    _wait_for_commits(process, run_dir / "episodes.jsonl", 1)
-    for child in _children(process.pid):
-        os.kill(child, signal.SIGKILL)
-    process.communicate(timeout=120)
-    assert process.returncode in (1, 2), process.stderr  # reject, or incomplete
-    _finish_and_check(run_dir, _committed(run_dir), reference)
+    # One worker blocks in its 3rd episode, so the run cannot end before the kill lands
+    # there (before, the test killed every worker after the first group commit, racing
+    # the run's end); the other worker goes on.
+    pid = tmp_path / "blocked.pid"
+    args = ["run", *REMITTANCE, "--workers", "2", "--out", str(run_dir)]
+    process = _start(args, env={BLOCK: str(pid)})
+    _wait_for(process, pid.exists)
+    _wait_for(process, lambda: _committed(run_dir) != b"")  # the run cannot end meanwhile
+    worker = int(pid.read_text())
+    assert worker in _children(process.pid)  # a worker of this run's pool
+    committed = _committed(run_dir)
+    os.kill(worker, signal.SIGKILL)
+    _, stderr = process.communicate(timeout=120)
+    # The episodes the dead worker held run again, in the run itself: none is lost.
+    assert process.returncode == 1, stderr  # reject: double_poster, every episode graded
+    assert _complete(run_dir)
+    _finish_and_check(run_dir, committed, reference)
 
 
 @pytest.mark.parametrize("executor", [[], ["--workers", "2"]])

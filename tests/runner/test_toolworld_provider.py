@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -227,17 +226,6 @@ class SaysDone:
         return {"tool": name, "arguments": arguments}
 
 
-@agent_factory
-def slow_careful(context: AgentContext) -> Any:
-    act = careful(context)
-
-    def slow(observation: Mapping[str, Any]) -> Any:
-        time.sleep(0.01)
-        return act(observation)
-
-    return slow
-
-
 AGENTS = {
     "careful": careful,
     "says_done": SaysDone,
@@ -439,12 +427,14 @@ def test_the_cli_runs_it_and_every_command_reads_the_run(tmp_path: Path) -> None
 def test_resume_after_an_interrupted_run_and_after_a_finished_one(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     seeds = ["--seeds", "0-19"]
+    # Held once 4 episodes are committed until Ctrl-C lands (``interrupt_run``): before,
+    # a slow agent (10 ms a tool call) gave the test time to interrupt, most of the time.
     code, stderr = interrupt_run(
-        ENV, "--agent", f"{HERE}:slow_careful", *seeds, run_dir=run_dir, env={}, after=4
+        ENV, "--agent", "careful", *seeds, run_dir=run_dir, env={}, after=4
     )
     assert code == 130, stderr
     recorded = len(_verdicts(run_dir))
-    assert 0 < recorded < 60
+    assert 0 < recorded == 4 < 60
     resumed = resume_run(run_dir)
     assert resumed.recorded_now == 60 - recorded
     assert resumed.decision.decision == "accept"

@@ -98,7 +98,13 @@ def test_ctrl_c_stops_a_hung_worker_pool_promptly_and_resume_finishes(
     run_dir = tmp_path / "run"
     # Before: the parent waited forever for the hung worker's chunk.
     code, stderr = interrupt_run(
-        *_lake("hangs", "0-5"), *POOL, "--no-progress", run_dir=run_dir, env={HANG: "1"}, timeout=15
+        *_lake("hangs", "0-5"),
+        *POOL,
+        "--no-progress",
+        run_dir=run_dir,
+        env={HANG: "1"},
+        hangs=True,
+        timeout=15,
     )
     assert code == 130, stderr
     assert "interrupted; finished episodes are saved" in stderr
