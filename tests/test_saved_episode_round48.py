@@ -10,7 +10,6 @@ ending ``succeeded``, which ``show`` printed like ``finished``."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,9 @@ import pytest
 
 from onrecord._canonical import content_digest, record_bytes
 from onrecord.cli.main import main
-from onrecord.domains.remittance import RemittanceEnvironment, ScriptedAgent, load_tasks
+from onrecord.domains.remittance import RemittanceEnvironment, ScriptedAgent
+from tests.domains.test_remittance_play import TASK  # full-01 at 200 rows
 
-TASK = dataclasses.replace(next(t for t in load_tasks() if t.task_id == "full-01"), size=200)
 CRASH = "AgentCrashed: the agent crashed right after its first committed write"
 
 

@@ -7,7 +7,6 @@ in it continues on an indented line, never at column 0."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
 import sys
@@ -17,12 +16,12 @@ from typing import Any, NoReturn
 
 import pytest
 
-from onrecord.domains.remittance import RemittanceEnvironment, ScriptedAgent, load_tasks
+from onrecord.domains.remittance import RemittanceEnvironment, ScriptedAgent
 from onrecord.envkit import save_episode
+from tests.domains.test_remittance_play import TASK  # full-01 at 200 rows
 
 ROOT = Path(__file__).resolve().parents[2]
 ONRECORD = str(Path(sys.executable).parent / "onrecord")
-TASK = dataclasses.replace(next(t for t in load_tasks() if t.task_id == "full-01"), size=200)
 CRASH = "AgentCrashed: the agent crashed right after its first committed write"
 
 

@@ -4,7 +4,6 @@ coverage issues equal the runner's for the same agent."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +13,12 @@ from onrecord.domains.remittance import (
     REMITTANCE_CHECKS,
     RemittanceEnvironment,
     ScriptedAgent,
-    load_tasks,
     remittance_trial,
 )
 from onrecord.runner._provider import EpisodeSpec
 from onrecord.runner._remittance import RemittanceProvider
+from tests.domains.test_remittance_play import TASK  # full-01 at 200 rows
 
-TASK = dataclasses.replace(next(t for t in load_tasks() if t.task_id == "full-01"), size=200)
 CASES = [
     ("careful", 60, "finished", None),
     (

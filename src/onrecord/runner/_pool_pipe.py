@@ -28,16 +28,16 @@ GRACE = 3.0
 message: the manager thread notices a worker's death within milliseconds otherwise."""
 
 
-def _terminate_workers(pool: cf.ProcessPoolExecutor) -> None:
-    """Terminate every worker process of ``pool`` (a private attribute: absent, none)."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        process.terminate()
+def _workers(pool: cf.ProcessPoolExecutor) -> list[Any]:
+    """The worker processes of ``pool`` (a private attribute: absent, none)."""
+    return list((getattr(pool, "_processes", None) or {}).values())
 
 
 def end_half_read_results(pool: cf.ProcessPoolExecutor) -> None:
     """Terminate the workers and close this process's write end of the result pipe, so a
     read waiting for the rest of a message ends (see the module's docstring)."""
-    _terminate_workers(pool)
+    for process in _workers(pool):
+        process.terminate()
     writer: Any = getattr(getattr(pool, "_result_queue", None), "_writer", None)
     if writer is not None:
         with contextlib.suppress(OSError):  # already closed by a shutdown
@@ -53,8 +53,7 @@ class DeadWorkerWatch:
         self._since: float | None = None
 
     def stuck(self, pool: cf.ProcessPoolExecutor) -> bool:
-        processes = list((getattr(pool, "_processes", None) or {}).values())
-        dead = any(process.exitcode is not None for process in processes)
+        dead = any(process.exitcode is not None for process in _workers(pool))
         if not dead or getattr(pool, "_broken", False):
             self._since = None
             return False
