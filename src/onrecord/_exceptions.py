@@ -12,6 +12,7 @@ __all__ = [
     "exception_text",
     "json_text",
     "naming_file",
+    "shown_repr",
     "without_addresses",
 ]
 
@@ -49,6 +50,17 @@ def without_addresses(text: str) -> str:
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+def shown_repr(value: object, limit: int) -> str:
+    """``repr(value)`` as a record keeps it: at most ``limit`` characters, never raising,
+    its addresses removed *before* it is cut (cut first, ``<Thing object at 0x7f3a``
+    lost its ``>`` and kept half an address that differs in every process)."""
+    try:
+        text = repr(value)
+    except Exception:  # an agent's or environment's own type whose repr() fails
+        return f"<a {json_text(type(value).__name__)} whose repr() raised>"
+    return json_text(without_addresses(text)[:limit])
 
 
 def json_text(text: str) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from onrecord._exceptions import without_addresses
 from onrecord._nesting import refuse_deep, too_deep
 from onrecord.errors import PortabilityError
 
@@ -207,7 +208,7 @@ def key_path(path: str, key: object) -> str:
     # An ASCII identifier is [A-Za-z_][A-Za-z0-9_]*: two C calls, cheaper than a regular
     # expression on a path built for every key of every info.
     if type(key) is not str:  # a Dict space's or a schema's non-string key: its repr
-        return f"{path}[{key!r}]"
+        return f"{path}[{without_addresses(repr(key))}]"
     if key.isascii() and key.isidentifier():
         return f"{path}.{key}"
     return f"{path}[{json.dumps(key)}]"
@@ -228,7 +229,7 @@ def _checked_key(key: Any, path: str) -> str:
 def _shown_key(key: Any) -> str:
     """A non-string key for a message, on one line and at most 80 characters: its repr
     may be anything (an object's own ``__repr__``, a huge tuple)."""
-    shown = repr(key)
+    shown = without_addresses(repr(key))  # before the cut below, which could halve one
     if not shown.isprintable():
         shown = shown.encode("unicode_escape").decode("ascii")
     return shown if len(shown) <= 80 else f"{shown[:79]}…"

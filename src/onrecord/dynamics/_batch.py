@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from onrecord._canonical import to_portable
+from onrecord._exceptions import describe, exception_text
 from onrecord.dynamics._capture import (
     ForecastSpec,
     _sealed,
@@ -159,7 +160,7 @@ def _run_group(
             # merely shared its batch: each is asked again alone, so a forecast's status
             # does not depend on which references were captured with it.
             return [f for r in records for f in _run_group(call, [r], steps, dim, angular)]
-        error = {"type": "ModelError", "message": str(exc)}
+        error = {"type": "ModelError", "message": exception_text(exc)}
         return [_sealed(r, "model_error", None, dict(error)) for r in records]
     return [
         _row(r, mean[n], None if std is None else std[n], metadata, sampled)
@@ -181,7 +182,7 @@ def _answer(
     try:
         answer = call(initial.copy(), actions.copy())
     except Exception as exc:
-        raise _Raised(f"the model raised {type(exc).__name__}: {exc}") from None
+        raise _Raised(f"the model raised {describe(exc)}") from None
     return read_answer(_read, answer, *shape, angular)
 
 
@@ -314,7 +315,8 @@ def _row(
                 # forecast keeps its mean, as with a single particle, instead of being lost.
                 std = None
     except ModelError as exc:
-        return _sealed(record, "model_error", None, {"type": "ModelError", "message": str(exc)})
+        error = {"type": "ModelError", "message": exception_text(exc)}
+        return _sealed(record, "model_error", None, error)
     response = {
         "states": states.tolist(),
         "metadata": metadata,

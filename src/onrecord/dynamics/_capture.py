@@ -17,6 +17,7 @@ import numpy as np
 import orjson
 
 from onrecord._canonical import to_portable
+from onrecord._exceptions import describe, exception_text
 from onrecord.dynamics._envs import Coordinate
 from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence
 from onrecord.dynamics._gaps import unobserved_steps
@@ -328,7 +329,8 @@ def capture_forecast(
     try:
         response = _call(predict, request, len(actions), spec.dim)
     except ModelError as exc:
-        return _sealed(record, "model_error", None, {"type": "ModelError", "message": str(exc)})
+        error = {"type": "ModelError", "message": exception_text(exc)}
+        return _sealed(record, "model_error", None, error)
     return _sealed(record, "ok", response, None)
 
 
@@ -340,7 +342,7 @@ def _call(predict: Predict, request: dict[str, Any], steps: int, dim: int) -> di
     except ModelError:
         raise  # request_predictor's own reading of a WorldModel's answer, already worded
     except Exception as exc:
-        raise ModelError(f"the model raised {type(exc).__name__}: {exc}") from None
+        raise ModelError(f"the model raised {describe(exc)}") from None
     if orjson.dumps(detached) != original:
         raise ModelError("the model mutated its request; copy it before changing it")
     return read_answer(check_response, answer, steps, dim)

@@ -23,6 +23,7 @@ from onrecord._canonical import (
     content_digest,
     load_record_bytes,
 )
+from onrecord._exceptions import error_record
 from onrecord.case import EvalCase
 from onrecord.episode._verify_files import read_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
@@ -97,10 +98,7 @@ def _run_once(
             try:
                 choice = planner.plan(model, simulator, state, rng)
             except Exception as exc:  # the model's (or planner's) failure, not the env's
-                kind = type(exc)
-                failure.update(
-                    step=step, type=f"{kind.__module__}.{kind.__qualname__}", message=str(exc)
-                )
+                failure.update(step=step, **error_record(exc))
                 return "model error"
             predicted.append(choice.predicted_return)
             action = native_action(choice.action, env.action_space)

@@ -66,15 +66,17 @@ def message(exc: BaseException) -> str:
 
 
 def safe_repr(value: Any, limit: int = 500) -> str:
-    """A short ``repr`` of a value, never raising: a value nested too deep for ``repr``
-    is shown abbreviated, one whose ``__repr__`` raises by its type."""
+    """A short ``repr`` of a value, never raising and without memory addresses (it is
+    logged): a value nested too deep for ``repr`` is shown abbreviated, one whose
+    ``__repr__`` raises by its type."""
     try:
         text = repr(value)
     except RecursionError:
         text = _SHORT.repr(value)
     except Exception:  # a hostile __repr__ must not lose the record
         text = f"<{type(value).__name__} whose repr cannot be shown>"
-    return safe_text(text[:limit])
+    # Addresses go before the cut: cut first, half an address could stay behind.
+    return safe_text(without_addresses(text)[:limit])
 
 
 def describe(exc: BaseException) -> str:

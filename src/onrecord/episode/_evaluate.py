@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from onrecord._exceptions import describe, shown_repr, without_addresses
 from onrecord.episode._checks import OutcomeCheck, OutcomeVerdict
 from onrecord.episode._evidence import EpisodeEvidence
 from onrecord.errors import InputError
@@ -23,7 +24,7 @@ def run_check(check: OutcomeCheck, subject: Any) -> CheckResult:
     try:
         verdict = check.evaluate(subject)
     except Exception as exc:
-        return _evaluator_error(check, f"raised {type(exc).__name__}: {exc}")
+        return _evaluator_error(check, f"raised {describe(exc)}")
     if not isinstance(verdict, OutcomeVerdict):
         return _evaluator_error(check, f"returned {type(verdict).__name__}, not an OutcomeVerdict")
     passed = verdict.passed
@@ -31,7 +32,8 @@ def run_check(check: OutcomeCheck, subject: Any) -> CheckResult:
         passed = bool(passed)
     elif passed is not None and type(passed) is not bool:
         return _evaluator_error(
-            check, f"returned passed={passed!r}; use True, False or None (not measured)"
+            check,
+            f"returned passed={shown_repr(passed, 200)}; use True, False or None (not measured)",
         )
     status: Status = "not_measured" if passed is None else "pass" if passed else "fail"
     reason = "" if verdict.reason is None else str(verdict.reason)
@@ -42,6 +44,9 @@ def run_check(check: OutcomeCheck, subject: Any) -> CheckResult:
 
 
 def _evaluator_error(check: OutcomeCheck, reason: str) -> CheckResult:
+    # The reason is ours, built from the check's exception or values: kept without
+    # memory addresses, so a regrade of the same evidence writes the same report.
+    reason = without_addresses(reason)
     return CheckResult(check.name, check.version, "evaluator_error", f"check {reason}")
 
 

@@ -24,7 +24,7 @@ from onrecord._canonical import (
     state_bytes,
     to_portable,
 )
-from onrecord._exceptions import describe, error_record
+from onrecord._exceptions import describe, error_record, shown_repr
 from onrecord.errors import (
     CaptureError,
     InvalidActionError,
@@ -290,7 +290,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         """Whether the flags end the episode; non-bools make the step malformed."""
         for name, flag in (("terminated", terminated), ("truncated", truncated)):
             if not _is_flag(flag):
-                self._malformed(index, elapsed, sent, f"{name}={flag!r:.80}, not a bool")
+                self._malformed(index, elapsed, sent, f"{name}={shown_repr(flag, 80)}, not a bool")
         if not (terminated or truncated):  # NumPy False, or 0
             return False
         self.ended = "terminated" if terminated else "truncated"

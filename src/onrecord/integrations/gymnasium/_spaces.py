@@ -13,7 +13,7 @@ import numpy as np
 from gymnasium import spaces
 
 from onrecord._canonical import to_portable
-from onrecord._exceptions import without_addresses
+from onrecord._exceptions import shown_repr, without_addresses
 from onrecord._portable import key_path, masked_refusal
 from onrecord.episode._blobs import BLOB_THRESHOLD, blob_ref
 from onrecord.errors import PortabilityError
@@ -228,8 +228,8 @@ def _off_space(space: spaces.Space[Any], values: list[Any], field: str) -> Any:
     for index, value in enumerate(values):
         if not _fits(space, [value]):
             raise PortabilityError(
-                f"$.{field}[{index}] is {type(value).__name__} {value!r:.80}, which is not "
-                f"a sample of {space}: the record lays samples out by that space's keys "
+                f"$.{field}[{index}] is {type(value).__name__} {shown_repr(value, 80)}, which "
+                f"is not a sample of {space}: the record lays samples out by that space's keys "
                 "and length; return samples of the declared space",
                 f"$.{field}[{index}]",
             )
@@ -303,10 +303,7 @@ def _numbers_in_boxes(space: spaces.Space[Any], action: Any) -> bool:
 
 def invalid_action_message(space: spaces.Space[Any] | None, action: Any) -> str:
     """The refusal of an action outside ``space``: what it was, why, and the fix."""
-    try:
-        shown = f"{action!r:.200}"
-    except Exception:  # an agent's own action type whose repr() fails: still refused
-        shown = f"<a {type(action).__name__} whose repr() raised>"
+    shown = shown_repr(action, 200)  # a refusal is recorded: no addresses in it
     reason = why_not_in(space, action)
     return (
         f"action {shown} is not in the action space {space}"
