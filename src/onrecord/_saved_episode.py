@@ -1,5 +1,7 @@
 """``onrecord report``, ``gate``, ``compare`` or ``regrade`` of a saved tool-world episode
-(``save_episode``): refused, saying what reads one instead.
+(``save_episode``): refused, saying what reads one instead; so is one given where another
+directory is needed (``run --resume``/``--out``, ``show --episode``, ``worldmodel analyze
+--replay``, ``ledger analyze``), which said only "not a run directory" or named a schema.
 
 These commands read a run's grading (its checks' results, decision and episodes); a
 saved episode holds no grading at all, since which checks grade it is chosen when they
@@ -19,7 +21,7 @@ import orjson
 
 from onrecord.errors import InputError
 
-__all__ = ["refuse_saved_episode"]
+__all__ = ["refuse_episode_given_as", "refuse_saved_episode", "saved_episode_folder"]
 
 _EPISODE_SCHEMA = "onrecord.envkit.episode/v1"
 """``envkit.episode.EPISODE_SCHEMA``, spelt out: importing the environment kit to word
@@ -56,22 +58,98 @@ def refuse_saved_episode(source: Path, command: str) -> None:
     """Raise ``InputError`` when ``source`` is a saved tool-world episode directory or a
     file in one, naming the commands that read it and how ``command`` (``report``,
     ``gate``, ``compare`` or ``regrade``) reads it once it is recorded in a run."""
-    folder = source.parent if source.is_file() else source
-    manifest = _manifest(folder / "manifest.json")
-    if manifest is None or manifest.get("schema") != _EPISODE_SCHEMA:
+    found = _saved(source)
+    if found is None:
         return
+    folder, manifest = found
     reads, purpose, then = _NEEDS[command]
     where = shlex.quote(str(folder))
-    task = manifest.get("task_id")
-    tasks = f" --tasks {shlex.quote(task)}" if isinstance(task, str) and task else ""
     raise InputError(
         f"{folder} is a saved tool-world episode (save_episode), not a run directory: "
         f"{reads}, and a saved episode holds no grading. Read it in the terminal with "
         f"`onrecord show {where}` (how it ended, its tool calls, the rows they wrote) and "
         f"grade it with `onrecord check NAME... --episode {where}`; {purpose}, record the "
-        f"episode in a run, `onrecord run {_environment(manifest)} --agent AGENT{tasks} "
-        f"--out RUN`, then {then}"
+        f"episode in a run, `{_run_line(manifest)}`, then {then}"
     )
+
+
+# Per use of a directory that is not the one a saved episode is: what was wanted, why
+# the episode is not it, and what to do instead ({show}, {check}, {run}: the commands).
+_GIVEN_AS = {
+    "resume": (
+        "a run directory",
+        "`onrecord run --resume` continues an interrupted run, and a saved episode is one "
+        "finished episode, in no run",
+        "Read it with {show} and grade it with {check}; to record the episode in a run, "
+        "start a new run in a new directory: {run}",
+    ),
+    "out": (
+        "an empty directory",
+        "`onrecord run` writes its run directory itself and never writes over a saved episode",
+        "Choose another --out directory: {run}; the saved episode reads with {show} and "
+        "grades with {check}",
+    ),
+    "show --episode": (
+        "a run directory",
+        "it is itself one episode, and --episode picks one of a run's episodes",
+        "Show it without --episode: {show} (how it ended, its tool calls, the rows they "
+        "wrote; --steps and --full as for a run's episode)",
+    ),
+    "show --all-not-passed": (
+        "a run directory",
+        "--all-not-passed lists a run's episodes that did not pass, and a saved episode "
+        "holds no grading",
+        "Show it with {show} and grade it with {check}",
+    ),
+    "worldmodel": (
+        "a `worldmodel run` directory",
+        "`onrecord worldmodel analyze --replay` recomputes a world-model experiment",
+        "Verify it with `onrecord verify {where}`, read it with {show} and grade it with {check}",
+    ),
+    "ledger": (
+        "a `ledger run` directory",
+        "`onrecord ledger analyze` recomputes the ledger experiment's decisions",
+        "Verify it with `onrecord verify {where}`, read it with {show} and grade it with {check}",
+    ),
+}
+
+
+def refuse_episode_given_as(source: Path, use: str) -> None:
+    """Raise ``InputError`` when ``source`` is a saved tool-world episode directory (or a
+    file in one) given where ``use`` (a key of ``_GIVEN_AS``) needs another directory,
+    saying why it is not one and what reads it instead."""
+    found = _saved(source)
+    if found is None:
+        return
+    folder, manifest = found
+    wanted, why, instead = _GIVEN_AS[use]
+    where = shlex.quote(str(folder))
+    commands = {
+        "show": f"`onrecord show {where}`",
+        "check": f"`onrecord check NAME... --episode {where}`",
+        "run": f"`{_run_line(manifest)}`",
+        "where": where,
+    }
+    raise InputError(
+        f"{folder} is a saved tool-world episode (save_episode{_of(manifest)}), not "
+        f"{wanted}: {why}. {instead.format(**commands)}"
+    )
+
+
+def _of(manifest: dict[str, object]) -> str:
+    """``, remittance task full-01``: what the episode is of, as far as its manifest says."""
+    environment = _environment(manifest)
+    task = manifest.get("task_id")
+    domain = "" if environment == "ENVIRONMENT" else f" {environment}"
+    named = f" task {task}" if isinstance(task, str) and task else ""
+    return f",{domain}{named}" if domain or named else ""
+
+
+def _run_line(manifest: dict[str, object]) -> str:
+    """The ``onrecord run`` command that records the episode's task in a new run."""
+    task = manifest.get("task_id")
+    tasks = f" --tasks {shlex.quote(task)}" if isinstance(task, str) and task else ""
+    return f"onrecord run {_environment(manifest)} --agent AGENT{tasks} --out RUN"
 
 
 def _environment(manifest: dict[str, object]) -> str:
@@ -84,6 +162,21 @@ def _environment(manifest: dict[str, object]) -> str:
 
     domains = domains_of(manifest)
     return domains[0].name if len(domains) == 1 else "ENVIRONMENT"
+
+
+def saved_episode_folder(source: Path) -> Path | None:
+    """The saved tool-world episode directory ``source`` is or holds a file of, else None."""
+    found = _saved(source)
+    return None if found is None else found[0]
+
+
+def _saved(source: Path) -> tuple[Path, dict[str, object]] | None:
+    """The saved episode's directory and manifest, when ``source`` is one or a file in one."""
+    folder = source.parent if source.is_file() else source
+    manifest = _manifest(folder / "manifest.json")
+    if manifest is None or manifest.get("schema") != _EPISODE_SCHEMA:
+        return None
+    return folder, manifest
 
 
 def _manifest(path: Path) -> dict[str, object] | None:

@@ -98,12 +98,29 @@ def emit(text: str) -> None:
 # agent could overwrite the "reject" above its own output), and a right-to-left override
 # reverses the rest of the line. rich strips only BEL, BS, CR, VT and FF. They are shown
 # as escapes; tab and newline stay.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[{_CONTROLS}]")
+_CONTROL_OR_NEWLINE = re.compile(f"[\n{_CONTROLS}]")
+# A run of backslashes right before what an escape begins with ("u", and for a cell "n")
+# or before an escaped character is doubled: a name holding the six characters "\u001b"
+# or the two "\n" printed exactly as one holding ESC or a newline.
+_BEFORE_ESCAPE = re.compile(f"\\\\+(?=u|[{_CONTROLS}])")
+_BEFORE_ESCAPE_OR_NEWLINE = re.compile(f"\\\\+(?=[nu\n{_CONTROLS}])")
 
 
 def plain(value: object) -> str:
-    """``value`` as text safe to print to a terminal (controls shown as escapes)."""
-    return _CONTROL.sub(lambda match: f"\\u{ord(match.group()):04x}", str(value))
+    """``value`` as text safe to print to a terminal (controls shown as escapes, and
+    backslashes before an escape's letter doubled, so a control and its spelling differ)."""
+    return _escape_controls(str(value), _BEFORE_ESCAPE, _CONTROL)
+
+
+def _escape_controls(text: str, before: re.Pattern[str], controls: re.Pattern[str]) -> str:
+    doubled = before.sub(lambda match: match.group() * 2, text)
+    return controls.sub(_control_escape, doubled)
+
+
+def _control_escape(match: re.Match[str]) -> str:
+    return "\\n" if match.group() == "\n" else f"\\u{ord(match.group()):04x}"
 
 
 def literal(value: object) -> str:
@@ -120,7 +137,8 @@ def cell(value: object) -> str:
     as two rows, and in a borderless first column (or a stacked row's title) its second
     line began at column 0, where a CI log reads the verdict. Reasons keep their lines:
     they are never the first column, and their lines hang under their first."""
-    return literal(plain(value).replace("\n", "\\n"))
+    shown = _escape_controls(str(value), _BEFORE_ESCAPE_OR_NEWLINE, _CONTROL_OR_NEWLINE)
+    return _MARKUP.sub(_escaped, shown)
 
 
 # rich's markup reads backslashes only right before a "[": before a tag ("[bold]")

@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
+from onrecord._saved_episode import refuse_episode_given_as
 from onrecord._tables import SplitTable
 from onrecord.cli._lines import print_sentence
 from onrecord.cli._progress import StepProgress, add_no_progress
@@ -101,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
 def analyze(args: argparse.Namespace) -> int:
     """Verify and recompute; print what did not verify."""
     directory: Path = args.directory
+    refuse_episode_given_as(directory, "ledger")  # before: its manifest's schema
     if directory.is_dir() and not (directory / "manifest.json").exists():
         raise InputError(
             f"{directory} has no manifest.json: it is not the --output-dir of `onrecord "

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from onrecord._saved_episode import refuse_episode_given_as
 from onrecord.cli._ending import print_ending
 from onrecord.cli._episode_view import render_episode
 from onrecord.cli._measure_table import ALL_MEASURES, render_report_measures
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     run_dir = path if (path / "run.json").is_file() else None
     regrade_run = regrade_of(path) if (path / "changes.json").is_file() else None
     if args.all_not_passed and not (isinstance(record, Bundle) and (run_dir or regrade_run)):
+        refuse_episode_given_as(path, "show --all-not-passed")
         raise InputError(f"{ALL_NOT_PASSED} needs a run or regrade directory, not {args.file}")
     if args.all_measures and (args.episode is not None or not _has_report(record)):
         raise InputError(
@@ -110,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{ALL_EVIDENCE} needs --episode CASE#REPEAT")
     if args.episode is not None:
         if not isinstance(record, Bundle) or (run_dir is None and regrade_run is None):
+            _refuse_one_episode(path, record)
             raise InputError(
                 f"--episode needs a run directory (or RUN/regrades/NAME), not {args.file}"
             )
@@ -145,6 +148,18 @@ def run(args: argparse.Namespace) -> int:
     else:
         _render(console, record, steps, full=args.full, command=command, every=args.all_measures)
     return 0
+
+
+def _refuse_one_episode(path: Path, record: Any) -> None:
+    """``--episode`` of a record that is itself one episode: say so, and how to show it
+    (before: only "--episode needs a run directory")."""
+    refuse_episode_given_as(path, "show --episode")
+    if isinstance(record, EpisodeEvidence):
+        raise InputError(
+            f"{path} is one episode's evidence (EpisodeEvidence), not a run directory: "
+            "--episode picks one of a run's episodes. Show it without --episode: "
+            f"`onrecord show {path_word(str(path))}` (--steps, --full as for a run's episode)"
+        )
 
 
 def _has_report(record: Any) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from onrecord._numbers import significant
+from onrecord._saved_episode import refuse_episode_given_as
 from onrecord._tables import SplitTable
 from onrecord.cli._progress import StepProgress, add_no_progress
 from onrecord.cli._render import cell, emit, literal, make_console
@@ -116,6 +117,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from onrecord.dynamics.experiment import replay
     from onrecord.dynamics.experiment._analyze import REPLAY_STEPS
 
+    refuse_episode_given_as(args.replay, "worldmodel")  # before: its manifest's schema
     # Seconds on a full run (every forecast is checked against its episode, every table
     # recomputed), in which a CI log showed nothing: the steps as `worldmodel run` does.
     progress = StepProgress(
