@@ -9,6 +9,7 @@ from numbers import Integral
 from typing import Any
 
 from onrecord._compare_rates import pass_rate_from_dict
+from onrecord._exceptions import describe
 from onrecord.compare import CheckComparison, Comparison, DiscordantPair, MeasureComparison
 from onrecord.errors import SchemaError
 
@@ -39,9 +40,7 @@ def comparison_from_dict(data: Mapping[str, Any]) -> Comparison:
             report_b=str(data["report_b"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
-        raise SchemaError(
-            f"not a comparison (Comparison.to_dict()): {type(exc).__name__}: {exc}"
-        ) from exc
+        raise SchemaError(f"not a comparison (Comparison.to_dict()): {describe(exc)}") from exc
 
 
 def _count(value: Any) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from onrecord._canonical import content_digest
+from onrecord._exceptions import describe
 from onrecord.errors import (
     ConsistencyError,
     DigestMismatch,
@@ -53,7 +54,7 @@ def named(path: Path, load: Callable[[], _T]) -> _T:
             raise
         raise _same_kind(exc, f"{path}: {exc}") from exc
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise SchemaError(f"{path}: malformed record ({type(exc).__name__}: {exc})") from exc
+        raise SchemaError(f"{path}: malformed record ({describe(exc)})") from exc
 
 
 def _same_kind(exc: OnrecordError, message: str) -> OnrecordError:

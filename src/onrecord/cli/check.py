@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from onrecord._exceptions import describe
 from onrecord._numbers import fixed
 from onrecord._saved_episode import saved_episode_folder
 from onrecord.cli._episode_checks import checks_help, episode_checks
@@ -83,9 +84,7 @@ def run(args: argparse.Namespace) -> int:
         except (Exception, SystemExit) as exc:  # a broken module: bad input, not a crash
             # SystemExit too: a module calling sys.exit(0) on import ended the command
             # with exit 0 ("all checks pass") before any check ran; sys.exit("msg") with 1.
-            raise InputError(
-                f"--import {module}: importing it raised {type(exc).__name__}: {exc}"
-            ) from exc
+            raise InputError(f"--import {module}: importing it raised {describe(exc)}") from exc
     repeated = sorted({name for name in args.names if args.names.count(name) > 1})
     if repeated:  # run twice, a check counted twice in the weighted score
         raise InputError(

@@ -12,6 +12,7 @@ import numpy as np
 import orjson
 
 from onrecord._canonical import to_portable
+from onrecord._exceptions import describe
 from onrecord.errors import OnrecordError
 
 __all__ = [
@@ -131,6 +132,4 @@ def read_answer(check: Callable[..., _T], answer: Any, *args: Any) -> _T:
     except ModelError:
         raise
     except Exception as exc:
-        raise ModelError(
-            f"the model's answer could not be read: {type(exc).__name__}: {exc}"
-        ) from None
+        raise ModelError(f"the model's answer could not be read: {describe(exc)}") from None

@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from onrecord._exceptions import describe
 from onrecord.envkit._sql import INTERNAL_PREFIX, Table, internal, quote, readonly_uri, user_tables
 from onrecord.envkit.audit import CTX, audit_tables, install_audit
 from onrecord.envkit.state import state_digest
@@ -162,7 +163,7 @@ def _populate(name: str, conn: sqlite3.Connection, populate: Populate, seed: int
             ) from exc
         # Its SQL, named as the schema script's is.
         raise SnapshotError(
-            f"snapshot {name!r}: populate failed: {type(exc).__name__}: {exc}; "
+            f"snapshot {name!r}: populate failed: {describe(exc)}; "
             "fix the SQL your populate function runs"
         ) from exc
     if inspect.isgenerator(result) or inspect.isawaitable(result):

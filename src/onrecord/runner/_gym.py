@@ -11,6 +11,7 @@ import numpy as np
 
 from onrecord._async import discard
 from onrecord._canonical import NDARRAY_TAG, to_portable
+from onrecord._exceptions import describe
 from onrecord.case import EvalCase
 from onrecord.episode import EpisodeEvidence, OutcomeCheck, OutcomeVerdict, episode_trial
 from onrecord.errors import InputError
@@ -114,7 +115,7 @@ def as_interact(agent: Any, spec: EpisodeSpec) -> Interact:
         try:
             agent = agent(AgentContext(spec.case, spec.repeat, spec.seed))
         except Exception as exc:  # the agent's failure, recorded in its episode
-            return failing_agent(f"the agent factory raised {type(exc).__name__}: {exc}", exc)
+            return failing_agent(f"the agent factory raised {describe(exc)}", exc)
     if inspect.iscoroutine(agent):  # an async factory: its body never ran
         discard(agent)
         return failing_agent(

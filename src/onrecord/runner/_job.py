@@ -17,6 +17,7 @@ from typing import Any
 
 from onrecord._async import AsyncInRunningLoop
 from onrecord._canonical import canonical_bytes, content_digest
+from onrecord._exceptions import describe
 from onrecord.case import EvalCase
 from onrecord.episode import EPISODE_SCHEMA, OutcomeCheck
 from onrecord.errors import InputError
@@ -197,7 +198,7 @@ def _run_job(job: EpisodeJob) -> JobResult:
     except (Exception, SystemExit) as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1:]
         place = f" (at {where[0].filename}:{where[0].lineno})" if where else ""
-        return JobResult(case_id, repeat, error=f"{type(exc).__name__}: {exc}{place}")
+        return JobResult(case_id, repeat, error=f"{describe(exc)}{place}")
 
 
 def run_chunk(jobs: Sequence[EpisodeJob]) -> list[JobResult]:

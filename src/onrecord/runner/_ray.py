@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from onrecord._exceptions import describe
 from onrecord.errors import InputError
 from onrecord.runner._executors import Executor, _Chunk, _chunks, _next
 from onrecord.runner._job import EpisodeJob, JobResult, _resolved, run_job
@@ -327,7 +328,7 @@ def _run_chunk(
                     case_id,
                     repeat,
                     error=(
-                        f"on Ray node {node}: {type(exc).__name__}: {exc}; the driver could "
+                        f"on Ray node {node}: {describe(exc)}; the driver could "
                         "load it, this node cannot: install the modules on every node, "
                         "start the nodes (ray start) with them on PYTHONPATH, or pass "
                         "RayExecutor(runtime_env=...)"

@@ -16,6 +16,7 @@ from typing import Any
 import gymnasium as gym
 
 from onrecord._canonical import to_portable
+from onrecord._exceptions import describe
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import InputError
 from onrecord.runner._envref import EnvironmentRef
@@ -117,7 +118,7 @@ def import_object(path: str) -> Any:
                 "PYTHONPATH to the folder that holds it (e.g. PYTHONPATH=. onrecord ...)"
             )
         raise InputError(
-            f"cannot import {module_name!r} for {path!r}: {type(exc).__name__}: {exc}{hint}"
+            f"cannot import {module_name!r} for {path!r}: {describe(exc)}{hint}"
         ) from exc
     for part in attribute.split("."):
         if not hasattr(target, part):
@@ -190,7 +191,7 @@ def _try_gym_make(name: str, config: Mapping[str, Any]) -> None:
         raise InputError(
             f"environment {name!r}: gymnasium.make({name!r}"
             f"{''.join(f', {k}={v!r}' for k, v in config.items())}) failed: "
-            f"{type(exc).__name__}: {exc}{hint}"
+            f"{describe(exc)}{hint}"
         ) from exc
 
 
@@ -243,8 +244,7 @@ def build_provider(ref: EnvironmentRef) -> EnvironmentProvider:
         raise
     except Exception as exc:  # the factory's own code may raise anything
         raise InputError(
-            f"environment {ref.name!r}: {ref.target}(**{dict(config)!r}) raised "
-            f"{type(exc).__name__}: {exc}"
+            f"environment {ref.name!r}: {ref.target}(**{dict(config)!r}) raised {describe(exc)}"
         ) from exc
     if isinstance(built, EnvironmentProvider):
         return built
@@ -311,9 +311,7 @@ def _imported_checks(path: str) -> list[OutcomeCheck]:
         try:
             found = found()
         except Exception as exc:
-            raise InputError(
-                f"the check factory {path!r} raised {type(exc).__name__}: {exc}"
-            ) from exc
+            raise InputError(f"the check factory {path!r} raised {describe(exc)}") from exc
     items = [found] if isinstance(found, OutcomeCheck) else found
     if not isinstance(items, Sequence) or not all(isinstance(i, OutcomeCheck) for i in items):
         raise InputError(

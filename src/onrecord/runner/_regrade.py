@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes, usual_dir_mode
+from onrecord._exceptions import describe
 from onrecord._natural import natural_key
 from onrecord._saved_episode import refuse_saved_episode
 from onrecord._scratch import remove_abandoned_scratch
@@ -210,7 +211,7 @@ def _load(provider: EnvironmentProvider, specs: list[str]) -> list[OutcomeCheck]
         raise
     except Exception as exc:  # a user module or check factory failing to load is bad input
         raise InputError(
-            f"loading the checks {specs} raised {type(exc).__name__}: {exc}; fix the "
+            f"loading the checks {specs} raised {describe(exc)}; fix the "
             "check module or pass other --checks"
         ) from exc
 
@@ -248,7 +249,7 @@ def _regraded(
     except Exception as exc:  # e.g. a forged diff naming a column the snapshot lacks
         raise ConsistencyError(
             f"{store.file('episodes.jsonl')}: the evidence of {key} cannot be loaded "
-            f"({type(exc).__name__}: {exc}); the run directory was edited"
+            f"({describe(exc)}); the run directory was edited"
         ) from exc
     try:
         return provider.trial(subject, checks, record.key[1])
@@ -257,7 +258,7 @@ def _regraded(
     except Exception as exc:  # the provider's own grading code, not a check (those are
         # contained as evaluator errors): bad input (exit 3), not a traceback (exit 1)
         raise InputError(
-            f"grading {key} failed in the environment's trial(): {type(exc).__name__}: {exc}"
+            f"grading {key} failed in the environment's trial(): {describe(exc)}"
         ) from exc
 
 

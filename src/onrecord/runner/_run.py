@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from onrecord._async import AsyncInRunningLoop
 from onrecord._canonical import atomic_write_bytes, content_digest, fsync_directory, record_bytes
+from onrecord._exceptions import describe
 from onrecord.case import EvalCase
 from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
@@ -141,7 +142,7 @@ def plan_run(
             # input naming it (exit 3), not a traceback whose exit code 1 reads as reject.
             raise InputError(
                 f"environment {environment!r} ({ref.target}) failed while planning the run: "
-                f"{type(exc).__name__}: {exc}{_where(exc)}"
+                f"{describe(exc)}{_where(exc)}"
             ) from exc
         finally:
             provider.close()

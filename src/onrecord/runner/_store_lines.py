@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from onrecord._canonical import content_digest, load_record_bytes
+from onrecord._exceptions import describe
 from onrecord.episode._evidence import EPISODE_SCHEMA
 from onrecord.episode._verify_files import bounded_lines, open_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
@@ -201,7 +202,7 @@ def check_fingerprint(path: Path, record: EpisodeRecord, events: list[dict[str, 
         found = fingerprint(data["evidence"], events)
     except (KeyError, TypeError, AttributeError) as exc:  # evidence of another shape
         raise SchemaError(
-            f"{where}: its evidence is malformed ({type(exc).__name__}: {exc}): the record "
+            f"{where}: its evidence is malformed ({describe(exc)}): the record "
             "was edited; restore the run from a copy"
         ) from exc
     if found != data["fingerprint"]:

@@ -49,7 +49,7 @@ def build_act(agent: Any, spec: EpisodeSpec) -> Act:
         else:
             act = agent(spec.case.input)
     except Exception as exc:  # the agent's failure, recorded in its episode
-        return failing_agent(f"building the agent raised {type(exc).__name__}: {exc}", exc)
+        return failing_agent(f"building the agent raised {describe(exc)}", exc)
     if inspect.iscoroutine(act):  # an async builder: its body never ran
         discard(act)
         return failing_agent(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from onrecord._canonical import canonical_bytes, to_portable
+from onrecord._exceptions import describe as described_error
 from onrecord.dynamics._envs import Simulator, get_simulator
 from onrecord.dynamics._protocol import Prediction, Transitions, WorldModel
 from onrecord.errors import InputError, OnrecordError, SchemaError
@@ -115,7 +116,7 @@ def _build(spec: str, factory: Any, simulator: Simulator, *, required: bool) -> 
     except Exception as exc:  # the researcher's code may raise anything
         raise InputError(
             f"--model {spec}: calling it with the {simulator.env_id} Simulator raised "
-            f"{type(exc).__name__}: {exc}; {_FIX}"
+            f"{described_error(exc)}; {_FIX}"
         ) from exc
     if model is None:
         if not required:
@@ -213,13 +214,13 @@ def fitted(model: WorldModel, transitions: Transitions) -> tuple[WorldModel, dic
         if model.model_id != model_id:  # its files and rows are named by the protocol's id
             raise InputError(f"fit changed model_id to {model.model_id!r}")
     except Exception as exc:  # a model's own failure, recorded instead of ending the run
-        stand_in = _Unfitted(model_id, f"fit(transitions) raised {type(exc).__name__}: {exc}")
+        stand_in = _Unfitted(model_id, f"fit(transitions) raised {described_error(exc)}")
         return stand_in, stand_in.describe()
     try:
         description = to_portable(model.describe())
         canonical_bytes(description)
     except Exception as exc:  # the description is a record of the model, not a result
-        return model, {"describe_error": f"{type(exc).__name__}: {exc}"}
+        return model, {"describe_error": f"{described_error(exc)}"}
     return model, description
 
 
