@@ -11,7 +11,7 @@ import reprlib
 import sqlite3
 from typing import Any
 
-from onrecord._exceptions import without_addresses
+from onrecord._exceptions import exception_text, without_addresses
 from onrecord.envkit._portable import portable
 from onrecord.errors import PortabilityError
 
@@ -58,11 +58,9 @@ def plain_name(tool: Any) -> Any:
 
 
 def message(exc: BaseException) -> str:
-    """The message of an exception, never raising, without memory addresses."""
-    try:
-        return safe_text(without_addresses(str(exc)))
-    except Exception:  # a hostile __str__ must not lose the record
-        return f"<{type(exc).__name__} whose message cannot be shown>"
+    """The message of an exception, never raising, without memory addresses: the one
+    wording every record uses (``onrecord._exceptions.exception_text``)."""
+    return exception_text(exc)
 
 
 def safe_repr(value: Any, limit: int = 500) -> str:
