@@ -143,3 +143,16 @@ def test_backslashes_before_no_escape_print_as_written() -> None:
     assert cell("C:\\Temp\\x") == "C:\\Temp\\x"
     assert cell("a\\nb") == "a\\\\nb"  # doubled: "a\nb" is what a newline prints as
     assert cell("a\nb") == "a\\nb"
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "actions.jsonl"])
+def test_show_of_a_file_in_a_saved_episode_shows_the_episode(
+    episode: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its calls and row changes, as `show EP` has them (before: the one-line summary)."""
+    assert main(["show", str(episode)]) == 0
+    whole = capsys.readouterr().out
+    assert main(["show", str(episode / name)]) == 0
+    shown = capsys.readouterr().out
+    assert "post_allocation" in whole
+    assert shown.replace(str(episode / name), str(episode)) == whole

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Container
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from onrecord._saved_episode import refuse_episode_given_as
+from onrecord._saved_episode import refuse_episode_given_as, saved_episode_folder
 from onrecord.cli._ending import print_ending
 from onrecord.cli._episode_view import render_episode
 from onrecord.cli._measure_table import ALL_MEASURES, render_report_measures
@@ -174,18 +173,12 @@ def _report(bundle: Bundle) -> EvaluationReport:
 
 
 def _tool_episode(path: Path) -> ToolEpisode | None:
-    """The saved tool-world episode (``save_episode``) at ``path``, or None."""
-    from onrecord.envkit import EPISODE_SCHEMA as TOOL_EPISODE_SCHEMA
+    """The saved tool-world episode (``save_episode``) that ``path`` is or holds a file
+    of (its manifest.json, its actions.jsonl: shown as the episode is), or None."""
     from onrecord.envkit import ToolEpisode
 
-    manifest = path / "manifest.json"
-    if not manifest.is_file():
-        return None
-    try:
-        schema = json.loads(manifest.read_bytes()).get("schema")
-    except (ValueError, AttributeError):
-        return None
-    return ToolEpisode.load(path) if schema == TOOL_EPISODE_SCHEMA else None
+    folder = saved_episode_folder(path)
+    return None if folder is None else ToolEpisode.load(folder)
 
 
 def _render(
