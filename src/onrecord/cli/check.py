@@ -51,7 +51,10 @@ def register(subparsers: Any) -> None:
         "names", nargs="+", metavar="NAME", help="a check's name: registered, or the domain's"
     )
     parser.add_argument(
-        "--episode", required=True, metavar="DIR", help="episode directory written by save_episode"
+        "--episode",
+        required=True,
+        metavar="DIR",
+        help="episode directory written by save_episode (or a file in it)",
     )
     parser.add_argument(
         "--import",

@@ -56,7 +56,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--episode",
         metavar="CASE#REPEAT",
-        help="with a run directory: one episode's verdicts and steps or tool calls",
+        help="with a run or regrade directory: one episode's verdicts and steps or tool calls",
     )
     parser.add_argument(
         ALL_NOT_PASSED,
