@@ -87,7 +87,8 @@ class ToolWorld:
         self.tools = _setup.declared_tools(tools)
         self.hidden = _setup.hidden_layouts(snapshot, hidden)
         self.tracer = tracer
-        """Optional ``tracer(sql, params)`` that sees every statement tools run."""
+        """Optional ``tracer(sql, params)``: sees the statements tools run through their
+        context (``ctx.execute``, ``query``, ``one``, ``reveal``), not on ``ctx.connection``."""
         self._tmpdir: ScratchDirectory | None = None  # removed by a later run if killed
         if path is None:
             self._tmpdir = ScratchDirectory("world")
