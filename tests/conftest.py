@@ -29,13 +29,30 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), keep each
     module's tests on one worker, so a module-scoped fixture (a world-model run, a
-    browser page, a Ray cluster) is built once, not once per worker; and run every Ray
-    test on one worker, so two local clusters never compete for the same two cores."""
+    browser page, a Ray cluster) is built once, not once per worker; keep the modules
+    using one session-scoped world-model run on one worker, for the same reason; and run
+    every Ray test on one worker, so two local clusters never compete for the same two
+    cores."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
+    # A module using one of the session runs joins that run's group, whole, so the run
+    # (5 to 10 s or more) is made by one worker, not by each: the modules using one run
+    # take about a minute in all, well under half of the suite's time on a worker.
+    shared: dict[str, str] = {}
     for item in items:
-        group = "ray" if item.get_closest_marker("ray") else item.nodeid.split("::")[0]
+        module = item.nodeid.split("::")[0]
+        for fixture in SHARED_RUN_FIXTURES:
+            if fixture in getattr(item, "fixturenames", ()):  # every test function has it
+                shared.setdefault(module, fixture.strip("_"))
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        group = "ray" if item.get_closest_marker("ray") else shared.get(module, module)
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+SHARED_RUN_FIXTURES = ("_shared_smoke_run", "_sometimes_nan_run", "_remittance_pair_runs")
+"""The session fixtures that make whole runs (``tests/dynamics/conftest.py`` has the
+second), each grouped as above."""
 
 
 class SmokeRun(NamedTuple):
@@ -68,7 +85,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def _shared_smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SmokeRun]:
-    """One ``onrecord worldmodel run --smoke`` (about 10 s) per test worker."""
+    """One ``onrecord worldmodel run --smoke`` (about 10 s) per test worker: under
+    ``--dist loadgroup`` only one worker runs the modules using it (their xdist group)."""
     from tests.runner.conftest import onrecord
 
     out = tmp_path_factory.mktemp("shared-smoke") / "run"
@@ -95,6 +113,35 @@ def smoke_world_model_run(_shared_smoke_run: SmokeRun) -> Iterator[Path]:
 def smoke_world_model_output(_shared_smoke_run: SmokeRun) -> SmokeRun:
     """The shared smoke run with what ``SMOKE_COMMAND`` printed making it."""
     return _shared_smoke_run
+
+
+@pytest.fixture(scope="session")
+def _remittance_pair_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """``onrecord run remittance`` of ``careful`` and of ``double_poster`` (5 seeds, 3
+    repeats each, about 5 s) per test worker, read-only, in ``careful`` and
+    ``double_poster`` of the directory given, with the fingerprint of its files."""
+    from tests.cli_process import onrecord
+
+    root = tmp_path_factory.mktemp("runs")
+    for agent in ("careful", "double_poster"):
+        done = onrecord(
+            "run", "remittance", "--agent", agent, "--seeds", "0-4", "--repeats", "3",
+            "--out", root / agent, "--no-progress",
+        )  # fmt: skip
+        assert done.returncode in (0, 1), done.stdout + done.stderr
+    _set_writable(root, writable=False)
+    yield root, _fingerprint(root)
+    _set_writable(root, writable=True)  # so pytest can remove it
+
+
+@pytest.fixture
+def remittance_pair_runs(_remittance_pair_runs: tuple[Path, str]) -> Iterator[tuple[Path, Path]]:
+    """The runs of ``careful`` and of ``double_poster`` on remittance shared by the
+    modules that only read them (5 seeds, 3 repeats each): checked after each test as
+    ``smoke_world_model_run`` is. Copy them (``writable_copy``) to change them."""
+    root, fingerprint = _remittance_pair_runs
+    yield root / "careful", root / "double_poster"
+    assert _fingerprint(root) == fingerprint, "the test changed the shared remittance runs"
 
 
 def _fingerprint(root: Path) -> str:

@@ -12,13 +12,11 @@ import pytest
 from tests.cli_process import onrecord
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("runs")
-    for agent in ("careful", "double_poster"):
-        args = ("run", "remittance", "--agent", agent, "--seeds", "0-4", "--repeats", "3")
-        onrecord(*args, "--out", root / agent, "--no-progress", cwd=root)
-    return root / "careful", root / "double_poster"
+@pytest.fixture
+def runs(remittance_pair_runs: tuple[Path, Path]) -> tuple[Path, Path]:
+    """``careful`` and ``double_poster`` on remittance, 5 seeds, 3 repeats: the session's
+    read-only runs (tests/conftest.py)."""
+    return remittance_pair_runs
 
 
 def _lines(stdout: str) -> list[str]:

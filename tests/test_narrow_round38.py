@@ -24,18 +24,18 @@ min_cases = 5
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """A policy, a run of ``double_poster`` and one of ``careful`` (5 seeds, 3 repeats)."""
-    folder = tmp_path_factory.mktemp("narrow38")
-    policy = folder / "policy.toml"
+def _policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    policy = tmp_path_factory.mktemp("narrow38") / "policy.toml"
     policy.write_text(POLICY)
-    for agent in ("double_poster", "careful"):
-        done = onrecord(
-            "run", "remittance", "--agent", agent, "--seeds", "0-4", "--repeats", "3",
-            "--out", folder / agent, "--no-progress",
-        )  # fmt: skip
-        assert done.returncode in (0, 1), done.stderr
-    return policy, folder / "double_poster", folder / "careful"
+    return policy
+
+
+@pytest.fixture
+def runs(_policy: Path, remittance_pair_runs: tuple[Path, Path]) -> tuple[Path, Path, Path]:
+    """A policy, a run of ``double_poster`` and one of ``careful`` (5 seeds, 3 repeats:
+    the session's read-only runs, tests/conftest.py)."""
+    careful, double = remittance_pair_runs
+    return _policy, double, careful
 
 
 def test_gate_at_100_columns_puts_a_thresholds_parts_one_a_line(

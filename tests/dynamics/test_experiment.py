@@ -1,4 +1,5 @@
-"""The smoke experiment through the real command line, then an offline replay."""
+"""The smoke experiment through the real command line (the session's shared run,
+``tests/conftest.py``), then an offline replay."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import writable_copy
 
 CLI = [
     sys.executable,
@@ -21,10 +24,10 @@ def onrecord(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-def test_smoke_run_replays_and_detects_tampering(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    result = onrecord("worldmodel", "run", "--smoke", "--output-dir", str(run_dir))
-    assert result.returncode == 0, result.stderr
+def test_smoke_run_replays_and_detects_tampering(
+    smoke_world_model_run: Path, tmp_path: Path
+) -> None:
+    run_dir = smoke_world_model_run  # read only: tampered with below in a copy
     manifest = json.loads((run_dir / "manifest.json").read_text())["files"]
     assert "protocol.json" in manifest
     assert len(manifest) > 50
@@ -50,6 +53,7 @@ def test_smoke_run_replays_and_detects_tampering(tmp_path: Path) -> None:
 
     assert replay_tables(str(run_dir))["verified_files"] == len(manifest)
 
+    run_dir = writable_copy(run_dir, tmp_path / "run")
     forecasts = run_dir / "forecasts" / "heldout" / "bayes-linear_v1.jsonl"
     forecasts.write_bytes(forecasts.read_bytes().replace(b'"status":"ok"', b'"status":"ko"', 1))
     tampered = onrecord("worldmodel", "analyze", "--replay", str(run_dir))
