@@ -10,10 +10,18 @@ from pathlib import Path
 
 
 def onrecord(
-    *args: str | Path, timeout: float = 300, cwd: Path | None = None, columns: int = 200
+    *args: str | Path,
+    timeout: float = 300,
+    cwd: Path | None = None,
+    columns: int = 200,
+    pythonpath: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``onrecord ARGS`` from this virtualenv (in ``cwd``), in a terminal ``columns``
-    wide (wide by default, for tables)."""
+    wide (wide by default, for tables); ``pythonpath`` is where the user's own modules
+    are, set as a user sets it (``PYTHONPATH=. onrecord ...``)."""
+    env = {**os.environ, "COLUMNS": str(columns)}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     return subprocess.run(
         [str(Path(sys.executable).parent / "onrecord"), *map(str, args)],
         capture_output=True,
@@ -21,7 +29,7 @@ def onrecord(
         timeout=timeout,
         check=False,
         cwd=cwd,
-        env={**os.environ, "COLUMNS": str(columns)},
+        env=env,
     )
 
 

@@ -6,9 +6,7 @@ message (before: formatting it raised again and lost the episode, or a traceback
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import gymnasium as gym
@@ -18,21 +16,12 @@ import pytest
 from onrecord import EvalCase
 from onrecord.dynamics import capture_forecast
 from onrecord.integrations.gymnasium import capture_episode
+from tests.cli_process import onrecord
 
 
-def onrecord(
-    *args: str | Path, cwd: Path, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
+def _run(folder: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
     """The real CLI, as a user runs it: PYTHONPATH set to the folder of their module."""
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "onrecord"), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(cwd), "COLUMNS": "200"},
-    )
+    return onrecord(*args, cwd=folder, pythonpath=folder, timeout=120)
 
 
 BROKEN = """
@@ -48,6 +37,14 @@ def _module(folder: Path, body: str) -> Path:
     return folder
 
 
+def _recorded_whole(result: subprocess.CompletedProcess[str]) -> None:
+    """The run recorded its episode and was decided on it (before: "not recorded", and
+    the run left incomplete)."""
+    assert "not recorded" not in result.stdout, result.stdout
+    assert "episodes are missing" not in result.stdout, result.stdout
+    assert result.returncode in (1, 2), result.stdout + result.stderr
+
+
 def test_an_agent_factory_raising_an_unprintable_error_is_recorded(tmp_path: Path) -> None:
     """The episode is the agent's failure, recorded as AgentSetupError, as for any
     factory that raises; before, it was "not recorded" and retried on every resume."""
@@ -59,24 +56,13 @@ def test_an_agent_factory_raising_an_unprintable_error_is_recorded(tmp_path: Pat
         "    raise Broken()\n",
     )
     run = tmp_path / "run"
-    result = onrecord(
-        "run",
-        "cartpole",
-        "--agent",
-        "broken_agents:build",
-        "--seeds",
-        "0",
-        "--out",
-        run,
-        cwd=folder,
-        timeout=120,
+    result = _run(
+        folder, "run", "cartpole", "--agent", "broken_agents:build", "--seeds", "0", "--out", run
     )
-    assert "not recorded" not in result.stdout, result.stdout
-    assert "episodes are missing" not in result.stdout, result.stdout
-    assert result.returncode in (1, 2), result.stdout + result.stderr
+    _recorded_whole(result)
     trials = json.loads((run / "report.json").read_text())["trials"]
     assert len(trials) == 1
-    shown = onrecord("show", run, "--episode", "cartpole/survive-500#0", cwd=folder)
+    shown = _run(folder, "show", run, "--episode", "cartpole/survive-500#0")
     assert "AgentSetupError" in shown.stdout, shown.stdout
     assert UNSHOWN in shown.stdout, shown.stdout
 
@@ -86,21 +72,10 @@ def test_a_tool_world_agent_whose_builder_raises_unprintably_is_recorded(
 ) -> None:
     folder = _module(tmp_path, "def build(brief):\n    raise Broken()\n")
     run = tmp_path / "run"
-    result = onrecord(
-        "run",
-        "remittance",
-        "--agent",
-        "broken_agents:build",
-        "--tasks",
-        "full-01",
-        "--out",
-        run,
-        cwd=folder,
-        timeout=120,
+    result = _run(
+        folder, "run", "remittance", "-a", "broken_agents:build", "--tasks", "full-01", "-o", run
     )
-    assert "not recorded" not in result.stdout, result.stdout
-    assert "episodes are missing" not in result.stdout, result.stdout
-    assert result.returncode in (1, 2), result.stdout + result.stderr
+    _recorded_whole(result)
     (line,) = (run / "episodes.jsonl").read_text().splitlines()
     assert json.loads(line)["evidence"]["agent_error"] == (
         "AgentSetupError: building the agent raised " + UNSHOWN
@@ -111,15 +86,8 @@ def test_an_agent_module_whose_import_raises_unprintably_is_refused_by_name(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "broken_import.py").write_text(BROKEN + "raise Broken()\n")
-    result = onrecord(
-        "run",
-        "cartpole",
-        "--agent",
-        "broken_import:interact",
-        "--out",
-        tmp_path / "run",
-        cwd=tmp_path,
-        timeout=120,
+    result = _run(
+        tmp_path, "run", "cartpole", "--agent", "broken_import:interact", "--out", tmp_path / "run"
     )
     assert result.returncode == 3, result.stdout + result.stderr
     assert "Traceback" not in result.stderr, result.stderr

@@ -7,13 +7,13 @@ expected-diff rules, checks of their own and agents that break one rule each.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests import cli_process
 
 REFUNDS = textwrap.dedent(
     '''
@@ -140,14 +140,7 @@ REFUNDS = textwrap.dedent(
 
 def onrecord(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The real CLI, as a user runs it: PYTHONPATH set to the directory of their module."""
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "onrecord"), *args],
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(cwd), "COLUMNS": "2000"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return cli_process.onrecord(*args, cwd=cwd, pythonpath=cwd, columns=2000, timeout=120)
 
 
 @pytest.fixture
