@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 
+from onrecord._listed_folders import refuse_inside_listed_folder
 from onrecord.cli._decisions import COMPARISON_SCHEMA, DECISION_SCHEMA
 from onrecord.errors import InputError
 
@@ -38,7 +39,7 @@ def output_path(path: str | Path, option: str, *, views: tuple[str, ...] = (".ht
             "written under it; give a path whose folders are directories (or do not exist)"
         )
     _refuse_inside_regrades(target, option)
-    _refuse_inside_manifest(target, option)
+    refuse_inside_listed_folder(target, option)
     if not target.is_file():
         return target
     in_records = any((target.parent / name).is_file() for name in _INDEX_FILES)
@@ -76,26 +77,6 @@ def _is_record(path: Path) -> bool:
         and str(data.get("schema", "")).startswith("onrecord.")
         and data.get("schema") not in _REMADE
     )
-
-
-def _refuse_inside_manifest(output: Path, option: str) -> None:
-    """A world-model, ledger or tool-world output directory lists every file it holds in
-    its manifest: ``compare --json``, ``--html`` or ``gate --output`` into it made
-    ``onrecord verify`` refuse the directory ("added ['c.json']")."""
-    for folder in output.absolute().parents:
-        manifest = folder / "manifest.json"
-        if manifest.is_file():
-            try:
-                schema = orjson.loads(manifest.read_bytes()).get("schema")
-            except (orjson.JSONDecodeError, AttributeError):
-                return
-            if isinstance(schema, str) and schema.startswith("onrecord."):
-                raise InputError(
-                    f"{option} {output} is inside {folder}, whose manifest.json lists every "
-                    "file it holds: a file written there would make it fail verification; "
-                    "write it elsewhere"
-                )
-            return
 
 
 def _refuse_inside_regrades(output: Path, option: str) -> None:

@@ -3,14 +3,13 @@ offline. ``write_report`` for a run (or a report file), ``write_comparison`` for
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from onrecord._canonical import atomic_write_bytes
-from onrecord.errors import InputError
+from onrecord._listed_folders import refuse_inside_listed_folder
 from onrecord.html._compare import comparison_data, render_comparison_page
 from onrecord.html._data import report_data
 from onrecord.html._report import render_report_page
@@ -46,33 +45,11 @@ def write_report(
         )
         if not path.is_dir():
             out = path.with_suffix(".html")
-    _refuse_inside_manifest(Path(out))
+    refuse_inside_listed_folder(Path(out))
     if data_json is not None:
-        _refuse_inside_manifest(Path(data_json))
+        refuse_inside_listed_folder(Path(data_json))
         _save_json(data_json, data)
     return atomic_write_bytes(out, render_report_page(data).encode())
-
-
-def _refuse_inside_manifest(out: Path) -> None:
-    """A world-model, ledger or tool-world output directory lists its files in a
-    manifest: a page written into it (the default beside ``wm/reports/X.report.json``)
-    made ``onrecord verify`` and ``worldmodel analyze --replay`` refuse the directory."""
-    for folder in Path(os.path.abspath(out)).parents:
-        manifest = folder / "manifest.json"
-        if manifest.is_file() and _is_onrecord_manifest(manifest):
-            raise InputError(
-                f"{out} is inside {folder}, whose manifest.json lists every file it holds: "
-                "a page written there would make it fail verification; give -o FILE "
-                "outside it"
-            )
-
-
-def _is_onrecord_manifest(path: Path) -> bool:
-    try:
-        schema = orjson.loads(path.read_bytes()).get("schema", "")
-    except (OSError, orjson.JSONDecodeError, AttributeError):
-        return False
-    return isinstance(schema, str) and schema.startswith("onrecord.")
 
 
 def write_comparison(
@@ -84,6 +61,9 @@ def write_comparison(
 ) -> tuple[Path, dict[str, Any]]:
     """Render the comparison of two runs (or report files); a refused comparison renders
     its reasons. Returns the path and the data."""
+    refuse_inside_listed_folder(Path(out))
+    if data_json is not None:
+        refuse_inside_listed_folder(Path(data_json))
     data = comparison_data(source_a, source_b)
     if data_json is not None:
         _save_json(data_json, data)
