@@ -274,13 +274,60 @@ def test_every_command_and_option_is_in_cli_md() -> None:
         )
 
 
+def _anchors(page: Path) -> set[str]:
+    """The ``#anchors`` GitHub makes of ``page``'s headings: the text as shown (links as
+    their text, no backticks or emphasis), lowercased, every character but letters,
+    digits, ``_``, ``-`` and spaces dropped, spaces as ``-``; a repeated one gets ``-1``,
+    ``-2``… Headings inside fenced code blocks are code, not headings."""
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.S | re.M)
+    anchors: set[str] = set()
+    counts: dict[str, int] = {}
+    for heading in re.findall(r"^#{1,6}\s+(.*?)\s*#*\s*$", text, flags=re.M):
+        shown = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).replace("`", "").replace("*", "")
+        slug = re.sub(r"[^\w\- ]", "", shown.strip().lower()).replace(" ", "-")
+        repeat = counts.get(slug, 0)
+        anchors.add(f"{slug}-{repeat}" if repeat else slug)
+        counts[slug] = repeat + 1
+    return anchors
+
+
 def test_links_between_pages_resolve() -> None:
-    checked = 0
+    """Every relative link of README.md and docs/ names a file that exists and, with a
+    ``#anchor``, a heading of it (the guides and references link section to section)."""
+    checked = anchored = 0
     for page in (ROOT / "README.md", *DOCS.glob("*.md")):
-        for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", page.read_text()):
-            if not target.startswith(("http://", "https://")):
-                assert (page.parent / target).exists(), f"{page.name} links to {target}"
-                checked += 1
-    # The README alone links to several docs pages: an empty glob or a regex that
-    # matches nothing must not pass silently.
+        prose = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.S | re.M)
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = page.parent / path if path else page
+            assert linked.exists(), f"{page.name} links to {target}"
+            checked += 1
+            if anchor and linked.suffix == ".md":
+                assert anchor in _anchors(linked), f"{page.name} links to {target}: no such heading"
+                anchored += 1
+    # The README alone links to several docs pages, and the guides to their references'
+    # sections: an empty glob or a regex that matches nothing must not pass silently.
     assert checked >= 20, checked
+    assert anchored >= 20, anchored
+
+
+def test_a_section_named_in_quotes_is_a_heading_of_its_page() -> None:
+    """``([envkit.md](envkit.md), "Under `onrecord run`")`` names a section: it must be a
+    heading of that page, or the reader looks for it in vain."""
+    named = 0
+    for page in (ROOT / "README.md", *DOCS.glob("*.md")):
+        for name, sections in re.findall(
+            r"([\w-]+\.md)\)?`?((?:,? \"[^\"\n]+\")+)", page.read_text()
+        ):
+            linked = DOCS / name if (DOCS / name).exists() else ROOT / name
+            headings = {
+                heading.replace("`", "").lower()
+                for heading in re.findall(r"^#{1,6}\s+(.*)$", linked.read_text(), flags=re.M)
+            }
+            for section in re.findall(r"\"([^\"]+)\"", sections):
+                wanted = section.replace("`", "").lower()
+                assert any(wanted in heading for heading in headings), (page.name, name, section)
+                named += 1
+    assert named >= 5, named

@@ -29,6 +29,13 @@ def output_path(path: str | Path, option: str, *, views: tuple[str, ...] = (".ht
         # `report -o -` and `compare --html -` wrote a file named "-" in the working
         # directory, and a `> page.html` redirect got nothing.
         raise InputError(f"{option} -: this option writes a file, not stdout; give a file name")
+    if str(path) == "":
+        # `--markdown "$GITHUB_STEP_SUMMARY"` outside GitHub Actions: it said
+        # "--markdown  is a directory" (Path("") is the working directory).
+        raise InputError(
+            f"{option} was given an empty file name (an unset variable, such as "
+            "$GITHUB_STEP_SUMMARY outside GitHub Actions?); give a file name"
+        )
     target = Path(path)
     if target.is_dir():
         raise InputError(f"{option} {path} is a directory; give a file name inside it")

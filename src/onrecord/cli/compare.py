@@ -59,7 +59,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Compare and print. A and B are report files, run directories or regrade
     directories; an incomplete run is refused, naming its missing episodes."""
-    html = output_path(args.html, "--html") if args.html else None
+    html = output_path(args.html, "--html") if args.html is not None else None
     json = record_output(args.json, "--json")
     markdown = ci_output(args.markdown, "--markdown", ".md")
     refuse_same_file((("--html", html), ("--json", json), ("--markdown", markdown)))

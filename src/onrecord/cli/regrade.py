@@ -74,10 +74,13 @@ def run(args: argparse.Namespace) -> int:
             f"[yellow]warning:[/] check {cell(name)} changed verdicts but kept its "
             "version: the two reports' locks claim the same check; bump its version"
         )
+    # Out of every check either grading has: checks replaced by `--checks` count too, as
+    # their verdicts going "absent" are changes (4950 changed "of 495 episodes × 1 check").
+    checks_graded = {*regrade.report.check_names, *regrade.previous.check_names}
     console.print(
         f"[bold]{counted(len(regrade.changes), 'verdict')} changed[/] "
         f"(of {counted(len(regrade.report.trials), 'episode')} × "
-        f"{counted(len(regrade.report.check_names), 'check')})"
+        f"{counted(len(checks_graded), 'check')})"
     )
     for change in regrade.changes[: args.limit]:
         # One line, a newline in a case id or check name shown as "\n" (as in a table):
