@@ -67,8 +67,10 @@ def test_a_regrade_that_replaces_the_checks_counts_the_checks_it_replaced(run: P
         ("gate", "{run}", "--policy", "policy.toml", "--junit-xml", ""),
         ("compare", "{run}", "{run}", "--html", ""),
         ("compare", "{run}", "{run}", "--json", ""),
+        ("report", "{run}", "-o", ""),
+        ("report", "{run}", "--json", ""),
     ],
-    ids=["gate-markdown", "gate-junit", "compare-html", "compare-json"],
+    ids=["gate-markdown", "gate-junit", "compare-html", "compare-json", "report-o", "report-json"],
 )
 def test_an_empty_output_name_is_refused_naming_the_unset_variable(
     run: Path, args: tuple[str, ...]
@@ -81,6 +83,13 @@ def test_an_empty_output_name_is_refused_naming_the_unset_variable(
     assert "was given an empty file name" in message, message
     assert "$GITHUB_STEP_SUMMARY" in message
     assert sorted(path.name for path in run.parent.iterdir()) == before
+
+
+def test_report_says_where_it_wrote_the_data_too(run: Path) -> None:
+    done = onrecord("report", run, "-o", "page.html", "--json", "data.json", cwd=run.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["wrote", "page.html", "and", "its", "data", "data.json"]
+    assert (run.parent / "data.json").is_file()
 
 
 def test_the_policy_file_of_the_policies_page_is_its_python_example(tmp_path: Path) -> None:

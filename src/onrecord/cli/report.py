@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
         "history and failing checks.",
     )
     parser.add_argument("source", metavar="RUN", help="run directory or report.json")
-    parser.add_argument("-o", "--out", type=Path, help="HTML file (default RUN/report.html)")
+    parser.add_argument("-o", "--out", help="HTML file (default RUN/report.html)")
     parser.add_argument("--grading", help="a regrade name under RUN/regrades/ to show")
     parser.add_argument(
         "--episodes",
@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
         "failing, or a number (failing first)",
     )
     parser.add_argument("--plots", type=Path, help="directory of .svg/.png plots to embed")
-    parser.add_argument("--json", type=Path, help="also save the page's data as JSON")
+    parser.add_argument("--json", help="also save the page's data as JSON")
     parser.set_defaults(func=run)
 
 
@@ -54,5 +54,5 @@ def run(args: argparse.Namespace) -> int:
         plots=args.plots,
         data_json=data_json,
     )
-    emit(f"wrote {path}")
+    emit(f"wrote {path}" + ("" if data_json is None else f" and its data {data_json}"))
     return 0
