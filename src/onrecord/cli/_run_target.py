@@ -64,7 +64,13 @@ def resume_target(config: RunConfig) -> tuple[str, RunProtocol | None]:
     # ``--resume runs/x --out ./runs/x/`` (or an absolute --out from a config file) names
     # one directory twice: compare the paths, not their spelling.
     same = config.out is None or Path(config.out).resolve() == Path(given or ".").resolve()
-    if given and check_entry(Path(given, "run.json")) and same:
+    if given and check_entry(Path(given, "run.json")):
+        if not same:
+            # Else the run directory was read as an environment: "unknown environment".
+            raise InputError(
+                f"--resume {given} and --out {config.out} (or a --config file's out) name "
+                "two different run directories; resume one: `onrecord run --resume RUN`"
+            )
         out, config = given, replace(config, environment=None)
     elif config.out:
         out = config.out
