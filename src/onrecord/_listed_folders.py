@@ -11,23 +11,23 @@ import orjson
 
 from onrecord.errors import InputError
 
-__all__ = ["refuse_inside_listed_folder"]
+__all__ = ["listed_folder", "refuse_inside_listed_folder"]
 
 
 def refuse_inside_listed_folder(output: Path, label: str = "") -> None:
     """Raise ``InputError`` when ``output`` is inside a directory whose onrecord manifest
     lists its files; ``label`` names the option the path came from (``--html``)."""
-    folder = _listed_folder(output)
+    folder = listed_folder(output)
     if folder is not None:
         named = f"{label} {output}" if label else str(output)
         raise InputError(
             f"{named} is inside {folder}, whose manifest.json lists every file it holds: "
-            "a file written there would make it fail verification; write it elsewhere "
-            "(a path outside that directory)"
+            "a file written there would make it fail verification; write it elsewhere, to "
+            "a path outside that directory (on the command line: -o FILE, --html FILE, …)"
         )
 
 
-def _listed_folder(output: Path) -> Path | None:
+def listed_folder(output: Path) -> Path | None:
     """The nearest folder above ``output`` holding an onrecord ``manifest.json``."""
     for folder in output.absolute().parents:
         manifest = folder / "manifest.json"

@@ -305,9 +305,10 @@ def toml_digest_matches(data: Mapping[str, Any], digest: str) -> None:
     digest ignored, so a reviewer trusting the pinned digest gated with other thresholds."""
     if "digest" in data and data["digest"] != digest:
         raise DigestMismatch(
-            f"the policy states digest {data['digest']!r} but its requirements are those of "
-            f"{digest!r}: it was changed after the digest was written; fix the requirements, "
-            "or remove the 'digest' line to gate with them as they are"
+            f"the policy states digest {data['digest']!r} but its name and requirements are "
+            f"those of {digest!r}: it was changed after the digest was written; fix them (the "
+            "name is 'policy' when the file sets none), or remove the 'digest' line to gate "
+            "with them as they are"
         )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import content_digest, load_record_bytes
+from onrecord._listed_folders import listed_folder
 from onrecord._natural import natural_key
 from onrecord._policy_rules import StatusTable, requirement_interval
 from onrecord._saved_decision import saved_headline
@@ -63,13 +64,7 @@ def report_data(
         # directory … start a run with `onrecord run`".
         return report_data(run, grading=path.name, episodes=episodes, plots=plots)
     if path.is_dir() and not (path / "run.json").is_file():
-        # A world-model run directory: its reports are files, one per model.
-        reports = sorted(path.glob("*.report.json")) + sorted(path.glob("reports/*.report.json"))
-        if reports:
-            raise InputError(
-                f"{path} is not a run directory but holds report files: give one of them, "
-                f"e.g. `onrecord report {reports[0]}`"
-            )
+        _refuse_folder_of_reports(path)
     store = RunStore.open(path) if path.is_dir() else None
     folder = path if store is None or grading is None else path / "regrades" / grading
     report_file = folder / "report.json" if path.is_dir() else path
@@ -135,6 +130,26 @@ def report_data(
                 f"{store.path}` (or `onrecord regrade`) grades them all",
             )
     return data
+
+
+def _refuse_folder_of_reports(path: Path) -> None:
+    """A directory holding report files but no run (a ``worldmodel run``'s, a ``ledger
+    run``'s) names one of them, with ``-o`` when its manifest lists its files. Before, a
+    ledger run's was told to start a run, and a world-model run's given a command that
+    then refused to write its page inside the directory."""
+    patterns = ("*.report.json", "reports/*.report.json", "report.json", "*/report.json")
+    reports = [r for glob in (*patterns, "*/*/report.json") for r in sorted(path.glob(glob))]
+    if not reports:
+        return
+    command, folder, where = f"onrecord report {reports[0]}", listed_folder(reports[0]), ""
+    if folder is not None:
+        name = reports[0].name.removesuffix(".report.json").removesuffix("report.json")
+        command += f" -o {name or reports[0].parent.name}.html"
+        where = f" with -o ({folder}'s manifest.json lists every file it holds)"
+    raise InputError(
+        f"{path} is not a run directory but holds report files: give one of them{where}, "
+        f"e.g. `{command}`"
+    )
 
 
 def _title(store: RunStore | None, path: Path, episodes: int, tasks: int) -> str:
