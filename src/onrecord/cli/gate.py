@@ -25,7 +25,7 @@ from onrecord.cli._unpassed_table import print_unpassed
 from onrecord.compare import load_source
 from onrecord.dynamics._unchecked import unchecked_line
 from onrecord.episode._verify_files import check_entry
-from onrecord.errors import InputError
+from onrecord.errors import InputError, SchemaError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, summarize_measures
 
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         loaded = named(source, lambda: load_source(source))
         report, missing, subject = loaded.report, loaded.missing, loaded.label
     else:
-        report = named(Path(args.report), lambda: EvaluationReport.load(args.report))
+        report = _report_file(args.report)
         missing, subject = (), str(args.report)
     policy = named(Path(args.policy), lambda: AcceptancePolicy.load(args.policy))
     decision = _never_accept_partial(policy.evaluate(report), missing)
@@ -166,6 +166,22 @@ def _refuse_inputs(
                     f"{option} {output.path} is the {name} file: writing it would change "
                     "the input being gated; give another file name"
                 )
+
+
+def _report_file(path: str) -> EvaluationReport:
+    """A saved report. A TOML file as REPORT is the policy given the wrong way round:
+    it was refused as "not valid JSON …; the file is damaged or was edited: restore it",
+    telling the user to restore a policy that was fine."""
+    try:
+        return named(Path(path), lambda: EvaluationReport.load(path))
+    except SchemaError as exc:
+        if Path(path).suffix.lower() != ".toml":
+            raise
+        raise InputError(
+            f"REPORT {path} is a TOML file, not a report (reports are saved as JSON): a "
+            "hand-written policy goes to --policy; give the report file, or the run or "
+            f"regrade directory, first: onrecord gate REPORT --policy {path}"
+        ) from exc
 
 
 def _run_directory(path: Path) -> Path | None:
