@@ -12,6 +12,7 @@ from onrecord._canonical import load_record_bytes
 from onrecord._saved_episode import refuse_saved_episode
 from onrecord.cli._bundle import digested
 from onrecord.cli._lines import counted, print_sentence
+from onrecord.cli._partial import partial_decision
 from onrecord.cli._progress import ConsoleProgress, add_no_progress
 from onrecord.cli._render import cell, literal, make_console, render_decision, render_report
 from onrecord.errors import InputError, OnrecordError
@@ -94,7 +95,10 @@ def run(args: argparse.Namespace) -> int:
     render_report(console, regrade.report)
     previous = regrade.previous
     console.print(f"previous grading: report sha256:{previous.digest[:16]}")
-    render_decision(console, regrade.decision)
+    # The policy's verdict on the recorded episodes; a partial run is never accepted,
+    # so it is printed as `run` and `show` print it, never "decision: accept".
+    missing = regrade.expected - len(regrade.report.trials)
+    render_decision(console, partial_decision(regrade.decision, max(missing, 0)))
     if not regrade.complete:
         console.print(
             f"[yellow]incomplete run:[/] {len(regrade.report.trials)} of "
