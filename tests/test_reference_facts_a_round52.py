@@ -70,3 +70,17 @@ def test_regrade_of_an_incomplete_run_never_prints_accept(tmp_path: Path) -> Non
     shown = onrecord("show", saved, "--no-progress", cwd=tmp_path)
     assert shown.returncode == 0, shown.stdout + shown.stderr
     assert "decision: indeterminate" in shown.stdout, shown.stdout
+
+
+def test_checks_named_like_one_of_the_environments_lists_them(tmp_path: Path) -> None:
+    """``--checks reachd_goal`` said only "is not an import path": a user typing one of the
+    environment's check names learns what --checks takes and what the checks are."""
+    done = onrecord(
+        "run", "frozenlake", "--agent", "walks_to_goal", "--checks", "reachd_goal",
+        "--out", tmp_path / "run", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    message = " ".join(done.stderr.split())
+    assert "--checks 'reachd_goal' is neither 'default'" in message, message
+    assert "the environment's checks: reached_goal, no_hole_visited" in message
+    assert not (tmp_path / "run").exists()

@@ -289,6 +289,8 @@ def load_checks(provider: EnvironmentProvider, names: Sequence[str]) -> list[Out
     list of them, or a zero-argument function returning either."""
     checks: list[OutcomeCheck] = []
     for name in names or ("default",):
+        if name != "default" and ":" not in name:
+            raise _not_checks(name, provider)
         checks += provider.default_checks() if name == "default" else _imported_checks(name)
     seen: set[str] = set()
     for check in checks:
@@ -303,6 +305,21 @@ def load_checks(provider: EnvironmentProvider, names: Sequence[str]) -> list[Out
             "--checks package.module:CHECKS"
         )
     return checks
+
+
+def _not_checks(name: str, provider: EnvironmentProvider) -> InputError:
+    """``--checks NAME`` that is neither ``default`` nor an import path: often the name of
+    one of the environment's checks, which ``--checks`` does not pick one by one."""
+    try:
+        own = ", ".join(check.name for check in provider.default_checks()) or "none"
+    except Exception:  # the provider's own failure is reported where the run meets it
+        own = "(could not be listed)"
+    return InputError(
+        f"--checks {name!r} is neither 'default' (the environment's checks: {own}) nor an "
+        "import path 'package.module:CHECKS'; to grade with some of the environment's "
+        "checks only, give them all (--checks default) and name the ones that decide in "
+        "the policy"
+    )
 
 
 def _imported_checks(path: str) -> list[OutcomeCheck]:
