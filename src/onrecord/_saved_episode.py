@@ -63,13 +63,13 @@ def refuse_saved_episode(source: Path, command: str) -> None:
         return
     folder, manifest = found
     reads, purpose, then = _NEEDS[command]
-    where = shlex.quote(str(folder))
+    commands = _commands(folder, manifest)
     raise InputError(
         f"{folder} is a saved tool-world episode (save_episode), not a run directory: "
         f"{reads}, and a saved episode holds no grading. Read it in the terminal with "
-        f"`onrecord show {where}` (how it ended, its tool calls, the rows they wrote) and "
-        f"grade it with `onrecord check NAME... --episode {where}`; {purpose}, record the "
-        f"episode in a run, `{_run_line(manifest)}`, then {then}"
+        f"{commands['show']} (how it ended, its tool calls, the rows they wrote) and "
+        f"grade it with {commands['check']}; {purpose}, record the episode in a run, "
+        f"{commands['run']}, then {then}"
     )
 
 
@@ -123,17 +123,21 @@ def refuse_episode_given_as(source: Path, use: str) -> None:
         return
     folder, manifest = found
     wanted, why, instead = _GIVEN_AS[use]
+    raise InputError(
+        f"{folder} is a saved tool-world episode (save_episode{_of(manifest)}), not "
+        f"{wanted}: {why}. {instead.format(**_commands(folder, manifest))}"
+    )
+
+
+def _commands(folder: Path, manifest: dict[str, object]) -> dict[str, str]:
+    """The commands a refusal names for the episode in ``folder``, ready to paste."""
     where = shlex.quote(str(folder))
-    commands = {
+    return {
         "show": f"`onrecord show {where}`",
         "check": f"`onrecord check NAME... --episode {where}`",
         "run": f"`{_run_line(manifest)}`",
         "where": where,
     }
-    raise InputError(
-        f"{folder} is a saved tool-world episode (save_episode{_of(manifest)}), not "
-        f"{wanted}: {why}. {instead.format(**commands)}"
-    )
 
 
 def _of(manifest: dict[str, object]) -> str:

@@ -132,19 +132,28 @@ def report_data(
     return data
 
 
+# Where a directory that is not a run may hold reports, in the order one is suggested.
+_REPORT_GLOBS = (
+    "*.report.json",
+    "reports/*.report.json",
+    "report.json",
+    "*/report.json",
+    "*/*/report.json",
+)
+
+
 def _refuse_folder_of_reports(path: Path) -> None:
     """A directory holding report files but no run (a ``worldmodel run``'s, a ``ledger
     run``'s) names one of them, with ``-o`` when its manifest lists its files. Before, a
     ledger run's was told to start a run, and a world-model run's given a command that
     then refused to write its page inside the directory."""
-    patterns = ("*.report.json", "reports/*.report.json", "report.json", "*/report.json")
-    reports = [r for glob in (*patterns, "*/*/report.json") for r in sorted(path.glob(glob))]
-    if not reports:
+    report = next((r for glob in _REPORT_GLOBS for r in sorted(path.glob(glob))), None)
+    if report is None:
         return
-    command, folder, where = f"onrecord report {reports[0]}", listed_folder(reports[0]), ""
+    command, folder, where = f"onrecord report {report}", listed_folder(report), ""
     if folder is not None:
-        name = reports[0].name.removesuffix(".report.json").removesuffix("report.json")
-        command += f" -o {name or reports[0].parent.name}.html"
+        name = report.name.removesuffix(".report.json").removesuffix("report.json")
+        command += f" -o {name or report.parent.name}.html"
         where = f" with -o ({folder}'s manifest.json lists every file it holds)"
     raise InputError(
         f"{path} is not a run directory but holds report files: give one of them{where}, "
