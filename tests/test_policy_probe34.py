@@ -119,7 +119,8 @@ def test_a_partial_run_is_headlined_as_incomplete_in_every_output(tmp_path: Path
     _flaky_run(tmp_path / "run", "coin_a")  # 2 of 8 planned episodes have no trial
     policy = tmp_path / "lenient.toml"
     policy.write_text('[[requirements]]\ncheck = "*"\nmin_pass_rate = 0.01\ncritical = false\n')
-    cause = "the run is incomplete: 2 planned episodes have no trial"
+    # With what stopped them, from the run's errors.jsonl.
+    cause = "the run is incomplete: 2 planned episodes have no trial: 2 raised PortabilityError"
     summary, junit, saved = tmp_path / "s.md", tmp_path / "g.xml", tmp_path / "d.json"
     done = onrecord(
         "gate", tmp_path / "run", "--policy", policy,

@@ -1,46 +1,121 @@
-"""A partial run's decision as commands print it: never accept.
+"""A partial run's decision as commands print it: never accept, and why it is partial.
 
 A run missing planned episodes is not accepted on those it holds (a measured failure
 still rejects). ``onrecord run`` exits 2 for it and ``gate`` decides indeterminate, but
 ``run`` and ``show RUN`` printed the policy's verdict on the recorded episodes,
 ``decision: accept``, above the line saying the run was incomplete: a CI log grepped for
 the verdict read an accept the exit code denied.
+
+An indeterminate one gets the reason too: a run whose every episode timed out was
+decided "no check in the report matches 'posted_once': the report holds no trial", a
+policy mistake to the reader, when the cause was that nothing was recorded.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from onrecord.episode._verify_files import read_regular
+from onrecord.errors import OnrecordError, SchemaError
 from onrecord.policy import INCOMPLETE_RUN, PolicyDecision
 
-__all__ = ["partial_body", "partial_decision"]
+if TYPE_CHECKING:
+    from onrecord.report import EvaluationReport
+    from onrecord.runner import RunStore
+
+__all__ = ["folder_why", "missing_why", "partial_body", "partial_decision", "why_of_errors"]
 
 _NEVER = "a partial run is never accepted (`onrecord run --resume` retries them)"
 
 
-def partial_decision(decision: PolicyDecision, missing: int, shown: str = "") -> PolicyDecision:
-    """``decision`` made indeterminate when it accepts a run missing ``missing``
-    planned episodes (``shown`` names some of them), with the reason why."""
-    if not missing or decision.decision != "accept":
+def partial_decision(
+    decision: PolicyDecision, missing: int, shown: str = "", why: str = ""
+) -> PolicyDecision:
+    """``decision``, unless it rejects, made indeterminate for a run missing ``missing``
+    planned episodes (``shown`` names some of them, ``why`` says what stopped them),
+    with the reason why."""
+    if not missing or decision.decision == "reject":
         return decision
-    reason = f"{INCOMPLETE_RUN}{_missing(missing, shown)}; {_NEVER}"
+    reason = f"{INCOMPLETE_RUN}{_missing(missing, shown, why)}; {_NEVER}"
     return dataclasses.replace(
         decision, decision="indeterminate", reasons=(*decision.reasons, reason)
     )
 
 
-def partial_body(body: Mapping[str, Any], recorded: int, expected: int) -> Mapping[str, Any]:
+def partial_body(
+    body: Mapping[str, Any], recorded: int, expected: int, why: str = ""
+) -> Mapping[str, Any]:
     """A saved decision's body (``decision.json``'s ``decision``) as it is printed for a
     run that recorded ``recorded`` of ``expected`` planned episodes."""
     missing = expected - recorded
-    if missing <= 0 or body.get("decision") != "accept":
+    if missing <= 0 or body.get("decision") not in ("accept", "indeterminate"):
         return body
-    reasons = [*body.get("reasons", ()), f"{INCOMPLETE_RUN}{_missing(missing, '')}; {_NEVER}"]
-    return {**body, "decision": "indeterminate", "reasons": reasons}
+    reason = f"{INCOMPLETE_RUN}{_missing(missing, '', why)}; {_NEVER}"
+    return {**body, "decision": "indeterminate", "reasons": [*body.get("reasons", ()), reason]}
 
 
-def _missing(count: int, shown: str) -> str:
+def why_of_errors(errors: Iterable[str]) -> str:
+    """What stopped the episodes whose errors these are, counted by kind: ``2 timed
+    out, 1 raised KeyError``."""
+    kinds = Counter(_kind(error) for error in errors)
+    return ", ".join(f"{count} {kind}" for kind, count in kinds.items())
+
+
+def missing_why(store: RunStore, report: EvaluationReport) -> str:
+    """``why_of_errors`` for the planned episodes of ``store`` that ``report`` lacks,
+    from the last error ``errors.jsonl`` holds for each. Best effort: an unreadable
+    file or line says nothing rather than failing the command."""
+    present = {(str(trial.case["case_id"]), trial.repeat) for trial in report.trials}
+    if len(present) >= store.protocol.episodes:
+        return ""
+    missing = {job.key for job in store.protocol.jobs(store.run_id)} - present
+    try:
+        lines = read_regular(store.file("errors.jsonl")).splitlines()
+    except (OSError, SchemaError):
+        return ""
+    last: dict[tuple[str, int], str] = {}
+    for line in lines:
+        try:
+            item = json.loads(line)
+            key, error = (item["case_id"], item["repeat"]), item["error"]
+            if key in missing and isinstance(error, str):
+                last[key] = error
+        except (ValueError, TypeError, KeyError):  # not one of onrecord's lines
+            continue
+    return why_of_errors(last[key] for key in sorted(last))
+
+
+def folder_why(folder: Path, report: EvaluationReport) -> str:
+    """``missing_why`` for a run directory or one of its regrades (``RUN/regrades/NAME``,
+    whose run holds the errors), ``report`` its grading."""
+    from onrecord.runner import RunStore
+
+    run = folder if (folder / "run.json").exists() else folder.resolve().parent.parent
+    try:
+        return missing_why(RunStore.open(run), report)
+    except OnrecordError:  # the command reading it has verified it already
+        return ""
+
+
+def _kind(error: str) -> str:
+    if error.startswith("timed out: "):
+        return "timed out"
+    if error.startswith("the worker process"):
+        return "lost their worker process"
+    head = error.split(": ", 1)[0]
+    return f"raised {head}" if head.isidentifier() else "failed"
+
+
+def _missing(count: int, shown: str, why: str) -> str:
     # Plural even for one: gate's saved decisions carry this text, and are verified.
-    return f"{count} planned episodes have no trial" + (f" ({shown})" if shown else "")
+    # The why before the parenthesis: the headline keeps what precedes " (".
+    return (
+        f"{count} planned episodes have no trial"
+        + (f": {why}" if why else "")
+        + (f" ({shown})" if shown else "")
+    )

@@ -52,12 +52,18 @@ View = Callable[[Console, Any, Sequence[Any]], None]
 
 
 def render_bundle(
-    console: Console, bundle: Bundle, *, all_measures: bool = True, command: str = ""
+    console: Console,
+    bundle: Bundle,
+    *,
+    all_measures: bool = True,
+    command: str = "",
+    why: str = "",
 ) -> None:
     """What was verified (``verify``'s line), then what it holds: the record it carries
     (``Bundle.record``) as tables, or a directory's or JSON Lines file's contents. A
     report's measures: the first ``MEASURE_ROWS`` unless ``all_measures`` (``command``:
-    the ``show`` command that lists them all, without its flag)."""
+    the ``show`` command that lists them all, without its flag). ``why``: what stopped
+    a partial run's missing episodes (``2 timed out``)."""
     console.print(f"[bold]{bundle.kind}[/] {literal(bundle.summary)}  sha256:{bundle.digest[:16]}")
     view = _VIEWS.get(_schema(bundle.record) or "")
     if view is not None:
@@ -94,7 +100,7 @@ def render_bundle(
         elif isinstance(item, dict) and "decision" in item:  # a run's (or regrade's)
             note = f"  ({item['recorded']} of {item['expected']} episodes)"
             reports = [other for other in bundle.items if isinstance(other, EvaluationReport)]
-            body = partial_body(item["decision"], item["recorded"], item["expected"])
+            body = partial_body(item["decision"], item["recorded"], item["expected"], why)
             render_decision_body(console, body, note, report=next(iter(reports), None))
 
 

@@ -18,7 +18,7 @@ from onrecord.cli._ci_files import CiOutput, ci_output, record_output, refuse_sa
 from onrecord.cli._decisions import decision_record
 from onrecord.cli._junit import gate_junit
 from onrecord.cli._markdown import gate_markdown
-from onrecord.cli._partial import partial_decision
+from onrecord.cli._partial import folder_why, partial_decision
 from onrecord.cli._records import named
 from onrecord.cli._render import make_console, print_unchecked, render_decision
 from onrecord.cli._unpassed_table import print_unpassed
@@ -88,11 +88,12 @@ def run(args: argparse.Namespace) -> int:
     if source is not None:  # verified: the run's own grading of its recorded episodes
         loaded = named(source, lambda: load_source(source))
         report, missing, subject = loaded.report, loaded.missing, loaded.label
+        why = folder_why(source, report) if missing else ""
     else:
         report = _report_file(args.report)
-        missing, subject = (), str(args.report)
+        missing, subject, why = (), str(args.report), ""
     policy = named(Path(args.policy), lambda: AcceptancePolicy.load(args.policy))
-    decision = _never_accept_partial(policy.evaluate(report), missing)
+    decision = _never_accept_partial(policy.evaluate(report), missing, why)
     if output is not None:  # before printing: a closed stdout must not lose the file
         output.replace(decision_record(decision))  # `onrecord verify` reads it
     facts = requirement_facts(decision, report)  # the CI files' and the log's, made once
@@ -194,8 +195,10 @@ def _run_directory(path: Path) -> Path | None:
     return None
 
 
-def _never_accept_partial(decision: PolicyDecision, missing: tuple[str, ...]) -> PolicyDecision:
+def _never_accept_partial(
+    decision: PolicyDecision, missing: tuple[str, ...], why: str
+) -> PolicyDecision:
     """A run missing planned episodes is not accepted on those it holds (a measured
     failure still rejects), as ``onrecord run`` decides."""
     shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-    return partial_decision(decision, len(missing), shown)
+    return partial_decision(decision, len(missing), shown, why)

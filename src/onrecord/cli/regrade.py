@@ -12,7 +12,7 @@ from onrecord._canonical import load_record_bytes
 from onrecord._saved_episode import refuse_saved_episode
 from onrecord.cli._bundle import digested
 from onrecord.cli._lines import counted, print_sentence
-from onrecord.cli._partial import partial_decision
+from onrecord.cli._partial import folder_why, partial_decision
 from onrecord.cli._progress import ConsoleProgress, add_no_progress
 from onrecord.cli._render import cell, literal, make_console, render_decision, render_report
 from onrecord.errors import InputError, OnrecordError
@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     # The policy's verdict on the recorded episodes; a partial run is never accepted,
     # so it is printed as `run` and `show` print it, never "decision: accept".
     missing = regrade.expected - len(regrade.report.trials)
-    render_decision(console, partial_decision(regrade.decision, max(missing, 0)))
+    why = folder_why(regrade.path, regrade.report) if missing > 0 else ""
+    render_decision(console, partial_decision(regrade.decision, max(missing, 0), why=why))
     if not regrade.complete:
         console.print(
             f"[yellow]incomplete run:[/] {len(regrade.report.trials)} of "

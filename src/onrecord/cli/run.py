@@ -14,7 +14,7 @@ from rich.console import Console
 from onrecord.cli._app import EXIT_ERROR
 from onrecord.cli._lines import print_sentence
 from onrecord.cli._measure_table import render_report_measures
-from onrecord.cli._partial import partial_decision
+from onrecord.cli._partial import missing_why, partial_decision
 from onrecord.cli._progress import ConsoleProgress, add_no_progress
 from onrecord.cli._render import literal, make_console, render_decision
 from onrecord.cli._run_episode import path_word
@@ -249,7 +249,8 @@ def _summary(
     command = f"onrecord show {path_word(result.store.path)}"
     render_report_measures(console, result.report, every=False, command=command)
     # The policy's verdict on the recorded episodes; a partial run is never accepted.
-    render_decision(console, partial_decision(result.decision, result.expected - recorded))
+    why = missing_why(result.store, result.report)  # "2 timed out": the run's real cause
+    render_decision(console, partial_decision(result.decision, result.expected - recorded, why=why))
     for error in result.errors[:10]:
         # An environment's multi-line error message hangs under its label: printed as
         # is, its lines began at column 0 and could read as the run's own verdict.

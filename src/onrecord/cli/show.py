@@ -14,6 +14,7 @@ from onrecord._saved_episode import refuse_episode_given_as, saved_episode_folde
 from onrecord.cli._ending import print_ending
 from onrecord.cli._episode_view import render_episode
 from onrecord.cli._measure_table import ALL_MEASURES, render_report_measures
+from onrecord.cli._partial import folder_why
 from onrecord.cli._progress import CountProgress, add_no_progress
 from onrecord.cli._record_views import render_bundle
 from onrecord.cli._records import Bundle, load_any
@@ -127,7 +128,10 @@ def run(args: argparse.Namespace) -> int:
             all_evidence=args.all_evidence,
         )
     elif isinstance(record, Bundle):
-        render_bundle(console, record, all_measures=args.all_measures, command=command)
+        # What stopped a partial run's missing episodes (timed out, ...) for its reason.
+        directory = (run_dir or regrade_run) is not None and _has_report(record)
+        why = folder_why(path, _report(record)) if directory else ""
+        render_bundle(console, record, all_measures=args.all_measures, command=command, why=why)
         if run_dir is not None:  # its failures, whether complete, and its regrades
             render_run_directory(console, path, record, every=args.all_not_passed)
         elif regrade_run is not None:

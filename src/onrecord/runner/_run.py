@@ -31,6 +31,7 @@ from onrecord.runner._registry import (
     resolve_agent,
     resolve_environment,
 )
+from onrecord.runner._resumable import check_resumable
 from onrecord.runner._store import DECISION_SCHEMA, RunStore, RunWriter
 from onrecord.runner._timeout import check_timeout, refuse_unenforceable
 
@@ -254,7 +255,7 @@ def resume_run(
             f"{store.path} was started by onrecord {store.library_version}; "
             f"this is {__version__}: resume it with that version (or regrade it)"
         )
-    _verify_check_versions(store)
+    check_resumable(store)  # before anything runs: the checks, and importing the agent
     if expect is not None and (differences := store.protocol.differences(expect)):
         raise InputError(
             f"the settings differ from the run in {store.path}:\n  "
@@ -269,31 +270,6 @@ def _refuse_unenforceable(executor: Executor | None, limit: float | None) -> Non
     """Episodes of the in-process executor run here: refuse a limit they cannot keep."""
     if executor is None or isinstance(executor, InProcessExecutor):
         refuse_unenforceable(limit)
-
-
-def _verify_check_versions(store: RunStore) -> None:
-    """Refuse before running anything when a check's version changed since the run
-    started: every worker would refuse its episodes, one error per episode."""
-    with interrupts_kept():  # not "the checks changed" from a swallowed Ctrl-C
-        provider = build_provider(store.protocol.environment)
-        try:
-            loaded = load_checks(provider, store.protocol.checks)
-        finally:
-            provider.close()
-    now = {check.name: check.version for check in loaded}
-    was = dict(store.protocol.check_versions)
-    changed = [
-        f"{name}: the run has {was.get(name, 'no such check')}, the code now has "
-        f"{now.get(name, 'no such check')}"
-        for name in sorted(set(now) | set(was))
-        if now.get(name) != was.get(name)
-    ]
-    if changed:
-        raise InputError(
-            f"the checks changed since the run in {store.path} started:\n  "
-            + "\n  ".join(changed)
-            + "\nfinish it with the original checks, then `onrecord regrade` it"
-        )
 
 
 def _execute(
