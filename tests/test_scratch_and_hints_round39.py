@@ -110,12 +110,16 @@ def test_a_killed_run_and_regrade_leave_scratch_the_next_ones_remove(
     left = _scratch(tmp)
     assert [name[: len("onrecord-world-")] for name in left] == ["onrecord-world-"], left
     assert (tmp / left[0] / "world.db").is_file()  # a whole database, kept for ever before
-    # A regrade killed while it rebuilds episodes leaves its rebuilt database too.
+    # A regrade killed while it rebuilds episodes leaves its rebuilt database too. Killed
+    # once that directory is marked: one seen before its marker may be killed unmarked.
     _killed(
         ["regrade", str(big), "--name", "killed"],
         tmp,
-        lambda: any(name.startswith("onrecord-toolworld-") for name in _scratch(tmp)),
-        "the regrade's scratch directory",
+        lambda: any(
+            name.startswith("onrecord-toolworld-") and (tmp / name / MARKER).is_file()
+            for name in _scratch(tmp)
+        ),
+        "the regrade's marked scratch directory",
     )
     # Named apart: one killed in the microseconds between its making and its marker's
     # (not ours to remove: nothing says its owner is gone), and the marked ones.

@@ -12,13 +12,13 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
 
 from onrecord.runner import plan_run, start_run
 from tests.cli_process import line_after
+from tests.runner._held import CHILD, held_env, wait_until_held
 from tests.runner.conftest import ROOT, onrecord
 from tests.test_show_not_passed26 import _expected, _listed
 
@@ -78,10 +78,17 @@ def test_show_run_names_its_regrades_and_shows_one(tmp_path: Path) -> None:
 
 
 def _interrupted(run: Path, records: int) -> None:
-    """An `onrecord run` of 200 failing episodes, stopped by SIGTERM after ``records``."""
+    """An `onrecord run` of 200 failing episodes, stopped by SIGTERM after ``records``.
+
+    The run is held (``tests.runner._held``) before it queues the next finished episode,
+    until the signal lands: before, the test polled ``episodes.jsonl`` and raced the
+    run's natural end (about 2 s of 25 ms episodes), which a busy CI machine can lose."""
+    ready = run.parent / f"{run.name}.held"
     process = subprocess.Popen(
         [
-            str(Path(sys.executable).parent / "onrecord"),
+            sys.executable,
+            "-c",
+            CHILD,
             "run",
             "tests.runner.helpers:lake",
             "--agent",
@@ -95,22 +102,15 @@ def _interrupted(run: Path, records: int) -> None:
             "--no-progress",
         ],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **held_env(ready, f"episodes:{records}")},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own group, so cleanup can kill stray workers
     )
-    log, deadline = run / "episodes.jsonl", time.monotonic() + 120
-    while (
-        process.poll() is None
-        and time.monotonic() < deadline
-        and (not log.exists() or log.read_bytes().count(b"\n") < records)
-    ):
-        time.sleep(0.05)
-    assert process.poll() is None, "the run ended before it could be interrupted"
-    process.send_signal(signal.SIGTERM)
     try:
+        assert wait_until_held(process, ready)["lines"] == records
+        process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=120)
     finally:
         with contextlib.suppress(ProcessLookupError):  # nothing left: all exited
@@ -124,7 +124,7 @@ def test_show_of_an_interrupted_run_says_so_and_lists_its_failures(tmp_path: Pat
     assert not (run / "report.json").exists()
     lines = (run / "episodes.jsonl").read_bytes().splitlines()
     recorded = [orjson.loads(line) for line in lines]
-    assert 12 <= len(recorded) < 200
+    assert len(recorded) == 12  # those committed when SIGTERM landed
     shown = onrecord("show", str(run))
     assert shown.returncode == 0, shown.stderr
     assert f"incomplete run: {len(recorded)} of 200 planned episodes recorded" in shown.stdout

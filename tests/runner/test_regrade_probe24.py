@@ -352,10 +352,14 @@ def test_an_edited_before_is_refused_by_the_cli(tmp_path: Path) -> None:
 
 
 def _slow(episode: ToolEpisode) -> OutcomeVerdict:
-    """Says, in a file, that re-grading has begun; then takes its time."""
+    """Says, in a file, that re-grading has begun; then holds until the test's signal
+    lands. (It slept 0.2 s per episode before: a test process not scheduled for 2.4 s,
+    on a busy CI machine, signalled a regrade that had already finished.)"""
     Path(os.environ["PROBE24_STARTED"]).touch()
-    time.sleep(0.2)
-    return passed("slow")
+    deadline = time.monotonic() + 120  # a bound on a test that never signals
+    while time.monotonic() < deadline:
+        time.sleep(0.01)  # short naps: the signal's handler runs between them
+    raise RuntimeError("held for 120 s and the test never signalled")
 
 
 SLOW = OutcomeCheck("slow", "v1", _slow)
