@@ -164,12 +164,14 @@ def _remittance_runs(
     try:
         for agent, protocol in protocols.items():
             count.phase(agent)
-            results[agent] = start_run(
-                root / agent,
-                protocol,
-                executor=ProcessPoolExecutor(workers),
-                progress=_Counted(count),
-            )
+            # Closed here, interrupted or not: an unclosed pool's manager thread was left
+            # to close its wake-up pipe while Python's exit wrote to it (CPython 3.11's
+            # unlocked _python_exit), and an interrupted demo now and then printed
+            # "Exception ignored in: <module 'threading'> ... Bad file descriptor".
+            with ProcessPoolExecutor(workers) as executor:
+                results[agent] = start_run(
+                    root / agent, protocol, executor=executor, progress=_Counted(count)
+                )
             note(console, f"remittance episodes {count.done}/{total}: {agent} done")
     finally:
         count.stop()
