@@ -7,7 +7,8 @@ what it says must follow from its own numbers (a decision from its requirements'
 statuses, a p-value from its discordant counts). A decision beside the report it
 decides (``decision.json`` / ``report.json``, ``NAME.decision.json`` /
 ``NAME.report.json``) must decide that report, and with the policy it names found
-nearby (``policy.json`` beside it or up to two folders up) is decided again; when
+nearby (``policy.json`` beside it or up to two folders up) is decided again, as
+``gate`` decides it (a partial run's, made indeterminate: ``_gate_decided``); when
 either is missing the summary says it was not decided again, and what that needs.
 """
 
@@ -23,6 +24,7 @@ from onrecord._canonical import content_digest, record_bytes
 from onrecord._compare_rates import pass_rate_from_dict
 from onrecord._stats import mcnemar_exact_p
 from onrecord.cli._bundle import Bundle, digested
+from onrecord.cli._gate_decided import decided_again
 from onrecord.compare import Comparison
 from onrecord.errors import ConsistencyError, OnrecordError, SchemaError
 from onrecord.policy import INCOMPLETE_RUN, AcceptancePolicy, PolicyDecision
@@ -199,13 +201,9 @@ def _decided_again(
             f"; not decided again: that needs its policy (digest "
             f"{body['policy_digest'][:12]}) as {_POLICY_NEAR}"
         )
-    again = AcceptancePolicy.load(policy_path).evaluate(report).to_dict()
-    if again != body:
-        raise ConsistencyError(
-            f"{path} is not what {policy_path} decides for {report_path}: it was "
-            "changed after it was decided"
-        )
-    return f", as {os.path.relpath(policy_path, path.parent)} decides"
+    # As `gate` decides: a partial run's decision is made indeterminate, with its reason.
+    said = decided_again(path, body, policy_path, report, report_path)
+    return f", as {os.path.relpath(policy_path, path.parent)} decides{said}"
 
 
 def verify_comparison(path: Path, data: dict[str, Any]) -> Bundle:

@@ -20,17 +20,28 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onrecord.episode._verify_files import read_regular
+from onrecord.episode._verify_files import check_entry, read_regular
 from onrecord.errors import OnrecordError, SchemaError
 from onrecord.policy import INCOMPLETE_RUN, PolicyDecision
 
 if TYPE_CHECKING:
+    from onrecord._compare_sources import ComparedSource
     from onrecord.report import EvaluationReport
     from onrecord.runner import RunStore
 
-__all__ = ["folder_why", "missing_why", "partial_body", "partial_decision", "why_of_errors"]
+__all__ = [
+    "NEVER_ACCEPTED",
+    "folder_why",
+    "gated",
+    "missing_why",
+    "partial_body",
+    "partial_decision",
+    "run_directory",
+    "why_of_errors",
+]
 
-_NEVER = "a partial run is never accepted (`onrecord run --resume` retries them)"
+NEVER_ACCEPTED = "a partial run is never accepted (`onrecord run --resume` retries them)"
+_NEVER = NEVER_ACCEPTED
 
 
 def partial_decision(
@@ -57,6 +68,28 @@ def partial_body(
         return body
     reason = f"{INCOMPLETE_RUN}{_missing(missing, '', why)}; {_NEVER}"
     return {**body, "decision": "indeterminate", "reasons": [*body.get("reasons", ()), reason]}
+
+
+def run_directory(path: Path) -> Path | None:
+    """The run or regrade directory ``path`` names (also by its own ``report.json``), as
+    ``onrecord gate REPORT`` reads it, or None for a report file."""
+    folder = path if path.is_dir() else path.parent if path.name == "report.json" else None
+    if folder is None:
+        return None
+    if check_entry(folder / "run.json") or check_entry(folder / "changes.json"):
+        return folder
+    return None
+
+
+def gated(decision: PolicyDecision, folder: Path, source: ComparedSource) -> PolicyDecision:
+    """What ``onrecord gate`` decides for the run or regrade directory ``folder``
+    (``source`` its loaded report and missing episodes): ``decision``, the policy's on
+    the episodes it holds, never an accept while planned episodes have no trial (a
+    measured failure still rejects). ``verify`` decides a saved decision again with it."""
+    missing = source.missing
+    why = folder_why(folder, source.report) if missing else ""
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    return partial_decision(decision, len(missing), shown, why)
 
 
 def why_of_errors(errors: Iterable[str]) -> str:

@@ -18,13 +18,12 @@ from onrecord.cli._ci_files import CiOutput, ci_output, record_output, refuse_sa
 from onrecord.cli._decisions import decision_record
 from onrecord.cli._junit import gate_junit
 from onrecord.cli._markdown import gate_markdown
-from onrecord.cli._partial import folder_why, partial_decision
+from onrecord.cli._partial import gated, run_directory
 from onrecord.cli._records import named
 from onrecord.cli._render import make_console, print_unchecked, render_decision
 from onrecord.cli._unpassed_table import print_unpassed
 from onrecord.compare import load_source
 from onrecord.dynamics._unchecked import unchecked_line
-from onrecord.episode._verify_files import check_entry
 from onrecord.errors import InputError, SchemaError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, summarize_measures
@@ -84,16 +83,17 @@ def run(args: argparse.Namespace) -> int:
     refuse_saved_episode(Path(args.report), "gate")  # before: "not a regular file"
     # Errors name the file: with REPORT and POLICY swapped, the message said "schema is
     # 'onrecord.report/v1', expected 'onrecord.policy/v1'", not which file was wrong.
-    source = _run_directory(Path(args.report))
+    source = run_directory(Path(args.report))
+    loaded = None
     if source is not None:  # verified: the run's own grading of its recorded episodes
         loaded = named(source, lambda: load_source(source))
-        report, missing, subject = loaded.report, loaded.missing, loaded.label
-        why = folder_why(source, report) if missing else ""
+        report, subject = loaded.report, loaded.label
     else:
-        report = _report_file(args.report)
-        missing, subject, why = (), str(args.report), ""
+        report, subject = _report_file(args.report), str(args.report)
     policy = named(Path(args.policy), lambda: AcceptancePolicy.load(args.policy))
-    decision = _never_accept_partial(policy.evaluate(report), missing, why)
+    decision = policy.evaluate(report)
+    if source is not None and loaded is not None:
+        decision = gated(decision, source, loaded)  # a partial run is never accepted
     if output is not None:  # before printing: a closed stdout must not lose the file
         output.replace(decision_record(decision))  # `onrecord verify` reads it
     facts = requirement_facts(decision, report)  # the CI files' and the log's, made once
@@ -183,22 +183,3 @@ def _report_file(path: str) -> EvaluationReport:
             "hand-written policy goes to --policy; give the report file, or the run or "
             f"regrade directory, first: onrecord gate REPORT --policy {path}"
         ) from exc
-
-
-def _run_directory(path: Path) -> Path | None:
-    """The run or regrade directory REPORT names (also by its own ``report.json``)."""
-    folder = path if path.is_dir() else path.parent if path.name == "report.json" else None
-    if folder is None:
-        return None
-    if check_entry(folder / "run.json") or check_entry(folder / "changes.json"):
-        return folder
-    return None
-
-
-def _never_accept_partial(
-    decision: PolicyDecision, missing: tuple[str, ...], why: str
-) -> PolicyDecision:
-    """A run missing planned episodes is not accepted on those it holds (a measured
-    failure still rejects), as ``onrecord run`` decides."""
-    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-    return partial_decision(decision, len(missing), shown, why)

@@ -25,7 +25,7 @@ from onrecord.runner._repair import DECISION_SCHEMA
 if TYPE_CHECKING:
     from onrecord.runner._store import RunStore
 
-__all__ = ["REGRADE_POLICY", "check_decided", "decision_body", "run_policy"]
+__all__ = ["REGRADE_POLICY", "check_decided", "decision_body", "difference", "run_policy"]
 
 REGRADE_POLICY = "policy.json"
 """A regrade decided by another policy than the run's (``regrade --policy``) keeps it."""
@@ -112,6 +112,18 @@ def _policy(store: RunStore, path: Path, data: Mapping[str, Any]) -> tuple[Accep
 def _named_policy(data: Mapping[str, Any]) -> Any:
     decision = data.get("decision")
     return decision.get("policy_digest") if isinstance(decision, Mapping) else None
+
+
+def difference(saved: Any, expected: Any) -> str | None:
+    """Where ``saved`` first differs from ``expected`` and how (``decision differs
+    (saved "accept", decided "indeterminate")``), or None when they are the same."""
+    where = _first_difference(saved, expected)
+    if where is None:
+        return None
+    return (
+        f"{where} differs (saved {_short(_at(saved, where))}, "
+        f"decided {_short(_at(expected, where))})"
+    )
 
 
 def _first_difference(saved: Any, expected: Any, where: str = "") -> str | None:
