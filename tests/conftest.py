@@ -12,6 +12,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from hypothesis import settings
+
+# No Hypothesis deadline (200 ms an example by default): it is a timing assertion, and on
+# a loaded 2-core CI machine an example slowed past it fails as "Unreliable test timings"
+# when it runs in time again. A test that sets its own settings keeps them.
+settings.register_profile("onrecord", deadline=None)
+settings.load_profile("onrecord")
 
 # A shell without job control starts background commands (`make test &`, `nohup`) with
 # Ctrl-C ignored, and exec'd children inherit that: Python then installs no
