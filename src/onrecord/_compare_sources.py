@@ -4,10 +4,12 @@ or regrade directory together with the planned episodes it lacks."""
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from onrecord._lock_diff import lock_differences
 from onrecord._saved_episode import refuse_saved_episode
 from onrecord.errors import InputError
 from onrecord.report import EvaluationReport
@@ -59,7 +61,7 @@ def load_source(source: str | os.PathLike[str]) -> ComparedSource:
         raise InputError(
             f"{source} has no report.json: the run was interrupted with {recorded} of "
             f"{protocol.episodes} planned episodes recorded; `onrecord run --resume "
-            f"{store.path}` finishes and grades it"
+            f"{shlex.quote(str(store.path))}` finishes and grades it"
         )
     report = EvaluationReport.load(path / "report.json")
     _check_own_grading(store, path, report, regrade=regrade)
@@ -69,7 +71,8 @@ def load_source(source: str | os.PathLike[str]) -> ComparedSource:
         for job in protocol.jobs(store.run_id)
         if job.key not in present
     )
-    hint = f"`onrecord run --resume {store.path}` retries them" + (
+    # Quoted: the command is pasted, and a path with a space split into two arguments.
+    hint = f"`onrecord run --resume {shlex.quote(str(store.path))}` retries them" + (
         ", then `onrecord regrade` it again" if regrade else ""
     )
     return ComparedSource(str(source), report, label, protocol.episodes, missing, hint)
@@ -102,15 +105,18 @@ def _check_own_grading(
         else f"report.json is an earlier grading {counts} and decision.json is missing, as "
         "a grading killed before the new report.json leaves it"
     )
-    raise InputError(
-        f"{path} is not graded: its {what}; `onrecord run --resume {store.path}` grades the run"
-    )
+    resume = f"onrecord run --resume {shlex.quote(str(store.path))}"
+    raise InputError(f"{path} is not graded: its {what}; `{resume}` grades the run")
 
 
 def incomplete_reasons(a: ComparedSource, b: ComparedSource) -> list[str]:
     """Why a run missing planned episodes is not compared: fewer pairs than planned
     would be presented as the whole comparison (empty when both are complete)."""
     reasons = []
+    # Offered only when it works: the report files' locks agree (both runs miss the same
+    # episodes). A partial candidate against a complete baseline was told to compare
+    # the report.json files, which refused them ("repeats or seeds differ").
+    alone = "" if lock_differences(a.report.lock, b.report.lock) else _REPORT_FILES
     for side, compared in (("A", a), ("B", b)):
         if compared.missing:
             shown = ", ".join(compared.missing[:5])
@@ -118,7 +124,9 @@ def incomplete_reasons(a: ComparedSource, b: ComparedSource) -> list[str]:
             reasons.append(
                 f"{side} ({compared.source}) is an incomplete run: "
                 f"{len(compared.missing)} of {compared.planned} planned episodes have no "
-                f"trial ({shown}{more}); {compared.hint} (or compare the report.json "
-                "files to compare only the recorded pairs)"
+                f"trial ({shown}{more}); {compared.hint}{alone}"
             )
     return reasons
+
+
+_REPORT_FILES = " (or compare the report.json files to compare only the recorded pairs)"

@@ -69,11 +69,13 @@ def gate_markdown(
     measures: Sequence[MeasureSummary] = (),
     trials: int = 0,
     unchecked: str | None = None,
+    resume: str | None = None,
 ) -> str:
     """The summary of one gate: the decision, each requirement with its measured pass
     rate, interval and threshold, the report's ``measures`` over its ``trials``, the
     reasons, and the first results that did not pass. ``unchecked`` (a world-model
-    report's coordinates without a tolerance) is said under the verdict."""
+    report's coordinates without a tolerance) and ``resume`` (what finishes a partial
+    run, with its path) are said under the verdict."""
     # Imported here, not at the top: the version comes from importlib.metadata (~25 ms),
     # which commands that only read records need not load.
     from onrecord import __version__
@@ -88,6 +90,8 @@ def gate_markdown(
     if unchecked is not None:
         # Beside the verdict: an accept on dynamics/*/h1 is no word on these coordinates.
         lines += [f"⚠️ {text(unchecked)}", ""]
+    if resume is not None:
+        lines += [f"⏩ {text(resume)}", ""]
     headers = ("requirement", "critical", "status", "pass rate", CLUSTERED_INTERVAL, "threshold")
     rows = [_requirement_row(item) for item in facts]
     parts = [

@@ -20,9 +20,9 @@ from onrecord.cli._junit import gate_junit
 from onrecord.cli._markdown import gate_markdown
 from onrecord.cli._partial import gated, run_directory
 from onrecord.cli._records import named
-from onrecord.cli._render import make_console, print_unchecked, render_decision
+from onrecord.cli._render import literal, make_console, print_unchecked, render_decision
 from onrecord.cli._unpassed_table import print_unpassed
-from onrecord.compare import load_source
+from onrecord.compare import ComparedSource, load_source
 from onrecord.dynamics._unchecked import unchecked_line
 from onrecord.errors import InputError, SchemaError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
@@ -97,13 +97,30 @@ def run(args: argparse.Namespace) -> int:
     if output is not None:  # before printing: a closed stdout must not lose the file
         output.replace(decision_record(decision))  # `onrecord verify` reads it
     facts = requirement_facts(decision, report)  # the CI files' and the log's, made once
-    _write_ci(junit, markdown, decision, facts, report, subject=subject, policy=policy.name)
+    resume = _resume_line(loaded)
+    _write_ci(
+        junit, markdown, decision, facts, report, subject=subject, policy=policy.name, resume=resume
+    )
     if not any(item is not None and item.to_stdout for item in (output, junit, markdown)):
         console = make_console()
         render_decision(console, decision)
+        if resume is not None:  # the command is copied from here: one line
+            console.print(f"[yellow]incomplete:[/] {literal(resume)}", soft_wrap=True)
         print_unchecked(console, report)  # an accept says nothing of what no check covers
         _render_unpassed(console, facts)
     return decision.exit_code
+
+
+def _resume_line(loaded: ComparedSource | None) -> str | None:
+    """What finishes a run missing planned episodes, with its path: the decision's reason
+    says only "`onrecord run --resume` retries them" (a saved decision's text, verified,
+    names no directory), and that command alone is refused for want of one."""
+    if loaded is None or not loaded.missing:
+        return None
+    return (
+        f"{len(loaded.missing)} of {loaded.planned} planned episodes have no trial; "
+        f"{loaded.hint}, then gate again"
+    )
 
 
 def _render_unpassed(console: Console, facts: list[RequirementFacts]) -> None:
@@ -130,6 +147,7 @@ def _write_ci(
     *,
     subject: str,
     policy: str,
+    resume: str | None = None,
 ) -> None:
     """The JUnit XML file (replaced) and the Markdown summary (appended), for every
     decision alike."""
@@ -148,6 +166,7 @@ def _write_ci(
             measures=measures,
             trials=trials,
             unchecked=unchecked,
+            resume=resume,
         )
         markdown.append(summary)
 
