@@ -119,7 +119,7 @@ def test_a_comparison_is_shown_as_compare_prints_it(runs: dict[str, Path], tmp_p
     # ... under one header line (show's own), not two saying the same.
     headers = [line for line in text.splitlines() if line.startswith("comparison ")]
     assert len(headers) == 1, headers
-    assert "2 pairs" in headers[0]
+    assert headers[0].startswith("comparison 2 paired trials  A: sha256:")
     rows = {row[0]: row for row in _rows(text)}
     assert rows["reached_goal"][1:7] == ["0", "2", "0", "0", "0", "0.5"]
     assert "reached_goal: frozenlake/goal#0: pass→fail" in text

@@ -53,7 +53,7 @@ KINDS = {
     "ledger summary": "ledger summary (18 attempts, 5 classic runs)",
     "gate decision": "policy decision (accept, 1 requirement; decides report.json, as "
     "policy.json decides)",
-    "comparison": "comparison (2 pairs, 2 checks, 2 measures",
+    "comparison": "comparison (2 paired trials, A: sha256:",
 }
 
 # For a directory, the file inside it that is changed.

@@ -24,7 +24,7 @@ from onrecord.compare import (
     too_few_pairs_note,
 )
 
-__all__ = ["print_comparison"]
+__all__ = ["print_comparison", "print_comparison_header"]
 
 _PAIRS = 10
 """Discordant pairs listed per check (the Markdown summary lists as many)."""
@@ -39,7 +39,7 @@ def print_comparison(
 ) -> None:
     """See ``onrecord.cli._render.render_comparison``."""
     if header:
-        _print_header(console, comparison, labels)
+        print_comparison_header(console, comparison, labels)
     print_check_tables(console, comparison)
     note = too_few_pairs_note(
         [(c.name, len(c.discordant), discordant_cases(c.discordant)) for c in comparison.checks]
@@ -55,7 +55,9 @@ def print_comparison(
             print_phrases(console, [f"[yellow]note:[/] {cell(few)}"], sep=" ")
 
 
-def _print_header(console: Console, comparison: Comparison, labels: tuple[str, str] | None) -> None:
+def print_comparison_header(
+    console: Console, comparison: Comparison, labels: tuple[str, str] | None
+) -> None:
     """What is compared: the pairs, A and B on one line when it fits; else A's and B's
     each on lines of their own, "A:" and "vs  B:" kept with the label's first word and
     what does not fit indented under it (broken as a sentence, "vs  B:" ended a line)."""

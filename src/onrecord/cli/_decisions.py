@@ -229,9 +229,12 @@ def verify_comparison(path: Path, data: dict[str, Any]) -> Bundle:
             f"measure {measure.get('name') if isinstance(measure, dict) else measure!r} is "
             "malformed (pairs, means, an interval from low to high)",
         )
+    # In compare's words and order ("2 paired trials  A: … vs  B: …"), its sides by the
+    # reports' digests: the file holds no other name for them.
     summary = (
-        f"{pairs} pairs, {len(checks)} checks, {len(measures)} measures; A "
-        f"{str(data.get('report_a'))[:12]} vs B {str(data.get('report_b'))[:12]}"
+        f"{pairs} paired trials, A: sha256:{str(data.get('report_a'))[:16]} vs B: "
+        f"sha256:{str(data.get('report_b'))[:16]}; {len(checks)} checks, "
+        f"{len(measures)} measures"
     )
     return Bundle("comparison", data["digest"], summary, record=data)
 

@@ -66,7 +66,7 @@ def checks_help() -> str:
     """The ``--help`` text naming the checks there are, per kind of episode."""
     per_domain = "; ".join(
         f"of a {domain.name} episode (or with --import {domain.module}), its domain's "
-        f"{_names(_by_name(domain))}"
+        f"{_names(domain.names)}"
         for domain in DOMAINS
     )
     return (

@@ -36,6 +36,7 @@ __all__ = [
     "missing_why",
     "partial_body",
     "partial_decision",
+    "partial_summary",
     "run_directory",
     "why_of_errors",
 ]
@@ -68,6 +69,20 @@ def partial_body(
         return body
     reason = f"{INCOMPLETE_RUN}{_missing(missing, '', why)}; {_NEVER}"
     return {**body, "decision": "indeterminate", "reasons": [*body.get("reasons", ()), reason]}
+
+
+def partial_summary(verdict: str, recorded: int, expected: int) -> str:
+    """A run's ``decision.json`` in a line (``verify``'s summary, ``show``'s header):
+    its verdict as ``run``, ``show`` and ``gate`` print it. A partial run's stores the
+    policy's verdict on the episodes recorded, ``accept`` too; said first, ``verify``
+    put an accept in a CI log for a run every other command called indeterminate."""
+    if recorded >= expected:
+        return f"{verdict}, {recorded} of {expected} episodes"
+    printed = "reject" if verdict == "reject" else "indeterminate"
+    line = f"{printed}, incomplete run: {recorded} of {expected} episodes recorded"
+    if printed != verdict:  # what is stored stays said, as what it is
+        line += f"; the policy's verdict on the {recorded} recorded: {verdict}"
+    return line
 
 
 def run_directory(path: Path) -> Path | None:

@@ -28,7 +28,7 @@ from onrecord._saved_decision import saved_headline
 from onrecord._stats import wilson_interval
 from onrecord.cli._bundle import Bundle
 from onrecord.cli._decision_table import decision_table, table_headers
-from onrecord.cli._lines import print_sentence
+from onrecord.cli._lines import counted, print_sentence
 from onrecord.cli._measure_table import render_report_measures as _render_report
 from onrecord.cli._partial import partial_body
 from onrecord.cli._render import (
@@ -64,8 +64,12 @@ def render_bundle(
     report's measures: the first ``MEASURE_ROWS`` unless ``all_measures`` (``command``:
     the ``show`` command that lists them all, without its flag). ``why``: what stopped
     a partial run's missing episodes (``2 timed out``)."""
-    console.print(f"[bold]{bundle.kind}[/] {literal(bundle.summary)}  sha256:{bundle.digest[:16]}")
-    view = _VIEWS.get(_schema(bundle.record) or "")
+    schema = _schema(bundle.record) or ""
+    if schema not in _OWN_HEADER:
+        console.print(
+            f"[bold]{bundle.kind}[/] {literal(bundle.summary)}  sha256:{bundle.digest[:16]}"
+        )
+    view = _VIEWS.get(schema)
     if view is not None:
         view(console, bundle.record, bundle.items)
         return
@@ -227,9 +231,24 @@ def _decision(console: Console, record: Mapping[str, Any], items: Sequence[Any])
 
 
 def _comparison(console: Console, record: Mapping[str, Any], items: Sequence[Any]) -> None:
+    from onrecord.cli._compare_lines import print_comparison_header
     from onrecord.compare import Comparison
 
-    render_comparison(console, Comparison.from_dict(record), header=False)
+    # compare's own header ("2 paired trials  A: … vs  B: …"): show opened with another
+    # wording of it ("2 pairs, 9 checks, …; A 5042dd6650e8 vs B …"). The file holds the
+    # reports' digests only, so A and B are named by them, as compare names a side it
+    # has no label for; then the comparison's own digest.
+    comparison = Comparison.from_dict(record)
+    print_comparison_header(console, comparison, None)
+    print_sentence(
+        console,
+        f"saved comparison sha256:{str(record['digest'])[:16]}: "
+        f"{counted(len(record['checks']), 'check')}, "
+        f"{counted(len(record['measures']), 'measure')}; A and B by their reports' "
+        "digests (the file holds no names for them)",
+        indent=2,
+    )
+    render_comparison(console, comparison, header=False)
 
 
 def _closed_loop(console: Console, records: Sequence[Any], episodes: Sequence[Any]) -> None:
@@ -351,6 +370,9 @@ def _ledger_summary(console: Console, record: Mapping[str, Any], items: Sequence
     if record.get("ok") is False:
         console.print("[red]not every decision is the one required[/]")
 
+
+_OWN_HEADER = frozenset({"onrecord.comparison/v1"})
+"""Records whose view opens with a header of its own, not the line ``verify`` prints."""
 
 _VIEWS: dict[str, View] = {
     "onrecord.decision/v1": _decision,

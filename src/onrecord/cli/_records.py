@@ -19,6 +19,7 @@ from onrecord._canonical import load_record_bytes
 from onrecord.cli._bundle import Bundle, digested, named
 from onrecord.cli._decisions import check_decision_body
 from onrecord.cli._experiments import check_in_manifest, experiment_root
+from onrecord.cli._partial import partial_summary
 from onrecord.cli._progress import CountProgress
 from onrecord.cli._record_files import KINDS, verify_file
 from onrecord.cli._run_episode import path_word
@@ -60,7 +61,7 @@ def run_decision_file(path: Path, data: dict[str, Any]) -> Bundle:
     check_decision_body(path, decision)
     if data.get("report_digest") != decision["report_digest"]:
         raise ConsistencyError(f"{path} names two reports: it was changed after saving")
-    summary = f"{decision['decision']}, {data['recorded']} of {data['expected']} episodes"
+    summary = partial_summary(decision["decision"], data["recorded"], data["expected"])
     owner = _decision_owner(path)
     if owner is not None:
         directory(owner)  # raises unless the whole run (or regrade), this file too, verifies

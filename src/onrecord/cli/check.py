@@ -17,15 +17,14 @@ from onrecord.cli._episode_checks import checks_help, episode_checks
 from onrecord.cli._render import emit, plain
 from onrecord.envkit import ToolEpisode, run_checks, weighted_score
 from onrecord.errors import InputError
-from onrecord.runner._regrade import contained
 
 __all__ = ["register"]
 
 
 _CHECKS = "(the checks there are)"
-"""The epilog's stand-in until help is printed: listing a domain's checks imports the
-domain (the remittance package, ~45 ms), which a `check` that prints no help (an
-episode of another world, a usage error) never needs."""
+"""The epilog's stand-in until help is printed: listing the registered checks imports
+the environment kit's registry, which a `check` that prints no help never needs (a
+domain's checks are listed by name, ``DomainChecks.names``, without importing it)."""
 
 
 class _ChecksHelp(argparse.HelpFormatter):
@@ -98,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
     # before, the load said the file "has no manifest.json".
     episode = ToolEpisode.load(saved_episode_folder(Path(args.episode)) or args.episode)
     available = episode_checks(episode.manifest, args.modules)
+    # Imported here: the runner (and gymnasium) it brings cost `check --help` ~65 ms.
+    from onrecord.runner._regrade import contained
+
     # A check calling sys.exit() is an evaluator error, never the command's exit code.
     results = run_checks(episode, [contained(available.pick(name)) for name in args.names])
     score = weighted_score(results, weights)

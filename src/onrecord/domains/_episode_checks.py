@@ -32,6 +32,10 @@ class DomainChecks:
     """The module's sequence of ``OutcomeCheck``s: every check the domain grades with."""
     snapshot_prefix: str
     """How the snapshot name of each of its episodes begins."""
+    names: tuple[str, ...]
+    """Its checks' names, for ``onrecord check --help``: listed from ``checks()`` the help
+    imported the whole domain (~20 ms, more than the help's own parse). A test fails when
+    they drift from the checks'."""
 
     def checks(self) -> tuple[OutcomeCheck, ...]:
         """The domain's checks (imported on first use: the CLI loads only what it runs)."""
@@ -56,6 +60,17 @@ DOMAINS = (
         # remittance's ENVIRONMENT_ID without its version: an episode of an earlier
         # version is graded by the current checks, as `onrecord regrade` grades it.
         "onrecord.domains.remittance/",
+        (
+            "allocations_sum_to_line",
+            "answer_reports_done",
+            "balances_reconcile",
+            "expected_changes",
+            "followup_before_deadline",
+            "no_duplicate_allocation",
+            "no_post_over_threshold",
+            "only_expected_tables_changed",
+            "read_notes_before_acting",
+        ),
     ),
 )
 """The domains built on the environment kit (the ledger domain's episodes are not
