@@ -24,7 +24,11 @@ def _blocks(language: str) -> list[str]:
 
 
 def _workflows() -> tuple[dict[str, Any], dict[str, Any]]:
-    github, gitlab = (yaml.safe_load(block) for block in _blocks("yaml"))
+    # Told apart by their top key: the page's other YAML blocks are steps to add.
+    loaded = [yaml.safe_load(block) for block in _blocks("yaml")]
+    workflows = [item for item in loaded if isinstance(item, dict)]
+    github = next(item for item in workflows if "jobs" in item)
+    gitlab = next(item for item in workflows if "evaluate-agent" in item)
     return github, gitlab
 
 

@@ -196,7 +196,10 @@ def test_gate_refuses_a_stale_grading(stale: Path, tmp_path: Path) -> None:
         # decision on the 20 episodes the earlier grading held (all 33 are recorded).
         assert gated.returncode == 3, gated.stdout
         assert _refusal(stale) in " ".join(gated.stderr.split())
-        assert not (tmp_path / "s.md").exists()
+        # The summary says it too, with the command to paste.
+        summary = (tmp_path / "s.md").read_text()
+        assert f"```\nonrecord run --resume {stale}\n```" in summary
+        (tmp_path / "s.md").unlink()
     # The command it names grades the run; the gate then decides on all 33.
     resumed = onrecord("run", "--resume", stale, "--no-progress")
     assert resumed.returncode == 1, resumed.stderr

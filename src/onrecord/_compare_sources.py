@@ -7,7 +7,7 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from onrecord._lock_diff import lock_differences
 from onrecord._saved_episode import refuse_saved_episode
@@ -17,7 +17,7 @@ from onrecord.report import EvaluationReport
 if TYPE_CHECKING:
     from onrecord.runner import RunStore
 
-__all__ = ["ComparedSource", "incomplete_reasons", "load_source"]
+__all__ = ["ComparedSource", "held_differences", "incomplete_reasons", "load_source"]
 
 
 @dataclass(frozen=True)
@@ -130,3 +130,28 @@ def incomplete_reasons(a: ComparedSource, b: ComparedSource) -> list[str]:
 
 
 _REPORT_FILES = " (or compare the report.json files to compare only the recorded pairs)"
+
+
+def held_differences(a: ComparedSource, b: ComparedSource) -> list[str]:
+    """``lock_differences`` over the episodes both sides hold: what else, besides the
+    missing episodes ``incomplete_reasons`` names, keeps two runs apart. Over the whole
+    locks a partial candidate against a complete baseline was refused a second time, as
+    "repeats or seeds differ", for the very episode it lacks."""
+    gone = {_episode_key(text) for text in (*a.missing, *b.missing)}
+    return lock_differences(_held(a.report.lock, gone), _held(b.report.lock, gone))
+
+
+def _episode_key(text: str) -> tuple[str, int]:
+    case_id, _, repeat = text.rpartition("#")  # a case id may hold '#' itself
+    return case_id, int(repeat)
+
+
+def _held(lock: dict[str, Any], gone: set[tuple[str, int]]) -> dict[str, Any]:
+    """``lock`` without the ``[repeat, seed, …]`` entries of the ``gone`` episodes, and
+    without a case left with none (a case one run never recorded is missing there)."""
+    cases = []
+    for case in lock.get("cases", []):
+        trials = [entry for entry in case["trials"] if (case["case_id"], entry[0]) not in gone]
+        if trials:
+            cases.append({**case, "trials": trials})
+    return {**lock, "cases": cases}

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from onrecord._natural import natural_key
 from onrecord._portable import key_path
 
-__all__ = ["legacy_lock", "lock_differences", "where_differ"]
+__all__ = ["legacy_lock", "listed", "lock_differences", "where_differ"]
 
 
 _SHOWN_DIFFERENCES = 4
@@ -106,7 +107,9 @@ def _case_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[st
     shared = sorted(set(cases_a) & set(cases_b), key=_case_order)
     differing = [key[0] for key in shared if _seeds(cases_a[key]) != _seeds(cases_b[key])]
     if differing:
-        reasons.append(f"repeats or seeds differ for {len(differing)} cases (e.g. {differing[:3]})")
+        reasons.append(
+            f"repeats or seeds differ for {_cases(len(differing))} ({listed(differing)})"
+        )
     old_a, old_b = legacy_lock(lock_a), legacy_lock(lock_b)
     if old_a != old_b:
         side = "A" if old_a else "B"
@@ -118,10 +121,25 @@ def _case_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[st
     ]
     if moved:
         reasons.append(
-            f"{len(moved)} cases ran in other environment settings in A than in B (e.g. "
-            f"{moved[:3]}): their repeats cannot be paired"
+            f"{_cases(len(moved))} ran in other environment settings in A than in B "
+            f"({listed(moved)}): their repeats cannot be paired"
         )
     return reasons
+
+
+_NAMED = 3
+
+
+def listed(names: Sequence[str]) -> str:
+    """``full-01, full-02 and 3 more``: a few names and the rest counted, as the
+    incomplete run's reason names its episodes (before: ``e.g. ['full-01']``, a Python
+    list)."""
+    more = f" and {len(names) - _NAMED} more" if len(names) > _NAMED else ""
+    return ", ".join(names[:_NAMED]) + more
+
+
+def _cases(count: int) -> str:
+    return f"{count} case" if count == 1 else f"{count} cases"
 
 
 _LEGACY = (

@@ -16,8 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from onrecord._compare_notes import few_bootstrap_cases_note, too_few_pairs_note
 from onrecord._compare_rates import PassRate, pass_rates
-from onrecord._compare_sources import ComparedSource, incomplete_reasons, load_source
-from onrecord._lock_diff import legacy_lock, lock_differences
+from onrecord._compare_sources import (
+    ComparedSource,
+    held_differences,
+    incomplete_reasons,
+    load_source,
+)
+from onrecord._lock_diff import legacy_lock, listed, lock_differences
 from onrecord._natural import natural_key
 from onrecord._stats import (
     exact_mean,
@@ -234,8 +239,9 @@ def _refuse_moved(pairs: list[tuple[Trial, Trial]]) -> None:
     if moved:
         raise ComparisonRefused(
             [
-                f"{len(moved)} cases ran in other environment settings in A than in B "
-                f"(e.g. {moved[:3]}): their repeats cannot be paired"
+                f"{len(moved)} case{'s' if len(moved) != 1 else ''} ran in other "
+                f"environment settings in A than in B ({listed(moved)}): their repeats "
+                "cannot be paired"
             ]
         )
 
@@ -246,7 +252,7 @@ def compare_sources(
     """``compare_reports`` of two loaded sources, refused also when a run is incomplete."""
     reasons = incomplete_reasons(a, b)
     if reasons:
-        raise ComparisonRefused(reasons + lock_differences(a.report.lock, b.report.lock))
+        raise ComparisonRefused(reasons + held_differences(a, b))
     return compare_reports(a.report, b.report, resamples=resamples, seed=seed)
 
 

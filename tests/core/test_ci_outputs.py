@@ -1,6 +1,6 @@
 """``gate --junit-xml`` / ``--markdown`` and ``compare --markdown``, run as a CI job runs
 them (a real process): the JUnit file says what the exit code says, the Markdown summary
-is appended, ``-`` is stdout, and bad input writes nothing."""
+is appended, ``-`` is stdout, and a bad destination writes nothing."""
 
 from __future__ import annotations
 
@@ -242,7 +242,9 @@ def test_a_path_through_a_file_is_bad_input_before_anything_is_written(
     assert done.stdout == ""
 
 
-def test_bad_input_writes_nothing(tmp_path: Path) -> None:
+def test_bad_input_is_said_in_the_ci_files_and_a_bad_destination_writes_nothing(
+    tmp_path: Path,
+) -> None:
     report, _ = save(tmp_path, make_report({"posted": ["pass"]}), CheckRequirement("posted"))
     policy = tmp_path / "bad.toml"
     policy.write_text('[[requirements]]\ncheck = "posted"\ncritcal = false\n')
@@ -250,8 +252,10 @@ def test_bad_input_writes_nothing(tmp_path: Path) -> None:
     summary.write_text("earlier\n")
     done = onrecord("gate", report, "--policy", policy, "--junit-xml", junit, "--markdown", summary)
     assert done.returncode == 3
-    assert not junit.exists()
-    assert summary.read_text() == "earlier\n"
+    # A CI reader sees why in the job's summary and test report, not only in the log.
+    assert summary.read_text().startswith("earlier\n\n### ⛔ onrecord gate: refused (exit 3)\n")
+    assert 'type="refused"' in junit.read_text()
+    junit.unlink()
     same = onrecord("gate", report, "--policy", policy, "--junit-xml", junit, "--output", junit)
     assert same.returncode == 3
     assert "--output and --junit-xml both name the same file" in same.stderr

@@ -209,8 +209,9 @@ def test_a_gate_decision_of_a_partial_run_verifies(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert (
         "policy decision (indeterminate, 1 requirement; not decided again: that needs the "
-        "report it decides as report.json beside it and its policy as policy.json beside it "
-        "or up to two folders up, so only its digest and verdict were checked)"
+        "report it decides as report.json beside it and its policy as policy.json or "
+        "policy.toml beside it or up to two folders up, so only its digest and verdict were "
+        "checked)"
     ) in done.stdout
     _reseal(out, lambda data: data["reasons"].append("the run is incomplete: twice"))
     _refused(out, "make it 'accept'")

@@ -23,7 +23,15 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 del TYPE_CHECKING
 
-__all__ = ["COMMANDS", "COMMAND_MODULES", "EXIT_ERROR", "EXIT_INTERRUPTED", "build_parser", "main"]
+__all__ = [
+    "COMMANDS",
+    "COMMAND_MODULES",
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "build_parser",
+    "main",
+    "refusal",
+]
 
 # Each command, with the one-line help its module's ``register`` gives it: ``onrecord
 # --help`` lists them all, and that should not import every command (and all they need)
@@ -95,20 +103,28 @@ def _main(args_list: list[str]) -> int:
     args = parser.parse_args(args_list)
     try:
         code: int = args.func(args)
-    except OnrecordError as exc:
-        return _error(args.command, str(exc))
-    except FileNotFoundError as exc:
-        return _error(args.command, f"no such file: {exc.filename}")
-    except IsADirectoryError as exc:
-        return _error(
-            args.command, f"{exc.filename} is a directory; give the path of a saved record file"
-        )
-    except OSError as exc:  # permissions, a full disk: the file, and what went wrong
+    except (OnrecordError, OSError) as exc:
+        return _error(args.command, refusal(exc))
+    return code
+
+
+def refusal(exc: Exception) -> str:
+    """What a command refused for ``exc`` (an ``OnrecordError`` or ``OSError``) says: the
+    line after ``onrecord COMMAND: error:``, and what ``gate`` puts in its CI files."""
+    from onrecord.errors import OnrecordError
+
+    if isinstance(exc, OnrecordError):
+        return str(exc)
+    if isinstance(exc, FileNotFoundError):
+        return f"no such file: {exc.filename}"
+    if isinstance(exc, IsADirectoryError):
+        return f"{exc.filename} is a directory; give the path of a saved record file"
+    if isinstance(exc, OSError):  # permissions, a full disk: the file, and what went wrong
         # An OSError without a file (a refused connection, a socket timeout) is not about
         # "a file": say what it is.
         where = f"{exc.filename}: " if exc.filename else f"{type(exc).__name__}: "
-        return _error(args.command, f"{where}{exc.strerror or exc}")
-    return code
+        return f"{where}{exc.strerror or exc}"
+    return str(exc)
 
 
 def _error(command: str, message: str) -> int:

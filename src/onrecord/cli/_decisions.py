@@ -7,9 +7,10 @@ what it says must follow from its own numbers (a decision from its requirements'
 statuses, a p-value from its discordant counts). A decision beside the report it
 decides (``decision.json`` / ``report.json``, ``NAME.decision.json`` /
 ``NAME.report.json``) must decide that report, and with the policy it names found
-nearby (``policy.json`` beside it or up to two folders up) is decided again, as
-``gate`` decides it (a partial run's, made indeterminate: ``_gate_decided``); when
-either is missing the summary says it was not decided again, and what that needs.
+nearby (``policy.json``, else a CI's hand-written ``policy.toml``, beside it or up to
+two folders up) is decided again, as ``gate`` decides it (a partial run's, made
+indeterminate: ``_gate_decided``); when either is missing the summary says it was not
+decided again, and what that needs.
 """
 
 from __future__ import annotations
@@ -141,16 +142,34 @@ def _beside(path: Path, kind: str) -> Path:
     return path.with_name(f"{kind}.json")
 
 
-def _policy_near(path: Path, digest: str) -> Path | None:
-    for folder in (path.parent, *list(path.parent.parents)[:2]):
+def _policy_near(path: Path, digest: str) -> tuple[Path | None, list[str]]:
+    """The policy of ``digest`` near ``path``: a ``policy.json``, else (as CI keeps its
+    policy) a ``policy.toml``; and what each ``policy.toml`` passed over is, since a
+    hand-written policy edited after the decision is one to hear about, not to skip."""
+    folders = (path.parent, *list(path.parent.parents)[:2])
+    for folder in folders:  # policy.json first, found exactly as before TOML was read
         candidate = folder / "policy.json"
         if candidate.is_file():
             try:
                 if AcceptancePolicy.load(candidate).digest == digest:
-                    return candidate
+                    return candidate, []
             except OnrecordError:
                 continue  # another file's problem, found on the way
-    return None
+    others = []
+    for folder in folders:
+        candidate = folder / "policy.toml"
+        if not candidate.is_file():
+            continue
+        shown = os.path.relpath(candidate, path.parent)
+        try:
+            found = AcceptancePolicy.load(candidate).digest
+        except OnrecordError:
+            others.append(f"{shown} does not load as a policy")
+            continue
+        if found == digest:
+            return candidate, []
+        others.append(f"{shown} is another policy, of digest {found[:12]}")
+    return None, others
 
 
 def verify_decision(path: Path, data: dict[str, Any]) -> Bundle:
@@ -188,18 +207,19 @@ def verify_decision(path: Path, data: dict[str, Any]) -> Bundle:
     return Bundle(kind, data["digest"], summary, items=beside, record=data)
 
 
-_POLICY_NEAR = "policy.json beside it or up to two folders up"
+_POLICY_NEAR = "policy.json or policy.toml beside it or up to two folders up"
 
 
 def _decided_again(
     path: Path, body: Mapping[str, Any], report: EvaluationReport, report_path: Path
 ) -> str:
     """Decide ``body`` again with its policy found near ``path``, or say it was not."""
-    policy_path = _policy_near(path, body["policy_digest"])
+    policy_path, others = _policy_near(path, body["policy_digest"])
     if policy_path is None:
+        passed_over = "".join(f"; {other}" for other in others)
         return (
             f"; not decided again: that needs its policy (digest "
-            f"{body['policy_digest'][:12]}) as {_POLICY_NEAR}"
+            f"{body['policy_digest'][:12]}) as {_POLICY_NEAR}{passed_over}"
         )
     # As `gate` decides: a partial run's decision is made indeterminate, with its reason.
     said = decided_again(path, body, policy_path, report, report_path)

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from onrecord._saved_episode import refuse_saved_episode
+from onrecord.cli._app import refusal
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, requirement_facts
 from onrecord.cli._ci_files import CiOutput, ci_output, record_output, refuse_same_file
 from onrecord.cli._decisions import decision_record
+from onrecord.cli._gate_refused import refused_junit, refused_markdown
 from onrecord.cli._junit import gate_junit
 from onrecord.cli._markdown import gate_markdown
 from onrecord.cli._partial import gated, run_directory
@@ -24,7 +27,7 @@ from onrecord.cli._render import literal, make_console, print_unchecked, render_
 from onrecord.cli._unpassed_table import print_unpassed
 from onrecord.compare import ComparedSource, load_source
 from onrecord.dynamics._unchecked import unchecked_line
-from onrecord.errors import InputError, SchemaError
+from onrecord.errors import InputError, OnrecordError, SchemaError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, summarize_measures
 
@@ -59,13 +62,15 @@ def register(subparsers: Any) -> None:
         "--junit-xml",
         metavar="FILE",
         help="also write the decision as JUnit XML for CI test reports: a test case per "
-        "requirement and one for the decision (FILE '-': stdout, instead of the table)",
+        "requirement and one for the decision (an error when the gate is refused, exit 3; "
+        "FILE '-': stdout, instead of the table)",
     )
     parser.add_argument(
         "--markdown",
         metavar="FILE",
         help='also append a Markdown summary to FILE, e.g. "$GITHUB_STEP_SUMMARY" '
-        "(FILE '-': stdout, instead of the table)",
+        "(appended also when the gate is refused, exit 3, with the error; FILE '-': "
+        "stdout, instead of the table)",
     )
     parser.set_defaults(func=run)
 
@@ -80,20 +85,13 @@ def run(args: argparse.Namespace) -> int:
     outputs = (("--output", output), ("--junit-xml", junit), ("--markdown", markdown))
     refuse_same_file(outputs)
     _refuse_inputs(outputs, (("REPORT", args.report), ("--policy", args.policy)))
-    refuse_saved_episode(Path(args.report), "gate")  # before: "not a regular file"
-    # Errors name the file: with REPORT and POLICY swapped, the message said "schema is
-    # 'onrecord.report/v1', expected 'onrecord.policy/v1'", not which file was wrong.
-    source = run_directory(Path(args.report))
-    loaded = None
-    if source is not None:  # verified: the run's own grading of its recorded episodes
-        loaded = named(source, lambda: load_source(source))
-        report, subject = loaded.report, loaded.label
-    else:
-        report, subject = _report_file(args.report), str(args.report)
-    policy = named(Path(args.policy), lambda: AcceptancePolicy.load(args.policy))
-    decision = policy.evaluate(report)
-    if source is not None and loaded is not None:
-        decision = gated(decision, source, loaded)  # a partial run is never accepted
+    # The outputs are sound from here: a refusal is about the inputs, and the CI files
+    # say it (a CI reader opening the job's summary saw nothing of why the gate failed).
+    try:
+        decision, report, subject, policy, loaded = _decide(args.report, args.policy)
+    except (OnrecordError, OSError) as exc:
+        _write_refused(junit, markdown, refusal(exc), report=args.report, policy=args.policy)
+        raise
     if output is not None:  # before printing: a closed stdout must not lose the file
         output.replace(decision_record(decision))  # `onrecord verify` reads it
     facts = requirement_facts(decision, report)  # the CI files' and the log's, made once
@@ -109,6 +107,45 @@ def run(args: argparse.Namespace) -> int:
         print_unchecked(console, report)  # an accept says nothing of what no check covers
         _render_unpassed(console, facts)
     return decision.exit_code
+
+
+def _decide(
+    given: str, policy_path: str
+) -> tuple[PolicyDecision, EvaluationReport, str, AcceptancePolicy, ComparedSource | None]:
+    """The decision on REPORT ``given`` (a report file, or a verified run or regrade
+    directory), the report, its label, the policy and the run's loaded source."""
+    refuse_saved_episode(Path(given), "gate")  # before: "not a regular file"
+    # Errors name the file: with REPORT and POLICY swapped, the message said "schema is
+    # 'onrecord.report/v1', expected 'onrecord.policy/v1'", not which file was wrong.
+    source = run_directory(Path(given))
+    loaded = None
+    if source is not None:  # verified: the run's own grading of its recorded episodes
+        loaded = named(source, lambda: load_source(source))
+        report, subject = loaded.report, loaded.label
+    else:
+        report, subject = _report_file(given), str(given)
+    policy = named(Path(policy_path), lambda: AcceptancePolicy.load(policy_path))
+    decision = policy.evaluate(report)
+    if source is not None and loaded is not None:
+        decision = gated(decision, source, loaded)  # a partial run is never accepted
+    return decision, report, subject, policy, loaded
+
+
+def _write_refused(
+    junit: CiOutput | None, markdown: CiOutput | None, message: str, *, report: str, policy: str
+) -> None:
+    """The CI files of a gate refused for ``message``; one that cannot be written is
+    said on stderr, and the refusal itself stays the error the command exits with."""
+    for output in (junit, markdown):
+        if output is None:
+            continue
+        try:
+            if output is junit:
+                output.replace(refused_junit(message, report=report, policy=policy))
+            else:
+                output.append(refused_markdown(message, report=report, policy=policy))
+        except OSError as exc:
+            print(f"onrecord gate: {output.option}: {refusal(exc)}", file=sys.stderr)
 
 
 def _resume_line(loaded: ComparedSource | None) -> str | None:

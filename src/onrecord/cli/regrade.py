@@ -101,9 +101,15 @@ def run(args: argparse.Namespace) -> int:
     why = folder_why(regrade.path, regrade.report) if missing > 0 else ""
     render_decision(console, partial_decision(regrade.decision, max(missing, 0), why=why))
     if not regrade.complete:
-        console.print(
+        # The command with the run's path (quoted), as `compare` and `gate` give it.
+        from onrecord.cli._run_episode import path_word  # (its episode views: only here)
+
+        resume = literal(f"onrecord run --resume {path_word(args.run_dir)}")
+        console.print(  # one line: a command wrapped in two does not paste
             f"[yellow]incomplete run:[/] {len(regrade.report.trials)} of "
-            f"{regrade.expected} episodes recorded; never accepted (resume the run first)"
+            f"{regrade.expected} episodes recorded; never accepted: {resume} records the "
+            "rest, then regrade it again",
+            soft_wrap=True,
         )
     console.print(f"saved to {cell(regrade.path)}", soft_wrap=True)
     for problem in _unverified_grading(Path(args.run_dir)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import re
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -84,9 +85,10 @@ def report_data(
     if not report_file.is_file():
         if store is None:  # a mistyped report file is not an unfinished run
             raise InputError(f"{report_file}: no such report file or run directory")
+        # With the run's path, quoted: "`onrecord run --resume`" pasted was refused.
         raise InputError(
             f"{report_file} does not exist; a run writes it when it finishes "
-            "(`onrecord run --resume` completes an interrupted run)"
+            f"(`onrecord run --resume {shlex.quote(str(path))}` completes an interrupted run)"
         )
     report = EvaluationReport.load(report_file)
     if store is not None:  # the run's own grading, not a report copied from another run
@@ -127,7 +129,7 @@ def report_data(
                 0,
                 f"the run holds {recorded} recorded episodes but this grading covers "
                 f"{len(report.trials)}: it is out of date; `onrecord run --resume "
-                f"{store.path}` (or `onrecord regrade`) grades them all",
+                f"{shlex.quote(str(store.path))}` (or `onrecord regrade`) grades them all",
             )
     return data
 
