@@ -30,25 +30,7 @@ from onrecord._lock_diff import lock_differences
 from onrecord.html import report_data
 from onrecord.policy import AcceptancePolicy
 from tests.cli_process import line_after, onrecord
-
-AGENT = """
-from pathlib import Path
-import time
-
-from onrecord.domains.remittance._agents import ScriptedAgent
-from onrecord.runner import agent_factory
-
-HERE = Path(__file__).parent
-
-
-@agent_factory
-def make(context):
-    if context.repeat == 1 and (HERE / "slow").exists():
-        def act(observation):
-            time.sleep(60)
-        return act
-    return ScriptedAgent("careful", context.case.input)
-"""
+from tests.sleeping_agent import write_sleeping_agent
 
 POLICY = """name = "release"
 [[requirements]]
@@ -61,9 +43,7 @@ check = "only_expected_tables_changed"
 def _agents(tmp_path: Path) -> Path:
     folder = tmp_path / "mine"
     if not folder.exists():
-        folder.mkdir()
-        (folder / "ciagent53f.py").write_text(AGENT)
-        (folder / "slow").write_text("")
+        write_sleeping_agent(folder, "ciagent53f", repeats=(1,))
     return folder
 
 

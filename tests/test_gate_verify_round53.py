@@ -27,22 +27,7 @@ import pytest
 from onrecord._canonical import content_digest, record_bytes
 from onrecord.policy import AcceptancePolicy
 from tests.cli_process import onrecord
-
-AGENT = """
-import time
-
-from onrecord.domains.remittance._agents import ScriptedAgent
-from onrecord.runner import agent_factory
-
-
-@agent_factory
-def make(context):
-    if context.seed == 1:
-        def act(observation):
-            time.sleep(60)
-        return act
-    return ScriptedAgent("careful", context.case.input)
-"""
+from tests.sleeping_agent import write_sleeping_agent
 
 REASON = (
     "the run is incomplete: 1 planned episodes have no trial: 1 timed out (full-01#1); "
@@ -72,8 +57,7 @@ def _run(root: Path, agent: str, pythonpath: Path | None = None) -> Path:
 @pytest.fixture(scope="module")
 def partial(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("partial")
-    (root / "mine").mkdir()
-    (root / "mine" / "agent53g.py").write_text(AGENT)
+    write_sleeping_agent(root / "mine", "agent53g", seeds=(1,))
     run = _run(root, "agent53g:make", pythonpath=root / "mine")
     assert not (run / "regrades").exists()
     return run

@@ -18,35 +18,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.cli_process import onrecord
-
-AGENT = """
-import importlib
-from pathlib import Path
-import time
-
-from onrecord.domains.remittance._agents import ScriptedAgent
-from onrecord.runner import agent_factory
-
-HERE = Path(__file__).parent
-
-
-@agent_factory
-def make(context):
-    if context.seed in SLOW and (HERE / "slow").exists():
-        def act(observation):
-            time.sleep(60)
-        return act
-    if (HERE / "inner").exists():  # an import only the episode makes, and fails
-        importlib.import_module("no_such_module_round53")
-    return ScriptedAgent("careful", context.case.input)
-"""
+from tests.sleeping_agent import write_sleeping_agent
 
 
 def _agent(folder: Path, slow: tuple[int, ...]) -> Path:
-    folder.mkdir()
-    (folder / "agent53.py").write_text(f"SLOW = {slow!r}\n{AGENT}")
-    (folder / "slow").write_text("")
-    return folder
+    return write_sleeping_agent(folder, "agent53", seeds=slow)
 
 
 def _policy(tmp_path: Path) -> Path:
@@ -155,4 +131,4 @@ def test_an_import_failing_only_inside_the_episode_is_still_recorded(tmp_path: P
     assert done.returncode == 1, done.stdout + done.stderr  # recorded, and failed
     assert "2/2 episodes recorded" in done.stdout, done.stdout
     shown = onrecord("show", run, "--episode", "full-01#1")
-    assert "no_such_module_round53" in shown.stdout, shown.stdout
+    assert "no_such_module_of_the_tests" in shown.stdout, shown.stdout

@@ -28,22 +28,7 @@ import pytest
 
 from onrecord.domains._episode_checks import DOMAINS
 from tests.cli_process import onrecord
-
-AGENT = """
-import time
-
-from onrecord.domains.remittance._agents import ScriptedAgent
-from onrecord.runner import agent_factory
-
-
-@agent_factory
-def make(context):
-    if context.seed == 1:
-        def act(observation):
-            time.sleep(60)
-        return act
-    return ScriptedAgent("careful", context.case.input)
-"""
+from tests.sleeping_agent import write_sleeping_agent
 
 STORED = "the policy's verdict on the 1 recorded: accept"
 PARTIAL = f"indeterminate, incomplete run: 1 of 2 episodes recorded; {STORED}"
@@ -53,8 +38,7 @@ PARTIAL = f"indeterminate, incomplete run: 1 of 2 episodes recorded; {STORED}"
 def partial_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run of seeds 0 and 1 whose seed 1 timed out, accepted by its policy on seed 0."""
     root = tmp_path_factory.mktemp("partial")
-    (root / "mine").mkdir()
-    (root / "mine" / "agent_r53.py").write_text(AGENT)
+    write_sleeping_agent(root / "mine", "agent_r53", seeds=(1,))
     policy = root / "policy.toml"
     policy.write_text('[[requirements]]\ncheck = "expected_changes"\n')
     run = root / "run"
