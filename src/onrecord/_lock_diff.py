@@ -99,11 +99,12 @@ def _case_differences(lock_a: dict[str, Any], lock_b: dict[str, Any]) -> list[st
     only_a = sorted(set(cases_a) - set(cases_b), key=_case_order)
     only_b = sorted(set(cases_b) - set(cases_a), key=_case_order)
     if only_a or only_b:
-        reasons.append(
-            f"case sets differ: {len(only_a)} only in A (e.g. "
-            f"{[c[0] for c in only_a[:3]]}), {len(only_b)} only in B (e.g. "
-            f"{[c[0] for c in only_b[:3]]})"
-        )
+        # Named plainly: "(e.g. ['case-1'])" was a Python list, and "(e.g. [])" named none.
+        sides = [
+            f"{len(only)} only in {side}{_named(only)}"
+            for side, only in (("A", only_a), ("B", only_b))
+        ]
+        reasons.append(f"case sets differ: {', '.join(sides)}")
     shared = sorted(set(cases_a) & set(cases_b), key=_case_order)
     differing = [key[0] for key in shared if _seeds(cases_a[key]) != _seeds(cases_b[key])]
     if differing:
@@ -136,6 +137,11 @@ def listed(names: Sequence[str]) -> str:
     list)."""
     more = f" and {len(names) - _NAMED} more" if len(names) > _NAMED else ""
     return ", ".join(names[:_NAMED]) + more
+
+
+def _named(cases: Sequence[tuple[str, str]]) -> str:
+    """`` (case-1, case-2)`` for the cases' ids, nothing for none."""
+    return f" ({listed([case_id for case_id, _ in cases])})" if cases else ""
 
 
 def _cases(count: int) -> str:

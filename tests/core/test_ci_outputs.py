@@ -285,7 +285,7 @@ def test_compare_markdown_gives_mcnemar_pairs_and_intervals(tmp_path: Path) -> N
     assert "┃" not in stdout.stdout
 
 
-def test_a_refused_comparison_appends_its_reasons_and_unreadable_input_nothing(
+def test_a_refused_comparison_appends_its_reasons_and_unreadable_input_its_error(
     tmp_path: Path,
 ) -> None:
     a = make_report({"posted": ["pass"] * 2}).save_json(tmp_path / "a.json")
@@ -299,7 +299,10 @@ def test_a_refused_comparison_appends_its_reasons_and_unreadable_input_nothing(
     before = summary.read_bytes()
     missing = onrecord("compare", a, tmp_path / "absent.json", "--markdown", summary)
     assert missing.returncode == 3
-    assert summary.read_bytes() == before
+    # Appended after the earlier summary, as gate's refusal is (it appended nothing).
+    added = summary.read_bytes().removeprefix(before + b"\n").decode()
+    assert added.startswith("### ⛔ onrecord compare: refused (exit 3)\n")
+    assert "no such file:" in added
     made = onrecord("compare", a, b, "--markdown", tmp_path / "nodir" / "s.md")
     assert made.returncode == 3  # refused: the locks differ, and the summary says so
     assert (tmp_path / "nodir" / "s.md").read_text().startswith("### ⛔ onrecord compare")

@@ -33,12 +33,16 @@ from onrecord.runner._decided import difference
 
 __all__ = ["decided_again"]
 
+# A count as gate writes one: ASCII digits (``\d`` also takes "١", which int() reads as
+# 1), no leading zero, and short enough for int() (which refuses over 4,300 digits).
+_COUNT = "([1-9][0-9]{0,17})"
 _REASON = re.compile(
-    rf"{re.escape(INCOMPLETE_RUN)}(\d+) planned episodes have no trial"
-    rf"(?:: ([^()]+))? \((.+)\); {re.escape(NEVER_ACCEPTED)}"
+    rf"{re.escape(INCOMPLETE_RUN)}{_COUNT} planned episodes have no trial"
+    rf"(?:: ([^()]+))? \((.+)\); {re.escape(NEVER_ACCEPTED)}",
+    re.DOTALL,  # a case id may hold a newline
 )
-_MORE = re.compile(r"(.+) and (\d+) more")
-_CAUSE = re.compile(r"(\d+) \S.*")  # `why_of_errors`: "2 timed out", "1 raised KeyError"
+_MORE = re.compile(rf"(.+) and {_COUNT} more", re.DOTALL)
+_CAUSE = re.compile(rf"{_COUNT} \S.*")  # `why_of_errors`: "2 timed out", "1 raised KeyError"
 
 
 def decided_again(
@@ -88,7 +92,9 @@ def _saved_why(again: dict[str, Any], body: Mapping[str, Any]) -> dict[str, Any]
     read from ``errors.jsonl``, which a later resume failing the same episode another
     way appends to, leaving the report (and so the decision) as it was."""
     made, saved = list(again["reasons"]), list(body.get("reasons") or [])
-    apart = _apart_from_why(saved[-1]) if saved else None
+    # Only a cause of gate's form that adds up ("1 timed out"), not any text in its place.
+    last = saved[-1] if saved and isinstance(saved[-1], str) else ""
+    apart = _apart_from_why(last) if _parsed(last) else None
     if made and apart is not None and _apart_from_why(made[-1]) == apart:
         return {**again, "reasons": [*made[:-1], saved[-1]]}
     return again
@@ -143,7 +149,7 @@ def _parsed(reason: str) -> tuple[int, list[str]] | None:
         return None
     count, why, shown = int(match[1]), match[2], match[3]
     more = _MORE.fullmatch(shown)
-    episodes = (more[1] if more else shown).split(", ")
+    episodes = _episodes(more[1] if more else shown)
     causes = [_CAUSE.fullmatch(part) for part in why.split(", ")] if why else []
     adds_up = (
         count >= 1
@@ -153,3 +159,17 @@ def _parsed(reason: str) -> tuple[int, list[str]] | None:
         and sum(int(cause[1]) for cause in causes if cause) <= count
     )
     return (count, episodes) if adds_up else None
+
+
+def _episodes(shown: str) -> list[str]:
+    """The ``case_id#repeat`` episodes gate joined with ", ": a case id may hold ", "
+    itself, so a piece not ending in ``#repeat`` belongs with the next one."""
+    episodes: list[str] = []
+    pieces: list[str] = []
+    for piece in shown.split(", "):
+        pieces.append(piece)
+        case, sep, repeat = piece.rpartition("#")
+        if sep and repeat.isascii() and repeat.isdigit() and (case or len(pieces) > 1):
+            episodes.append(", ".join(pieces))
+            pieces = []
+    return [] if pieces else episodes  # a text ending in no episode names none of them

@@ -12,48 +12,20 @@ escaped as the other summaries escape it.
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 
 from onrecord.cli._ci_facts import clean
 from onrecord.cli._markdown import text
+from onrecord.cli._refused_section import MESSAGE, named_commands, refused_section
 
-__all__ = ["named_commands", "refused_junit", "refused_markdown"]
-
-_MESSAGE = 2000  # an error quoting a long path or an agent's output is cut, with its length
-_COMMANDS = 5
-# A command the message names, as messages quote one: `onrecord run --resume runs/x`.
-# "`onrecord gate`" alone names the command, not something to run.
-_COMMAND = re.compile(r"`(onrecord [a-z-]+ [^`\n]+)`")
-
-
-def named_commands(message: str) -> list[str]:
-    """The ``onrecord`` commands ``message`` quotes (the first 5, each once), e.g. the
-    resume that finishes an interrupted run: a reader copies them from the summary."""
-    found = dict.fromkeys(clean(match, 500) for match in _COMMAND.findall(message))
-    return list(found)[:_COMMANDS]
+__all__ = ["refused_junit", "refused_markdown"]
 
 
 def refused_markdown(message: str, *, report: str, policy: str) -> str:
     """The Markdown section of a gate refused for ``message`` (``REPORT``, ``--policy``
     as given)."""
-    from onrecord import __version__  # importlib.metadata: only when it is written
-
-    lines = [
-        "### ⛔ onrecord gate: refused (exit 3)",
-        "",
-        f"{text(report)} · policy {text(policy)} · no decision was made",
-        "",
-        text(message, _MESSAGE),
-        "",
-    ]
-    commands = named_commands(message)
-    if commands:
-        # A fenced block shows a command as typed (and GitHub gives it a copy button);
-        # it holds no backtick, so the fence cannot be closed early.
-        lines += ["**Commands it names** (then gate again):", "", "```", *commands, "```", ""]
-    lines.append(f"<sub>onrecord {__version__}</sub>")
-    return "\n".join(lines) + "\n"
+    subject = f"{text(report)} · policy {text(policy)} · no decision was made"
+    return refused_section("gate", subject, message)
 
 
 def refused_junit(message: str, *, report: str, policy: str) -> bytes:
@@ -77,7 +49,7 @@ def refused_junit(message: str, *, report: str, policy: str) -> bytes:
     error = ET.SubElement(case, "error", message=headline, type="refused")
     commands = named_commands(message)
     named = ["", "commands it names (then gate again):", *commands] if commands else []
-    error.text = "\n".join(["refused (exit 3)", clean(message, _MESSAGE), *named]) + "\n"
+    error.text = "\n".join(["refused (exit 3)", clean(message, MESSAGE), *named]) + "\n"
     ET.indent(root)
     document: bytes = ET.tostring(root, encoding="UTF-8", xml_declaration=True)
     return document + b"\n"

@@ -14,13 +14,14 @@ policy mistake to the reader, when the cause was that nothing was recorded.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onrecord.episode._verify_files import check_entry, read_regular
+import orjson
+
+from onrecord.episode._verify_files import bounded_lines, check_entry, open_regular
 from onrecord.errors import OnrecordError, SchemaError
 from onrecord.policy import INCOMPLETE_RUN, PolicyDecision
 
@@ -122,20 +123,29 @@ def missing_why(store: RunStore, report: EvaluationReport) -> str:
     if len(present) >= store.protocol.episodes:
         return ""
     missing = {job.key for job in store.protocol.jobs(store.run_id)} - present
+    path = store.file("errors.jsonl")
+    last: dict[tuple[str, int], str] = {}  # kinds, not errors: one may be huge
     try:
-        lines = read_regular(store.file("errors.jsonl")).splitlines()
+        # Streamed: the file of a run received from elsewhere may be any size.
+        with open_regular(path) as handle:
+            for _, line in bounded_lines(handle, path):
+                _note(line, missing, last)
     except (OSError, SchemaError):
         return ""
-    last: dict[tuple[str, int], str] = {}
-    for line in lines:
-        try:
-            item = json.loads(line)
-            key, error = (item["case_id"], item["repeat"]), item["error"]
-            if key in missing and isinstance(error, str):
-                last[key] = error
-        except (ValueError, TypeError, KeyError):  # not one of onrecord's lines
-            continue
-    return why_of_errors(last[key] for key in sorted(last))
+    kinds = Counter(last[key] for key in sorted(last))
+    return ", ".join(f"{count} {kind}" for kind, count in kinds.items())
+
+
+def _note(line: bytes, missing: set[tuple[str, int]], last: dict[tuple[str, int], str]) -> None:
+    """Note the kind of ``line``'s error in ``last`` when it is one of ``missing``'s."""
+    try:
+        # orjson: a line nested thousands deep is a decode error, not a RecursionError.
+        item = orjson.loads(line)
+        key, error = (item["case_id"], item["repeat"]), item["error"]
+        if type(key[1]) is int and key in missing and isinstance(error, str):
+            last[key] = _kind(error)
+    except (ValueError, TypeError, KeyError):  # not one of onrecord's lines
+        return
 
 
 def folder_why(folder: Path, report: EvaluationReport) -> str:

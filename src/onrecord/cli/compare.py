@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from onrecord._canonical import atomic_write_bytes
 from onrecord._compare_notes import one_sided_measures_note
-from onrecord.cli._ci_files import ci_output, record_output, refuse_same_file, stderr_notice
+from onrecord.cli._app import refusal
+from onrecord.cli._ci_files import (
+    CiOutput,
+    ci_output,
+    record_output,
+    refuse_same_file,
+    stderr_notice,
+)
 from onrecord.cli._decisions import comparison_record
 from onrecord.cli._lines import print_sentence
-from onrecord.cli._markdown import compare_markdown, refused_markdown
+from onrecord.cli._markdown import compare_markdown, refused_markdown, text
 from onrecord.cli._output_path import output_path
+from onrecord.cli._refused_section import refused_section
 from onrecord.cli._render import emit, literal, make_console, render_comparison
 from onrecord.compare import compare_sources, load_source
 from onrecord.errors import ComparisonRefused, OnrecordError
@@ -44,14 +53,14 @@ def register(subparsers: Any) -> None:
         "--html",
         metavar="FILE",
         help="also write a self-contained HTML page "
-        "(written even when the comparison is refused, with the reasons)",
+        "(written even when the comparison is refused, exit 3, with the reasons or the error)",
     )
     parser.add_argument(
         "--markdown",
         metavar="FILE",
         help='also append a Markdown summary to FILE, e.g. "$GITHUB_STEP_SUMMARY" '
-        "(appended also when the comparison is refused, with the reasons; FILE '-': "
-        "stdout, instead of the tables)",
+        "(appended also when the comparison is refused, exit 3, with the reasons or the "
+        "error; FILE '-': stdout, instead of the tables)",
     )
     parser.set_defaults(func=run)
 
@@ -67,13 +76,19 @@ def run(args: argparse.Namespace) -> int:
     on_stdout = any(item is not None and item.to_stdout for item in (json, markdown))
     notice = stderr_notice if on_stdout else emit
     try:
-        if html is not None:
-            _write_html(args.report_a, args.report_b, html, notice)
         source_a, source_b = load_source(args.report_a), load_source(args.report_b)
+    except (OnrecordError, OSError) as exc:
+        # A or B that cannot be read at all (missing, damaged, an interrupted run, a saved
+        # episode) is refused too, and the CI summary and page say why, as gate's do:
+        # the job's summary was empty. The outputs were checked above: this is the input.
+        _write_unread(html, markdown, refusal(exc), args.report_a, args.report_b, notice)
+        raise
+    if html is not None:
+        _write_html(args.report_a, args.report_b, html, notice)
+    try:
         comparison = compare_sources(source_a, source_b)
     except ComparisonRefused as exc:
-        # Refused is a finding a CI summary should show; a file that cannot be read is
-        # bad input, and leaves the summary as it was.
+        # Refused is a finding a CI summary should show.
         if markdown is not None:
             markdown.append(refused_markdown(args.report_a, args.report_b, exc.reasons))
         raise
@@ -94,17 +109,45 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_html(a: str, b: str, html: Path, notice: Callable[[str], None]) -> None:
     from onrecord.html import write_comparison
-    from onrecord.html._compare import failed_comparison_page
 
     try:
         notice(f"wrote {write_comparison(a, b, html)[0]}")
     except OnrecordError as exc:
-        # An interrupted run (no report.json) is refused too: the page says why,
-        # rather than leave no page, or last time's, under that name.
-        page = failed_comparison_page(a, b, str(exc))
-        atomic_write_bytes(html, page.encode())
-        notice(f"wrote {html}")
+        # A or B changed since it was read: the page says why, rather than leave no
+        # page, or last time's, under that name.
+        _write_page(a, b, html, str(exc), notice)
         raise
+
+
+def _write_unread(
+    html: Path | None,
+    markdown: CiOutput | None,
+    message: str,
+    a: str,
+    b: str,
+    notice: Callable[[str], None],
+) -> None:
+    """The page and summary of a comparison refused for ``message``, an input it could
+    not read; one that cannot be written is said on stderr, and the refusal stays the
+    error the command exits with."""
+    if html is not None:
+        try:
+            _write_page(a, b, html, message, notice)
+        except OSError as exc:
+            print(f"onrecord compare: --html: {refusal(exc)}", file=sys.stderr)
+    if markdown is not None:
+        subject = f"A: {text(a)} · B: {text(b)} · nothing was compared"
+        try:
+            markdown.append(refused_section("compare", subject, message))
+        except OSError as exc:
+            print(f"onrecord compare: --markdown: {refusal(exc)}", file=sys.stderr)
+
+
+def _write_page(a: str, b: str, html: Path, message: str, notice: Callable[[str], None]) -> None:
+    from onrecord.html._compare import failed_comparison_page
+
+    atomic_write_bytes(html, failed_comparison_page(a, b, message).encode())
+    notice(f"wrote {html}")
 
 
 def _labels(source_a: str, label_a: str, source_b: str, label_b: str) -> tuple[str, str]:
