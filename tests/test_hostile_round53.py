@@ -298,3 +298,24 @@ def test_a_refused_gates_files_hold_any_message(message: str, report: str, polic
             assert "\r" not in line
         elif index not in fences:
             assert not line.lstrip().startswith(("#", "```", "~~~", "<")), line
+
+
+def test_compare_counts_an_interrupted_runs_huge_episodes_file_in_blocks(
+    partial: Path, tmp_path: Path
+) -> None:
+    from onrecord.compare import load_source
+    from onrecord.errors import InputError
+
+    folder = _copy(partial, tmp_path / "run")
+    (folder / "report.json").unlink()  # interrupted before its grading
+    (folder / "decision.json").unlink(missing_ok=True)
+    with (folder / "episodes.jsonl").open("ab") as handle:
+        handle.write(b"x" * _BIG + b"\n")  # one more line, counted as recorded
+
+    def refused() -> str:
+        with pytest.raises(InputError) as caught:
+            load_source(folder)
+        return str(caught.value)
+
+    assert "interrupted with 2 of 2 planned episodes recorded" in refused()
+    assert _peak(refused) < _BIG // 4

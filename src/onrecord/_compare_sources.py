@@ -56,8 +56,7 @@ def load_source(source: str | os.PathLike[str]) -> ComparedSource:
     label = f"{protocol.agent} on {protocol.environment.name} ({store.path.name}"
     label += f", regrade {resolved.name})" if regrade else ")"
     if not (path / "report.json").is_file():
-        episodes = store.file("episodes.jsonl")
-        recorded = episodes.read_bytes().count(b"\n") if episodes.is_file() else 0
+        recorded = store.lines_recorded()
         raise InputError(
             f"{source} has no report.json: the run was interrupted with {recorded} of "
             f"{protocol.episodes} planned episodes recorded; `onrecord run --resume "

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from onrecord._exceptions import describe
-from onrecord.episode._verify_files import check_entry, open_regular
 from onrecord.errors import InputError
 from onrecord.runner._interrupts import interrupts_kept
 from onrecord.runner._registry import build_provider, load_checks, resolve_agent
@@ -48,13 +47,7 @@ def check_resumable(store: RunStore) -> None:
 def _remaining(store: RunStore) -> bool:
     """Whether planned episodes are not recorded yet (counted, not verified: the
     resume verifies them)."""
-    episodes = store.file("episodes.jsonl")
-    recorded = 0
-    if check_entry(episodes):  # a link or a FIFO there is refused, not followed
-        with open_regular(episodes) as handle:  # in blocks: the file may be gigabytes
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                recorded += block.count(b"\n")
-    return recorded < store.protocol.episodes
+    return store.lines_recorded() < store.protocol.episodes
 
 
 def _loaded(store: RunStore, what: str, name: str, load: Callable[[], T]) -> T:
