@@ -101,8 +101,16 @@ def _main(args_list: list[str]) -> int:
     requested = command_requested(args_list)
     parser = command_parser(() if requested is None else (requested,))
     args = parser.parse_args(args_list)
+    from onrecord.runner._interrupts import interrupts_kept
+
     try:
-        code: int = args.func(args)
+        # A Ctrl-C that lands in code which swallows it (a weakref callback or __del__
+        # prints "Exception ignored ... KeyboardInterrupt" and goes on) was lost: a demo
+        # interrupted there ran on to exit 0. Kept, it ends the command as interrupted.
+        with interrupts_kept() as noting:
+            code: int = args.func(args)
+            if code == EXIT_INTERRUPTED and noting is not None:
+                noting.pending = False  # the command reported it itself
     except (OnrecordError, OSError) as exc:
         return _error(args.command, refusal(exc))
     return code

@@ -26,6 +26,7 @@ from onrecord.html import write_comparison, write_report
 from onrecord.report import EvaluationReport
 from onrecord.runner import JobResult, ProcessPoolExecutor, RunResult, plan_run, start_run
 from onrecord.runner import Progress as RunProgress
+from onrecord.runner._interrupts import interrupts_kept
 
 __all__ = ["register"]
 
@@ -76,8 +77,9 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.output_dir
     _check_replaceable(out)
     try:
-        _fresh(out)
-        return _run(out, args)
+        with interrupts_kept():  # a swallowed Ctrl-C still says what it left
+            _fresh(out)
+            return _run(out, args)
     except KeyboardInterrupt:
         print(
             f"onrecord demo: interrupted: {out} is incomplete; the next `onrecord demo` "
@@ -168,7 +170,9 @@ def _remittance_runs(
             # to close its wake-up pipe while Python's exit wrote to it (CPython 3.11's
             # unlocked _python_exit), and an interrupted demo now and then printed
             # "Exception ignored in: <module 'threading'> ... Bad file descriptor".
-            with ProcessPoolExecutor(workers) as executor:
+            # Kept per agent: a Ctrl-C swallowed between runs stops the demo at the
+            # end of this one, not after all eight.
+            with interrupts_kept(), ProcessPoolExecutor(workers) as executor:
                 results[agent] = start_run(
                     root / agent, protocol, executor=executor, progress=_Counted(count)
                 )

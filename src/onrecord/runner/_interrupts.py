@@ -17,41 +17,57 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["interrupts_held", "interrupts_kept", "terminations_interrupt"]
+__all__ = ["NotedInterrupts", "interrupts_held", "interrupts_kept", "terminations_interrupt"]
+
+
+class NotedInterrupts:
+    """Python's SIGINT handler that also notes the interrupt until one guard passes it
+    on as ``KeyboardInterrupt`` (``pending``). Guards nest by sharing the one
+    installed: an inner guard acts on leaving its block, and an outer one does not
+    raise the same interrupt a second time."""
+
+    def __init__(self) -> None:
+        self.pending = False
+
+    def __call__(self, number: int, frame: FrameType | None) -> None:
+        self.pending = True
+        signal.default_int_handler(number, frame)
 
 
 @contextlib.contextmanager
-def interrupts_kept() -> Iterator[None]:
+def interrupts_kept() -> Iterator[NotedInterrupts | None]:
     """Run the block with SIGINT handled as before, but noted: if one came and the block
     went on (it returned, or raised something else), ``KeyboardInterrupt`` is raised on
     leaving it, so what the block produced is never used. Only with Python's own
     handler (a handler of the caller's may mean Ctrl-C to do something else) and on the
-    main thread (a Python handler runs nowhere else)."""
+    main thread (a Python handler runs nowhere else). Yields the noting handler (None
+    when inactive); a caller that reported the interrupt itself clears its
+    ``pending``."""
     previous = signal.getsignal(signal.SIGINT)
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or previous is not signal.default_int_handler
+    outer = previous if isinstance(previous, NotedInterrupts) else None
+    if threading.current_thread() is not threading.main_thread() or (
+        outer is None and previous is not signal.default_int_handler
     ):
-        yield
+        yield None
         return
-    noted: list[int] = []
-
-    def handler(number: int, frame: FrameType | None) -> None:
-        noted.append(number)
-        signal.default_int_handler(number, frame)
-
-    signal.signal(signal.SIGINT, handler)
+    noting = outer or NotedInterrupts()
+    if outer is None:
+        signal.signal(signal.SIGINT, noting)
     try:
-        yield
+        yield noting
     except KeyboardInterrupt:
+        noting.pending = False  # passed on
         raise
     except BaseException as exc:
-        if noted:  # what it raised is what the swallowed interrupt made of it
+        if noting.pending:  # what it raised is what the swallowed interrupt made of it
+            noting.pending = False
             raise KeyboardInterrupt from exc
         raise
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if noted:
+        if outer is None:
+            signal.signal(signal.SIGINT, previous)
+    if noting.pending:
+        noting.pending = False
         raise KeyboardInterrupt
 
 
