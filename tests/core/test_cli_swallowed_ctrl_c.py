@@ -8,7 +8,9 @@ a weakref callback raises the SIGINT, exactly where the interpreter swallows it.
 from __future__ import annotations
 
 import gc
+import os
 import signal
+import subprocess
 import sys
 import weakref
 from collections.abc import Iterator
@@ -55,7 +57,10 @@ def test_the_swallowing_is_real(ignored: list[str]) -> None:
 
 
 def test_a_demo_that_swallowed_a_ctrl_c_says_interrupted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    ignored: list[str],
 ) -> None:
     def finishes_anyway(out: Path, args: Any) -> int:
         ctrl_c_swallowed()
@@ -68,13 +73,15 @@ def test_a_demo_that_swallowed_a_ctrl_c_says_interrupted(
     assert f"onrecord demo: interrupted: {out} is incomplete" in err
     assert err.count("interrupted") == 1, err  # said once, by the demo
     assert (out / demo.MARKER).is_file()
+    assert ignored == []  # before: Python's "Exception ignored" traceback under it
 
 
-def test_a_demo_stops_after_the_agent_whose_run_swallowed_it(
+def test_a_demo_stops_in_the_run_whose_progress_swallowed_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Real runs of the reference agents; the parent swallows the Ctrl-C while it counts
-    # the first agent's first episode. Before: all eight agents ran, then exit 0.
+    # the first agent's first episode. Before: all eight agents' runs went on to their
+    # end, then exit 0.
     real = demo._Counted.advance
     swallowed: list[bool] = []
 
@@ -90,7 +97,8 @@ def test_a_demo_stops_after_the_agent_whose_run_swallowed_it(
     assert code == 130, capsys.readouterr().err
     ran = sorted(path.name for path in (out / "remittance").iterdir())
     assert ran == [next(iter(demo.AGENTS))]
-    assert (out / "remittance" / ran[0] / "report.json").is_file()  # that run finished
+    # It stopped right after the episode it was counting, as a Ctrl-C not swallowed does.
+    assert len(list(RunStore.open(out / "remittance" / ran[0]).records())) == 1
     assert not list(out.glob("*.html"))
 
 
@@ -117,6 +125,54 @@ def test_any_command_that_swallowed_a_ctrl_c_exits_130(
     assert main(["verify", str(target)]) == 130  # before: 0, or 3 for the missing file
     captured = capsys.readouterr()
     assert captured.err.strip() == "onrecord verify: interrupted"
+
+
+# A sitecustomize that makes Python swallow a Ctrl-C the first time MODULE is looked up
+# for import (by the command, while it loads): no timing, no signal from outside.
+_SITECUSTOMIZE = """\
+import os, signal, sys, weakref
+
+class _Thing:
+    pass
+
+class _SwallowedCtrlC:
+    target = os.environ["ONRECORD_TEST_SWALLOW_AT"]
+
+    def find_spec(self, name, path=None, target=None):
+        if name == self.target:
+            sys.meta_path.remove(self)
+            print(f"swallowed at {name}", file=sys.stderr, flush=True)
+            thing = _Thing()
+            ref = weakref.ref(thing, lambda _ref: signal.raise_signal(signal.SIGINT))
+            del thing
+        return None
+
+sys.meta_path.insert(0, _SwallowedCtrlC())
+"""
+
+
+def test_the_installed_command_ends_as_interrupted_without_pythons_report(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+    task = frozenlake_task()
+    episode = run_gym_task(task, FROZENLAKE_AGENTS["walks_to_goal"](), seed=1)
+    report = evaluate_episodes([episode], list(task.checks)).save_json(tmp_path / "r.json")
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "onrecord"), "verify", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": path, "ONRECORD_TEST_SWALLOW_AT": "numpy"},
+    )
+    assert "swallowed at numpy" in done.stderr  # the Ctrl-C came, inside the command
+    # Before: exit 0 under "Exception ignored in: ... Traceback ... KeyboardInterrupt".
+    assert done.returncode == 130, done.stderr
+    assert "onrecord verify: interrupted" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "Exception ignored" not in done.stderr
 
 
 def walks(env: Any, observation: Any, info: dict[str, Any]) -> str:

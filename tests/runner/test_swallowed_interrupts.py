@@ -16,7 +16,17 @@ import gymnasium as gym
 import pytest
 
 from onrecord.episode import OutcomeCheck, OutcomeVerdict
-from onrecord.runner import RunStore, plan_run, regrade_run, resume_run, start_run
+from onrecord.runner import (
+    InProcessExecutor,
+    JobResult,
+    ProcessPoolExecutor,
+    Progress,
+    RunStore,
+    plan_run,
+    regrade_run,
+    resume_run,
+    start_run,
+)
 from onrecord.runner._interrupts import interrupts_kept
 
 HERE = "tests.runner.test_swallowed_interrupts"
@@ -138,3 +148,32 @@ def test_interrupts_kept_leaves_other_handlers_and_threads_alone() -> None:
     with pytest.raises(KeyboardInterrupt) as raised, interrupts_kept():
         _statement_taking_ctrl_c()
     assert raised.value.__cause__ is None  # it returned normally; raised on leaving
+
+
+class _SwallowsOnce(Progress):
+    """A progress display that takes the Ctrl-C and swallows it (here in sqlite3's
+    authorizer; a weakref callback or ``__del__`` it lands in does the same)."""
+
+    def __init__(self) -> None:
+        self.advanced = 0
+
+    def advance(self, result: JobResult) -> None:
+        self.advanced += 1
+        if self.advanced == 1:
+            assert _statement_taking_ctrl_c() == "not authorized"
+
+
+@pytest.mark.parametrize("where", ["inprocess", "pool"])
+def test_a_ctrl_c_swallowed_between_episodes_stops_the_run_there(
+    where: str, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    protocol = plan_run("frozenlake", f"{HERE}:walks", seeds=range(4))
+    executor = InProcessExecutor() if where == "inprocess" else ProcessPoolExecutor(1)
+    progress = _SwallowsOnce()
+    # Before: the run went on to its end and returned, as though nothing had happened.
+    with executor, pytest.raises(KeyboardInterrupt):
+        start_run(run_dir, protocol, executor=executor, progress=progress)
+    assert progress.advanced == 1
+    assert len(list(RunStore.open(run_dir).records())) == 1  # the one it had recorded
+    assert resume_run(run_dir).complete

@@ -92,26 +92,39 @@ def _prog(words: Sequence[str]) -> str:
 
 
 def _main(args_list: list[str]) -> int:
-    from onrecord.cli._parser import command_parser, command_requested
-    from onrecord.errors import OnrecordError
+    from onrecord.cli._parser import command_requested
 
     # Only the command asked for is imported (none for ``--version`` or ``--help``); the
     # others are listed by name and help. A word that is no command imports none, and
     # argparse refuses it, listing the commands.
     requested = command_requested(args_list)
+    if requested is None:  # help, version or a usage error: nothing runs to interrupt
+        return _command(args_list, None)
+    from onrecord.runner._interrupts import interrupt_reports_quiet, interrupts_kept
+
+    # A Ctrl-C that lands in code which swallows it (a weakref callback or __del__
+    # prints "Exception ignored ... KeyboardInterrupt" and goes on) was lost: a demo
+    # interrupted there ran on to exit 0. Kept, it ends the command as interrupted, and
+    # Python's report of it (a traceback under the command's output) is not printed.
+    with interrupt_reports_quiet(), interrupts_kept() as noting:
+        code = _command(args_list, requested)
+        if code == EXIT_INTERRUPTED and noting is not None:
+            noting.pending = False  # the command reported it itself
+    return code
+
+
+def _command(args_list: list[str], requested: str | None) -> int:
+    from onrecord.cli._parser import command_parser
+    from onrecord.errors import OnrecordError
+
     parser = command_parser(() if requested is None else (requested,))
     args = parser.parse_args(args_list)
-    from onrecord.runner._interrupts import interrupts_kept
-
     try:
-        # A Ctrl-C that lands in code which swallows it (a weakref callback or __del__
-        # prints "Exception ignored ... KeyboardInterrupt" and goes on) was lost: a demo
-        # interrupted there ran on to exit 0. Kept, it ends the command as interrupted.
-        with interrupts_kept() as noting:
-            code: int = args.func(args)
-            if code == EXIT_INTERRUPTED and noting is not None:
-                noting.pending = False  # the command reported it itself
+        code: int = args.func(args)
     except (OnrecordError, OSError) as exc:
+        from onrecord.runner._interrupts import raise_noted_interrupt
+
+        raise_noted_interrupt()  # the error is what a swallowed Ctrl-C made of the command
         return _error(args.command, refusal(exc))
     return code
 

@@ -13,11 +13,23 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import TYPE_CHECKING
 
-__all__ = ["NotedInterrupts", "interrupts_held", "interrupts_kept", "terminations_interrupt"]
+if TYPE_CHECKING:
+    from sys import UnraisableHookArgs
+
+__all__ = [
+    "NotedInterrupts",
+    "interrupt_reports_quiet",
+    "interrupts_held",
+    "interrupts_kept",
+    "raise_noted_interrupt",
+    "terminations_interrupt",
+]
 
 
 class NotedInterrupts:
@@ -68,6 +80,37 @@ def interrupts_kept() -> Iterator[NotedInterrupts | None]:
             signal.signal(signal.SIGINT, previous)
     if noting.pending:
         noting.pending = False
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interrupt_reports_quiet() -> Iterator[None]:
+    """Within the block, Python does not print its "Exception ignored in: ...
+    KeyboardInterrupt" report (with a traceback) when a Ctrl-C lands in a weakref
+    callback or ``__del__`` while an ``interrupts_kept`` guard notes it: the command
+    ends as interrupted, and the report is noise under its output. Other unraisable
+    exceptions, and this one where no guard notes it, are reported as before."""
+    previous = sys.unraisablehook
+
+    def hook(report: UnraisableHookArgs) -> None:
+        noted = isinstance(signal.getsignal(signal.SIGINT), NotedInterrupts)
+        if not (noted and report.exc_type and issubclass(report.exc_type, KeyboardInterrupt)):
+            previous(report)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
+def raise_noted_interrupt() -> None:
+    """Raise, here, a Ctrl-C a guard noted and something swallowed: called where the
+    caller can stop cleanly (a run, after recording each episode), so the interrupt
+    ends it there and not only when the guard's block ends."""
+    handler = signal.getsignal(signal.SIGINT)
+    if isinstance(handler, NotedInterrupts) and handler.pending:
+        handler.pending = False
         raise KeyboardInterrupt
 
 

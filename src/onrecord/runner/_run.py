@@ -22,7 +22,11 @@ from onrecord.runner._async_preflight import refuse_async_agent_in_loop
 from onrecord.runner._commit import naming_file
 from onrecord.runner._decided import decision_body
 from onrecord.runner._executors import Executor, InProcessExecutor, stopped_in_loop
-from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
+from onrecord.runner._interrupts import (
+    interrupts_kept,
+    raise_noted_interrupt,
+    terminations_interrupt,
+)
 from onrecord.runner._job import Progress, progress_of
 from onrecord.runner._protocol import RunProtocol, tasks_from
 from onrecord.runner._registry import (
@@ -288,12 +292,17 @@ def _execute(
         before = len(writer.done)
         progress.start(store.protocol.episodes, before)
         try:
-            for result in executor.run(jobs):
-                writer.append(result)
-                if result.error is not None:
-                    message = f"{result.case_id}#{result.repeat}: {result.error}"
-                    failures.append((order.get(result.key, len(order)), message))
-                progress.advance(result)
+            # A Ctrl-C swallowed here (in a progress display, or a weakref callback that
+            # it landed in) ran the whole run to its end: it stops after the episode
+            # just recorded, as one that was not swallowed does.
+            with interrupts_kept():
+                for result in executor.run(jobs):
+                    writer.append(result)
+                    if result.error is not None:
+                        message = f"{result.case_id}#{result.repeat}: {result.error}"
+                        failures.append((order.get(result.key, len(order)), message))
+                    progress.advance(result)
+                    raise_noted_interrupt()
         except AsyncInRunningLoop as exc:
             raise InputError(stopped_in_loop(store.path)) from exc
         finally:
