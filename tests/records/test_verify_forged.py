@@ -68,7 +68,8 @@ def test_a_decision_resealed_with_other_counts_is_not_what_its_policy_decides(
     copy: Callable[[str], Path],
 ) -> None:
     path = copy("remittance decision")
-    _reseal(path, lambda data: data["requirements"][0].update(passed=1))
+    # One more pass, not fewer: fewer passes than cases is refused before any policy.
+    _reseal(path, lambda data: data["requirements"][0].update(passed=3))
     _refused(path, f"{path} is not what", "policy.json decides for", "careful.report.json")
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "CiOutput",
     "ci_output",
     "record_output",
+    "refuse_inputs",
     "refuse_same_file",
     "stderr_notice",
 ]
@@ -113,6 +114,30 @@ def refuse_same_file(outputs: Sequence[tuple[str, Path | CiOutput | None]]) -> N
             where = "stdout (-)" if path is None else f"the same file {path}"
             raise InputError(f"{seen[key]} and {option} both name {where}; give two file names")
         seen[key] = option
+
+
+def refuse_inputs(
+    outputs: Sequence[tuple[str, Path | CiOutput | None]],
+    inputs: Sequence[tuple[str, str]],
+    changed: str,
+) -> None:
+    """An output naming an input file is refused before anything is written (``changed``
+    says what writing it would change, e.g. "the input being gated"). ``gate --markdown
+    policy.toml`` appended the summary to the hand-written policy (the next gate could
+    not read it); ``compare A B --html A`` replaced an unreadable A, the evidence its
+    error said to restore, with the page saying so, and ``--markdown A`` appended to a
+    decision given as A by mistake. A saved report or run record is refused already, by
+    ``output_path``: these are the inputs it lets through."""
+    for option, output in outputs:
+        path = output.path if isinstance(output, CiOutput) else output
+        if path is None or not path.exists():
+            continue
+        for name, value in inputs:
+            if Path(value).exists() and os.path.samefile(path, value):
+                raise InputError(
+                    f"{option} {path} is the {name} file: writing it would change "
+                    f"{changed}; give another file name"
+                )
 
 
 def _tail(path: Path) -> bytes:

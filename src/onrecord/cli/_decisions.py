@@ -25,6 +25,7 @@ from onrecord._canonical import content_digest, record_bytes
 from onrecord._compare_rates import pass_rate_from_dict
 from onrecord._stats import mcnemar_exact_p
 from onrecord.cli._bundle import Bundle, digested
+from onrecord.cli._decision_fields import check_requirement_fields, is_digest
 from onrecord.cli._gate_decided import decided_again
 from onrecord.compare import Comparison
 from onrecord.errors import ConsistencyError, OnrecordError, SchemaError
@@ -95,7 +96,9 @@ def check_decision_body(path: Path, body: Mapping[str, Any]) -> None:
         _field(path, body, "reasons", list),
     )
     for field in ("report_digest", "policy_digest"):
-        _expect(isinstance(body.get(field), str), path, f"'{field}' must be a digest")
+        _expect(
+            is_digest(body.get(field)), path, f"'{field}' must be a sha256 digest (64 hex digits)"
+        )
     _expect(all(isinstance(item, str) for item in [*issues, *reasons]), path, "reasons are text")
     for index, item in enumerate(requirements):
         _expect(
@@ -182,6 +185,7 @@ def verify_decision(path: Path, data: dict[str, Any]) -> Bundle:
         "'decision' must be accept, reject or indeterminate",
     )
     check_decision_body(path, body)
+    check_requirement_fields(path, body)  # what `show` prints of it
     kind = "ledger decision" if data["schema"] == LEDGER_DECISION_SCHEMA else "policy decision"
     count = len(body["requirements"])
     summary = f"{body['decision']}, {count} requirement{'s' if count != 1 else ''}"

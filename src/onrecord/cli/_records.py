@@ -17,6 +17,7 @@ from rich.console import Console
 
 from onrecord._canonical import load_record_bytes
 from onrecord.cli._bundle import Bundle, digested, named
+from onrecord.cli._decision_fields import check_requirement_fields, check_run_decision_fields
 from onrecord.cli._decisions import check_decision_body
 from onrecord.cli._experiments import check_in_manifest, experiment_root
 from onrecord.cli._partial import partial_summary
@@ -57,15 +58,20 @@ def run_decision_file(path: Path, data: dict[str, Any]) -> Bundle:
     else (a copy), that it decides the report beside it; the summary says it was not
     decided again."""
     digested(path, data)
-    decision = data["decision"]
-    check_decision_body(path, decision)
-    if data.get("report_digest") != decision["report_digest"]:
-        raise ConsistencyError(f"{path} names two reports: it was changed after saving")
-    summary = partial_summary(decision["decision"], data["recorded"], data["expected"])
     owner = _decision_owner(path)
     if owner is not None:
         directory(owner)  # raises unless the whole run (or regrade), this file too, verifies
+        summary = partial_summary(data["decision"]["decision"], data["recorded"], data["expected"])
         return Bundle("run decision", data["digest"], summary, (data,))
+    # A copy: nothing decides it again, so every field the summary and `show` print is
+    # checked ("True of 2 episodes", "5 of 2" verified as they were re-sealed).
+    check_run_decision_fields(path, data)
+    decision = data["decision"]
+    check_decision_body(path, decision)
+    check_requirement_fields(path, decision)
+    if data.get("report_digest") != decision["report_digest"]:
+        raise ConsistencyError(f"{path} names two reports: it was changed after saving")
+    summary = partial_summary(decision["decision"], data["recorded"], data["expected"])
     report = path.with_name("report.json")
     if report.is_file() and EvaluationReport.load(report).digest != data["report_digest"]:
         raise ConsistencyError(f"{path} decides a report other than the report.json beside it")
@@ -294,7 +300,11 @@ def _decision(path: Path, report: EvaluationReport, store: Any) -> tuple[dict[st
     if data.get("schema") != _DECISION:
         raise SchemaError(f"{path}: schema is {data.get('schema')!r}, expected {_DECISION!r}")
     digested(path, data)
+    if store is None:  # nothing decides it again: its fields are checked one by one
+        check_run_decision_fields(path, data)
     check_decision_body(path, data["decision"])
+    if store is None:
+        check_requirement_fields(path, data["decision"])
     if data.get("report_digest") != report.digest:
         raise ConsistencyError(f"{path} decides a report other than the report.json beside it")
     note = check_decided(store, path, data, report) if store is not None else ""

@@ -15,6 +15,7 @@ from onrecord.cli._ci_files import (
     CiOutput,
     ci_output,
     record_output,
+    refuse_inputs,
     refuse_same_file,
     stderr_notice,
 )
@@ -71,7 +72,11 @@ def run(args: argparse.Namespace) -> int:
     html = output_path(args.html, "--html") if args.html is not None else None
     json = record_output(args.json, "--json")
     markdown = ci_output(args.markdown, "--markdown", ".md")
-    refuse_same_file((("--html", html), ("--json", json), ("--markdown", markdown)))
+    outputs = (("--html", html), ("--json", json), ("--markdown", markdown))
+    refuse_same_file(outputs)
+    # Before anything is written: a refusal's page or summary replaced or appended to
+    # the very input it could not read.
+    refuse_inputs(outputs, (("A", args.report_a), ("B", args.report_b)), "an input being compared")
     # With a document on stdout, stdout carries nothing else.
     on_stdout = any(item is not None and item.to_stdout for item in (json, markdown))
     notice = stderr_notice if on_stdout else emit

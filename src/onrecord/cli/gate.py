@@ -6,7 +6,6 @@ put the decision where a CI system shows results (see docs/ci.md)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,13 @@ from rich.console import Console
 from onrecord._saved_episode import refuse_saved_episode
 from onrecord.cli._app import refusal
 from onrecord.cli._ci_facts import FIRST_UNPASSED, RequirementFacts, requirement_facts
-from onrecord.cli._ci_files import CiOutput, ci_output, record_output, refuse_same_file
+from onrecord.cli._ci_files import (
+    CiOutput,
+    ci_output,
+    record_output,
+    refuse_inputs,
+    refuse_same_file,
+)
 from onrecord.cli._decisions import decision_record
 from onrecord.cli._gate_refused import refused_junit, refused_markdown
 from onrecord.cli._junit import gate_junit
@@ -84,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     markdown = ci_output(args.markdown, "--markdown", ".md")
     outputs = (("--output", output), ("--junit-xml", junit), ("--markdown", markdown))
     refuse_same_file(outputs)
-    _refuse_inputs(outputs, (("REPORT", args.report), ("--policy", args.policy)))
+    inputs = (("REPORT", args.report), ("--policy", args.policy))
+    refuse_inputs(outputs, inputs, "the input being gated")
     # The outputs are sound from here: a refusal is about the inputs, and the CI files
     # say it (a CI reader opening the job's summary saw nothing of why the gate failed).
     try:
@@ -206,23 +212,6 @@ def _write_ci(
             resume=resume,
         )
         markdown.append(summary)
-
-
-def _refuse_inputs(
-    outputs: tuple[tuple[str, CiOutput | None], ...], inputs: tuple[tuple[str, str], ...]
-) -> None:
-    """An output naming an input file is refused: ``--markdown policy.toml`` appended the
-    summary to the hand-written policy (the next gate could not read it) and
-    ``--junit-xml policy.toml`` replaced it. Saved JSON records were already refused."""
-    for option, output in outputs:
-        if output is None or output.path is None or not output.path.exists():
-            continue
-        for name, value in inputs:
-            if Path(value).exists() and os.path.samefile(output.path, value):
-                raise InputError(
-                    f"{option} {output.path} is the {name} file: writing it would change "
-                    "the input being gated; give another file name"
-                )
 
 
 def _report_file(path: str) -> EvaluationReport:

@@ -1,0 +1,126 @@
+"""The fields of a saved decision that its verdict check does not reach, checked by type
+and range before anything reads them.
+
+A decision's digest is recomputed by whoever edits it, so a forged record verifies as
+far as its fields are checked. A run's ``decision.json`` with ``"recorded": true`` was
+summarized "True of 2 episodes", with ``-1`` "-1 of 2", with ``5`` an accept of "5 of 2
+episodes"; a missing ``recorded`` was "malformed record (KeyError: 'recorded')". A gate
+decision with ``min_pass_rate: 7`` showed a threshold of "≥ 700.0%", with ``true`` one
+of "≥ 100.0%", and an interval saved as ``[0.9, 0.1]`` read "90.0% – 10.0%". Each is
+now refused (exit 3) naming the field and what it must be.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from onrecord._policy_rules import requirement_from_dict
+from onrecord.errors import OnrecordError, SchemaError
+
+__all__ = ["check_requirement_fields", "check_run_decision_fields", "is_digest"]
+
+_VERDICTS = ("accept", "reject", "indeterminate")
+_DIGEST = re.compile("[0-9a-f]{64}")
+# What a requirement's threshold is saved as (``CheckRequirement.to_dict``).
+_THRESHOLD_KEYS = ("check", "critical", "min_pass_rate", "min_cases", "min_coverage")
+
+
+def is_digest(value: Any) -> bool:
+    """Whether ``value`` is a sha256 digest as onrecord writes one: 64 lowercase hex."""
+    return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0  # bool is an int, and not a count
+
+
+def _refuse(path: Path, field: str, must: str, value: Any) -> SchemaError:
+    # true/false as the file says them: "not True" read as a Python value, and `true`
+    # passes for a count in Python (bool is an int) but is none.
+    shown = f"{str(value).lower()} (a boolean)" if isinstance(value, bool) else f"{value!r:.60}"
+    shown = "missing (or null)" if value is None else shown
+    return SchemaError(f"{path}: '{field}' must be {must}, not {shown}")
+
+
+def check_run_decision_fields(path: Path, data: Mapping[str, Any]) -> None:
+    """A run's (or regrade's) ``decision.json`` outside its ``decision`` body, when it is
+    not in its run to be decided again: episode counts, ``complete``, the report digest,
+    and a body that is an object with a verdict."""
+    for field in ("recorded", "expected"):
+        if not _count(data.get(field)):
+            raise _refuse(path, field, "a whole number of episodes, 0 or more", data.get(field))
+    recorded, expected = data["recorded"], data["expected"]
+    if recorded > expected:  # a run records only the episodes it planned
+        raise SchemaError(
+            f"{path}: 'recorded' ({recorded}) must be at most 'expected' ({expected}): a run "
+            "records only its planned episodes; the file was edited"
+        )
+    if data.get("complete") is not (recorded == expected):
+        raise _refuse(
+            path,
+            "complete",
+            f"{str(recorded == expected).lower()} ({recorded} of {expected} episodes recorded)",
+            data.get("complete"),
+        )
+    if not is_digest(data.get("report_digest")):
+        raise _refuse(
+            path, "report_digest", "a sha256 digest (64 hex digits)", data.get("report_digest")
+        )
+    body = data.get("decision")
+    if not isinstance(body, Mapping):
+        raise _refuse(path, "decision", "an object (the policy's decision)", body)
+    if body.get("decision") not in _VERDICTS:
+        raise _refuse(
+            path, "decision.decision", "accept, reject or indeterminate", body.get("decision")
+        )
+
+
+def check_requirement_fields(path: Path, body: Mapping[str, Any]) -> None:
+    """The requirements of a decision ``body`` that ``check_decision_body`` passed (their
+    counts, status and explanation): a threshold a policy can have, the checks each
+    matched, and counts and an interval that can be so. ``show`` prints each of them.
+    A decision inside its run is decided again instead, and refused by the first field
+    that differs from the policy's decision."""
+    for index, item in enumerate(body["requirements"]):
+        _requirement(path, index, item)
+
+
+def _requirement(path: Path, index: int, item: Mapping[str, Any]) -> None:
+    where = f"requirement {index} ({item['check']!r:.40})"
+    threshold = {key: item[key] for key in _THRESHOLD_KEYS if key in item}
+    if "min_lower_bound" in item:
+        threshold["min_lower_bound"] = item["min_lower_bound"]
+    if "min_pass_rate" not in item:  # always saved: it has a default only in a policy
+        raise SchemaError(f"{path}: {where} has no 'min_pass_rate'")
+    try:
+        requirement_from_dict(index, threshold)  # as a policy's requirement is checked
+    except OnrecordError as exc:
+        raise SchemaError(f"{path}: {where}: {exc}") from exc
+    matched = item.get("matched", [])
+    if not isinstance(matched, list) or not all(isinstance(name, str) for name in matched):
+        raise _refuse(path, f"requirements[{index}].matched", "a list of check names", matched)
+    if item["cases"] > item["passed"] + item["failed"]:  # cases with a measured result
+        raise SchemaError(
+            f"{path}: {where} counts {item['cases']} cases with a measured result, more "
+            f"than its {item['passed'] + item['failed']} measured results; it was edited"
+        )
+    if "interval" in item and not _interval(item["interval"]):
+        raise _refuse(
+            path,
+            f"requirements[{index}].interval",
+            "[low, high] with 0 ≤ low ≤ high ≤ 1",
+            item["interval"],
+        )
+
+
+def _interval(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(type(end) in (int, float) and math.isfinite(end) for end in value)
+        and 0 <= value[0] <= value[1] <= 1
+    )
