@@ -5,16 +5,19 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from onrecord._numbers import significant
 from onrecord._saved_episode import refuse_episode_given_as
 from onrecord._tables import SplitTable
 from onrecord.cli._progress import StepProgress, add_no_progress
-from onrecord.cli._render import cell, emit, literal, make_console
+from onrecord.cli._render import cell, emit, literal, make_console, plain
+from onrecord.cli._worldmodel_failures import failure_lines
 
 __all__ = ["loop_table", "register"]
 
@@ -104,7 +107,7 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
-    _print(tables)
+    _print(tables, args.output_dir)
     # Quoted: a directory with a space in its name made the hint fail when pasted.
     emit(
         f"run written to {args.output_dir}/ (replay: onrecord worldmodel analyze "
@@ -125,7 +128,7 @@ def _analyze(args: argparse.Namespace) -> int:
     )
     with progress:
         tables = replay(args.replay, step=progress.step)
-    _print(tables)
+    _print(tables, args.replay)
     emit(
         f"verified {tables['verified_files']} files; every table and report recomputed "
         "from saved evidence matches"
@@ -249,6 +252,22 @@ def forecast_table(heldout: dict[str, Any]) -> SplitTable:
     return metrics
 
 
+def _units(heldout: dict[str, Any]) -> str:
+    """The units of the forecast table's numbers: its MAE column mixes m/s and rad, and
+    without them "0.195" beside "0.000512" read as the same kind of error."""
+    units: dict[str, str] = {}
+    for table in heldout.values():
+        for row in table["rows"]:
+            if row["coordinate"] in ("cart_velocity", "pole_angle"):
+                units.setdefault(row["coordinate"], row["unit"])
+    named = ", ".join(f"{plain(name)} in {plain(unit)}" for name, unit in units.items())
+    return (
+        f"MAE, width90 and CRPS: {named}; h: steps ahead\n"
+        "skill: 1 - RMSE / persistence's RMSE; cov90: share of actual values inside the 90% "
+        "interval"
+    )
+
+
 def _pairs(row: dict[str, Any]) -> str:
     """The pairs measured, and (analysis v4) how many a failed forecast left out: an
     effect error over 3 pairs read as the model's error on all of them."""
@@ -267,7 +286,7 @@ def intervention_table(interventions: dict[str, Any]) -> SplitTable:
         "predicted effect",
         "effect error",
         keys=1,
-        title="matched interventions: cart_velocity, h1",
+        title="matched interventions: cart_velocity (m/s), h1",
     )
     for model, rows in interventions.items():
         row = next(r for r in rows if r["coordinate"] == "cart_velocity" and r["horizon"] == 1)
@@ -281,13 +300,22 @@ def intervention_table(interventions: dict[str, Any]) -> SplitTable:
     return effects
 
 
-def _print(tables: dict[str, Any]) -> None:
+def _print(tables: dict[str, Any], root: Path) -> None:
     console = make_console()
     console.print(loop_table(tables["closed_loop"]))
     console.print(forecast_table(tables["heldout_metrics"]))
+    # Wrapped to the console: in an 80-column CI log no line may run past the tables.
+    console.print(Text(_units(tables["heldout_metrics"])))
     console.print(intervention_table(tables["interventions"]))
     policies = next(iter(tables["decisions"].values()))
     decisions = SplitTable("model", *map(cell, policies), keys=1, title="acceptance policies")
     for model, per in tables["decisions"].items():
         decisions.add_row(cell(model), *(literal(d["decision"]) for d in per.values()))
     console.print(decisions)
+    failures = failure_lines(root, tables)
+    if failures:  # the tables count failures; these say why
+        emit("why models failed (left out of the tables above, never scored):")
+        for reason, where in failures:
+            # Wrapped to the console under its start: a model's message can be long.
+            emit(textwrap.fill(reason, console.width, initial_indent="  ", subsequent_indent="  "))
+            emit(f"    {where}")  # whole on its line, to be copied

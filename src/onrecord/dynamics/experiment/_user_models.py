@@ -126,6 +126,14 @@ def _build(spec: str, factory: Any, simulator: Simulator, *, required: bool) -> 
             "model of the experiment is evaluated on (None is for the other environments "
             f"only); {_FIX}"
         )
+    if isinstance(model, type):
+        # A class has model_id, fit, predict and describe too, so it passed for a model,
+        # and every fit then failed on the missing `self`: a whole run of model_errors.
+        raise InputError(
+            f"--model {spec} returned the class {model.__name__} for {simulator.env_id}, "
+            f"not a model: return an instance ({model.__name__}(...)), or name the class "
+            f"itself as the factory ('{spec.split(':')[0]}:{model.__name__}'); {_FIX}"
+        )
     if not isinstance(model, WorldModel):
         members = ("model_id", "fit", "predict", "describe")
         missing = [name for name in members if not hasattr(model, name)]
