@@ -29,6 +29,7 @@ __all__ = [
     "refuse_unknown_keys",
     "requirement_from_dict",
     "requirement_interval",
+    "ruling",
     "toml_digest_matches",
     "without_trial",
 ]
@@ -206,22 +207,36 @@ def judge(
     measured = passed + failed
     total = sum(kinds.values())
     unmeasured = total - measured
-    need = requirement.min_pass_rate
     # Evaluator and model errors are named apart from checks that could not measure and
     # from results absent from a trial: each calls for a different fix.
     missing = ", ".join(f"{kinds[kind]} {kind}" for kind in _UNMEASURED_KINDS if kinds[kind])
     counts = f"{passed} passed, {failed} failed, {unmeasured} not measured of {total}" + (
         f" ({missing})" if missing else ""
     )
+    status, why = ruling(requirement, passed, failed, unmeasured, cases, interval, counts)
+    return Judgement(
+        status, passed, failed, unmeasured, cases, matched, f"{label} {status}: {why}", interval
+    )
 
-    def outcome(status: RequirementStatus, why: str) -> Judgement:
-        return Judgement(
-            status, passed, failed, unmeasured, cases, matched, f"{label} {status}: {why}", interval
-        )
 
+def ruling(
+    requirement: CheckRequirement,
+    passed: int,
+    failed: int,
+    unmeasured: int,
+    cases: int,
+    interval: tuple[float, float],
+    counts: str = "",
+) -> tuple[RequirementStatus, str]:
+    """The status of a requirement that matched checks with these results (at least
+    one), and why, after ``counts``. One rule for ``judge`` and for a saved decision,
+    whose statuses ``verify`` checks against its own counts."""
+    measured = passed + failed
+    total = measured + unmeasured
+    need = requirement.min_pass_rate
     # Failed whatever the missing results turn out to be: even if every one passed.
     if (passed + unmeasured) / total < need:
-        return outcome("failed", f"{counts}; needs pass rate >= {need:g}")
+        return "failed", f"{counts}; needs pass rate >= {need:g}"
     short = []
     if measured / total < requirement.min_coverage:
         short.append(
@@ -231,24 +246,22 @@ def judge(
     if cases < requirement.min_cases:
         short.append(f"{cases} measured cases < min_cases {requirement.min_cases}")
     if short:
-        return outcome("undecided", f"{counts}; {'; '.join(short)}")
+        return "undecided", f"{counts}; {'; '.join(short)}"
     # Enough is measured: the pass rate over the measured results decides, and with
     # min_lower_bound the low end of its interval too; the sentence says which bound did.
     if passed / measured < need:
-        return outcome(
-            "failed", f"{counts}; measured pass rate {_share(passed, measured, need)} < {need:g}"
-        )
+        return "failed", f"{counts}; measured pass rate {_share(passed, measured, need)} < {need:g}"
     bound = requirement.min_lower_bound
     if bound is None:
-        return outcome("met", counts)
+        return "met", counts
     low = f"the lower bound of its {_BOUND} is {_percent(interval[0], bound)}"
     rate = f"measured pass rate {_share(passed, measured, need)} >= {need:g}"
     if interval[0] < bound:
-        return outcome(
+        return (
             "failed",
             f"{counts}; {rate}, but {low} < min_lower_bound {bound:g}: the lower bound decided",
         )
-    return outcome("met", f"{counts}; {rate} and {low} >= min_lower_bound {bound:g}")
+    return "met", f"{counts}; {rate} and {low} >= min_lower_bound {bound:g}"
 
 
 _BOUND = "95% interval (clustered by case)"

@@ -211,8 +211,8 @@ def test_a_gate_decision_of_a_partial_run_verifies(tmp_path: Path) -> None:
     assert (
         "policy decision (indeterminate, 1 requirement; not decided again: that needs the "
         "report it decides as report.json beside it and its policy as policy.json or "
-        "policy.toml beside it or up to two folders up, so only its digest and verdict were "
-        "checked)"
+        "policy.toml beside it or up to two folders up, so only its digest, and its statuses "
+        "and verdict against its own counts, were checked)"
     ) in done.stdout
     _reseal(out, lambda data: data["reasons"].append("the run is incomplete: twice"))
     _refused(out, "make it 'accept'")

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from onrecord._policy_rules import requirement_from_dict
-from onrecord.errors import OnrecordError, SchemaError
+from onrecord._policy_rules import requirement_from_dict, ruling
+from onrecord.errors import ConsistencyError, OnrecordError, SchemaError
+from onrecord.policy import CheckRequirement
 
 __all__ = ["check_requirement_fields", "check_run_decision_fields", "is_digest"]
 
@@ -97,7 +98,7 @@ def _requirement(path: Path, index: int, item: Mapping[str, Any]) -> None:
     if "min_pass_rate" not in item:  # always saved: it has a default only in a policy
         raise SchemaError(f"{path}: {where} has no 'min_pass_rate'")
     try:
-        requirement_from_dict(index, threshold)  # as a policy's requirement is checked
+        requirement = requirement_from_dict(index, threshold)  # as a policy's is checked
     except OnrecordError as exc:
         raise SchemaError(f"{path}: {where}: {exc}") from exc
     matched = item.get("matched", [])
@@ -114,6 +115,37 @@ def _requirement(path: Path, index: int, item: Mapping[str, Any]) -> None:
             f"requirements[{index}].interval",
             "[low, high] with 0 ≤ low ≤ high ≤ 1",
             item["interval"],
+        )
+    _status_follows(path, where, requirement, item)
+
+
+def _status_follows(
+    path: Path, where: str, requirement: CheckRequirement, item: Mapping[str, Any]
+) -> None:
+    """The status the requirement's own counts and threshold give, as the policy rules
+    them: "met" with 0 of 2 passed at min_pass_rate 1.0 verified, the verdict following
+    from the forged status."""
+    passed, failed, unmeasured = item["passed"], item["failed"], item["unmeasured"]
+    if not item.get("matched"):  # no check matched: nothing counted, nothing decided
+        status = "undecided"
+        if passed or failed or unmeasured or item["cases"]:
+            raise SchemaError(f"{path}: {where} matched no check but counts results; it was edited")
+    elif passed + failed + unmeasured == 0:
+        raise SchemaError(f"{path}: {where} matched checks but counts no result; it was edited")
+    elif requirement.min_lower_bound is not None and "interval" not in item:
+        raise SchemaError(
+            f"{path}: {where} has min_lower_bound but no 'interval', which its status rests "
+            "on; it was edited"
+        )
+    else:
+        low_high = item.get("interval", (0.0, 1.0))
+        interval = (float(low_high[0]), float(low_high[1]))
+        status = ruling(requirement, passed, failed, unmeasured, item["cases"], interval)[0]
+    if item["status"] != status:
+        raise ConsistencyError(
+            f"{path}: {where} says {item['status']!r}, but its counts ({passed} passed, "
+            f"{failed} failed, {unmeasured} not measured, {item['cases']} cases) make it "
+            f"{status!r} under its own threshold: it was changed after it was decided"
         )
 
 

@@ -205,8 +205,8 @@ def verify_decision(path: Path, data: dict[str, Any]) -> Bundle:
         # statuses is not one the policy was shown to make on the report.
         summary += (
             f"; not decided again: that needs the report it decides as {report_path.name} "
-            f"beside it and its policy as {_POLICY_NEAR}, so only its digest and verdict "
-            "were checked"
+            f"beside it and its policy as {_POLICY_NEAR}, so only its digest, and its "
+            "statuses and verdict against its own counts, were checked"
         )
     return Bundle(kind, data["digest"], summary, items=beside, record=data)
 

@@ -77,7 +77,8 @@ def run_decision_file(path: Path, data: dict[str, Any]) -> Bundle:
         raise ConsistencyError(f"{path} decides a report other than the report.json beside it")
     summary += (
         "; not decided again: it is not in its run or RUN/regrades/NAME, so only its "
-        "digest, verdict and any report.json beside it were checked"
+        "digest, its statuses and verdict against its own counts, and any report.json "
+        "beside it were checked"
     )
     return Bundle("run decision", data["digest"], summary, (data,))
 
