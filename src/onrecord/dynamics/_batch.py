@@ -30,7 +30,7 @@ from onrecord.dynamics._capture import (
 )
 from onrecord.dynamics._envs import Coordinate
 from onrecord.dynamics._evidence import ForecastEvidence
-from onrecord.dynamics._protocol import Prediction, WorldModel, summarize_particles
+from onrecord.dynamics._protocol import Prediction, WorldModel, refuse_class, summarize_particles
 from onrecord.dynamics._response import ModelError, check_array, numeric_array, read_answer
 from onrecord.errors import InputError, OnrecordError
 
@@ -100,6 +100,7 @@ def capture_forecasts(
 
 def batch_predictor(predict: BatchPredict | WorldModel) -> BatchPredict:
     """The callable ``capture_forecasts`` uses for a model or a function."""
+    refuse_class(predict, "predict")
     if isinstance(predict, WorldModel):
         return predict.predict
     if not callable(predict):
@@ -119,6 +120,7 @@ def request_predictor(
 
     ``angular`` (one flag per coordinate) marks the angles whose particles, if the model
     returns samples, are summarized within half a turn of each other."""
+    refuse_class(model, "model")
     mask = None if angular is None else np.asarray(angular, dtype=bool)
 
     def predict(request: dict[str, Any]) -> dict[str, Any]:

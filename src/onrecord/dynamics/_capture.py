@@ -22,7 +22,7 @@ from onrecord.dynamics._envs import Coordinate
 from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence
 from onrecord.dynamics._gaps import unobserved_steps
 from onrecord.dynamics._layout import censors
-from onrecord.dynamics._protocol import WorldModel, state_vector
+from onrecord.dynamics._protocol import WorldModel, refuse_class, state_vector
 from onrecord.dynamics._response import ModelError, check_response, read_answer
 from onrecord.errors import InputError
 
@@ -304,6 +304,7 @@ def capture_forecast(
         raise InputError(
             f"episode must be EpisodeEvidence from capture_episode, got {type(episode).__name__}"
         )
+    refuse_class(predict, "predict")
     spec = ForecastSpec(model_id, contract, coordinates, horizons, angular, state_key)
     if isinstance(predict, WorldModel) and not callable(predict):
         # As capture_forecasts does: a model object is asked through its predict, its

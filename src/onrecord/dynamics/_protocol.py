@@ -20,7 +20,14 @@ from onrecord.errors import InputError
 if TYPE_CHECKING:
     from onrecord.episode import EpisodeEvidence
 
-__all__ = ["Prediction", "Transitions", "WorldModel", "state_vector", "summarize_particles"]
+__all__ = [
+    "Prediction",
+    "Transitions",
+    "WorldModel",
+    "refuse_class",
+    "state_vector",
+    "summarize_particles",
+]
 
 FloatArray = NDArray[np.float64]
 
@@ -194,3 +201,15 @@ class WorldModel(Protocol):
     def describe(self) -> dict[str, Any]:
         """Portable description of the fitted model (parameters, configuration)."""
         ...
+
+
+def refuse_class(value: Any, argument: str, role: str = "model") -> None:
+    """``InputError`` when ``value`` is a class (``LinearDelta``) where an instance
+    (``LinearDelta(...)``) was meant. A class has ``model_id``, ``fit``, ``predict`` and
+    ``describe`` too and is callable, so it passed for a model or a predict function, and
+    every forecast then failed on the missing ``self``, one ``model_error`` at a time."""
+    if isinstance(value, type) and hasattr(value, "predict" if role == "model" else "plan"):
+        raise InputError(
+            f"{argument} is the class {value.__name__}, not a {role}: pass an instance "
+            f"({value.__name__}(...)), built with the arguments it takes"
+        )

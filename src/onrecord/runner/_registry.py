@@ -22,6 +22,7 @@ from onrecord.errors import InputError
 from onrecord.runner._envref import EnvironmentRef
 from onrecord.runner._gym import GymnasiumProvider
 from onrecord.runner._provider import EnvironmentProvider
+from onrecord.runner._slips import agent_class_problem, item_problem, spelling_hint
 
 __all__ = [
     "EnvironmentRef",
@@ -61,6 +62,7 @@ def register_environment(
             raise InputError(
                 f"register_environment({name!r}, {factory!r}): the factory must be an "
                 "import path 'package.module:function' or a module-level function"
+                f"{spelling_hint(factory)}"
             )
         path = factory
     elif callable(factory):
@@ -106,7 +108,10 @@ def import_object(path: str) -> Any:
     """The object at ``"package.module:attribute.sub"``."""
     module_name, _, attribute = path.partition(":")
     if not module_name or not attribute:
-        raise InputError(f"{path!r} is not an import path; write it as 'package.module:name'")
+        raise InputError(
+            f"{path!r} is not an import path; write it as 'package.module:name'"
+            f"{spelling_hint(path)}"
+        )
     try:
         target: Any = importlib.import_module(module_name)
     except Exception as exc:  # the module's own code may raise anything while loading
@@ -206,7 +211,9 @@ def _gym_spec(name: str) -> bool:
 def _unknown_environment(name: str) -> str:
     known = [*_REGISTRY, *gym.registry]
     close = difflib.get_close_matches(name, known, n=3)
-    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    hint = spelling_hint(name) or (
+        f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    )
     return (
         f"unknown environment {name!r}: not a registered name ({', '.join(_REGISTRY)}), "
         f"not a Gymnasium id and not an importable 'module:factory'{hint}"
@@ -228,6 +235,12 @@ def build_provider(ref: EnvironmentRef) -> EnvironmentProvider:
             f"environment {ref.name!r}: {ref.target} is a {type(factory).__name__}, not a "
             "function; give 'module:factory' naming a function that returns an "
             "EnvironmentProvider or a gymnasium.Env"
+        )
+    if factory is gym.make:  # takes the id: a factory of every environment, not of one
+        raise InputError(
+            f"environment {ref.name!r}: {ref.target} is gymnasium.make itself; give the "
+            "Gymnasium id instead (onrecord run CartPole-v1 --env-config KEY=VALUE), or a "
+            "function of your own that returns gymnasium.make('<id>', ...)"
         )
     try:
         inspect.signature(factory).bind(**config)
@@ -252,9 +265,20 @@ def build_provider(ref: EnvironmentRef) -> EnvironmentProvider:
         built.close()
         return GymnasiumProvider(lambda: factory(**config), environment_id=ref.target)
     raise InputError(
-        f"environment {ref.name!r}: {ref.target} returned "
-        f"{type(built).__name__}; it must return an EnvironmentProvider or a "
-        "gymnasium.Env"
+        f"environment {ref.name!r}: {ref.target} returned {_returned(built, ref.target)}; "
+        "it must return an EnvironmentProvider or a gymnasium.Env"
+    )
+
+
+def _returned(built: Any, target: str) -> str:
+    if not isinstance(built, type):
+        return type(built).__name__
+    # ``return CartPoleEnv`` for ``return CartPoleEnv()``: the class can be named itself.
+    module = target.partition(":")[0]
+    return (
+        f"the class {built.__name__}, not an instance: return {built.__name__}(...), or "
+        f"name a class that needs no arguments itself ('{module}:{built.__name__}' when "
+        f"{module} has it)"
     )
 
 
@@ -267,11 +291,16 @@ def resolve_agent(provider: EnvironmentProvider, name: str) -> str:
     if name in references:
         return name
     if ":" in name:
-        if not callable(import_object(name)):
+        agent = import_object(name)
+        if not callable(agent):
             raise InputError(f"agent {name!r} is not callable")
+        if problem := agent_class_problem(name, agent):
+            raise InputError(problem)
         return name
     close = difflib.get_close_matches(name, list(references), n=3)
-    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    hint = spelling_hint(name) or (
+        f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    )
     raise InputError(
         f"unknown agent {name!r}: the reference agents of this environment are "
         f"{sorted(references) or 'none'}; otherwise give 'module:callable'{hint}"
@@ -316,9 +345,9 @@ def _not_checks(name: str, provider: EnvironmentProvider) -> InputError:
         own = "(could not be listed)"
     return InputError(
         f"--checks {name!r} is neither 'default' (the environment's checks: {own}) nor an "
-        "import path 'package.module:CHECKS'; to grade with some of the environment's "
-        "checks only, give them all (--checks default) and name the ones that decide in "
-        "the policy"
+        f"import path 'package.module:CHECKS'{spelling_hint(name)}; to grade with some of "
+        "the environment's checks only, give them all (--checks default) and name the ones "
+        "that decide in the policy"
     )
 
 
@@ -328,9 +357,15 @@ def _imported_checks(path: str) -> list[OutcomeCheck]:
         try:
             found = found()
         except Exception as exc:
+            if isinstance(found, type) and issubclass(found, OutcomeCheck):  # not a factory
+                raise InputError(item_problem(path, found, OutcomeCheck, "is")) from exc
             raise InputError(f"the check factory {path!r} raised {describe(exc)}") from exc
     items = [found] if isinstance(found, OutcomeCheck) else found
-    if not isinstance(items, Sequence) or not all(isinstance(i, OutcomeCheck) for i in items):
+    if isinstance(items, Sequence) and not isinstance(items, str):
+        for item in items:
+            if not isinstance(item, OutcomeCheck):
+                raise InputError(item_problem(path, item, OutcomeCheck))
+    else:
         raise InputError(
             f"checks {path!r} must be an OutcomeCheck, a list of them, or a "
             "function returning one of those"
