@@ -23,6 +23,7 @@ from onrecord.runner._decided import REGRADE_POLICY
 from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
 from onrecord.runner._job import JobResult, Progress, progress_of
 from onrecord.runner._leftovers import remove_unfinished_regrades, staging
+from onrecord.runner._policy_names import refuse_unmatched_requirements
 from onrecord.runner._provider import EnvironmentProvider
 from onrecord.runner._registry import build_provider, load_checks
 from onrecord.runner._run import Graded, save_grading, trials_by_key
@@ -134,6 +135,7 @@ def _regrade_run(
         provider = build_provider(protocol.environment)
         try:
             loaded = [contained(check) for check in _load(provider, specs)]
+            refuse_unmatched_requirements(policy, loaded)
             trials = _regraded_all(store, provider, loaded, records, progress_of(progress))
         finally:
             provider.close()

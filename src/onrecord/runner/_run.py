@@ -28,6 +28,7 @@ from onrecord.runner._interrupts import (
     terminations_interrupt,
 )
 from onrecord.runner._job import Progress, progress_of
+from onrecord.runner._policy_names import refuse_unmatched_requirements
 from onrecord.runner._protocol import RunProtocol, tasks_from
 from onrecord.runner._registry import (
     build_provider,
@@ -131,6 +132,7 @@ def plan_run(
             cases = _select_tasks(provider.tasks(), tasks, environment)
             for case in cases:  # tasks from a file meet the environment's needs too
                 _check_task(provider, case, task_places or {})
+            refuse_unmatched_requirements(policy, loaded)
             chosen = policy if policy is not None else provider.default_policy(loaded)
             if not isinstance(chosen, AcceptancePolicy):
                 raise InputError(

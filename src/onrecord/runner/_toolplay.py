@@ -224,8 +224,10 @@ def tool_world_trial(
         # a second, generic one would count one cause twice.
         return trial
     else:
+        # An action that named no tool (a bare string, a list) is logged under "": shown
+        # as such, not as "()".
         last = (
-            f"after step {actions[-1]['step']} ({actions[-1]['tool']})"
+            f"after step {actions[-1]['step']} ({actions[-1]['tool'] or 'an invalid action'})"
             if actions
             else "before its first call"
         )
