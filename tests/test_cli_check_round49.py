@@ -112,7 +112,8 @@ def test_an_unknown_name_lists_the_checks_of_that_episode(
 ) -> None:
     code, out, err = _onrecord(capsys, "check", "expected_change", "--episode", episodes["careful"])
     assert (code, out) == (3, "")
-    assert "no check named 'expected_change' for this episode: its checks are the registered" in err
+    assert "no check named 'expected_change' for this episode (did you mean " in err
+    assert "'expected_changes'?): its checks are the registered" in err
     assert all(name in err for name in KIT)
     domain = ", ".join(sorted(NAMES))
     assert f"and the remittance domain's {domain}; for a check of your own" in err

@@ -134,5 +134,5 @@ def test_a_step_limit_after_an_action_naming_no_tool_says_so(desk: Path) -> None
     done = _run(desk, "--agent", "clinic:says_finish", "--out", "runs/e")
     assert done.returncode == 1, done.stdout + done.stderr
     # Before: "the episode ended after step 3 () without a successful finish call".
-    assert "ended after step 3 (an invalid action) without a successful finish" in done.stdout
+    assert "ended with step_limit after step 3 (an invalid action), not finished" in done.stdout
     assert "()" not in done.stdout

@@ -15,6 +15,7 @@ from typing import Any
 
 from onrecord.domains._episode_checks import DOMAINS, DomainChecks, domains_of
 from onrecord.envkit import registered_checks
+from onrecord.envkit._hints import closest
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import InputError
 
@@ -50,8 +51,12 @@ class EpisodeChecks:
         listed = f"the registered {_names(self.registered)}"
         for domain, checks in self.domains.items():
             listed += f" and the {domain} domain's {_names(checks)}"
+        known = [*self.registered, *(n for checks in self.domains.values() for n in checks)]
+        match = closest(name, known)  # a misspelt name: the one meant, before the list
         return (
-            f"no check named {name!r} for this episode: its checks are {listed}; for a "
+            f"no check named {name!r} for this episode"
+            + (f" (did you mean {match!r}?)" if match else "")
+            + f": its checks are {listed}; for a "
             "check of your own, import the module that registers it (--import MODULE)"
         )
 

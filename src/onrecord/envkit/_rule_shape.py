@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from onrecord._canonical import to_portable
+from onrecord.envkit._hints import closest, misspelt_keys
 from onrecord.envkit._sql import BLOB_TAG, encode_reals, portable_value
 from onrecord.envkit._text import RawText
 from onrecord.errors import InputError
@@ -48,10 +49,26 @@ def checked_count(count: Any, where: str) -> Count:
             and count.get("min", 0) <= count.get("max", count.get("min", 0))
         ):
             return count
+    unknown = (
+        [key for key in count if key not in ("min", "max")] if isinstance(count, Mapping) else []
+    )
     raise InputError(
         f"{where}: count must be a non-negative int or {{'min': a, 'max': b}} with "
         f"non-negative ints a <= b (either may be left out), got {count!r}"
+        + (f"; its bounds are min and max, not {unknown}" if unknown else "")
+        + misspelt_keys(unknown, ("min", "max"))
     )
+
+
+def _kind_hint(rule: Any) -> str:
+    """Which kind a misspelt one (``create``) or a misspelt ``rule`` key meant."""
+    if not isinstance(rule, Mapping):
+        return ""
+    if "rule" in rule:
+        match = closest(rule["rule"], FIELDS)
+        return f": no kind {rule['rule']!r}" + (f" (did you mean {match!r}?)" if match else "")
+    keys = [key for key in rule if isinstance(key, str) and closest(key, ["rule"])]
+    return f": no 'rule' field{misspelt_keys(keys, ['rule'])}"
 
 
 def checked_rule(rule: Any) -> None:
@@ -59,11 +76,21 @@ def checked_rule(rule: Any) -> None:
     kind = rule.get("rule") if isinstance(rule, Mapping) else None
     if kind not in FIELDS:
         raise InputError(
-            f"unknown rule {rule!r}; build rules with created(), changed(), "
-            "deleted(), unchanged(), only_tables() or no_other_changes()"
+            f"unknown rule {rule!r}{_kind_hint(rule)}; build rules with created(), "
+            "changed(), deleted(), unchanged(), only_tables() or no_other_changes()"
         )
     fields = FIELDS[kind]
     missing = [name for name in fields if name not in rule]
+    # A misspelt field ("too" for "to", "counts" for "count") would be ignored, or
+    # read as the field it misspells being missing: name it, and the field meant.
+    unknown = sorted(set(rule) - {"rule", *fields}, key=repr)
+    if unknown:
+        raise InputError(
+            f"rule {rule!r} has the unknown fields {unknown}"
+            f"{misspelt_keys(unknown, missing or fields)}; {kind}() rules have only "
+            f"the fields {['rule', *fields]}"
+            + (f", and this one lacks {missing}" if missing else "")
+        )
     if missing:
         # A rule written by hand (a --tasks-file) cannot call the helper, which fills
         # in defaults such as count=1: name every field and what count means.
@@ -72,13 +99,6 @@ def checked_rule(rule: Any) -> None:
             f"rule {rule!r} lacks the fields {missing}; build it with {kind}(), or, "
             f"written out in a task file, give it every field of {list(fields)}"
             + (counted if "count" in missing else "")
-        )
-    # A misspelt field ("too" for "to", "max" beside "count") would be ignored.
-    unknown = sorted(set(rule) - {"rule", *fields}, key=repr)
-    if unknown:
-        raise InputError(
-            f"rule {rule!r} has the unknown fields {unknown}; {kind}() rules have only "
-            f"the fields {['rule', *fields]}"
         )
     tables = rule.get("tables")
     if ("table" in fields and not isinstance(rule["table"], str)) or (

@@ -19,6 +19,7 @@ from typing import Any, overload
 
 from onrecord._canonical import to_portable
 from onrecord._portable import key_path
+from onrecord.envkit._hints import unknown_example_arguments
 from onrecord.envkit._sync_tools import refuse_async_tool
 from onrecord.envkit._validate import (
     Check,
@@ -128,7 +129,9 @@ def tool(
             dict(example) if example is not None else None,
         )
         if example is not None and (problem := built.check_arguments(dict(example))):
-            raise InputError(f"tool {built.name!r}: example does not fit its schema: {problem}")
+            unknown = unknown_example_arguments(built.name, example, built.parameters)
+            fit = f"tool {built.name!r}: example does not fit its schema: {problem}"
+            raise InputError(unknown or fit)
         return built
 
     return declare(function) if function is not None else declare

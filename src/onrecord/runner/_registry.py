@@ -22,7 +22,12 @@ from onrecord.errors import InputError
 from onrecord.runner._envref import EnvironmentRef
 from onrecord.runner._gym import GymnasiumProvider
 from onrecord.runner._provider import EnvironmentProvider
-from onrecord.runner._slips import agent_class_problem, item_problem, spelling_hint
+from onrecord.runner._slips import (
+    agent_class_problem,
+    check_function_problem,
+    item_problem,
+    spelling_hint,
+)
 
 __all__ = [
     "EnvironmentRef",
@@ -301,10 +306,12 @@ def resolve_agent(provider: EnvironmentProvider, name: str) -> str:
     hint = spelling_hint(name) or (
         f"; did you mean {', '.join(map(repr, close))}?" if close else ""
     )
-    raise InputError(
-        f"unknown agent {name!r}: the reference agents of this environment are "
-        f"{sorted(references) or 'none'}; otherwise give 'module:callable'{hint}"
+    listed = (
+        f"the reference agents of this environment are {sorted(references)}; otherwise give "
+        if references
+        else "this environment has no reference agents; give "
     )
+    raise InputError(f"unknown agent {name!r}: {listed}'module:callable'{hint}")
 
 
 def load_agent(provider: EnvironmentProvider, name: str) -> Any:
@@ -354,6 +361,9 @@ def _not_checks(name: str, provider: EnvironmentProvider) -> InputError:
 def _imported_checks(path: str) -> list[OutcomeCheck]:
     found = import_object(path)
     if callable(found) and not isinstance(found, OutcomeCheck):
+        slip = check_function_problem(path, found, OutcomeCheck)
+        if slip is not None:
+            raise InputError(slip)
         try:
             found = found()
         except Exception as exc:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from onrecord._async import discard, is_async_callable
@@ -202,8 +203,9 @@ def tool_world_trial(
     finish_tool: str = "finish",
 ) -> Trial:
     """The kit's trial plus a coverage issue when the log does not end with a successful
-    ``finish_tool`` call (the agent gave up or hit the step limit; a crash is the kit's
-    issue, which names the exception), or when the agent tried a write tool after it."""
+    ``finish_tool`` call (the agent hit the step limit: merged into the kit's line for
+    that ending; a crash is the kit's issue, which names the exception), or when the
+    agent tried a write tool after it."""
     trial = tool_episode_trial(episode, checks, repeat)
     actions = episode.actions
     writes = frozenset(episode.manifest.get("writes", ()))
@@ -232,12 +234,11 @@ def tool_world_trial(
             else "before its first call"
         )
         issue = f"the episode ended {last} without a successful {finish_tool} call"
-    return Trial(
-        trial.case,
-        trial.repeat,
-        trial.source,
-        trial.results,
-        (*trial.coverage_issues, issue),
-        trial.measures,
-        trial.settings,
-    )
+        # The kit's issue already says the declared ending ("ended with step_limit, not
+        # finished"): one line for one cause, which keeps where the episode stopped.
+        declared = f"the episode ended with {episode.manifest.get('ending')}, not finished"
+        if declared in trial.coverage_issues:
+            merged = declared.removesuffix(", not finished") + f" {last}, not finished"
+            issues = tuple(merged if i == declared else i for i in trial.coverage_issues)
+            return replace(trial, coverage_issues=issues)
+    return replace(trial, coverage_issues=(*trial.coverage_issues, issue))

@@ -15,6 +15,7 @@ from typing import Any
 
 from onrecord.case import EvalCase
 from onrecord.envkit import Snapshot, Tool, ToolContext, ToolWorld, check_rules, get_check, tool
+from onrecord.envkit._hints import misspelt_keys
 from onrecord.envkit._rule_names import schema_facts
 from onrecord.envkit._setup import hidden_layouts
 from onrecord.episode import OutcomeCheck
@@ -189,12 +190,16 @@ class ToolWorldProvider(ToolWorldRunner):
         if not self._reads:
             return
         expected = case.expected_output
+        is_map = isinstance(expected, Mapping)
         for key in self._reads:
-            if not isinstance(expected, Mapping) or key not in expected:
+            if not is_map or key not in expected:
                 check = next(k for k, v in _READS.items() if v == key)
+                # A misspelt key (rule = [...] for rules) read as no key at all.
+                given = [k for k in expected if isinstance(k, str)] if is_map else []
                 raise InputError(
-                    f"{name} has no expected_output[{key!r}], which the check {check} "
-                    f"grades: give the task EvalCase(input, {{{key!r}: [...]}}) "
+                    f"{name} has no expected_output[{key!r}]{misspelt_keys(given, [key])}, "
+                    f"which the check {check} grades: give the task "
+                    f"EvalCase(input, {{{key!r}: [...]}}) "
                     + (
                         "with rules built by onrecord.envkit (created, changed, deleted, "
                         "unchanged, only_tables, no_other_changes)"
