@@ -22,7 +22,7 @@ from onrecord._policy_rules import requirement_from_dict, ruling
 from onrecord.errors import ConsistencyError, OnrecordError, SchemaError
 from onrecord.policy import CheckRequirement
 
-__all__ = ["check_requirement_fields", "check_run_decision_fields", "is_digest"]
+__all__ = ["check_requirement_fields", "check_run_decision_fields", "field_error", "is_digest"]
 
 _VERDICTS = ("accept", "reject", "indeterminate")
 _DIGEST = re.compile("[0-9a-f]{64}")
@@ -39,7 +39,8 @@ def _count(value: Any) -> bool:
     return type(value) is int and value >= 0  # bool is an int, and not a count
 
 
-def _refuse(path: Path, field: str, must: str, value: Any) -> SchemaError:
+def field_error(path: Path, field: str, must: str, value: Any) -> SchemaError:
+    """``PATH: 'FIELD' must be MUST, not VALUE``: a field of a saved record refused."""
     # true/false as the file says them: "not True" read as a Python value, and `true`
     # passes for a count in Python (bool is an int) but is none.
     shown = f"{str(value).lower()} (a boolean)" if isinstance(value, bool) else f"{value!r:.60}"
@@ -53,7 +54,7 @@ def check_run_decision_fields(path: Path, data: Mapping[str, Any]) -> None:
     and a body that is an object with a verdict."""
     for field in ("recorded", "expected"):
         if not _count(data.get(field)):
-            raise _refuse(path, field, "a whole number of episodes, 0 or more", data.get(field))
+            raise field_error(path, field, "a whole number of episodes, 0 or more", data.get(field))
     recorded, expected = data["recorded"], data["expected"]
     if recorded > expected:  # a run records only the episodes it planned
         raise SchemaError(
@@ -61,21 +62,21 @@ def check_run_decision_fields(path: Path, data: Mapping[str, Any]) -> None:
             "records only its planned episodes; the file was edited"
         )
     if data.get("complete") is not (recorded == expected):
-        raise _refuse(
+        raise field_error(
             path,
             "complete",
             f"{str(recorded == expected).lower()} ({recorded} of {expected} episodes recorded)",
             data.get("complete"),
         )
     if not is_digest(data.get("report_digest")):
-        raise _refuse(
+        raise field_error(
             path, "report_digest", "a sha256 digest (64 hex digits)", data.get("report_digest")
         )
     body = data.get("decision")
     if not isinstance(body, Mapping):
-        raise _refuse(path, "decision", "an object (the policy's decision)", body)
+        raise field_error(path, "decision", "an object (the policy's decision)", body)
     if body.get("decision") not in _VERDICTS:
-        raise _refuse(
+        raise field_error(
             path, "decision.decision", "accept, reject or indeterminate", body.get("decision")
         )
 
@@ -103,14 +104,14 @@ def _requirement(path: Path, index: int, item: Mapping[str, Any]) -> None:
         raise SchemaError(f"{path}: {where}: {exc}") from exc
     matched = item.get("matched", [])
     if not isinstance(matched, list) or not all(isinstance(name, str) for name in matched):
-        raise _refuse(path, f"requirements[{index}].matched", "a list of check names", matched)
+        raise field_error(path, f"requirements[{index}].matched", "a list of check names", matched)
     if item["cases"] > item["passed"] + item["failed"]:  # cases with a measured result
         raise SchemaError(
             f"{path}: {where} counts {item['cases']} cases with a measured result, more "
             f"than its {item['passed'] + item['failed']} measured results; it was edited"
         )
     if "interval" in item and not _interval(item["interval"]):
-        raise _refuse(
+        raise field_error(
             path,
             f"requirements[{index}].interval",
             "[low, high] with 0 ≤ low ≤ high ≤ 1",

@@ -4,27 +4,25 @@
 suite's ``NAME.decision.json`` has), the ledger experiment ``onrecord.ledger-decision/v1``
 and ``onrecord compare --json`` ``onrecord.comparison/v1``: each carries a digest, and
 what it says must follow from its own numbers (a decision from its requirements'
-statuses, a p-value from its discordant counts). A decision beside the report it
-decides (``decision.json`` / ``report.json``, ``NAME.decision.json`` /
-``NAME.report.json``) must decide that report, and with the policy it names found
-nearby (``policy.json``, else a CI's hand-written ``policy.toml``, beside it or up to
-two folders up) is decided again, as ``gate`` decides it (a partial run's, made
-indeterminate: ``_gate_decided``); when either is missing the summary says it was not
-decided again, and what that needs.
+statuses; a comparison's p-values from its discordant counts, in
+``_comparison_fields``). A decision beside the report it decides (``decision.json`` /
+``report.json``, ``NAME.decision.json`` / ``NAME.report.json``) must decide that report,
+and with the policy it names found nearby (``policy.json``, else a CI's hand-written
+``policy.toml``, beside it or up to two folders up) is decided again, as ``gate``
+decides it (a partial run's, made indeterminate: ``_gate_decided``); when either is
+missing the summary says it was not decided again, and what that needs.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from onrecord._canonical import content_digest, record_bytes
-from onrecord._compare_rates import pass_rate_from_dict
-from onrecord._stats import mcnemar_exact_p
 from onrecord.cli._bundle import Bundle, digested
+from onrecord.cli._comparison_fields import verify_comparison
 from onrecord.cli._decision_fields import check_requirement_fields, is_digest
 from onrecord.cli._gate_decided import decided_again
 from onrecord.compare import Comparison
@@ -80,10 +78,6 @@ def _field(path: Path, data: Mapping[str, Any], key: str, kind: type[_K]) -> _K:
 
 def _count(value: Any) -> bool:
     return type(value) is int and value >= 0
-
-
-def _number(value: Any) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
 
 
 def check_decision_body(path: Path, body: Mapping[str, Any]) -> None:
@@ -228,120 +222,3 @@ def _decided_again(
     # As `gate` decides: a partial run's decision is made indeterminate, with its reason.
     said = decided_again(path, body, policy_path, report, report_path)
     return f", as {os.path.relpath(policy_path, path.parent)} decides{said}"
-
-
-def verify_comparison(path: Path, data: dict[str, Any]) -> Bundle:
-    """``onrecord compare --json``: digest, and counts and p-values that add up."""
-    digested(path, data)
-    pairs, checks = _field(path, data, "pairs", int), _field(path, data, "checks", list)
-    measures = _field(path, data, "measures", list)
-    for check in checks:
-        _check(path, check, pairs)
-        _check_rates(path, check)
-    for measure in measures:
-        _expect(
-            isinstance(measure, dict)
-            and isinstance(measure.get("name"), str)
-            and _count(measure.get("pairs"))
-            and measure["pairs"] <= pairs
-            and all(_number(measure.get(k)) for k in ("mean_a", "mean_b", "mean_difference"))
-            and isinstance(measure.get("interval"), list)
-            and len(measure["interval"]) == 2
-            and all(_number(end) for end in measure["interval"])
-            and measure["interval"][0] <= measure["interval"][1],
-            path,
-            f"measure {measure.get('name') if isinstance(measure, dict) else measure!r} is "
-            "malformed (pairs, means, an interval from low to high)",
-        )
-    # In compare's words and order ("2 paired trials  A: … vs  B: …"), its sides by the
-    # reports' digests: the file holds no other name for them.
-    summary = (
-        f"{pairs} paired trials, A: sha256:{str(data.get('report_a'))[:16]} vs B: "
-        f"sha256:{str(data.get('report_b'))[:16]}; {len(checks)} checks, "
-        f"{len(measures)} measures"
-    )
-    return Bundle("comparison", data["digest"], summary, record=data)
-
-
-_COUNTS = ("both_pass", "only_a", "only_b", "both_fail", "unmeasured")
-
-
-def _check(path: Path, check: Any, pairs: int) -> None:
-    _expect(
-        isinstance(check, dict)
-        and isinstance(check.get("name"), str)
-        and all(_count(check.get(k)) for k in _COUNTS)
-        and isinstance(check.get("discordant"), list),
-        path,
-        f"a check is malformed: {str(check)[:80]}",
-    )
-    name = check["name"]
-    if sum(check[k] for k in _COUNTS) != pairs:
-        raise ConsistencyError(f"{path}: check {name!r} counts do not add up to {pairs} pairs")
-    for pair in check["discordant"]:
-        _expect(
-            isinstance(pair, dict)
-            and isinstance(pair.get("case_id"), str)
-            and isinstance(pair.get("content_digest"), str)
-            and _count(pair.get("repeat"))
-            and {pair.get("a"), pair.get("b")} == {"pass", "fail"},
-            path,
-            f"check {name!r}: a discordant pair is malformed: {str(pair)[:80]}",
-        )
-    sides = [pair["a"] for pair in check["discordant"]]
-    if (sides.count("pass"), sides.count("fail")) != (check["only_a"], check["only_b"]) or len(
-        sides
-    ) != check["only_a"] + check["only_b"]:
-        raise ConsistencyError(
-            f"{path}: check {name!r} lists other discordant pairs than its A-only and B-only counts"
-        )
-    if check.get("p_value") != mcnemar_exact_p(check["only_a"], check["only_b"]):
-        raise ConsistencyError(
-            f"{path}: check {name!r} has p = {check.get('p_value')!r}, but its discordant "
-            f"counts ({check['only_a']}, {check['only_b']}) give "
-            f"{mcnemar_exact_p(check['only_a'], check['only_b'])!r}"
-        )
-
-
-def _check_rates(path: Path, check: Mapping[str, Any]) -> None:
-    """Each side's pass rate (absent from a comparison saved before they were recorded):
-    its shape, and counts the pairs allow. The pairs measured on both sides fix each
-    side's passes and failures among them; the unmeasured pairs may add to either."""
-    name = check["name"]
-    a_passes, b_passes = check["both_pass"] + check["only_a"], check["both_pass"] + check["only_b"]
-    a_fails, b_fails = check["only_b"] + check["both_fail"], check["only_a"] + check["both_fail"]
-    for side, passes, fails in (("rate_a", a_passes, a_fails), ("rate_b", b_passes, b_fails)):
-        if side not in check:
-            continue
-        data = check[side]
-        try:
-            rate = pass_rate_from_dict(data)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SchemaError(f"{path}: check {name!r}: {side} is malformed: {exc}") from exc
-        low, high = rate.interval if rate is not None else (math.nan, math.nan)
-        _expect(
-            rate is not None
-            and all(_count(data[k]) for k in ("passed", "measured"))
-            and _number(low)
-            and _number(high)
-            and data.get("pass_rate") == rate.pass_rate,
-            path,
-            f"check {name!r}: {side} is malformed (passed, measured, their pass rate, an interval)",
-        )
-        assert rate is not None  # _expect raised otherwise
-        value = rate.pass_rate
-        within = 0 <= low <= high <= 1 and (
-            (low, high) == (0.0, 1.0) if value is None else low <= value <= high
-        )
-        failed = rate.measured - rate.passed
-        if not (
-            within
-            and passes <= rate.passed <= passes + check["unmeasured"]
-            and fails <= failed <= fails + check["unmeasured"]
-        ):
-            raise ConsistencyError(
-                f"{path}: check {name!r}: {side} ({rate.passed} of {rate.measured} passed, "
-                f"interval {low!r}–{high!r}) does not agree with its paired counts "
-                f"({passes} passes and {fails} failures measured on both sides, "
-                f"{check['unmeasured']} pairs unmeasured) or holds its rate outside its interval"
-            )

@@ -9,7 +9,13 @@ import importlib
 import inspect
 from typing import Any
 
-__all__ = ["agent_class_problem", "colon_spelling", "item_problem", "spelling_hint"]
+__all__ = [
+    "agent_class_problem",
+    "check_function_problem",
+    "colon_spelling",
+    "item_problem",
+    "spelling_hint",
+]
 
 
 def colon_spelling(path: str) -> str | None:
@@ -92,4 +98,24 @@ def item_problem(path: str, item: Any, kind: type, verb: str = "holds") -> str:
     return (
         f"checks {path!r} holds a {type(item).__name__}, not an {what}; it must be an "
         f"{what}, a list of them, or a function returning one of those"
+    )
+
+
+def check_function_problem(path: str, found: Any, kind: type) -> str | None:
+    """The fix for ``--checks mod:f`` where ``f(subject)`` is a check's own function (it
+    takes the episode), not a factory of checks (which takes nothing); None otherwise.
+    Called with no arguments it was reported as "the check factory raised TypeError:
+    reached() missing 1 required positional argument: 'subject'"."""
+    if isinstance(found, type):
+        return None
+    try:
+        signature = inspect.signature(found)
+    except (TypeError, ValueError):  # no signature to read: calling it will tell
+        return None
+    if _binds(signature, 0) or not _binds(signature, 1):
+        return None
+    label = getattr(found, "__name__", type(found).__name__)
+    return (
+        f"{item_problem(path, found, kind, 'is')} ({label}{signature} grades an episode; "
+        "--checks names checks, or a function that takes no arguments and returns them)"
     )

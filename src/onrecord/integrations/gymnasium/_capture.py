@@ -15,6 +15,7 @@ from onrecord._canonical import to_portable
 from onrecord.case import EvalCase
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import InputError
+from onrecord.integrations.gymnasium._arguments import require_callables
 from onrecord.integrations.gymnasium._interact import (
     Interact,
     await_interact,
@@ -103,7 +104,7 @@ def _checked(
     max_steps: int,
     options: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    _require_callables(factory=factory, interact=interact, observe=observe)
+    require_callables(factory=factory, interact=interact, observe=observe)
     return _settings(case, environment_id, observer_id, seed, max_steps, options)
 
 
@@ -153,19 +154,6 @@ def _not_an_env(env: Any) -> str:
             "and capture each sub-environment's episode on its own"
         )
     return f"factory returned {type(env).__name__}, not a gymnasium.Env"
-
-
-_ROLES = {
-    "factory": "a function that takes no arguments and returns a fresh gymnasium.Env",
-    "interact": "your agent loop, called as interact(env, observation, info)",
-    "observe": "a function that takes no arguments and returns the state as portable JSON",
-}
-
-
-def _require_callables(**given: Any) -> None:
-    for name, value in given.items():
-        if not callable(value):
-            raise InputError(f"{name} must be {_ROLES[name]}, got {type(value).__name__}")
 
 
 def _settings(
