@@ -144,3 +144,23 @@ def test_a_registered_check_of_a_domain_checks_name_is_refused_not_swapped(
         "two checks are named 'expected_changes': the remittance domain's (version "
         "remittance-v4) and a registered one (version mine-1); rename the one you registered"
     ) in err
+
+
+def test_a_weight_for_a_check_not_run_is_refused_with_the_close_name(
+    episodes: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the misspelt weight was ignored, the check kept weight 1, and the score
+    printed was not the one asked for, with exit 0/1 as if all were well."""
+    first, second = NAMES[0], NAMES[1]
+    misspelt = second[:-1]
+    args = ("check", first, second, "--episode", episodes["double_poster"])
+    code, out, err = _onrecord(capsys, *args, "--weight", f"{misspelt}=5")
+    assert (code, out) == (3, "")
+    assert f"--weight {misspelt}=…: {misspelt!r} is not among the checks to run" in err
+    assert f"did you mean {second!r}?" in err
+    # A weight for a real check that is simply not among those named: no guess offered.
+    code, _, err = _onrecord(capsys, *args, "--weight", f"{NAMES[-1]}=2")
+    assert code == 3
+    assert f"{NAMES[-1]!r} is not among the checks to run" in err
+    code, _, err = _onrecord(capsys, *args, "--weight", f"{second}=5", "--json")
+    assert code in (0, 1), err

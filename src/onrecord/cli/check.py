@@ -16,6 +16,7 @@ from onrecord._saved_episode import saved_episode_folder
 from onrecord.cli._episode_checks import checks_help, episode_checks
 from onrecord.cli._render import emit, plain
 from onrecord.envkit import ToolEpisode, run_checks, weighted_score
+from onrecord.envkit._hints import closest
 from onrecord.errors import InputError
 
 __all__ = ["register"]
@@ -93,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
             f"check {', '.join(map(repr, repeated))} is named more than once; name each once"
         )
     weights = _weights(args.weight)
+    _refuse_unrun_weights(weights, args.names)
     # A file in the episode (its manifest.json) names it as `verify` and `show` take it;
     # before, the load said the file "has no manifest.json".
     episode = ToolEpisode.load(saved_episode_folder(Path(args.episode)) or args.episode)
@@ -147,6 +149,19 @@ def _weights(items: list[str]) -> dict[str, float]:
         # each finite, the sum not: the score would be nan, and --json invalid JSON
         raise InputError("--weight values are too large: their sum must be finite")
     return weights
+
+
+def _refuse_unrun_weights(weights: dict[str, float], names: list[str]) -> None:
+    """Refuse a weight for a check not named to run: it was silently ignored, so a
+    misspelt ``--weight envkit/diff_satisfies_rule=5`` left that check at weight 1 and
+    the printed score was not the one asked for."""
+    for name in sorted(set(weights) - set(names)):
+        match = closest(name, names)
+        hint = f"did you mean {match!r}? " if match else ""
+        raise InputError(
+            f"--weight {name}=…: {name!r} is not among the checks to run ({', '.join(names)}); "
+            f"{hint}weight only a check named on the command line"
+        )
 
 
 def _weight(item: str) -> tuple[str, float]:
