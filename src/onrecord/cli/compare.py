@@ -25,7 +25,7 @@ from onrecord.cli._markdown import compare_markdown, refused_markdown, text
 from onrecord.cli._output_path import output_path
 from onrecord.cli._refused_section import refused_section
 from onrecord.cli._render import emit, literal, make_console, render_comparison
-from onrecord.compare import compare_sources, load_source
+from onrecord.compare import ComparedSource, Comparison, compare_sources, load_source
 from onrecord.errors import ComparisonRefused, OnrecordError
 
 __all__ = ["register"]
@@ -88,15 +88,17 @@ def run(args: argparse.Namespace) -> int:
         # the job's summary was empty. The outputs were checked above: this is the input.
         _write_unread(html, markdown, refusal(exc), args.report_a, args.report_b, notice)
         raise
-    if html is not None:
-        _write_html(args.report_a, args.report_b, html, notice)
     try:
         comparison = compare_sources(source_a, source_b)
     except ComparisonRefused as exc:
-        # Refused is a finding a CI summary should show.
+        # Refused is a finding a CI summary, and the page, should show.
+        if html is not None:
+            _write_html(source_a, source_b, exc, html, notice)
         if markdown is not None:
             markdown.append(refused_markdown(args.report_a, args.report_b, exc.reasons))
         raise
+    if html is not None:
+        _write_html(source_a, source_b, comparison, html, notice)
     if json is not None:  # before printing: a closed stdout must not lose the file
         json.replace(comparison_record(comparison))  # `onrecord verify` reads it
     labels = _labels(args.report_a, source_a.label, args.report_b, source_b.label)
@@ -112,16 +114,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_html(a: str, b: str, html: Path, notice: Callable[[str], None]) -> None:
-    from onrecord.html import write_comparison
+def _write_html(
+    a: ComparedSource,
+    b: ComparedSource,
+    outcome: Comparison | ComparisonRefused,
+    html: Path,
+    notice: Callable[[str], None],
+) -> None:
+    """The page of what was compared here: the sources read and the comparison made
+    once, for the terminal, the JSON, the summary and the page alike."""
+    from onrecord.html import render_comparison_page
+    from onrecord.html._compare import loaded_comparison_data
 
-    try:
-        notice(f"wrote {write_comparison(a, b, html)[0]}")
-    except OnrecordError as exc:
-        # A or B changed since it was read: the page says why, rather than leave no
-        # page, or last time's, under that name.
-        _write_page(a, b, html, str(exc), notice)
-        raise
+    page = render_comparison_page(loaded_comparison_data(a, b, outcome))
+    notice(f"wrote {atomic_write_bytes(html, page.encode())}")
 
 
 def _write_unread(

@@ -12,7 +12,13 @@ from onrecord._compare_notes import few_bootstrap_cases_note, one_sided_measures
 from onrecord._compare_rates import pass_rate_from_dict, rate_text
 from onrecord._numbers import P_VALUE_MARKS, significant
 from onrecord._stats import CLUSTERED_INTERVAL
-from onrecord.compare import compare_sources, load_source, too_few_pairs_note
+from onrecord.compare import (
+    ComparedSource,
+    Comparison,
+    compare_sources,
+    load_source,
+    too_few_pairs_note,
+)
 from onrecord.errors import ComparisonRefused
 from onrecord.html._page import (
     NAME_CHARS,
@@ -27,7 +33,13 @@ from onrecord.html._page import (
 )
 from onrecord.report import EvaluationReport
 
-__all__ = ["comparison_data", "failed_comparison_page", "load_report", "render_comparison_page"]
+__all__ = [
+    "comparison_data",
+    "failed_comparison_page",
+    "load_report",
+    "loaded_comparison_data",
+    "render_comparison_page",
+]
 
 # A printout shows what is open: the discordant episodes, folded in <details>, were
 # left off paper.
@@ -47,11 +59,25 @@ def load_report(source: str | Path) -> tuple[EvaluationReport, str]:
 
 def comparison_data(source_a: str | Path, source_b: str | Path) -> dict[str, Any]:
     """The comparison, or the reasons it is refused, as portable data."""
+    a, b = load_source(source_a), load_source(source_b)
+    try:
+        outcome: Comparison | ComparisonRefused = compare_sources(a, b)
+    except ComparisonRefused as exc:
+        outcome = exc
+    return loaded_comparison_data(a, b, outcome)
+
+
+def loaded_comparison_data(
+    a: ComparedSource, b: ComparedSource, outcome: Comparison | ComparisonRefused
+) -> dict[str, Any]:
+    """``comparison_data`` of sources already loaded and compared (or refused): `onrecord
+    compare --html` read both runs and ran the bootstrap twice, once for the terminal and
+    once for the page, and a run changed in between gave the two different contents."""
     # Imported here, not at the top: the version comes from importlib.metadata (~25 ms),
     # which commands that only read records need not load.
     from onrecord import __version__
 
-    a, b = load_source(source_a), load_source(source_b)
+    source_a, source_b = a.source, b.source
     label_a, label_b = a.label, b.label
     if label_a == label_b and Path(source_a).resolve() != Path(source_b).resolve():
         # runs/v1/report.json against runs/v2/report.json read "report.json vs
@@ -65,10 +91,10 @@ def comparison_data(source_a: str | Path, source_b: str | Path) -> dict[str, Any
         "refused": None,
         "one_sided_measures": one_sided_measures_note(a.report.trials, b.report.trials),
     }
-    try:
-        data["comparison"] = compare_sources(a, b).to_dict()
-    except ComparisonRefused as exc:
-        data["refused"] = list(exc.reasons)
+    if isinstance(outcome, ComparisonRefused):
+        data["refused"] = list(outcome.reasons)
+    else:
+        data["comparison"] = outcome.to_dict()
     return data
 
 
