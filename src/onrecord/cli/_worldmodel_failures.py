@@ -4,12 +4,15 @@ The tables count a model's failures (``0/0 (40 of 40 failed)``, ``3 failed runs`
 the reason (``mean has shape [40, 32], expected [40, 32, 4]``) was only in the JSON
 Lines: a researcher whose ``predict`` dropped the coordinate axis saw the count and had
 to search the run's files for the message. Each model's most common error is printed,
-with how many it accounts for when they differ, and the file holding every one.
+with how many it accounts for when they differ, and the file holding every one. Errors
+that differ only in their numbers (the value and place of a negative deviation, the
+shape of one batch) are one error: the first of them is printed as an example.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -21,6 +24,7 @@ from onrecord.dynamics.experiment._user_models import slug
 __all__ = ["failure_lines"]
 
 _LONGEST = 300  # a model's own exception text can be a page of traceback-like detail
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\b(?:nan|inf)\b")
 
 
 def failure_lines(root: Path, tables: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -54,17 +58,28 @@ def _line(model_id: str, count: str, messages: list[str], path: Path) -> tuple[s
     where = f"every error: {plain(path)}"
     if not messages:  # a file changed since the tables were computed: say so, not guess
         return f"{plain(model_id)}: {count} failed (none recorded in the file)", where
-    common, times = Counter(messages).most_common(1)[0]
+    kinds = [_NUMBER.sub("#", message) for message in messages]
+    kind, times = Counter(kinds).most_common(1)[0]
+    common = messages[kinds.index(kind)]
+    # The same error at other values or places: the one printed is an example of them.
+    example = (
+        ", e.g." if len({m for m, k in zip(messages, kinds, strict=True) if k == kind}) > 1 else ""
+    )
     others = len(messages) - times
     # Only when the errors differ: one model may fail some references one way, some another.
     rest = f" ({times} of them; {others} with another error)" if others else ""
-    return f"{plain(model_id)}: {count} failed: {plain(common)}{rest}", where
+    return f"{plain(model_id)}: {count} failed{example}: {plain(_shortened(common))}{rest}", where
 
 
 def _message(error: Any) -> str:
     message = error.get("message") if isinstance(error, dict) else None
     text = str(message if message is not None else error)
-    first = text.strip().splitlines()[0] if text.strip() else text
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def _shortened(first: str) -> str:
+    """Cut after the errors are told apart: cut first, two errors differing only in the
+    length of a number would be cut at different places and counted as two errors."""
     return first if len(first) <= _LONGEST else first[: _LONGEST - 1] + "…"
 
 

@@ -30,8 +30,21 @@ from onrecord.dynamics._capture import (
 )
 from onrecord.dynamics._envs import Coordinate
 from onrecord.dynamics._evidence import ForecastEvidence
-from onrecord.dynamics._protocol import Prediction, WorldModel, refuse_class, summarize_particles
-from onrecord.dynamics._response import ModelError, check_array, numeric_array, read_answer
+from onrecord.dynamics._protocol import (
+    Prediction,
+    WorldModel,
+    refuse_async,
+    refuse_class,
+    summarize_particles,
+)
+from onrecord.dynamics._response import (
+    ModelError,
+    answer_kind,
+    check_array,
+    check_deviation,
+    numeric_array,
+    read_answer,
+)
 from onrecord.errors import InputError, OnrecordError
 
 if TYPE_CHECKING:
@@ -101,6 +114,7 @@ def capture_forecasts(
 def batch_predictor(predict: BatchPredict | WorldModel) -> BatchPredict:
     """The callable ``capture_forecasts`` uses for a model or a function."""
     refuse_class(predict, "predict")
+    refuse_async(predict, "predict")
     if isinstance(predict, WorldModel):
         return predict.predict
     if not callable(predict):
@@ -121,6 +135,7 @@ def request_predictor(
     ``angular`` (one flag per coordinate) marks the angles whose particles, if the model
     returns samples, are summarized within half a turn of each other."""
     refuse_class(model, "model")
+    refuse_async(model, "model")
     mask = None if angular is None else np.asarray(angular, dtype=bool)
 
     def predict(request: dict[str, Any]) -> dict[str, Any]:
@@ -201,7 +216,7 @@ def _read(
         answer = {"mean": mean, "standard_deviation": std}
     if not isinstance(answer, Mapping):
         raise ModelError(
-            f"the model returned {type(answer).__name__}, not a Prediction or "
+            f"the model returned {answer_kind(answer)}, not a Prediction or "
             "a mapping with 'mean' or 'samples'"
         )
     unknown = sorted(set(map(str, answer)) - {"mean", "standard_deviation", "samples", "metadata"})
@@ -305,16 +320,16 @@ def _row(
     sampled: bool,
 ) -> ForecastEvidence:
     steps, dim = mean.shape
+    names = [c["name"] for c in record["coordinates"]]
     try:
-        states = check_array(mean, steps, dim, "mean")
+        states = check_array(mean, steps, dim, "mean", names)
         if std is not None:
-            check_array(std, steps, dim, "standard_deviation")
+            check_array(std, steps, dim, "standard_deviation", names)
+            # Particles that agree exactly (a deterministic coordinate, a grid world's
+            # first step) are a point mass, which has no Gaussian density: the forecast
+            # keeps its mean, as with a single particle, instead of being lost.
+            check_deviation(std, ("horizon",), names, allow_zero=sampled)
             if not (std > 0).all():
-                if not sampled or not (std >= 0).all():
-                    raise ModelError("standard_deviation must be positive everywhere")
-                # Particles that agree exactly (a deterministic coordinate, a grid world's
-                # first step) are a point mass, which has no Gaussian density: the
-                # forecast keeps its mean, as with a single particle, instead of being lost.
                 std = None
     except ModelError as exc:
         error = {"type": "ModelError", "message": exception_text(exc)}

@@ -22,7 +22,7 @@ from onrecord.dynamics._envs import Coordinate
 from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence
 from onrecord.dynamics._gaps import unobserved_steps
 from onrecord.dynamics._layout import censors
-from onrecord.dynamics._protocol import WorldModel, refuse_class, state_vector
+from onrecord.dynamics._protocol import WorldModel, refuse_async, refuse_class, state_vector
 from onrecord.dynamics._response import ModelError, check_response, read_answer
 from onrecord.errors import InputError
 
@@ -305,6 +305,7 @@ def capture_forecast(
             f"episode must be EpisodeEvidence from capture_episode, got {type(episode).__name__}"
         )
     refuse_class(predict, "predict")
+    refuse_async(predict, "predict")
     spec = ForecastSpec(model_id, contract, coordinates, horizons, angular, state_key)
     if isinstance(predict, WorldModel) and not callable(predict):
         # As capture_forecasts does: a model object is asked through its predict, its
@@ -328,14 +329,17 @@ def capture_forecast(
         )
     assert request is not None
     try:
-        response = _call(predict, request, len(actions), spec.dim)
+        names = [c["name"] for c in spec.coordinates]
+        response = _call(predict, request, len(actions), names)
     except ModelError as exc:
         error = {"type": "ModelError", "message": exception_text(exc)}
         return _sealed(record, "model_error", None, error)
     return _sealed(record, "ok", response, None)
 
 
-def _call(predict: Predict, request: dict[str, Any], steps: int, dim: int) -> dict[str, Any]:
+def _call(
+    predict: Predict, request: dict[str, Any], steps: int, names: list[str]
+) -> dict[str, Any]:
     original = orjson.dumps(request)
     detached = orjson.loads(original)
     try:
@@ -346,7 +350,7 @@ def _call(predict: Predict, request: dict[str, Any], steps: int, dim: int) -> di
         raise ModelError(f"the model raised {describe(exc)}") from None
     if orjson.dumps(detached) != original:
         raise ModelError("the model mutated its request; copy it before changing it")
-    return read_answer(check_response, answer, steps, dim)
+    return read_answer(check_response, answer, steps, len(names), names)
 
 
 def _sealed(

@@ -77,10 +77,11 @@ def run_closed_loop(
     A model that raises (or predicts only non-finite states) ends that run; the error is
     kept in the record's ``model_error`` and the remaining seeds still run. Actions
     outside the environment's action space are an ``InputError`` before any run."""
-    from onrecord.dynamics._protocol import refuse_class
+    from onrecord.dynamics._protocol import refuse_async, refuse_class
     from onrecord.dynamics._references import check_actions
 
     refuse_class(model, "model")
+    refuse_async(model, "model")
     refuse_class(planner, "planner", role="planner")
     check_actions(simulator)
     return [_run_once(simulator, model, planner, seed, max_steps) for seed in seeds]

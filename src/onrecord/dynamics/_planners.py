@@ -18,9 +18,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from onrecord.dynamics._envs import Simulator
-from onrecord.dynamics._protocol import FloatArray, Prediction, WorldModel
+from onrecord.dynamics._protocol import FloatArray, Prediction, WorldModel, summarize_particles
 from onrecord.dynamics._references import fresh_action
-from onrecord.dynamics._response import ModelError
+from onrecord.dynamics._response import (
+    ModelError,
+    answer_kind,
+    check_deviation,
+    numeric_array,
+    read_answer,
+)
 from onrecord.errors import CaptureError, InputError
 
 __all__ = [
@@ -77,32 +83,35 @@ def score_plans(
 
     Rewards stop after the first predicted termination, as they do in the environment.
     A plan whose predicted states are not all finite scores ``-inf`` (never chosen while
-    any plan is finite) and predicts a NaN return.
+    any plan is finite) and predicts a NaN return. An answer that is not a prediction of
+    ``[plans, actions, coordinates]`` real numbers, or whose standard deviation (which
+    planning does not ask for) is not positive and finite where the states are, is the
+    model's error (``ModelError``), never scored.
     """
     actions = np.asarray([simulator.actions[i] for i in range(len(simulator.actions))])
-    predicted = _predicted_states(
-        model.predict(np.repeat(state[None], len(plans), axis=0), actions[plans], uncertainty=False)
+    answer = model.predict(
+        np.repeat(state[None], len(plans), axis=0), actions[plans], uncertainty=False
     )
     expected = (len(plans), plans.shape[1], len(state))
-    if predicted.shape != expected:
-        # One step short (or long) would otherwise score every plan over the wrong
-        # horizon without a word, and other shapes failed inside NumPy's concatenate.
-        raise ModelError(
-            f"the model predicted states of shape {list(predicted.shape)} for {len(plans)} "
-            f"plans of {plans.shape[1]} actions from a {len(state)}-number state; predict "
-            f"must return [plans, actions, coordinates] = {list(expected)}"
-        )
+    names = [c.name for c in simulator.coordinates]
+    predicted = read_answer(_predicted_states, answer, expected, names)
     before = np.concatenate(
         [np.repeat(state[None, None], len(plans), axis=0), predicted[:, :-1]], axis=1
     )
-    reward, done = simulator.reward_of(before, plans, predicted)
-    alive = np.concatenate(
-        [np.ones((len(plans), 1), dtype=bool), ~np.logical_or.accumulate(done, axis=1)[:, :-1]],
-        axis=1,
-    )
-    returns: FloatArray = (reward * alive).sum(axis=1)
-    shaping = (simulator.shaping_of(predicted) * alive).sum(axis=1)
-    scores: FloatArray = returns + _SHAPING_WEIGHT * shaping
+    # Non-finite states are scored below as never chosen: NumPy's warnings about the
+    # arithmetic on them (inf * 0 in the rewards) would only say the same thing, noisily.
+    with np.errstate(invalid="ignore", over="ignore"):
+        reward, done = simulator.reward_of(before, plans, predicted)
+        alive = np.concatenate(
+            [
+                np.ones((len(plans), 1), dtype=bool),
+                ~np.logical_or.accumulate(done, axis=1)[:, :-1],
+            ],
+            axis=1,
+        )
+        returns: FloatArray = (reward * alive).sum(axis=1)
+        shaping = (simulator.shaping_of(predicted) * alive).sum(axis=1)
+        scores: FloatArray = returns + _SHAPING_WEIGHT * shaping
     # NaN compares false with everything: a single NaN plan would otherwise leave no
     # "best" plan at all, and a NaN return cannot be saved as evidence.
     broken = ~np.isfinite(predicted).all(axis=(1, 2)) | ~np.isfinite(scores)
@@ -112,32 +121,102 @@ def score_plans(
     return returns, scores
 
 
-def _predicted_states(answer: Any) -> FloatArray:
-    """The mean states of a ``predict`` answer, in the forms ``capture_forecasts`` reads.
+_FIELDS = frozenset({"mean", "standard_deviation", "samples", "metadata"})
+
+
+def _predicted_states(answer: Any, expected: tuple[int, int, int], names: list[str]) -> FloatArray:
+    """The mean states of a ``predict`` answer, read as ``capture_forecasts`` reads it:
+    real numbers (not text, booleans, complex or masked values), the fields it knows,
+    particles ``[plans, S, actions, coordinates]`` and a usable deviation when given.
 
     A bare array (or anything else) would otherwise fail as an unrelated NumPy
-    ``TypeError`` in the run's record, without saying what ``predict`` must return.
+    ``TypeError`` in the run's record, without saying what ``predict`` must return; and
+    a negative, zero or NaN deviation was never looked at, so a model whose forecasts
+    were all refused for it still planned, and scored, as if nothing were wrong.
     """
+    sampled = False
+    mean: Any
+    std: Any
     if isinstance(answer, Prediction):
-        mean: Any = answer.mean
-    elif isinstance(answer, Mapping) and answer.get("mean") is not None:
-        mean = answer["mean"]
-    elif isinstance(answer, Mapping) and answer.get("samples") is not None:
-        samples = np.asarray(answer["samples"])
-        mean = samples.mean(axis=1) if samples.ndim == 4 and samples.shape[1] else samples
+        mean, std, sampled = answer.mean, answer.std, answer.samples is not None
+    elif isinstance(answer, Mapping) and (
+        answer.get("mean") is not None or answer.get("samples") is not None
+    ):
+        unknown = sorted(set(map(str, answer)) - _FIELDS)
+        if unknown:
+            # A misspelt "std" was ignored here while every forecast refused it.
+            raise ModelError(
+                f"predict returned unknown fields {unknown}; allowed are {sorted(_FIELDS)}"
+            )
+        mean, std = answer.get("mean"), answer.get("standard_deviation")
+        if answer.get("samples") is not None:
+            particles = _particles(answer["samples"], expected)
+            if mean is None:
+                mean, std = summarize_particles(particles)
+                sampled = True
     else:
         raise ModelError(
-            f"predict returned {type(answer).__name__}; a WorldModel's predict must return "
+            f"predict returned {answer_kind(answer)}; a WorldModel's predict must return "
             "a Prediction, e.g. onrecord.dynamics.Prediction(mean) with mean "
             "[plans, actions, coordinates] (or a mapping with 'mean' or 'samples')"
         )
-    try:
-        return np.asarray(mean, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    predicted = _planned_array(mean, "mean", expected)
+    if std is not None:
+        _check_deviation(std, predicted, expected, names, sampled=sampled)
+    return predicted
+
+
+def _planned_array(value: Any, name: str, expected: tuple[int, int, int]) -> FloatArray:
+    array = numeric_array(value, name)
+    if array.shape != expected:
+        # One step short (or long) would otherwise score every plan over the wrong
+        # horizon without a word, and other shapes failed inside NumPy's concatenate.
+        what = "states" if name == "mean" else name
         raise ModelError(
-            f"predict's mean is not an array of real numbers ({exc}); return the "
-            "predicted states as floats [plans, actions, coordinates]"
-        ) from None
+            f"the model predicted {what} of shape {list(array.shape)} for {expected[0]} "
+            f"plans of {expected[1]} actions from a {expected[2]}-number state; predict "
+            f"must return [plans, actions, coordinates] = {list(expected)}"
+        )
+    return array
+
+
+def _particles(value: Any, expected: tuple[int, int, int]) -> FloatArray:
+    samples = numeric_array(value, "samples")
+    count, steps, dim = expected
+    if samples.ndim != 4 or samples.shape[0] != count or samples.shape[2:] != (steps, dim):
+        raise ModelError(
+            f"samples has shape {list(samples.shape)}, expected [{count}, S, {steps}, {dim}] "
+            "(plans, particles, actions, coordinates)"
+        )
+    if samples.shape[1] == 0:
+        raise ModelError("samples holds no particles; give at least one per plan")
+    return samples
+
+
+def _check_deviation(
+    value: Any,
+    predicted: FloatArray,
+    expected: tuple[int, int, int],
+    names: list[str],
+    *,
+    sampled: bool,
+) -> None:
+    """A deviation must be finite and positive (0 only where particles agree exactly),
+    as every forecast's is, wherever the plan's states are finite (a plan with NaN
+    states is already never chosen)."""
+    std = _planned_array(value, "standard_deviation", expected)
+    rows = np.asarray(np.isfinite(predicted).all(axis=(1, 2)))
+    check_deviation(
+        std,
+        ("plan", "horizon"),
+        names,
+        allow_zero=sampled,
+        where=np.broadcast_to(rows[:, None, None], std.shape),
+        fix=(
+            "fix the model's uncertainty, or return none (Prediction(mean)) when predict "
+            "is called with uncertainty=False, as planners call it"
+        ),
+    )
 
 
 def _choose(

@@ -8,6 +8,7 @@ trajectories that follow ``N`` initial states under ``N`` action sequences of le
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -24,6 +25,7 @@ __all__ = [
     "Prediction",
     "Transitions",
     "WorldModel",
+    "refuse_async",
     "refuse_class",
     "state_vector",
     "summarize_particles",
@@ -56,10 +58,13 @@ def summarize_particles(samples: Any) -> tuple[FloatArray, FloatArray | None]:
     and the deviation exactly 0: summed in floating point, three particles at 0.1 have
     the mean 0.1 + 1e-17 and a spread of 1e-17, a point mass that would otherwise keep a
     "deviation" and score an absurd density."""
-    mean = samples.mean(axis=1)
-    if samples.shape[1] < 2:
-        return mean, None
-    std = samples.std(axis=1, ddof=1)
+    # Non-finite particles give a non-finite mean or deviation, which every reader of
+    # a prediction refuses by name: NumPy's warning (inf - inf) would only repeat it.
+    with np.errstate(invalid="ignore", over="ignore"):
+        mean = samples.mean(axis=1)
+        if samples.shape[1] < 2:
+            return mean, None
+        std = samples.std(axis=1, ddof=1)
     same = (samples == samples[:, :1]).all(axis=1)
     if same.any():
         mean = np.where(same, samples[:, 0], mean)
@@ -213,3 +218,52 @@ def refuse_class(value: Any, argument: str, role: str = "model") -> None:
             f"{argument} is the class {value.__name__}, not a {role}: pass an instance "
             f"({value.__name__}(...)), built with the arguments it takes"
         )
+
+
+def refuse_async(value: Any, argument: str) -> None:
+    """``InputError`` when the predict that would be called (``value.predict`` of a model,
+    else ``value`` itself) is an ``async def`` or a generator function. Every call is
+    synchronous: each would hand back a coroutine or a generator instead of a forecast,
+    and every forecast and closed-loop run failed one at a time, as the model's error."""
+    problem = async_problem(value)
+    if problem is not None:
+        subject = (
+            argument
+            if _predict_of(value) is value
+            else f"{argument}: {type(value).__name__}.predict"
+        )
+        raise InputError(f"{subject} {problem}")
+
+
+def async_problem(value: Any) -> str | None:
+    """Why ``value``'s predict (see ``refuse_async``) cannot be called for a forecast,
+    worded to follow its name; None when it is a plain function."""
+    target = _predict_of(value)
+    call = (
+        target
+        if inspect.isroutine(target)
+        else inspect.getattr_static(type(target), "__call__", None)
+    )
+    if inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call):
+        return (
+            "is an async function (async def): forecasts and planners call it "
+            "synchronously and would get a coroutine, not a prediction; make it a plain "
+            "function that returns the prediction (run the async work inside it, e.g. "
+            "with asyncio.run)"
+        )
+    if inspect.isgeneratorfunction(call):
+        return (
+            "is a generator function (it yields): forecasts and planners would get a "
+            "generator, not a prediction; return the Prediction instead of yielding it"
+        )
+    return None
+
+
+def _predict_of(value: Any) -> Any:
+    """A model's ``predict``; a predict function (anything else) itself."""
+    if inspect.isroutine(value) or isinstance(value, type):
+        return value
+    try:
+        return value.predict if isinstance(value, WorldModel) else value
+    except Exception:  # a property that raises: the call itself will say what is wrong
+        return value

@@ -19,7 +19,7 @@ from typing import Any
 from onrecord._canonical import canonical_bytes, to_portable
 from onrecord._exceptions import describe as described_error
 from onrecord.dynamics._envs import Simulator, get_simulator
-from onrecord.dynamics._protocol import Prediction, Transitions, WorldModel
+from onrecord.dynamics._protocol import Prediction, Transitions, WorldModel, async_problem
 from onrecord.errors import InputError, OnrecordError, SchemaError
 
 __all__ = [
@@ -140,6 +140,13 @@ def _build(spec: str, factory: Any, simulator: Simulator, *, required: bool) -> 
         raise InputError(
             f"--model {spec} returned {type(model).__name__} for {simulator.env_id}, not a "
             f"WorldModel (it lacks {missing}); {_FIX}"
+        )
+    problem = async_problem(model)
+    if problem is not None:
+        # Every forecast and run would fail, one at a time, on a coroutine or generator.
+        raise InputError(
+            f"--model {spec} returned {type(model).__name__} for {simulator.env_id}, whose "
+            f"predict {problem}; {_FIX}"
         )
     if not isinstance(model.model_id, str) or not _MODEL_ID.fullmatch(model.model_id):
         raise InputError(
