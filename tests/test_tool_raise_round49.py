@@ -32,9 +32,18 @@ def _subscripted(claim_id: str) -> Any:
     return {"status": response["status"]}  # type: ignore[index]
 
 
+def _line_of(text: str) -> int:
+    """The number of the line of this file that is ``text`` (a tool's error names the
+    line of the tool that raised it, since round 50)."""
+    with open(__file__, encoding="utf-8") as source:
+        return source.read().splitlines().index(text) + 1
+
+
 def test_using_the_coroutine_as_a_value_is_a_tool_error_naming_the_call() -> None:
+    line = _line_of('    return {"status": response["status"]}  # type: ignore[index]')
     assert failed_call(_subscripted, name="lookup") == (
-        "lookup: TypeError: 'coroutine' object is not subscriptable; "
+        "lookup: TypeError: 'coroutine' object is not subscriptable "
+        f"(at {__file__}:{line} in _subscripted); "
         f"the tool called Client.get (a coroutine){ADVICE}"
     )
 
@@ -43,8 +52,9 @@ def test_raising_with_the_coroutine_records_no_memory_address() -> None:
     def raising(claim_id: str) -> Any:
         raise ValueError(client.get(claim_id))
 
+    line = _line_of("        raise ValueError(client.get(claim_id))")
     assert failed_call(raising, name="lookup") == (
-        "lookup: ValueError: <coroutine object Client.get>; "
+        f"lookup: ValueError: <coroutine object Client.get> (at {__file__}:{line} in raising); "
         f"the tool called Client.get (a coroutine){ADVICE}"
     )
 
@@ -109,7 +119,10 @@ def test_a_default_repr_in_a_tool_error_has_no_address() -> None:
         event = world.call("lookup", {"text": "c1"})
     finally:
         world.close()
-    assert event["error"]["message"] == "lookup: LookupError: no claim c1 in <object object>"
+    line = _line_of('        raise LookupError(f"no claim {claim_id} in {plain_object}")')
+    assert event["error"]["message"] == (
+        f"lookup: LookupError: no claim c1 in <object object> (at {__file__}:{line} in raising)"
+    )
 
 
 def test_described_exceptions_keep_one_rule_for_addresses() -> None:

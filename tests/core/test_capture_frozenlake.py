@@ -195,7 +195,12 @@ def test_a_raising_check_is_an_evaluator_error_not_a_failure() -> None:
     report = evaluate_episode(episode, [OutcomeCheck("broken", "v1", broken)])
     result = report.trials[0].results[0]
     assert result.status == "evaluator_error"
-    assert result.reason == "check raised KeyError: 'invoice_rows'"
+    # Named with the line of the check that raised it (round 50).
+    with open(__file__, encoding="utf-8") as source:
+        line = source.read().splitlines().index('        raise KeyError("invoice_rows")') + 1
+    assert (
+        result.reason == f"check raised KeyError: 'invoice_rows' (at {__file__}:{line} in broken)"
+    )
     decision = AcceptancePolicy((CheckRequirement("broken"),)).evaluate(report)
     assert decision.decision == "indeterminate"
 

@@ -29,6 +29,16 @@ def _snapshot(mode: str) -> Snapshot:
     )
 
 
+_OVERDRAW = """    ctx.execute("UPDATE items SET stock = stock - ? WHERE sku = 'bolt'", (qty,))"""
+_MOVE = """    ctx.execute("UPDATE items SET shelf = ? WHERE sku = 'bolt'", (shelf,))"""
+
+
+def _line_of(text: str) -> int:
+    """The number of the line of this file that is ``text``."""
+    with open(__file__, encoding="utf-8") as source:
+        return source.read().splitlines().index(text) + 1
+
+
 @tool(writes=True)
 def pick(ctx: ToolContext, qty: int) -> None:
     """Pick without a check of its own: the schema's trigger refuses an overdraw."""
@@ -60,7 +70,9 @@ def test_a_trigger_refusal_is_a_tool_error_or_a_rejection_the_tool_declares(mode
         assert refused["status"] == "error"
         assert refused["error"] == {
             "type": "tool_error",
-            "message": "pick: IntegrityError: stock cannot go negative",
+            # Named with the tool's statement that SQLite refused (round 50).
+            "message": "pick: IntegrityError: stock cannot go negative"
+            f" (at {__file__}:{_line_of(_OVERDRAW)} in pick)",
         }
         declared = world.call("pick_or_reject", {"qty": 5})
         assert declared["status"] == "rejected"
@@ -88,6 +100,7 @@ def test_a_check_constraint_is_a_tool_error_and_replays_alike(tmp_path: Path) ->
         assert event["error"]["type"] == "tool_error"
         assert event["error"]["message"] == (
             "move: IntegrityError: CHECK constraint failed: shelf BETWEEN 1 AND 9"
+            f" (at {__file__}:{_line_of(_MOVE)} in move)"
         )
         assert (event["state_version"], world.audit_history()) == (0, [])
         assert world.conn.execute("SELECT sku, stock, shelf FROM items").fetchall() == [

@@ -13,6 +13,13 @@ from onrecord.errors import InputError
 
 from . import claims_env
 
+
+def _line_of(text: str) -> int:
+    """The number of the line of this file that is ``text``."""
+    with open(__file__, encoding="utf-8") as source:
+        return source.read().splitlines().index(text) + 1
+
+
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
     lambda inner: (
@@ -145,7 +152,11 @@ def test_tool_exceptions_are_recorded_and_rolled_back(snap: Any) -> None:
             assert event["status"] == "error"
             assert event["error"]["type"] == "tool_error"
             assert world.state_digest() == snap.digest
-        assert world.call("broken")["error"]["message"] == "broken: RuntimeError: boom"
+        # Named with the line of the tool that raised it (round 50).
+        line = _line_of('        raise RuntimeError("boom")')
+        assert world.call("broken")["error"]["message"] == (
+            f"broken: RuntimeError: boom (at {__file__}:{line} in broken)"
+        )
 
 
 def test_injected_failure_commits_then_fails(world: ToolWorld) -> None:

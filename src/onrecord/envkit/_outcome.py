@@ -11,7 +11,8 @@ import reprlib
 import sqlite3
 from typing import Any
 
-from onrecord._exceptions import exception_text, without_addresses
+from onrecord._exceptions import describe as plain_describe
+from onrecord._exceptions import describe_raised, exception_text, without_addresses
 from onrecord.envkit._portable import portable
 from onrecord.errors import PortabilityError
 
@@ -78,8 +79,10 @@ def safe_repr(value: Any, limit: int = 500) -> str:
 
 
 def describe(exc: BaseException) -> str:
-    """``Type: message`` of an exception, never raising."""
-    text = f"{type(exc).__name__}: {message(exc)}"
+    """``Type: message (at FILE:LINE in FUNCTION)`` of what a tool raised, never raising:
+    a bug in a tool names the line of the owner's code that raised it
+    (``onrecord._exceptions.raised_at``)."""
+    text = describe_raised(exc)
     if isinstance(exc, sqlite3.Error) and _RECURSION in text:
         return text + _RECURSION_HINT
     return text
@@ -116,7 +119,8 @@ def arguments(value: Any) -> tuple[dict[str, Any], Any, str | None]:
         # Reading the agent's value ran its code (a Mapping whose items() raises, a str
         # whose __eq__ raises): the call is rejected like any unreadable arguments,
         # never a crash of the run.
-        return {}, {"$unportable": safe_repr(value)}, f"arguments cannot be read: {describe(exc)}"
+        problem = f"arguments cannot be read: {plain_describe(exc)}"
+        return {}, {"$unportable": safe_repr(value)}, problem
     if not isinstance(plain, dict):
         return (
             {},

@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from onrecord.envkit._rule_shape import rule_label
 from onrecord.envkit._sql import INTERNAL_PREFIX, ROWID_ALIASES, internal, quote
 from onrecord.errors import InputError
 
@@ -96,18 +97,19 @@ def checked_names(
     rule: dict[str, Any],
     tables: Mapping[str, Collection[str]],
     facts: FactsReader | None = None,
+    where: str = "",
 ) -> None:
     """Refuse a rule naming a table or column the database does not have: it would
     match no row, so ``count=0``, ``unchanged`` and ``only_tables`` would pass whatever
-    the episode did."""
+    the episode did. ``where`` is the rule's place in its list (``_rule_shape.place``)."""
     named = [rule["table"]] if "table" in rule else list(rule.get("tables", ()))
     unknown = [name for name in named if name not in tables]
     if unknown:
         known = read_facts(facts)
         raise InputError(
             with_hints(
-                f"rule {rule!r} names the tables {unknown}, which the database does not "
-                f"have; its tables: {sorted(tables)}",
+                f"{rule_label(rule, where)} names the tables {unknown}, which the database "
+                f"does not have; its tables: {sorted(tables)}",
                 [_table_hint(name, tables, known) for name in unknown],
             )
         )
@@ -118,7 +120,7 @@ def checked_names(
             known = read_facts(facts)
             raise InputError(
                 with_hints(
-                    f"rule {rule!r}: {rule['table']} has no columns {missing} (its "
+                    f"{rule_label(rule, where)}: {rule['table']} has no columns {missing} (its "
                     f"{field!r} could match no row); its columns: {list(columns)}",
                     [_column_hint(rule["table"], name, columns, known) for name in missing],
                 )

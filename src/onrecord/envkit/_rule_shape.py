@@ -19,6 +19,8 @@ __all__ = [
     "checked_count",
     "checked_rule",
     "column_values",
+    "place",
+    "rule_label",
     "rule_list",
 ]
 
@@ -71,12 +73,26 @@ def _kind_hint(rule: Any) -> str:
     return f": no 'rule' field{misspelt_keys(keys, ['rule'])}"
 
 
-def checked_rule(rule: Any) -> None:
-    """Refuse a hand-written rule (e.g. from a task's JSON) that would be misread."""
+def place(index: int, total: int) -> str:
+    """Where a rule stands in its list, as refusals name it: ``3 of 7 (rules[2])``."""
+    return f"{index + 1} of {total} (rules[{index}])"
+
+
+def rule_label(rule: Any, where: str = "") -> str:
+    """How a refusal names ``rule``: by its ``place`` in the list first, since a task's
+    rules are often written alike and the quoted rule alone does not say which one it
+    is, then as written (``rule 3 of 7 (rules[2]) {'rule': 'created', ...}``)."""
+    return f"rule {where} {rule!r}" if where else f"rule {rule!r}"
+
+
+def checked_rule(rule: Any, where: str = "") -> None:
+    """Refuse a hand-written rule (e.g. from a task's JSON) that would be misread;
+    ``where`` is its ``place`` in the list, named first in the refusal."""
+    label = rule_label(rule, where)
     kind = rule.get("rule") if isinstance(rule, Mapping) else None
     if kind not in FIELDS:
         raise InputError(
-            f"unknown rule {rule!r}{_kind_hint(rule)}; build rules with created(), "
+            f"unknown {label}{_kind_hint(rule)}; build rules with created(), "
             "changed(), deleted(), unchanged(), only_tables() or no_other_changes()"
         )
     fields = FIELDS[kind]
@@ -86,7 +102,7 @@ def checked_rule(rule: Any) -> None:
     unknown = sorted(set(rule) - {"rule", *fields}, key=repr)
     if unknown:
         raise InputError(
-            f"rule {rule!r} has the unknown fields {unknown}"
+            f"{label} has the unknown fields {unknown}"
             f"{misspelt_keys(unknown, missing or fields)}; {kind}() rules have only "
             f"the fields {['rule', *fields]}"
             + (f", and this one lacks {missing}" if missing else "")
@@ -96,7 +112,7 @@ def checked_rule(rule: Any) -> None:
         # in defaults such as count=1: name every field and what count means.
         counted = " (count: the exact number of rows, or {min = a, max = b})"
         raise InputError(
-            f"rule {rule!r} lacks the fields {missing}; build it with {kind}(), or, "
+            f"{label} lacks the fields {missing}; build it with {kind}(), or, "
             f"written out in a task file, give it every field of {list(fields)}"
             + (counted if "count" in missing else "")
         )
@@ -105,12 +121,12 @@ def checked_rule(rule: Any) -> None:
         "tables" in fields
         and not (isinstance(tables, list | tuple) and all(isinstance(n, str) for n in tables))
     ):
-        raise InputError(f"rule {rule!r}: name tables as strings; build it with {kind}()")
+        raise InputError(f"{label}: name tables as strings; build it with {kind}()")
     for name in ("where", "to"):
         if name in fields and not isinstance(rule[name], Mapping):
-            raise InputError(f"rule {rule!r}: field {name!r} must map columns to values")
+            raise InputError(f"{label}: field {name!r} must map columns to values")
     if "count" in fields:
-        checked_count(rule["count"], f"rule {rule!r}")
+        checked_count(rule["count"], label)
 
 
 def column_values(values: Mapping[str, Any] | None) -> dict[str, Any]:

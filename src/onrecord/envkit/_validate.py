@@ -179,6 +179,12 @@ def show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _cut(key: str) -> str:
+    """A key as a message's path names it: an agent's key of a million characters
+    would otherwise be quoted whole in the rejection (it is logged whole already)."""
+    return key if len(key) <= 60 else key[:57] + "..."
+
+
 def _check_keywords(schema: Any, where: str) -> None:
     """Refuse what the checks below would ignore or trip over at call time."""
     if not isinstance(schema, Mapping):
@@ -381,8 +387,8 @@ def _object(schema: Mapping[str, Any], where: str) -> Check | None:
         for key, item in value.items():
             sub = properties.get(key, other)
             if sub is False:
-                return f"{path} has the unknown field {key!r}; allowed: {allowed}"
-            if callable(sub) and (problem := sub(item, key_path(path, key))):
+                return f"{path} has the unknown field {show(key)}; allowed: {allowed}"
+            if callable(sub) and (problem := sub(item, key_path(path, _cut(key)))):
                 return problem
         return None
 

@@ -23,6 +23,7 @@ from onrecord.envkit._rule_shape import (
     checked_count,
     checked_rule,
     column_values,
+    place,
     rule_list,
 )
 from onrecord.envkit._rule_text import KINDS, canon, entries, show, summary
@@ -106,10 +107,11 @@ def check_rules(
     problems: list[str] = []
     covered: set[tuple[str, str, bytes]] = set()
     rules = rule_list(rules)
-    for rule in rules:
-        checked_rule(rule)
+    for index, rule in enumerate(rules):
+        where = place(index, len(rules))  # a task's rules are alike: say which one
+        checked_rule(rule, where)
         if tables is not None:
-            checked_names(rule, tables, schema)
+            checked_names(rule, tables, schema, where)
     for rule in rules:
         kind = rule["rule"]
         if kind in KINDS:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from onrecord._exceptions import describe, shown_repr, without_addresses
+from onrecord._exceptions import describe_raised, shown_repr, without_addresses
 from onrecord.episode._checks import OutcomeCheck, OutcomeVerdict
 from onrecord.episode._evidence import EpisodeEvidence
 from onrecord.errors import InputError
@@ -23,8 +23,8 @@ def run_check(check: OutcomeCheck, subject: Any) -> CheckResult:
     from a measured failure."""
     try:
         verdict = check.evaluate(subject)
-    except Exception as exc:
-        return _evaluator_error(check, f"raised {describe(exc)}")
+    except Exception as exc:  # named with the line of the check that raised it
+        return _evaluator_error(check, f"raised {describe_raised(exc)}")
     if not isinstance(verdict, OutcomeVerdict):
         return _evaluator_error(check, f"returned {type(verdict).__name__}, not an OutcomeVerdict")
     passed = verdict.passed

@@ -26,9 +26,10 @@ from dataclasses import replace
 from typing import Any
 
 from onrecord._async import discard, is_async_callable
+from onrecord._exceptions import describe
 from onrecord.case import EvalCase
 from onrecord.envkit import ToolEpisode, ToolWorld, tool_episode_trial
-from onrecord.envkit._outcome import describe, plain_name, safe_repr
+from onrecord.envkit._outcome import plain_name, safe_repr
 from onrecord.episode import OutcomeCheck
 from onrecord.report import Trial
 from onrecord.runner._provider import AGENT_FACTORY_MARK, AgentContext, EpisodeSpec, failing_agent
