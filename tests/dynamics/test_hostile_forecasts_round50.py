@@ -40,9 +40,9 @@ from onrecord.dynamics import (
     request_predictor,
     run_closed_loop,
 )
-from onrecord.dynamics._references import capture_plan, random_plan
 from onrecord.errors import InputError
 from tests.cli_process import onrecord
+from tests.dynamics.conftest import references
 
 Answer = Callable[[Prediction, np.ndarray], Any]
 
@@ -69,15 +69,6 @@ class Wrapped:
         return {"kind": "hostile"}
 
 
-def _references(simulator: Simulator, seeds: range, length: int) -> tuple[list[Any], list[Any]]:
-    plans = [random_plan(simulator, length, np.random.default_rng(s)) for s in seeds]
-    episodes = [
-        capture_plan(simulator, plan, case_id=f"hostile-{s}", seed=s)
-        for s, plan in zip(seeds, plans, strict=True)
-    ]
-    return episodes, plans
-
-
 @pytest.fixture(scope="module")
 def pendulum() -> Simulator:
     return get_simulator("Pendulum-v1")
@@ -85,11 +76,11 @@ def pendulum() -> Simulator:
 
 @pytest.fixture(scope="module")
 def pendulum_training(pendulum: Simulator) -> Transitions:
-    return Transitions.from_episodes(_references(pendulum, range(300, 310), 40)[0])
+    return Transitions.from_episodes(references(pendulum, range(300, 310), 40)[0])
 
 
 def _forecasts(simulator: Simulator, model: Any, count: int = 3) -> list[ForecastEvidence]:
-    episodes, plans = _references(simulator, range(50, 50 + count), 8)
+    episodes, plans = references(simulator, range(50, 50 + count), 8)
     return capture_forecasts(
         episodes,
         model,
@@ -269,7 +260,7 @@ def test_forecasts_refuse_masked_values_and_non_numbers_in_object_arrays(
     assert [f.status for f in forecasts] == ["model_error"] * 3
     assert forecasts[0].error is not None
     assert expected in forecasts[0].error["message"], forecasts[0].error
-    episodes, plans = _references(cartpole, range(50, 51), 8)
+    episodes, plans = references(cartpole, range(50, 51), 8)
     one = capture_forecast(
         episodes[0],
         model,
@@ -324,7 +315,7 @@ def test_a_refused_value_is_named_by_its_horizon_and_coordinate(
 
 
 def test_a_request_callback_gets_the_same_words(cartpole: Simulator) -> None:
-    episodes, plans = _references(cartpole, range(50, 51), 8)
+    episodes, plans = references(cartpole, range(50, 51), 8)
 
     def predict(request: dict[str, Any]) -> dict[str, Any]:
         states = [request["initial_state"]] * len(request["actions"])
@@ -399,7 +390,7 @@ class YieldingModel(AsyncModel):
 def test_an_async_or_generator_predict_is_refused_before_anything_runs(
     cartpole: Simulator, model: Any, problem: str
 ) -> None:
-    episodes, _ = _references(cartpole, range(50, 51), 8)
+    episodes, _ = references(cartpole, range(50, 51), 8)
     shared = {
         "model_id": model.model_id,
         "contract": cartpole.contract,
@@ -420,7 +411,7 @@ def test_an_async_or_generator_predict_is_refused_before_anything_runs(
 
 
 def test_an_async_request_callback_is_refused(cartpole: Simulator) -> None:
-    episodes, _ = _references(cartpole, range(50, 51), 8)
+    episodes, _ = references(cartpole, range(50, 51), 8)
 
     async def predict(request: dict[str, Any]) -> dict[str, Any]:
         return {"states": []}
