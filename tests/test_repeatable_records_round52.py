@@ -7,6 +7,7 @@ records are compared with their times removed."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -231,9 +232,16 @@ def test_forecast_model_error_is_repeatable(two_runs: tuple[dict[str, Any], ...]
     _same_and_addressless(two_runs, "forecast")
     for forecast in two_runs[0]["forecast"]:  # capture_forecast, capture_forecasts
         assert forecast["status"] == "model_error"
-        assert forecast["error"]["message"] == (
-            "the model raised RuntimeError: no forecast for <__main__.Thing object>"
+        # With the model's line in the script (since round 51): the same in both runs.
+        line = SCRIPT.splitlines().index(_MODEL_RAISES) + 1
+        message = forecast["error"]["message"]
+        assert message.startswith(
+            "the model raised RuntimeError: no forecast for <__main__.Thing object> (at "
         )
+        assert message.endswith(f"{os.sep}scenarios.py:{line} in model)")
+
+
+_MODEL_RAISES = '        raise RuntimeError(f"no forecast for {Thing()!r}")'
 
 
 def test_closed_loop_planner_error_is_repeatable(two_runs: tuple[dict[str, Any], ...]) -> None:

@@ -26,6 +26,14 @@ UNCHECKED = "unchecked coordinates: theta_dot (no tolerance)"
 POLICY = 'name = "wm"\n[[requirements]]\ncheck = "dynamics/*/h1"\n'
 
 
+def _observer_place() -> str:
+    """Where the observer below raises: an observer error names its line (round 51)."""
+    with open(__file__, encoding="utf-8") as source:
+        lines = source.read().splitlines()
+    line = lines.index('            raise RuntimeError(failing_reads[holder["reads"]])') + 1
+    return f" (at {__file__}:{line} in observe)"
+
+
 def pendulum_reference(failing_reads: dict[int, str]) -> Any:
     """A real Pendulum episode whose observer raises on the reads numbered in
     ``failing_reads`` (1 is the read after reset, 2 the one after action 0)."""
@@ -133,7 +141,7 @@ def test_a_finding_about_one_episode_is_singular(tmp_path: Path) -> None:
 def test_to_dict_keeps_why_a_state_was_not_observed() -> None:
     forecast = forecast_of(pendulum_reference({4: "encoder glitch"}))
     table = forecast_metrics(forecast).to_dict()["coordinates"]
-    why = "the observer failed: RuntimeError: encoder glitch"
+    why = "the observer failed: RuntimeError: encoder glitch" + _observer_place()
     for name in PENDULUM:
         cells = table[name]["horizons"]
         assert cells["h3"] == {"censored": False, "measured": False, "unobserved": why}
@@ -153,9 +161,9 @@ def test_the_read_after_reset_and_after_step_0_are_told_apart() -> None:
     episode = pendulum_reference({1: "cold start", 2: "first step glitch", 6: "last read"})
     observe = [f for f in episode.failures() if f["phase"] == "observe"]
     assert [(f["read"], f["index"], f["message"]) for f in observe] == [
-        ("after_reset", 0, "RuntimeError: cold start"),
-        ("after_step", 0, "RuntimeError: first step glitch"),
-        ("before_cleanup", len(TORQUES), "RuntimeError: last read"),
+        ("after_reset", 0, "RuntimeError: cold start" + _observer_place()),
+        ("after_step", 0, "RuntimeError: first step glitch" + _observer_place()),
+        ("before_cleanup", len(TORQUES), "RuntimeError: last read" + _observer_place()),
     ]
 
 
@@ -171,4 +179,6 @@ def test_a_forecast_names_step_0s_failure_not_resets() -> None:
         horizons=[1, 2],
         planned_actions=TORQUES,
     )
-    assert forecast.unobserved == {2: "the observer failed: RuntimeError: second step glitch"}
+    assert forecast.unobserved == {
+        2: "the observer failed: RuntimeError: second step glitch" + _observer_place()
+    }

@@ -15,6 +15,7 @@ from onrecord.episode import EpisodeEvidence, OutcomeCheck, OutcomeVerdict, eval
 from onrecord.errors import PortabilityError
 from onrecord.examples import CARTPOLE_AGENTS, cartpole_task, run_gym_task
 from onrecord.integrations.gymnasium import capture_episode
+from tests.core import envs as envs_module
 from tests.core.envs import (
     CHANGE_PROTECTED,
     FINISH,
@@ -199,6 +200,13 @@ def protected_never_changed(episode: EpisodeEvidence) -> OutcomeVerdict:
     )
 
 
+def _line_of(text: str, path: str = __file__) -> int:
+    """The number of the line of ``path`` that is ``text``: a failure of the user's code
+    is recorded with the line that raised it (since round 51), found there, not pinned."""
+    with open(path, encoding="utf-8") as source:
+        return source.read().splitlines().index(text) + 1
+
+
 CHECKS = [
     OutcomeCheck("posted_once", "invoice-once-v1", posted_once),
     OutcomeCheck("protected_never_changed", "v1", protected_never_changed),
@@ -213,7 +221,13 @@ def test_write_then_raise_keeps_the_committed_write_in_evidence(tmp_path: Path) 
     attempt = episode.attempts()[0]
     assert attempt["status"] == "env_error"
     assert attempt["state"]["invoice_rows"] == [{"invoice_id": "invoice-17", "amount_cents": 1234}]
-    assert episode.failures()[0]["message"] == "acknowledgement lost after commit"
+    envs = envs_module.__file__
+    line = _line_of(
+        '                raise ConnectionError("acknowledgement lost after commit")', envs
+    )
+    assert episode.failures()[0]["message"] == (
+        f"acknowledgement lost after commit (at {envs}:{line} in step)"
+    )
     report = evaluate_episode(episode, CHECKS)
     assert POLICY.evaluate(report).decision == "indeterminate"
 

@@ -22,6 +22,13 @@ ALWAYS = OutcomeCheck("always", "v1", lambda e: OutcomeVerdict(True, "ok", {}))
 POLICY = AcceptancePolicy((CheckRequirement("always"),))
 
 
+def _line_of(text: str) -> int:
+    """The number of the line of this file that is ``text``: a failure of the user's code
+    is recorded with the line that raised it (since round 51), found here, not pinned."""
+    with open(__file__, encoding="utf-8") as source:
+        return source.read().splitlines().index(text) + 1
+
+
 def _walk(count: int) -> Any:
     def interact(env: Any, observation: Any, info: Any) -> None:
         for _ in range(count):
@@ -94,15 +101,17 @@ def test_a_reset_that_raises_is_recorded_and_interact_never_runs() -> None:
     episode = capture_generic(env, lambda *args: called.append(True), observe=lambda: {"up": 0})
     assert called == []
     assert episode.ended == "setup_error"
+    line = _line_of('            raise ConnectionError("simulator not reachable")')
     assert episode.initial["reset_error"] == {
         "type": "builtins.ConnectionError",
-        "message": "simulator not reachable",
+        "message": f"simulator not reachable (at {__file__}:{line} in reset)",
     }
     assert episode.states() == [{"up": 0}, {"up": 0}]  # still observed, before and at cleanup
     assert episode.data["cleanup"]["ok"] is True
     assert env.closed
-    assert "reset failed: builtins.ConnectionError: simulator not reachable" in (
-        episode.coverage_issues
+    assert (
+        f"reset failed: builtins.ConnectionError: simulator not reachable (at {__file__}:{line} "
+        "in reset)" in episode.coverage_issues
     )
 
 

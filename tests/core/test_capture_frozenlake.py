@@ -25,6 +25,13 @@ RIGHT, DOWN, LEFT = 2, 1, 0
 TASK = frozenlake_task()
 
 
+def _line_of(text: str) -> int:
+    """The number of the line of this file that is ``text``: a failure of the user's code
+    is recorded with the line that raised it (since round 51), found here, not pinned."""
+    with open(__file__, encoding="utf-8") as source:
+        return source.read().splitlines().index(text) + 1
+
+
 def decide(
     episode: EpisodeEvidence, checks: Any = TASK.checks, policy: AcceptancePolicy = TASK.policy
 ) -> str:
@@ -182,7 +189,11 @@ def test_observer_failure_is_kept_and_makes_the_decision_indeterminate() -> None
 
     episode = capture(lambda env, o, i: [env.step(a) for a in (1, 1, 2, 2, 1, 2)], observe=flaky)
     assert episode.ended == "terminated"
-    assert "observer failed after step 1: OSError: database is locked" in episode.coverage_issues
+    line = _line_of('            raise OSError("database is locked")')
+    at = f" (at {__file__}:{line} in flaky)"
+    assert episode.coverage_issues == (
+        "observer failed after step 1: OSError: database is locked" + at,
+    )
     assert episode.states()[2] is None
     assert decide(episode) == "indeterminate"
 
@@ -249,8 +260,10 @@ def test_factory_failure_is_recorded_as_setup_error() -> None:
     )
     assert episode.ended == "setup_error"
     assert episode.failures()[0]["phase"] == "factory"
+    line = _line_of('        raise RuntimeError("license server unreachable")')
     assert episode.coverage_issues == (
-        "factory failed: builtins.RuntimeError: license server unreachable",
+        "factory failed: builtins.RuntimeError: license server unreachable"
+        f" (at {__file__}:{line} in factory)",
     )
 
 

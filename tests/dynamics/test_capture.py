@@ -175,9 +175,14 @@ def test_a_raising_model_is_a_model_error(reference: Any) -> None:
         raise ZeroDivisionError("checkpoint missing")
 
     forecast = capture(reference, broken)
+    # Named with the line of the model that raised it (since round 51).
+    with open(__file__, encoding="utf-8") as source:
+        lines = source.read().splitlines()
+    line = lines.index('        raise ZeroDivisionError("checkpoint missing")') + 1
     assert forecast.error == {
         "type": "ModelError",
-        "message": "the model raised ZeroDivisionError: checkpoint missing",
+        "message": "the model raised ZeroDivisionError: checkpoint missing"
+        f" (at {__file__}:{line} in broken)",
     }
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from onrecord._canonical import to_portable
-from onrecord._exceptions import describe, exception_text
+from onrecord._exceptions import describe_raised, exception_text
 from onrecord.dynamics._capture import (
     ForecastSpec,
     _sealed,
@@ -199,7 +199,7 @@ def _answer(
     try:
         answer = call(initial.copy(), actions.copy())
     except Exception as exc:
-        raise _Raised(f"the model raised {describe(exc)}") from None
+        raise _Raised(f"the model raised {describe_raised(exc)}") from None
     return read_answer(_read, answer, *shape, angular)
 
 

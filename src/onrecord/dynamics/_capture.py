@@ -17,7 +17,7 @@ import numpy as np
 import orjson
 
 from onrecord._canonical import to_portable
-from onrecord._exceptions import describe, exception_text
+from onrecord._exceptions import describe_raised, exception_text
 from onrecord.dynamics._envs import Coordinate
 from onrecord.dynamics._evidence import FORECAST_SCHEMA, ForecastEvidence
 from onrecord.dynamics._gaps import unobserved_steps
@@ -347,7 +347,7 @@ def _call(
     except ModelError:
         raise  # request_predictor's own reading of a WorldModel's answer, already worded
     except Exception as exc:
-        raise ModelError(f"the model raised {describe(exc)}") from None
+        raise ModelError(f"the model raised {describe_raised(exc)}") from None
     if orjson.dumps(detached) != original:
         raise ModelError("the model mutated its request; copy it before changing it")
     return read_answer(check_response, answer, steps, len(names), names)

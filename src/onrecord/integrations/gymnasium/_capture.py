@@ -25,6 +25,7 @@ from onrecord.integrations.gymnasium._interact import (
 from onrecord.integrations.gymnasium._lifecycle import Episode, assemble
 from onrecord.integrations.gymnasium._recorder import EpisodeRecorder, error_record
 from onrecord.integrations.gymnasium._spaces import describe_space
+from onrecord.integrations.gymnasium._user_errors import raised_record
 
 __all__ = ["capture_episode", "capture_episode_async"]
 
@@ -118,11 +119,11 @@ def _build(
     failed or built something that cannot be captured."""
     try:
         env = factory()
-    except Exception as exc:
-        return _setup_failure(case, settings, "factory", exc)
+    except Exception as exc:  # the user's factory raised: kept with the line that raised it
+        return _setup_failure(case, settings, "factory", raised_record(exc))
     if not isinstance(env, gym.Env):
         _close_quietly(env)
-        return _setup_failure(case, settings, "factory", InputError(_not_an_env(env)))
+        return _setup_failure(case, settings, "factory", error_record(InputError(_not_an_env(env))))
     missing = [
         name
         for name in ("action_space", "observation_space")
@@ -134,10 +135,12 @@ def _build(
             case,
             settings,
             "factory",
-            InputError(
-                f"the environment has no {' and no '.join(missing)}; a gymnasium.Env sets "
-                "self.action_space and self.observation_space (gymnasium.spaces.Space "
-                "instances) in __init__"
+            error_record(
+                InputError(
+                    f"the environment has no {' and no '.join(missing)}; a gymnasium.Env sets "
+                    "self.action_space and self.observation_space (gymnasium.spaces.Space "
+                    "instances) in __init__"
+                )
             ),
         )
     return Episode(env, observe, case, settings)
@@ -203,7 +206,7 @@ def _close_quietly(env: Any) -> None:
 
 
 def _setup_failure(
-    case: EvalCase, settings: dict[str, Any], phase: str, exc: Exception
+    case: EvalCase, settings: dict[str, Any], phase: str, error: dict[str, str]
 ) -> EpisodeEvidence:
     settings.update(
         spec=None, observation_space=describe_space(None), action_space=describe_space(None)
@@ -220,6 +223,6 @@ def _setup_failure(
         "final_state": None,
         "final_observer_error": None,
         "cleanup": {"ok": None, "error": None},
-        "events": [{"phase": phase, "index": 0, **error_record(exc)}],
+        "events": [{"phase": phase, "index": 0, **error}],
     }
     return assemble(case, settings, EpisodeRecorder.__new__(EpisodeRecorder), record)

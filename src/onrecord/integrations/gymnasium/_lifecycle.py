@@ -30,6 +30,7 @@ from onrecord.integrations.gymnasium._recorder import (
     error_record,
 )
 from onrecord.integrations.gymnasium._spaces import batch_layout, describe_space, encode_batch
+from onrecord.integrations.gymnasium._user_errors import raised_record
 
 __all__ = ["Episode", "assemble"]
 
@@ -171,8 +172,8 @@ def _reset(
         initial["info"] = to_portable(info, "$.initial.info")
     except PortabilityError:
         raise
-    except Exception as exc:
-        initial["reset_error"] = error_record(exc)
+    except Exception as exc:  # reset (or a space's seed) raised: kept with its line
+        initial["reset_error"] = raised_record(exc)
     initial["state"], initial["observer_error"] = recorder.observe()
     return start
 

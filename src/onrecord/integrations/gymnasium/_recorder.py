@@ -34,6 +34,8 @@ from onrecord.errors import (
     StepLimitReached,
 )
 from onrecord.integrations.gymnasium._spaces import fast_contains, invalid_action_message
+from onrecord.integrations.gymnasium._step_values import is_flag, result_problem, snapshot
+from onrecord.integrations.gymnasium._user_errors import described, raised_record
 
 __all__ = ["EpisodeRecorder", "describe", "error_record"]  # the last two re-exported
 
@@ -64,39 +66,6 @@ _BUSY = (
     "or from another thread); it was refused before reaching the environment: call "
     "step() from interact, one call at a time, and keep the observer read-only"
 )
-
-
-def _problem(result: Any, exc: Exception) -> str:
-    """What was wrong with a step's result, for the error recorded in its place."""
-    if result is None:
-        return "None"
-    if not isinstance(result, tuple):
-        return f"a {type(result).__name__}"
-    if len(result) != 5:
-        return f"a tuple of {len(result)}"
-    return f"a result whose parts could not be read ({describe(exc)})"
-
-
-def _is_flag(value: Any) -> bool:
-    """A bool, a NumPy bool, or an int 0 or 1 (what older environments return)."""
-    if type(value) is bool or isinstance(value, np.bool_):
-        return True
-    return isinstance(value, int | np.integer) and value in (0, 1)
-
-
-def _snapshot(value: Any) -> Any:
-    """Detach a native value so later in-place changes by the environment or the agent
-    cannot rewrite history."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, dict):
-        return {key: _snapshot(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):  # Tuple spaces' samples, actions given as lists
-        if type(value) in (list, tuple):
-            return type(value)(map(_snapshot, value))
-        if isinstance(value, tuple) and hasattr(value, "_make"):  # Graph's GraphInstance
-            return value._make(map(_snapshot, value))
-    return value
 
 
 class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
@@ -143,7 +112,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         try:
             return orjson.loads(state_bytes(self._guarded_observe(), "$.state")), None
         except Exception as exc:
-            return None, describe(exc)
+            return None, described(exc)
 
     def step(self, action: Any) -> StepResult:
         # Replaced per instance by the closure from _compile_step (see __init__); kept
@@ -184,7 +153,9 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                 try:
                     result = env_step(action)
                 except BaseException as exc:  # an interrupt too: it ran, the agent may go on
-                    recorder._record_failed(index, "env_error", exc, clock() - start, sent)
+                    # The environment's own code raised: kept with the line that raised it.
+                    elapsed = clock() - start
+                    recorder._record_failed(index, "env_error", exc, elapsed, sent, raised=True)
                     raise
                 elapsed = clock() - start
                 try:  # gymnasium's (observation, reward, terminated, truncated, info)
@@ -208,7 +179,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                         bound = 0  # no step may follow the end, kept or not
                     if isinstance(exc, CaptureError):  # already recorded, and meant for interact
                         raise
-                    recorder._malformed(index, elapsed, sent, _problem(result, exc))
+                    recorder._malformed(index, elapsed, sent, result_problem(result, exc))
                 try:  # the observer read: one C call in the common case
                     state = observe()
                     try:
@@ -267,11 +238,11 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
 
     def _odd_action(self, action: Any) -> Any:
         self.odd_actions = True
-        return _snapshot(action)
+        return snapshot(action)
 
     def _odd_observation(self, observation: Any) -> Any:
         self.odd_observations = True
-        return _snapshot(observation)
+        return snapshot(observation)
 
     def _keep_info(self, info: Any, index: int, elapsed: int, sent: Any) -> None:
         if not isinstance(info, dict):
@@ -289,7 +260,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
     def _end(self, terminated: Any, truncated: Any, index: int, elapsed: int, sent: Any) -> bool:
         """Whether the flags end the episode; non-bools make the step malformed."""
         for name, flag in (("terminated", terminated), ("truncated", truncated)):
-            if not _is_flag(flag):
+            if not is_flag(flag):
                 self._malformed(index, elapsed, sent, f"{name}={shown_repr(flag, 80)}, not a bool")
         if not (terminated or truncated):  # NumPy False, or 0
             return False
@@ -320,7 +291,8 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         raise exc
 
     def _observer_failed(self, index: int, exc: BaseException) -> bytes:
-        self.observer_errors[index] = describe(exc)
+        # The user's observer raised (kept with its line), or onrecord refused its state.
+        self.observer_errors[index] = described(exc)
         return b"null,"
 
     def _read_state(self, index: int) -> bytes:
@@ -362,10 +334,17 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         raise exc
 
     def _record_failed(
-        self, index: int, status: str, exc: BaseException, elapsed: int, sent: Any
+        self,
+        index: int,
+        status: str,
+        exc: BaseException,
+        elapsed: int,
+        sent: Any,
+        *,
+        raised: bool = False,  # raised by the environment, not a refusal of onrecord's
     ) -> None:
         self.failed = True
-        error = error_record(exc)
+        error = raised_record(exc) if raised else error_record(exc)
         try:
             state = self._read_state(index)
         except BaseException as interrupt:  # the observer was interrupted: keep the attempt
