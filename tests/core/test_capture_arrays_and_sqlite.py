@@ -151,13 +151,17 @@ def test_close_failure_leaves_cleanup_unconfirmed() -> None:
         lambda e, a: (e.observation_space.sample(), 1.0, True, False, {}), close=bad_close
     )
     episode = capture_generic(env, lambda e, o, i: e.step(1))
+    line = _line_of('        raise OSError("socket already closed")')
     assert episode.data["cleanup"] == {
         "ok": False,
-        "error": {"type": "builtins.OSError", "message": "socket already closed"},
+        "error": {
+            "type": "builtins.OSError",
+            "message": f"socket already closed (at {__file__}:{line} in bad_close)",
+        },
     }
     assert (
         "cleanup not confirmed: close() raised builtins.OSError: socket already closed"
-        in episode.coverage_issues
+        f" (at {__file__}:{line} in bad_close)" in episode.coverage_issues
     )
 
 

@@ -85,18 +85,24 @@ def order(episode: EpisodeEvidence) -> list[tuple[str, str, int, str]]:
     ]
 
 
-def _places() -> tuple[str, str]:
+def _places() -> dict[str, str]:
     with open(__file__, encoding="utf-8") as source:
         lines = source.read().splitlines()
     step = lines.index('            raise RuntimeError(f"step {attempt} crashed")') + 1
     read = lines.index('            raise RuntimeError(f"read {read} failed")') + 1
-    return f" (at {__file__}:{step} in step)", f" (at {__file__}:{read} in observe)"
+    close = lines.index('            raise OSError("port stuck")') + 1
+    return {
+        "crashed": f" (at {__file__}:{step} in step)",
+        "read ": f" (at {__file__}:{read} in observe)",
+        "port stuck": f" (at {__file__}:{close} in close)",
+    }
 
 
-def _unplaced(message: str, places: tuple[str, str]) -> str:
-    if "crashed" in message or "read " in message:  # the user's code raised these
-        assert message.endswith(places[0] if "crashed" in message else places[1]), message
-        return message.removesuffix(places[0]).removesuffix(places[1])
+def _unplaced(message: str, places: dict[str, str]) -> str:
+    for marker, place in places.items():
+        if marker in message:  # the user's code raised these
+            assert message.endswith(place), message
+            return message.removesuffix(place)
     return message
 
 

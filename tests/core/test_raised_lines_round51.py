@@ -253,3 +253,38 @@ def test_a_world_model_whose_predict_raises_names_its_line() -> None:
     }
     # The forecast record holds no wall time: the same failure, the same record.
     assert _forecast(_predict).error == forecast.error
+
+
+class LeakyTankEnv(TankEnv):
+    """Its close fails flushing a log."""
+
+    def close(self) -> None:
+        raise OSError("log not flushed")  # the close's line
+
+
+def _reads_a_missing_key(env: Any, observation: Any, info: Any) -> None:
+    env.step(0)
+    readings: dict[str, float] = {"level": 5.0}
+    readings["pressure"]
+
+
+def test_the_agents_loop_and_the_envs_close_name_their_lines() -> None:
+    episode = _capture(LeakyTankEnv, _reads_a_missing_key)
+    assert episode.data["interact"]["error"] == {
+        "type": "builtins.KeyError",
+        "message": "'pressure'" + _at('readings["pressure"]', "_reads_a_missing_key"),
+    }
+    assert episode.data["cleanup"] == {
+        "ok": False,
+        "error": {
+            "type": "builtins.OSError",
+            "message": "log not flushed" + _at('raise OSError("log not flushed")', "close"),
+        },
+    }
+    # A step the agent took past the step limit is onrecord's refusal: no line of ours.
+    limited = _capture(
+        lambda: gym.make("CartPole-v1"), lambda env, o, i: [env.step(0) for _ in range(9)]
+    )
+    message = limited.data["interact"]["error"]["message"]
+    assert "max_steps" in message or "step limit" in message, message
+    assert " (at " not in message

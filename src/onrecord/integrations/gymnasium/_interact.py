@@ -17,6 +17,7 @@ from onrecord._async import (
 )
 from onrecord._canonical import to_portable
 from onrecord.integrations.gymnasium._recorder import EpisodeRecorder, error_record
+from onrecord.integrations.gymnasium._user_errors import raised_record
 
 __all__ = ["Interact", "await_interact", "call_interact", "refuse_async_in_loop"]
 
@@ -80,7 +81,9 @@ def _call(interact: Interact, recorder: EpisodeRecorder) -> Any:
 
 
 def _raised(record: dict[str, Any], exc: Exception) -> None:
-    record["interact"] = {"error": error_record(exc), "returned": None}
+    # The agent's own loop raised: kept with its line (a refusal of onrecord's, e.g.
+    # the step limit, with none), so a failing agent can be found from the record.
+    record["interact"] = {"error": raised_record(exc), "returned": None}
 
 
 def _returned(record: dict[str, Any], value: Any) -> None:

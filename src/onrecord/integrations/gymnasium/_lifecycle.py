@@ -216,8 +216,8 @@ def _plain_box_sample(observation: Any, box: tuple[Any, Any] | None) -> bool:
 def _close(env: gym.Env[Any, Any]) -> dict[str, Any]:
     try:
         env.close()
-    except Exception as exc:
-        return {"ok": False, "error": error_record(exc)}
+    except Exception as exc:  # the environment's own close: kept with its line
+        return {"ok": False, "error": raised_record(exc)}
     return {"ok": True, "error": None}
 
 
