@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from onrecord._close_names import closest
 from onrecord.domains._episode_checks import DOMAINS, DomainChecks, domains_of
 from onrecord.envkit import registered_checks
-from onrecord.envkit._hints import closest
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import InputError
 

@@ -10,13 +10,13 @@ import math
 from pathlib import Path
 from typing import Any
 
+from onrecord._close_names import closest
 from onrecord._exceptions import describe
 from onrecord._numbers import fixed
 from onrecord._saved_episode import saved_episode_folder
 from onrecord.cli._episode_checks import checks_help, episode_checks
 from onrecord.cli._render import emit, plain
 from onrecord.envkit import ToolEpisode, run_checks, weighted_score
-from onrecord.envkit._hints import closest
 from onrecord.errors import InputError
 
 __all__ = ["register"]

@@ -5,12 +5,12 @@ a refusal (``SchemaFacts``), so a rule that names real tables costs nothing extr
 
 from __future__ import annotations
 
-import difflib
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from onrecord._close_names import closest
 from onrecord.envkit._rule_shape import rule_label
 from onrecord.envkit._sql import INTERNAL_PREFIX, ROWID_ALIASES, internal, quote
 from onrecord.errors import InputError
@@ -198,7 +198,7 @@ def did_you_mean(name: str, names: Collection[str]) -> str:
     """The closest real name, if one is close (letter case counts: diffs and rules use
     names as the schema declares them)."""
     by_case = [real for real in names if real.lower() == name.lower()]
-    close = by_case or difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
-    if not close:
+    close = by_case[0] if by_case else closest(name, names)
+    if close is None:
         return ""
-    return f"Did you mean {close[0]!r}? (names as the schema declares them, letter case included)"
+    return f"Did you mean {close!r}? (names as the schema declares them, letter case included)"

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from onrecord._canonical import to_portable
-from onrecord.envkit._hints import closest, misspelt_keys
+from onrecord._close_names import closest, misspelt_keys
 from onrecord.envkit._sql import BLOB_TAG, encode_reals, portable_value
 from onrecord.envkit._text import RawText
 from onrecord.errors import InputError

@@ -7,7 +7,6 @@ errors that name the key, so a typo never silently falls back to a default.
 from __future__ import annotations
 
 import codecs
-import difflib
 import re
 import tomllib
 from collections.abc import Mapping
@@ -17,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from onrecord._close_names import closest
 from onrecord.case import EvalCase
 from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy
@@ -261,11 +261,11 @@ def _task_case(source: Path, number: int, item: Any) -> EvalCase:
     unknown = [key for key in item if key not in _TASK_KEYS and key != _DERIVED]
     if unknown:
         # A misspelt key (expected_ouput) was dropped: the task ran without it.
-        close = difflib.get_close_matches(str(unknown[0]), _TASK_KEYS, n=1)
+        close = closest(unknown[0], _TASK_KEYS)
         raise InputError(
             f"{source}: task {number} ({item['case_id']!r}) has the unknown key "
             f"{unknown[0]!r}"
-            + (f" (did you mean {close[0]!r}?)" if close else "")
+            + (f" (did you mean {close!r}?)" if close else "")
             + f"; a task's keys are {', '.join(_TASK_KEYS)}"
         )
     try:

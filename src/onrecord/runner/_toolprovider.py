@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from onrecord._close_names import misspelt_keys
 from onrecord.case import EvalCase
 from onrecord.envkit import Snapshot, Tool, ToolContext, ToolWorld, check_rules, get_check, tool
-from onrecord.envkit._hints import misspelt_keys
 from onrecord.envkit._rule_names import schema_facts
 from onrecord.envkit._setup import hidden_layouts
 from onrecord.episode import OutcomeCheck
