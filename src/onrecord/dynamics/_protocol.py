@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from onrecord._async import is_async_callable
 from onrecord.errors import InputError
 
 if TYPE_CHECKING:
@@ -244,7 +245,7 @@ def async_problem(value: Any) -> str | None:
         if inspect.isroutine(target)
         else inspect.getattr_static(type(target), "__call__", None)
     )
-    if inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call):
+    if is_async_callable(target) or inspect.isasyncgenfunction(call):
         return (
             "is an async function (async def): forecasts and planners call it "
             "synchronously and would get a coroutine, not a prediction; make it a plain "
