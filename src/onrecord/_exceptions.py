@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import sysconfig
 from types import TracebackType
 
 __all__ = [
@@ -92,6 +91,8 @@ _INSTALLED = tuple(f"{os.sep}{name}{os.sep}" for name in ("site-packages", "dist
 
 @functools.cache
 def _standard_library() -> tuple[str, ...]:
+    import sysconfig  # here: only a raising tool or check needs it, never start-up
+
     paths = sysconfig.get_paths()
     return tuple(sorted({os.path.join(paths[key], "") for key in ("stdlib", "platstdlib")}))
 
