@@ -20,17 +20,13 @@ from typing import Any
 from onrecord._comparison_dict import comparison_from_dict
 from onrecord._stats import mcnemar_exact_p
 from onrecord.cli._bundle import Bundle, digested
-from onrecord.cli._decision_fields import field_error, is_digest
+from onrecord.cli._decision_fields import field_error, is_count, is_digest
 from onrecord.errors import ConsistencyError, SchemaError
 
 __all__ = ["difference_of", "verify_comparison"]
 
 _COUNTS = ("both_pass", "only_a", "only_b", "both_fail", "unmeasured")
 _WHOLE = "a whole number, 0 or more"
-
-
-def _is_count(value: Any) -> bool:
-    return type(value) is int and value >= 0  # bool is an int, and not a count
 
 
 def _is_number(value: Any) -> bool:
@@ -66,7 +62,7 @@ def verify_comparison(path: Path, data: dict[str, Any]) -> Bundle:
     """``onrecord compare --json``: digest, fields, and counts, p-values, rates and means
     that follow from one another."""
     digested(path, data)
-    pairs = _field(path, data, "", "pairs", _WHOLE, _is_count)
+    pairs = _field(path, data, "", "pairs", _WHOLE, is_count)
     for side in ("report_a", "report_b"):
         _field(path, data, "", side, "a sha256 digest (64 hex digits)", is_digest)
     checks, measures = _items(path, data, "", "checks"), _items(path, data, "", "measures")
@@ -99,7 +95,7 @@ def _check(path: Path, where: str, data: Any, pairs: int) -> None:
     check = _object(path, data, where, "a check's counts, p-value and discordant pairs")
     name = _field(path, check, f"{where}.", "name", "text", lambda v: isinstance(v, str))
     at = f"{where}."
-    counts = {key: _field(path, check, at, key, _WHOLE, _is_count) for key in _COUNTS}
+    counts = {key: _field(path, check, at, key, _WHOLE, is_count) for key in _COUNTS}
     _field(path, check, at, "p_value", "a number from 0 to 1", _is_probability)
     discordant = _items(path, check, at, "discordant")
     if sum(counts.values()) != pairs:
@@ -126,7 +122,7 @@ def _pair(path: Path, where: str, data: Any) -> tuple[str, str, int]:
     at = f"{where}."
     case_id = _field(path, pair, at, "case_id", "text", lambda v: isinstance(v, str))
     digest = _field(path, pair, at, "content_digest", "text", lambda v: isinstance(v, str))
-    repeat = _field(path, pair, at, "repeat", _WHOLE, _is_count)
+    repeat = _field(path, pair, at, "repeat", _WHOLE, is_count)
     side = _field(path, pair, at, "a", '"pass" or "fail"', lambda v: v in ("pass", "fail"))
     other = "fail" if side == "pass" else "pass"
     _field(path, pair, at, "b", f'"{other}" (its "a" is "{side}")', lambda v: v == other)
@@ -158,9 +154,9 @@ def _rate(path: Path, where: str, data: Any) -> tuple[int, int]:
     """One side's rate, field by field: its passed and measured counts."""
     rate = _object(path, data, where, "passed, measured, their pass rate, an interval")
     at = f"{where}."
-    passed: int = _field(path, rate, at, "passed", _WHOLE, _is_count)
+    passed: int = _field(path, rate, at, "passed", _WHOLE, is_count)
     must = f"a whole number, {passed} (its passed) or more"
-    measured: int = _field(path, rate, at, "measured", must, lambda v: _is_count(v) and v >= passed)
+    measured: int = _field(path, rate, at, "measured", must, lambda v: is_count(v) and v >= passed)
     value = passed / measured if measured else None
     must = f"{value!r} ({passed} / {measured})" if value is not None else "null (none measured)"
     _field(path, rate, at, "pass_rate", must, lambda v: _same(v, value))
@@ -205,7 +201,7 @@ def _measure(path: Path, where: str, data: Any, pairs: int) -> None:
 
 
 def _within(value: Any, most: int) -> bool:
-    return _is_count(value) and 1 <= value <= most
+    return is_count(value) and 1 <= value <= most
 
 
 def _low_high(value: Any) -> bool:

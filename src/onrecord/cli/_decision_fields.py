@@ -22,7 +22,13 @@ from onrecord._policy_rules import requirement_from_dict, ruling
 from onrecord.errors import ConsistencyError, OnrecordError, SchemaError
 from onrecord.policy import CheckRequirement
 
-__all__ = ["check_requirement_fields", "check_run_decision_fields", "field_error", "is_digest"]
+__all__ = [
+    "check_requirement_fields",
+    "check_run_decision_fields",
+    "field_error",
+    "is_count",
+    "is_digest",
+]
 
 _VERDICTS = ("accept", "reject", "indeterminate")
 _DIGEST = re.compile("[0-9a-f]{64}")
@@ -35,7 +41,8 @@ def is_digest(value: Any) -> bool:
     return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
 
 
-def _count(value: Any) -> bool:
+def is_count(value: Any) -> bool:
+    """Whether ``value`` is a count as a record saves one: an int, 0 or more."""
     return type(value) is int and value >= 0  # bool is an int, and not a count
 
 
@@ -53,7 +60,7 @@ def check_run_decision_fields(path: Path, data: Mapping[str, Any]) -> None:
     not in its run to be decided again: episode counts, ``complete``, the report digest,
     and a body that is an object with a verdict."""
     for field in ("recorded", "expected"):
-        if not _count(data.get(field)):
+        if not is_count(data.get(field)):
             raise field_error(path, field, "a whole number of episodes, 0 or more", data.get(field))
     recorded, expected = data["recorded"], data["expected"]
     if recorded > expected:  # a run records only the episodes it planned

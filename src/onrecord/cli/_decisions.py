@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from onrecord._canonical import content_digest, record_bytes
 from onrecord.cli._bundle import Bundle, digested
 from onrecord.cli._comparison_fields import verify_comparison
-from onrecord.cli._decision_fields import check_requirement_fields, is_digest
+from onrecord.cli._decision_fields import check_requirement_fields, is_count, is_digest
 from onrecord.cli._gate_decided import decided_again
 from onrecord.compare import Comparison
 from onrecord.errors import ConsistencyError, OnrecordError, SchemaError
@@ -76,10 +76,6 @@ def _field(path: Path, data: Mapping[str, Any], key: str, kind: type[_K]) -> _K:
     return value
 
 
-def _count(value: Any) -> bool:
-    return type(value) is int and value >= 0
-
-
 def check_decision_body(path: Path, body: Mapping[str, Any]) -> None:
     """A decision's fields, and that its verdict and reasons follow from its
     requirements' statuses and coverage issues as ``AcceptancePolicy.evaluate`` decides
@@ -100,7 +96,7 @@ def check_decision_body(path: Path, body: Mapping[str, Any]) -> None:
             and isinstance(item.get("check"), str)
             and type(item.get("critical")) is bool
             and item.get("status") in ("met", "failed", "undecided")
-            and all(_count(item.get(k)) for k in ("passed", "failed", "unmeasured", "cases"))
+            and all(is_count(item.get(k)) for k in ("passed", "failed", "unmeasured", "cases"))
             and isinstance(item.get("explanation"), str),
             path,
             f"requirement {index} is malformed (check, critical, status, counts, explanation)",
