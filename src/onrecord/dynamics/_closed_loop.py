@@ -23,7 +23,6 @@ from onrecord._canonical import (
     content_digest,
     load_record_bytes,
 )
-from onrecord._exceptions import error_record
 from onrecord.case import EvalCase
 from onrecord.episode._verify_files import read_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
@@ -91,6 +90,7 @@ def _run_once(
     simulator: Simulator, model: WorldModel, planner: Planner, seed: int, max_steps: int
 ) -> ClosedLoopRun:
     from onrecord.dynamics._references import capture_on, native_action
+    from onrecord.integrations.gymnasium._user_errors import raised_record
 
     predicted: list[float] = []
     failure: dict[str, Any] = {}
@@ -102,7 +102,8 @@ def _run_once(
             try:
                 choice = planner.plan(model, simulator, state, rng)
             except Exception as exc:  # the model's (or planner's) failure, not the env's
-                failure.update(step=step, **error_record(exc))
+                # A bug in the user's predict or planner is kept with the line that raised.
+                failure.update(step=step, **raised_record(exc))
                 return "model error"
             predicted.append(choice.predicted_return)
             action = native_action(choice.action, env.action_space)
