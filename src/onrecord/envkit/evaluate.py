@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from onrecord._canonical import content_digest
 from onrecord.envkit._write_measures import write_measures
@@ -21,6 +22,24 @@ def tool_episode_trial(
     episode: ToolEpisode, checks: Sequence[OutcomeCheck | str], repeat: int = 0
 ) -> Trial:
     """One trial: the episode's task identity, check results, measures and settings."""
+    return episode_trial(episode, checks, repeat)
+
+
+def declares_unfinished(manifest: Mapping[str, Any]) -> bool:
+    """Whether the episode declared an ending other than finishing, which its trial
+    reports as a coverage issue."""
+    return manifest.get("ending", "undeclared") not in ("finished", "undeclared")
+
+
+def episode_trial(
+    episode: ToolEpisode,
+    checks: Sequence[OutcomeCheck | str],
+    repeat: int = 0,
+    *,
+    stopped_at: str = "",
+) -> Trial:
+    """``tool_episode_trial``; ``stopped_at`` (``after step 3 (post)``) says where an
+    episode that declared an unfinished ending stopped, in that ending's one issue."""
     case = episode.case
     if case is None:
         raise InputError(
@@ -35,10 +54,10 @@ def tool_episode_trial(
             f"the action log holds {len(actions)} events but the episode made "
             f"{manifest['steps']} calls"
         )
-    ending = manifest.get("ending", "undeclared")
-    if ending not in ("finished", "undeclared"):
+    if declares_unfinished(manifest):
         detail = f": {manifest['ending_error']}" if manifest.get("ending_error") else ""
-        issues.append(f"the episode ended with {ending}{detail}, not finished")
+        where = f" {stopped_at}" if stopped_at else ""
+        issues.append(f"the episode ended with {manifest['ending']}{detail}{where}, not finished")
     settings = {
         "environment_id": f"envkit:{manifest['snapshot']['name']}",
         "snapshot": manifest["snapshot"],

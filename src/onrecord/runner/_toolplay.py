@@ -28,8 +28,9 @@ from typing import Any
 from onrecord._async import discard, is_async_callable
 from onrecord._exceptions import describe
 from onrecord.case import EvalCase
-from onrecord.envkit import ToolEpisode, ToolWorld, tool_episode_trial
+from onrecord.envkit import ToolEpisode, ToolWorld
 from onrecord.envkit._outcome import plain_name, safe_repr
+from onrecord.envkit.evaluate import declares_unfinished, episode_trial
 from onrecord.episode import OutcomeCheck
 from onrecord.report import Trial
 from onrecord.runner._provider import AGENT_FACTORY_MARK, AgentContext, EpisodeSpec, failing_agent
@@ -207,11 +208,11 @@ def tool_world_trial(
     ``finish_tool`` call (the agent hit the step limit: merged into the kit's line for
     that ending; a crash is the kit's issue, which names the exception), or when the
     agent tried a write tool after it."""
-    trial = tool_episode_trial(episode, checks, repeat)
     actions = episode.actions
     writes = frozenset(episode.manifest.get("writes", ()))
     done = [i for i, e in enumerate(actions) if e["tool"] == finish_tool and e["status"] == "ok"]
     if done:
+        trial = episode_trial(episode, checks, repeat)
         # Calls after the finish are refused (the world has ended) and change nothing: a
         # read is harmless, but a write attempt means "done" was not the agent's last
         # word (without the kit's guard it would have landed), so it is not accepted.
@@ -222,24 +223,22 @@ def tool_world_trial(
             f"the agent finished at step {actions[done[0]]['step']}, then tried "
             f"{late[0]['tool']} at step {late[0]['step']} (refused: nothing changed)"
         )
-    elif episode.manifest.get("ending") == "agent_error":
+        return replace(trial, coverage_issues=(*trial.coverage_issues, issue))
+    if episode.manifest.get("ending") == "agent_error":
         # The kit's issue names the agent's exception ("ended with agent_error: ..."):
         # a second, generic one would count one cause twice.
-        return trial
-    else:
-        # An action that named no tool (a bare string, a list) is logged under "": shown
-        # as such, not as "()".
-        last = (
-            f"after step {actions[-1]['step']} ({actions[-1]['tool'] or 'an invalid action'})"
-            if actions
-            else "before its first call"
-        )
-        issue = f"the episode ended {last} without a successful {finish_tool} call"
-        # The kit's issue already says the declared ending ("ended with step_limit, not
-        # finished"): one line for one cause, which keeps where the episode stopped.
-        declared = f"the episode ended with {episode.manifest.get('ending')}, not finished"
-        if declared in trial.coverage_issues:
-            merged = declared.removesuffix(", not finished") + f" {last}, not finished"
-            issues = tuple(merged if i == declared else i for i in trial.coverage_issues)
-            return replace(trial, coverage_issues=issues)
+        return episode_trial(episode, checks, repeat)
+    # An action that named no tool (a bare string, a list) is logged under "": shown as
+    # such, not as "()".
+    last = (
+        f"after step {actions[-1]['step']} ({actions[-1]['tool'] or 'an invalid action'})"
+        if actions
+        else "before its first call"
+    )
+    if declares_unfinished(episode.manifest):
+        # The kit's issue says the declared ending (step_limit): one line for one cause,
+        # which also says where the episode stopped.
+        return episode_trial(episode, checks, repeat, stopped_at=last)
+    trial = episode_trial(episode, checks, repeat)
+    issue = f"the episode ended {last} without a successful {finish_tool} call"
     return replace(trial, coverage_issues=(*trial.coverage_issues, issue))
