@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from onrecord._exceptions import describe
@@ -70,11 +71,40 @@ def _cannot_import(store: RunStore, what: str, name: str, cause: ImportError) ->
     if not isinstance(cause, ModuleNotFoundError) or not cause.name:
         return f"{text}: fix the import, then `onrecord run --resume {run}`"
     module = cause.name.split(".")[0]
+    found = _module_above(module, store.path)
+    folder = "FOLDER" if found is None else shlex.quote(_shown(found.parent))
+    held = "" if found is None else f" ({found} is there)"
     return (
         f"{text}: the run was started where {module!r} could be imported; install it, or "
-        f"set PYTHONPATH as the run had it, to the folder that holds {module} "
-        f"(PYTHONPATH=FOLDER onrecord run --resume {run})"
+        f"set PYTHONPATH as the run had it, to the folder that holds {module}{held} "
+        f"(PYTHONPATH={folder} onrecord run --resume {run})"
     )
+
+
+_LEVELS_UP = 4
+
+
+def _module_above(module: str, run: Path) -> Path | None:
+    """``module`` as a ``.py`` file or a package in the nearest folder above the run
+    (runs usually sit in the project that started them: ``runs/NAME``), or else in the
+    working directory; None when neither holds it."""
+    above = list(run.resolve().parents)[:_LEVELS_UP]
+    for folder in (*above, Path.cwd().resolve()):
+        file, package = folder / f"{module}.py", folder / module
+        if file.is_file():
+            return file
+        if (package / "__init__.py").is_file():
+            return package
+    return None
+
+
+def _shown(folder: Path) -> str:
+    """``folder`` as short as it can be pasted from here: relative to the working
+    directory when inside it (``.`` for it)."""
+    try:
+        return str(folder.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(folder)
 
 
 def _refuse_changed_checks(store: RunStore, now: dict[str, str]) -> None:
