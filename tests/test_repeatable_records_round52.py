@@ -242,12 +242,16 @@ def test_forecast_model_error_is_repeatable(two_runs: tuple[dict[str, Any], ...]
 
 
 _MODEL_RAISES = '        raise RuntimeError(f"no forecast for {Thing()!r}")'
+_PLANNER_RAISES = '        raise RuntimeError(f"no plan for {Thing()!r}")'
 
 
 def test_closed_loop_planner_error_is_repeatable(two_runs: tuple[dict[str, Any], ...]) -> None:
     _same_and_addressless(two_runs, "closed_loop")
     error = two_runs[0]["closed_loop"]["model_error"]
-    assert error["message"] == "no plan for <__main__.Thing object>"
+    # The planner's own line is kept (a path and line number, no address).
+    assert error["message"].startswith("no plan for <__main__.Thing object> (at "), error
+    line = SCRIPT.splitlines().index(_PLANNER_RAISES) + 1
+    assert error["message"].endswith(f"{os.sep}scenarios.py:{line} in plan)"), error
     assert error["type"] == "builtins.RuntimeError"
 
 
