@@ -30,6 +30,7 @@ __all__ = [
     "MAX_LINE",
     "bounded_lines",
     "check_entry",
+    "count_lines",
     "open_regular",
     "read_regular",
     "regular_sha256",
@@ -152,13 +153,37 @@ def bounded_lines(
             continue
         length = len(first) + _rest_of_line(handle, limit)
         if length > limit:
-            raise SchemaError(
-                f"{path}: line {number} is longer than {limit} bytes, the most a line of a "
-                "run's JSON Lines file may hold (onrecord never writes a longer one): the "
-                "file was damaged or forged; restore it from a copy of the run"
-            )
+            raise _too_long(path, number, limit)
         handle.seek(start)
         yield number, handle.read(length)
+
+
+def count_lines(handle: BufferedReader, path: Path, limit: int = MAX_LINE) -> int:
+    """The lines of the JSON Lines file open as ``handle`` (a last one without its
+    newline is not counted), read in blocks; a line longer than ``limit`` (at least a
+    block, as for ``bounded_lines``) is refused as ``bounded_lines`` refuses it, as soon as
+    it is measured, not at the end of the file."""
+    count = since = 0  # lines so far; bytes since the last newline
+    while block := handle.read(_BLOCK):
+        first = block.find(b"\n")
+        if first < 0:
+            since += len(block)
+        else:  # lines within one block are shorter than the limit: a block is smaller
+            if since + first + 1 > limit:
+                raise _too_long(path, count + 1, limit)
+            count += block.count(b"\n")
+            since = len(block) - block.rfind(b"\n") - 1
+        if since > limit:
+            raise _too_long(path, count + 1, limit)
+    return count
+
+
+def _too_long(path: Path, number: int, limit: int) -> SchemaError:
+    return SchemaError(
+        f"{path}: line {number} is longer than {limit} bytes, the most a line of a "
+        "run's JSON Lines file may hold (onrecord never writes a longer one): the "
+        "file was damaged or forged; restore it from a copy of the run"
+    )
 
 
 _BLOCK = 1 << 20

@@ -38,6 +38,7 @@ from onrecord._scratch import remove_abandoned_scratch
 from onrecord.episode._verify_files import (
     MAX_LINE,
     check_entry,
+    count_lines,
     open_regular,
     read_regular,
     regular_sha256,
@@ -196,13 +197,13 @@ class RunStore:
 
     def lines_recorded(self) -> int:
         """The lines of ``episodes.jsonl``, counted, not verified (0 without the file; a
-        link or a FIFO there is refused, not followed), in blocks: it may be gigabytes."""
-        episodes, recorded = self.file("episodes.jsonl"), 0
-        if check_entry(episodes):
-            with open_regular(episodes) as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    recorded += block.count(b"\n")
-        return recorded
+        link or a FIFO there is refused, not followed), in blocks: it may be gigabytes. A
+        line longer than any onrecord writes is refused once measured, not read on."""
+        episodes = self.file("episodes.jsonl")
+        if not check_entry(episodes):
+            return 0
+        with open_regular(episodes) as handle:
+            return count_lines(handle, episodes)
 
     # -- reading -------------------------------------------------------------------
     def records(self) -> Iterator[EpisodeRecord]:
