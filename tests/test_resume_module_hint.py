@@ -7,6 +7,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+import pytest
+
 from tests.cli_process import onrecord
 from tests.sleeping_agent import write_sleeping_agent
 
@@ -75,3 +77,18 @@ def test_a_package_is_found_too_and_a_module_nowhere_near_keeps_folder(tmp_path:
     package.rmdir()
     error = _refusal(run, cwd=tmp_path, pythonpath=project / "runs")
     assert "(PYTHONPATH=FOLDER onrecord run --resume" in error, error
+
+
+def test_a_working_directory_removed_under_the_command_gives_no_hint_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onrecord.runner._resumable import _module_above
+
+    def removed() -> Path:
+        raise FileNotFoundError(2, "No such file or directory")
+
+    (tmp_path / "mine.py").write_text("")
+    run = tmp_path / "runs" / "first"
+    assert _module_above("mine", run) == tmp_path / "mine.py"
+    monkeypatch.setattr(Path, "cwd", staticmethod(removed))
+    assert _module_above("elsewhere", run) is None  # searched above the run, then stopped

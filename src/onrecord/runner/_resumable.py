@@ -88,13 +88,16 @@ def _module_above(module: str, run: Path) -> Path | None:
     """``module`` as a ``.py`` file or a package in the nearest folder above the run
     (runs usually sit in the project that started them: ``runs/NAME``), or else in the
     working directory; None when neither holds it."""
-    above = list(run.resolve().parents)[:_LEVELS_UP]
-    for folder in (*above, Path.cwd().resolve()):
-        file, package = folder / f"{module}.py", folder / module
-        if file.is_file():
-            return file
-        if (package / "__init__.py").is_file():
-            return package
+    try:  # only a hint: a folder that cannot be read (or a removed cwd) gives none
+        above = list(run.resolve().parents)[:_LEVELS_UP]
+        for folder in (*above, Path.cwd().resolve()):
+            file, package = folder / f"{module}.py", folder / module
+            if file.is_file():
+                return file
+            if (package / "__init__.py").is_file():
+                return package
+    except OSError:
+        pass
     return None
 
 
@@ -103,7 +106,7 @@ def _shown(folder: Path) -> str:
     directory when inside it (``.`` for it)."""
     try:
         return str(folder.relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, OSError):
         return str(folder)
 
 
