@@ -92,3 +92,25 @@ def test_a_working_directory_removed_under_the_command_gives_no_hint_not_a_crash
     assert _module_above("mine", run) == tmp_path / "mine.py"
     monkeypatch.setattr(Path, "cwd", staticmethod(removed))
     assert _module_above("elsewhere", run) is None  # searched above the run, then stopped
+
+
+def test_a_package_that_imports_but_lost_its_submodule_asks_for_the_fix_not_a_path(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    package = project / "agent_pkg"
+    write_sleeping_agent(package, "agent", seeds=(1,))
+    (package / "__init__.py").write_text("")
+    run = project / "runs" / "first"
+    done = onrecord(
+        *("run", "remittance", "--agent", "agent_pkg.agent:make", "--tasks", "full-01"),
+        *("--seeds", "0-1", "--episode-timeout", "0.5", "--no-progress", "--out", run),
+        pythonpath=project,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    (package / "agent.py").unlink()
+    error = _refusal(run, cwd=project, pythonpath=project)
+    assert "No module named 'agent_pkg.agent'" in error, error
+    assert f"fix the import, then `onrecord run --resume {run}`" in error, error
+    assert "PYTHONPATH=" not in error

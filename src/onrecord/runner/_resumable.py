@@ -3,6 +3,7 @@ would fail on the same way, recorded once per episode and kept in the run."""
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -68,9 +69,11 @@ def _cannot_import(store: RunStore, what: str, name: str, cause: ImportError) ->
         f"cannot resume {store.path}: its {what} {name!r} cannot be imported here "
         f"({describe(cause)}); nothing was run or recorded"
     )
-    if not isinstance(cause, ModuleNotFoundError) or not cause.name:
+    module = (cause.name or "").split(".")[0] if isinstance(cause, ModuleNotFoundError) else ""
+    # A package that imports, missing only a submodule (or one the code imports), is a
+    # fault in the code, not in PYTHONPATH.
+    if not module or (module != cause.name and _importable(module)):
         return f"{text}: fix the import, then `onrecord run --resume {run}`"
-    module = cause.name.split(".")[0]
     found = _module_above(module, store.path)
     folder = "FOLDER" if found is None else shlex.quote(_shown(found.parent))
     held = "" if found is None else f" ({found} is there)"
@@ -82,6 +85,13 @@ def _cannot_import(store: RunStore, what: str, name: str, cause: ImportError) ->
 
 
 _LEVELS_UP = 4
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _module_above(module: str, run: Path) -> Path | None:
