@@ -7,6 +7,7 @@ return, no agent's decision. Output to a pipe stays plain (no ANSI escapes)."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
@@ -168,7 +169,12 @@ def test_closed_loop_records_are_a_table_of_runs(closed_loop: Path) -> None:
     ]
     assert [row[4] for row in rows] == ["9", "9", "0"]  # CartPole: 1 per step survived
     assert rows[0][5] == "returned"
-    assert rows[2][6] == "step 0: builtins.RuntimeError: checkpoint not loaded"
+    # The model's own line, where it raised (an absolute path, as the traceback has it).
+    source = inspect.getsourcefile(RaisingModel)
+    line = inspect.getsourcelines(RaisingModel.predict)[1] + 1
+    assert rows[2][6] == (
+        f"step 0: builtins.RuntimeError: checkpoint not loaded (at {source}:{line} in predict)"
+    )
     assert rows[0][6] == ""
 
 
