@@ -143,9 +143,9 @@ def render_episode(
         table.add_row(
             str(attempt["index"]),
             *status,
-            cell(str(attempt["action"]), ACTION),
+            _action(attempt, cell),
             cell(error, ERROR),
-            cell(str(attempt["state"]), STATE),
+            _state(attempt, cell),
         )
     if previous + 1 < len(attempts):
         table.add_row("…", counted(len(attempts) - previous - 1, "step"), *gap)
@@ -163,6 +163,24 @@ def render_episode(
         # As a sentence: an agent's error message quoted in it printed its lines at
         # column 0, so "boom\ndecision: accept" read as a verdict in a CI log.
         print_sentence(console, f"[yellow]coverage:[/] {literal(issue)}")
+
+
+def _action(attempt: Mapping[str, Any], cell: Cells) -> str | Text:
+    """The action as JSON (text "1" and the number 1 read apart); one refused before it
+    reached the environment has no encoding, and says so rather than "None"."""
+    if attempt["action"] is None and attempt["status"] != "ok":
+        return Text("not sent", style="dim")
+    return cell(as_json(attempt["action"]), ACTION)
+
+
+def _state(attempt: Mapping[str, Any], cell: Cells) -> str | Text:
+    """The observed state as JSON, or why there is none: the observer's own error."""
+    if attempt.get("observer_error"):
+        shown = cell(f"observer failed: {attempt['observer_error']}", ERROR)
+        shown = shown if isinstance(shown, Text) else Text(shown)
+        shown.stylize("yellow", 0, len("observer failed"))
+        return shown
+    return cell(as_json(attempt["state"]), STATE)
 
 
 MORE_STEPS = 60

@@ -78,11 +78,17 @@ def _gym_view(view: dict[str, Any], episode: EpisodeEvidence) -> None:
     for a in episode.attempts():
         event = {
             "step": a["index"],
-            "label": _short(a["action"]),
+            # A refused action has no encoding: "not sent", not "null".
+            "label": "not sent"
+            if a["action"] is None and a["status"] != "ok"
+            else _short(a["action"]),
             "status": a["status"],
             "detail": "" if a["index"] not in rewards else f"reward {rewards[a['index']]:g}",
             "error": (a["error"] or {}).get("message", ""),
-            "state": _short(a["state"]),
+            # No state read: why, rather than "null".
+            "state": _short(f"observer failed: {a['observer_error']}")
+            if a.get("observer_error")
+            else _short(a["state"]),
         }
         call = calls.get(a["index"])
         if call is not None:
