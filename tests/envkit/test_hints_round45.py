@@ -163,6 +163,26 @@ def test_an_episode_that_stopped_without_finishing_keeps_its_own_line(
     )
 
 
+def test_an_ending_declared_with_its_cause_is_one_line_saying_where_it_stopped(
+    desk: Path, tmp_path: Path
+) -> None:
+    # Before: the kit's line with the cause, then a second line for the same stop.
+    from stockroom import SNAPSHOT, order, pick, recount
+
+    from onrecord.runner._toolplay import tool_world_trial
+
+    world = ToolWorld(SNAPSHOT, [pick, recount])
+    world.reset(case=order("nut", 3))
+    world.call("recount", {"sku": "bolt", "qty": 0})
+    world.end_episode("stopped", error="the harness lost its lease")
+    episode = save_episode(world, tmp_path / "stopped")
+    world.close()
+    assert tool_world_trial(episode, []).coverage_issues == (
+        "the episode ended with stopped: the harness lost its lease after step 1 (recount), "
+        "not finished",
+    )
+
+
 def test_an_unknown_agent_where_there_are_no_reference_agents_says_so() -> None:
     # Before: "the reference agents of this environment are none; otherwise give ...".
     class Bare(GymnasiumProvider):
