@@ -2,8 +2,9 @@
 step's missing values mean and show values as JSON: an action refused before it reached
 the environment reads "not sent" (it was "None"), a step whose observer raised shows the
 observer's error where its state goes (it was "None", the error only under the table),
-and a state is JSON, so the text "1" and the number 1 read apart (it was a Python
-repr: {'label': '1'})."""
+a state is JSON, so the text "1" and the number 1 read apart (it was a Python repr:
+{'label': '1'}), and ``show`` gives each step's reward (what tells the goal from a hole
+when both terminate)."""
 
 from __future__ import annotations
 
@@ -71,11 +72,11 @@ def test_show_says_not_sent_observer_failed_and_writes_states_as_json(saved: Pat
     shown = onrecord("show", saved, "--full", columns=220)
     assert shown.returncode == 0, shown.stdout + shown.stderr
     refused, failed_read, walked = (_row(shown.stdout, step) for step in (0, 1, 2))
-    assert refused[1:3] == ["invalid_action", "not sent"]
-    assert refused[4] == '{"cell":0,"label":"1"}'
-    assert failed_read[2] == "2"
-    assert failed_read[4].startswith("observer failed: RuntimeError: db connection lost (at ")
-    assert walked[4] == '{"cell":2,"label":"1"}'
+    assert refused[1:4] == ["invalid_action", "not sent", ""]  # no reward: never ran
+    assert refused[5] == '{"cell":0,"label":"1"}'
+    assert failed_read[2:4] == ["2", "0.0"]
+    assert failed_read[5].startswith("observer failed: RuntimeError: db connection lost (at ")
+    assert walked[3:6] == ["0.0", "", '{"cell":2,"label":"1"}']
     assert "None" not in shown.stdout
     assert "'label'" not in shown.stdout
 

@@ -73,7 +73,9 @@ def test_a_rejected_or_failed_call_reads_as_such(evidence_file: Path) -> None:
     done = _onrecord("show", str(evidence_file), "--steps", "all")
     assert done.returncode == 0, done.stderr
     header = next(line for line in done.stdout.splitlines() if "┃ step" in line)
-    assert re.findall(r"┃ (\w+)", header) == ["step", "status", "call", "action", "error", "state"]
+    assert re.findall(r"┃ (\w+)", header) == [
+        "step", "status", "call", "action", "reward", "error", "state",
+    ]  # fmt: skip
     rows = _rows(done.stdout)
     assert rows[0] == ("ok", "rejected")  # the capture status stays "ok": the env answered
     assert rows[1] == ("ok", "error")
@@ -178,7 +180,14 @@ def test_ordinary_gymnasium_episodes_keep_their_table(
     done = _onrecord("show", str(path))
     assert done.returncode == 0, done.stderr
     header = next(line for line in done.stdout.splitlines() if "┃ step" in line)
-    assert re.findall(r"┃ (\w+)", header) == ["step", "status", "action", "error", "state"]
+    assert re.findall(r"┃ (\w+)", header) == [
+        "step",
+        "status",
+        "action",
+        "reward",
+        "error",
+        "state",
+    ]
     statuses = [status for _, status, _ in ROW.findall(done.stdout)]
     assert statuses[:3] == ["ok", "ok", "invalid_action"]  # the capture's status, as before
     assert "tool calls" not in done.stdout

@@ -109,7 +109,11 @@ def render_episode(
         ],
     )
     attempts = episode.attempts()
-    calls = tool_calls(episode.transitions())
+    transitions = episode.transitions()
+    calls = tool_calls(transitions)
+    # A step that reached the environment has its reward (what tells a goal from a hole
+    # when both terminate); a refused or raising one has none.
+    rewards = {transition["index"]: transition["reward"] for transition in transitions}
 
     def by_default(attempt: dict[str, Any]) -> bool:
         call = calls.get(attempt["index"])
@@ -125,8 +129,8 @@ def render_episode(
         if (attempt["index"] in steps if steps is not None else by_default(attempt))
     ]
     headers = ("step", "status", "call") if calls else ("step", "status")
-    table = _table(*headers, "action", "error", "state")
-    gap = ("",) * (len(headers) - 2 + 3)
+    table = _table(*headers, "action", "reward", "error", "state")
+    gap = ("",) * (len(headers) - 2 + 4)
     cell = Cells(full=full)
     previous = -1
     for attempt in shown:
@@ -144,6 +148,7 @@ def render_episode(
             str(attempt["index"]),
             *status,
             _action(attempt, cell),
+            as_json(rewards[attempt["index"]]) if attempt["index"] in rewards else "",
             cell(error, ERROR),
             _state(attempt, cell),
         )
