@@ -141,15 +141,16 @@ def _env_config(pairs: list[str]) -> dict[str, Any]:
 
 
 def _protocol(config: RunConfig) -> RunProtocol:
-    if not config.environment or not config.agent:
+    if not config.environment:
         raise InputError(
             "name the environment and the agent, e.g. `onrecord run cartpole "
             "--agent balances`, or put them in --config FILE"
         )
+    # Without --agent, plan_run names the environment's reference agents to choose from.
     cases = tasks_file_cases(config)
     return plan_run(
         config.environment,
-        config.agent,
+        config.agent or "",
         tasks=cases if cases is not None else config.tasks,
         checks=config.checks or ("default",),
         # ``is None``, not ``or``: --repeats 0 or seeds = [] are mistakes the protocol

@@ -290,9 +290,15 @@ def _returned(built: Any, target: str) -> str:
 def resolve_agent(provider: EnvironmentProvider, name: str) -> str:
     """Check that ``name`` is a reference agent of the provider or an importable
     ``module:callable``; returns it unchanged."""
-    if not isinstance(name, str) or not name.strip():
-        raise InputError("an agent is required: a reference agent name or 'module:callable'")
     references = provider.reference_agents()
+    if not isinstance(name, str) or not name.strip():
+        # The names to choose from, so the next command is the right one.
+        choices = (
+            f"one of this environment's reference agents {sorted(references)} or "
+            if references
+            else ""
+        )
+        raise InputError(f"an agent is required: {choices}'module:callable'")
     if name in references:
         return name
     if ":" in name:
