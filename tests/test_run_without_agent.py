@@ -6,14 +6,11 @@ environment and the agent", and ``plan_run`` "a reference agent name or
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import gymnasium as gym
 import pytest
 
 from onrecord.errors import InputError
-from onrecord.runner import GymnasiumProvider, plan_run
-from onrecord.runner._registry import resolve_agent
+from onrecord.runner import plan_run
 from tests.cli_process import onrecord
 
 
@@ -42,14 +39,3 @@ def test_plan_run_names_them_too(agent: str) -> None:
         "an agent is required: one of this environment's reference agents "
         "['always_left', 'balances'] or 'module:callable'"
     )
-
-
-def test_an_environment_without_reference_agents_asks_for_module_callable() -> None:
-    class Bare(GymnasiumProvider):
-        def reference_agents(self) -> dict[str, Any]:
-            return {}
-
-    bare = Bare(lambda: gym.make("CartPole-v1"), environment_id="bare/v1")
-    with pytest.raises(InputError) as refused:
-        resolve_agent(bare, "")
-    assert str(refused.value) == "an agent is required: 'module:callable'"

@@ -195,3 +195,7 @@ def test_an_unknown_agent_where_there_are_no_reference_agents_says_so() -> None:
     assert str(refused.value) == (
         "unknown agent 'carefull': this environment has no reference agents; give 'module:callable'"
     )
+    # No agent at all: nothing to list, only the form to give.
+    with pytest.raises(InputError) as refused:
+        resolve_agent(bare, "")
+    assert str(refused.value) == "an agent is required: 'module:callable'"
