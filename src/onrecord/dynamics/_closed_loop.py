@@ -23,6 +23,7 @@ from onrecord._canonical import (
     content_digest,
     load_record_bytes,
 )
+from onrecord._user_errors import raised_record
 from onrecord.case import EvalCase
 from onrecord.episode._verify_files import read_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
@@ -90,7 +91,6 @@ def _run_once(
     simulator: Simulator, model: WorldModel, planner: Planner, seed: int, max_steps: int
 ) -> ClosedLoopRun:
     from onrecord.dynamics._references import capture_on, native_action
-    from onrecord.integrations.gymnasium._user_errors import raised_record
 
     predicted: list[float] = []
     failure: dict[str, Any] = {}

@@ -12,6 +12,7 @@ from typing import Any
 import gymnasium as gym
 
 from onrecord._canonical import to_portable
+from onrecord._user_errors import raised_record
 from onrecord.case import EvalCase
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import InputError
@@ -25,7 +26,6 @@ from onrecord.integrations.gymnasium._interact import (
 from onrecord.integrations.gymnasium._lifecycle import Episode, assemble
 from onrecord.integrations.gymnasium._recorder import EpisodeRecorder, error_record
 from onrecord.integrations.gymnasium._spaces import describe_space
-from onrecord.integrations.gymnasium._user_errors import raised_record
 
 __all__ = ["capture_episode", "capture_episode_async"]
 

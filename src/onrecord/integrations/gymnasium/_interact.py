@@ -16,8 +16,8 @@ from onrecord._async import (
     run_to_completion,
 )
 from onrecord._canonical import to_portable
+from onrecord._user_errors import raised_record
 from onrecord.integrations.gymnasium._recorder import EpisodeRecorder, error_record
-from onrecord.integrations.gymnasium._user_errors import raised_record
 
 __all__ = ["Interact", "await_interact", "call_interact", "refuse_async_in_loop"]
 

@@ -15,6 +15,7 @@ import numpy as np
 from gymnasium.wrappers import TimeLimit
 
 from onrecord._canonical import from_portable, to_portable
+from onrecord._user_errors import raised_record
 from onrecord.case import EvalCase
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.episode._blobs import BLOB_TAG, BLOB_THRESHOLD, blob_ref, is_blob
@@ -30,7 +31,6 @@ from onrecord.integrations.gymnasium._recorder import (
     error_record,
 )
 from onrecord.integrations.gymnasium._spaces import batch_layout, describe_space, encode_batch
-from onrecord.integrations.gymnasium._user_errors import raised_record
 
 __all__ = ["Episode", "assemble"]
 

@@ -25,6 +25,7 @@ from onrecord._canonical import (
     to_portable,
 )
 from onrecord._exceptions import describe, error_record, shown_repr
+from onrecord._user_errors import described, raised_record
 from onrecord.errors import (
     CaptureError,
     InvalidActionError,
@@ -35,7 +36,6 @@ from onrecord.errors import (
 )
 from onrecord.integrations.gymnasium._spaces import fast_contains, invalid_action_message
 from onrecord.integrations.gymnasium._step_values import is_flag, result_problem, snapshot
-from onrecord.integrations.gymnasium._user_errors import described, raised_record
 
 __all__ = ["EpisodeRecorder", "describe", "error_record"]  # the last two re-exported
 

@@ -1,6 +1,7 @@
-"""How capture keeps an exception raised by the user's code (the factory, the
-environment's reset and step, the observer): with the line that raised it, so a
-developer can go there from the record (``onrecord._exceptions.raised_at``).
+"""How capture and the closed loop keep an exception raised by the user's code (the
+factory, the environment's reset and step, the observer, a model's predict or a
+planner): with the line that raised it, so a developer can go there from the record
+(``onrecord._exceptions.raised_at``).
 
 onrecord's own refusals (a malformed step, an unportable state: ``OnrecordError``) are
 kept as they were: their place is onrecord's, and their message says what to fix."""
