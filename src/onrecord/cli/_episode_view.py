@@ -22,6 +22,7 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
+from onrecord._step_text import NOT_SENT, OBSERVER_FAILED, not_sent, observer_failure
 from onrecord._tool_steps import DONE as _DONE
 from onrecord._tool_steps import tool_call, tool_calls
 from onrecord.cli._lines import counted, print_phrases, print_sentence
@@ -171,21 +172,21 @@ def render_episode(
 
 
 def _action(attempt: Mapping[str, Any], cell: Cells) -> str | Text:
-    """The action as JSON (text "1" and the number 1 read apart); one refused before it
-    reached the environment has no encoding, and says so rather than "None"."""
-    if attempt["action"] is None and attempt["status"] != "ok":
-        return Text("not sent", style="dim")
+    """The action as JSON (text "1" and the number 1 read apart), or ``not sent``."""
+    if not_sent(attempt):
+        return Text(NOT_SENT, style="dim")
     return cell(as_json(attempt["action"]), ACTION)
 
 
 def _state(attempt: Mapping[str, Any], cell: Cells) -> str | Text:
     """The observed state as JSON, or why there is none: the observer's own error."""
-    if attempt.get("observer_error"):
-        shown = cell(f"observer failed: {attempt['observer_error']}", ERROR)
-        shown = shown if isinstance(shown, Text) else Text(shown)
-        shown.stylize("yellow", 0, len("observer failed"))
-        return shown
-    return cell(as_json(attempt["state"]), STATE)
+    failure = observer_failure(attempt)
+    if failure is None:
+        return cell(as_json(attempt["state"]), STATE)
+    shown = cell(failure, ERROR)
+    shown = shown if isinstance(shown, Text) else Text(shown)
+    shown.stylize("yellow", 0, len(OBSERVER_FAILED))
+    return shown
 
 
 MORE_STEPS = 60

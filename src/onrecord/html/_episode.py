@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from onrecord._row_keys import key_text
+from onrecord._step_text import NOT_SENT, not_sent, observer_failure
 from onrecord._tool_steps import tool_calls
 from onrecord.envkit._sql import encode_reals, same_value
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
@@ -78,17 +79,11 @@ def _gym_view(view: dict[str, Any], episode: EpisodeEvidence) -> None:
     for a in episode.attempts():
         event = {
             "step": a["index"],
-            # A refused action has no encoding: "not sent", not "null".
-            "label": "not sent"
-            if a["action"] is None and a["status"] != "ok"
-            else _short(a["action"]),
+            "label": NOT_SENT if not_sent(a) else _short(a["action"]),
             "status": a["status"],
             "detail": "" if a["index"] not in rewards else f"reward {rewards[a['index']]:g}",
             "error": (a["error"] or {}).get("message", ""),
-            # No state read: why, rather than "null".
-            "state": _short(f"observer failed: {a['observer_error']}")
-            if a.get("observer_error")
-            else _short(a["state"]),
+            "state": _short(observer_failure(a) or a["state"]),
         }
         call = calls.get(a["index"])
         if call is not None:
