@@ -75,7 +75,9 @@ def test_show_says_not_sent_observer_failed_and_writes_states_as_json(saved: Pat
     assert refused[1:4] == ["invalid_action", "not sent", ""]  # no reward: never ran
     assert refused[5] == '{"cell":0,"label":"1"}'
     assert failed_read[2:4] == ["2", "0.0"]
-    assert failed_read[5].startswith("observer failed: RuntimeError: db connection lost (at ")
+    # the error's place follows; how much of it fits on the first line depends on the
+    # checkout's path, so only the error is asserted here
+    assert failed_read[5].startswith("observer failed: RuntimeError: db connection lost")
     assert walked[3:6] == ["0.0", "", '{"cell":2,"label":"1"}']
     assert "None" not in shown.stdout
     assert "'label'" not in shown.stdout
