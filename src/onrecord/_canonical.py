@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
 
 from onrecord._nesting import MAX_NESTING, TooDeep, refuse_deep
+from onrecord._numpy import loaded_numpy
 from onrecord._portable import (
     NDARRAY_TAG,
     PASSTHROUGH,
@@ -226,8 +226,11 @@ def _dumps_native(value: Any) -> bytes:
     """The state bytes again with every array in native byte order, or b"" when that
     does not help: orjson refuses a big-endian array (read from a wire format or a file)
     without calling its ``default`` hook, so one was refused though ``info`` kept it."""
+    numpy = loaded_numpy()
+    if numpy is None:  # no array anywhere: nothing to change
+        return b""
     try:
-        native = _native_arrays(value)
+        native = _native_arrays(value, numpy.ndarray)
         return orjson.dumps(native, option=_STATE_OPTIONS, default=_numpy_fallback)
     except TypeError as exc:
         reraise_interrupt(exc)
@@ -236,23 +239,26 @@ def _dumps_native(value: Any) -> bytes:
     return b""
 
 
-def _native_arrays(value: Any) -> Any:
-    if isinstance(value, np.ndarray) and not value.dtype.isnative:
+def _native_arrays(value: Any, ndarray: Any) -> Any:
+    if isinstance(value, ndarray) and not value.dtype.isnative:
         return value.astype(value.dtype.newbyteorder("="))
     if type(value) is dict:
-        return {key: _native_arrays(item) for key, item in value.items()}
+        return {key: _native_arrays(item, ndarray) for key, item in value.items()}
     if type(value) is list or type(value) is tuple:
-        return [_native_arrays(item) for item in value]
+        return [_native_arrays(item, ndarray) for item in value]
     return value
 
 
 def _holds_array(value: Any) -> bool:
     """Whether ``value`` is a NumPy array or a dict with one among its values, the usual
     observer output (a C scan of the types; other arrays are left to the comparison)."""
+    numpy = loaded_numpy()
+    if numpy is None:
+        return False
     kind = type(value)
     if kind is dict:
-        return np.ndarray in map(type, value.values())
-    return kind is np.ndarray
+        return numpy.ndarray in map(type, value.values())
+    return kind is numpy.ndarray
 
 
 def reraise_interrupt(exc: TypeError) -> None:
@@ -303,7 +309,8 @@ def _not_plain(value: Any) -> bool:
 
 
 def _not_plain_leaf(value: Any) -> bool:
-    if type(value) is np.ndarray or isinstance(value, np.generic):
+    numpy = loaded_numpy()
+    if numpy is not None and (type(value) is numpy.ndarray or isinstance(value, numpy.generic)):
         return value.dtype.kind not in "biuf"
     return True
 
@@ -311,6 +318,10 @@ def _not_plain_leaf(value: Any) -> bool:
 def _numpy_fallback(value: Any) -> Any:
     """orjson's hook for numpy values it does not write natively (non-contiguous arrays,
     float16 scalars, longdoubles a double holds exactly), and plain subclasses."""
+    if loaded_numpy() is None:  # then no value is a NumPy one
+        return _plain_subclass(value)
+    import numpy as np
+
     if isinstance(value, np.ma.MaskedArray):  # its data alone would pass masked values as real
         raise TypeError("a masked array")
     # A longdouble: item() would give a longdouble back, and orjson call this forever.

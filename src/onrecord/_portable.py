@@ -14,14 +14,17 @@ import json
 import math
 from collections.abc import Mapping
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import orjson
 
 from onrecord._exceptions import without_addresses
 from onrecord._nesting import refuse_deep, too_deep
+from onrecord._numpy import loaded_numpy
 from onrecord.errors import PortabilityError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "NDARRAY_TAG",
@@ -78,13 +81,24 @@ class _NotFast(Exception):
     """Raised inside the fast walk; the path-tracking walk then decides and explains."""
 
 
-_FLOATS = (float, np.float64, np.float32)
+_FLOATS: set[type] = {float}
+"""The float types the fast walk takes as they are: NumPy's float64 and float32 join
+once NumPy is loaded (``_numpy_floats``), without importing it here."""
+
+
+def _numpy_floats() -> None:
+    numpy = loaded_numpy()
+    if numpy is not None:
+        _FLOATS.update((numpy.float64, numpy.float32))
+
+
+_numpy_floats()
 
 
 def _fast(value: Any) -> Any:
     # The hot path of every capture: no path strings, exact-type dispatch only.
     kind = type(value)
-    if kind is float or kind is np.float64 or kind is np.float32:
+    if kind in _FLOATS:
         if value - value == 0.0:  # false for NaN and +-inf
             return float(value)
         raise _NotFast
@@ -132,15 +146,17 @@ def _walk(value: Any, path: str) -> Any:
 
 
 def _to_portable_slow(value: Any, path: str) -> Any:
-    if isinstance(value, np.ndarray):
+    numpy = loaded_numpy()  # None: then no value is a NumPy one
+    if numpy is not None and isinstance(value, numpy.ndarray):
         return _array_to_portable(value, path)
     if isinstance(value, Enum):  # as orjson writes it: an Enum member is its value
         return _walk(value.value, path)
     if isinstance(value, str):  # str.__str__: a mixin Enum's str() is its name (and a
         return _checked_str(str.__str__(value), path)  # numpy.str_ is text, as orjson says)
-    if isinstance(value, np.generic):
+    if numpy is not None and isinstance(value, numpy.generic):
         if value.dtype.kind not in "biuf":
             return _refuse(value, path)
+        _numpy_floats()  # the fast walk takes the next ones
         return _walk((_narrow(value, path) if _wide(value) else value).item(), path)
     if isinstance(value, float):
         return _walk(float(value), path)
@@ -236,6 +252,8 @@ def _shown_key(key: Any) -> str:
 
 
 def _array_to_portable(array: np.ndarray, path: str) -> dict[str, Any]:
+    import numpy as np  # loaded: the value is an array
+
     if isinstance(array, np.ma.MaskedArray):
         raise masked_refusal(path)
     if array.dtype.kind not in "biuf":
@@ -286,6 +304,8 @@ def _wide(value: np.ndarray | np.generic) -> bool:
 
 def narrowed(value: np.ndarray | np.generic) -> np.ndarray | None:
     """A wide float as float64 when that holds every value exactly, else None."""
+    import numpy as np  # loaded: the value is a NumPy one
+
     doubled = np.asarray(value, dtype=np.float64)
     return doubled if np.array_equal(doubled, value, equal_nan=True) else None
 
@@ -298,7 +318,7 @@ def _narrow(value: Any, path: str) -> Any:
             "exactly; convert it with float() or .astype(np.float64) to round it",
             path,
         )
-    return doubled if isinstance(value, np.ndarray) else doubled[()]
+    return doubled if isinstance(value, loaded_numpy().ndarray) else doubled[()]
 
 
 def from_portable(value: Any) -> Any:
@@ -306,6 +326,8 @@ def from_portable(value: Any) -> Any:
     if isinstance(value, dict):
         tagged = value.get(NDARRAY_TAG) if len(value) == 1 else None
         if tagged is not None:
+            import numpy as np  # an array is made: here NumPy is needed
+
             return np.asarray(tagged["data"], dtype=np.dtype(tagged["dtype"])).reshape(
                 tagged["shape"]
             )

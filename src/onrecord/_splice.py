@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import orjson
 
 from onrecord._canonical import reraise_interrupt
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "LazyColumns",
@@ -135,7 +137,7 @@ def array_fragment(array: np.ndarray) -> Any:
     """A finite numeric array as the nested JSON lists ``array.tolist()`` would be
     written as, by one C call."""
     if array.dtype.kind == "f":
-        array = array.astype(np.float64, copy=False)  # tolist() gives doubles
+        array = array.astype("float64", copy=False)  # tolist() gives doubles
     if splicing_is_exact():
         return Spliced(orjson.dumps(array, option=_NUMPY))
     return array.tolist()
@@ -147,6 +149,8 @@ def splicing_is_exact() -> bool:
     array elements and as scalars, must either re-serialize to the same bytes or show a
     float32 notation, and doubles written from arrays must equal doubles written from
     Python floats."""
+    import numpy as np  # here: records are read without NumPy (see onrecord._numpy)
+
     exponents = np.arange(-149, 128)
     mantissas = np.array([1.0, 1.0000001, 1.1, 1.2345678, 1.4142135, 1.5, 1.7320508, 1.9999999])
     grid = (mantissas[:, None] * np.exp2(exponents.astype(np.float64))).ravel()

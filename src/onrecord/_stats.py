@@ -1,13 +1,11 @@
 """Small exact statistics: Wilson intervals (plain and clustered by case), exact binomial
-(McNemar) tests, pass^k and a paired bootstrap. Kept dependency-free (NumPy only) so the
-core needs no SciPy."""
+(McNemar) tests, pass^k and a paired bootstrap. Kept dependency-free (NumPy only, for the
+bootstrap) so the core needs no SciPy."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-
-import numpy as np
 
 __all__ = [
     "CLUSTERED_INTERVAL",
@@ -185,6 +183,8 @@ def paired_bootstrap_ci(
     differences: Sequence[float], *, resamples: int = 2000, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean paired difference."""
+    import numpy as np  # here: reading records and exact tests need no NumPy (see _numpy)
+
     values = np.asarray(differences, dtype=float)
     if values.size == 0:
         return (math.nan, math.nan)

@@ -33,9 +33,7 @@ from onrecord.cli._experiments import (
     verify_remittance_summary,
     verify_worldmodel_protocol,
 )
-from onrecord.dynamics import ForecastEvidence
-from onrecord.dynamics._closed_loop import CLOSED_LOOP_SCHEMA
-from onrecord.dynamics._evidence import FORECAST_SCHEMA
+from onrecord.dynamics._evidence_schema import CLOSED_LOOP_SCHEMA, FORECAST_SCHEMA
 from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.episode._verify_files import read_regular, regular_sha256
 from onrecord.errors import DigestMismatch, SchemaError
@@ -57,7 +55,7 @@ _RECORDS: dict[str, Check] = {
     EPISODE_SCHEMA: lambda path, data: EpisodeEvidence.load(path),  # and its .blobs/
     REPORT_SCHEMA: lambda path, data: EvaluationReport.from_dict(data),
     POLICY_SCHEMA: lambda path, data: _policy(path, data),
-    FORECAST_SCHEMA: lambda path, data: ForecastEvidence.from_dict(data),
+    FORECAST_SCHEMA: lambda path, data: _forecast(data),
     CLOSED_LOOP_SCHEMA: lambda path, data: verify_closed_loop(path, [(str(path), data)]),
     DECISION_SCHEMA: verify_decision,
     LEDGER_DECISION_SCHEMA: verify_decision,
@@ -114,6 +112,12 @@ def verify_file(path: Path) -> Any:
             named(path, partial(check_in_manifest, path, root))
         return verified
     return _other(path, raw, data)
+
+
+def _forecast(data: dict[str, Any]) -> Any:
+    from onrecord.dynamics import ForecastEvidence  # with NumPy: only a forecast needs it
+
+    return ForecastEvidence.from_dict(data)
 
 
 def _policy(path: Path, data: dict[str, Any]) -> AcceptancePolicy:
@@ -201,7 +205,7 @@ def _lines(path: Path, raw: bytes) -> Bundle:
             episodes.append((where, data))
             items.append(None)
         else:
-            items.append(named(Path(where), partial(ForecastEvidence.from_dict, data)))
+            items.append(named(Path(where), partial(_forecast, data)))
     if episodes:  # with the blobs of their large arrays, from the file's .blobs/ folder
         verified = iter(named(path, partial(verified_episodes, path, episodes)))
         items = [next(verified) if item is None else item for item in items]

@@ -10,9 +10,10 @@ a run's decision gave its reasons without the requirements' numbers.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -41,9 +42,11 @@ from onrecord.cli._render import (
     render_comparison,
     render_forecasts,
 )
-from onrecord.dynamics import ForecastEvidence
 from onrecord.episode import EpisodeEvidence
 from onrecord.report import EvaluationReport
+
+if TYPE_CHECKING:
+    from onrecord.dynamics import ForecastEvidence
 
 __all__ = ["render_bundle", "render_decision_body"]
 
@@ -73,7 +76,7 @@ def render_bundle(
     if view is not None:
         view(console, bundle.record, bundle.items)
         return
-    forecasts = [item for item in bundle.items if isinstance(item, ForecastEvidence)]
+    forecasts = _forecasts(bundle.items)
     if forecasts:
         render_forecasts(console, forecasts)
     episodes = [item for item in bundle.items if isinstance(item, EpisodeEvidence)]
@@ -106,6 +109,15 @@ def render_bundle(
             reports = [other for other in bundle.items if isinstance(other, EvaluationReport)]
             body = partial_body(item["decision"], item["recorded"], item["expected"], why)
             render_decision_body(console, body, note, report=next(iter(reports), None))
+
+
+def _forecasts(items: Sequence[Any]) -> list[ForecastEvidence]:
+    """The forecasts among a bundle's items. Reading one loads their module (and NumPy,
+    which reading other records does without): while it is not loaded, there is none."""
+    module = sys.modules.get("onrecord.dynamics._evidence")
+    if module is None:
+        return []
+    return [item for item in items if isinstance(item, module.ForecastEvidence)]
 
 
 def _schema(record: Any) -> str | None:

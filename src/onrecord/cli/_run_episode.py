@@ -25,6 +25,7 @@ from onrecord.cli._row_history import render_row_history
 from onrecord.cli._verdict_evidence import render_evidence
 from onrecord.episode import EPISODE_SCHEMA
 from onrecord.errors import InputError
+from onrecord.runner._sealed import saved_evidence
 
 __all__ = [
     "ALL_NOT_PASSED",
@@ -90,8 +91,6 @@ def render_run_episode(
         console, trial.get("results", ()), every=all_evidence, full=full, command=command
     )
     if saved.evidence.get("schema") == EPISODE_SCHEMA:
-        from onrecord.runner._gym import saved_evidence  # Gymnasium: only for such a run
-
         evidence = saved_evidence(saved)  # with its side-file blobs (image observations)
         render_episode(console, evidence, steps, full=full, command=command)
     else:

@@ -25,6 +25,7 @@ from onrecord._canonical import (
 )
 from onrecord._user_errors import raised_record
 from onrecord.case import EvalCase
+from onrecord.dynamics._evidence_schema import CLOSED_LOOP_SCHEMA
 from onrecord.episode._verify_files import read_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
 
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
     from onrecord.dynamics._protocol import WorldModel
 
 __all__ = ["CLOSED_LOOP_SCHEMA", "ClosedLoopRun", "load_runs", "run_closed_loop", "save_runs"]
-
-CLOSED_LOOP_SCHEMA = "onrecord.closed-loop/v1"
 
 
 @dataclass(frozen=True)

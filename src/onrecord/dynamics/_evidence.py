@@ -22,7 +22,7 @@ from onrecord._canonical import (
     load_record_bytes,
 )
 from onrecord._exceptions import naming_file
-from onrecord.dynamics._evidence_schema import verify_shape
+from onrecord.dynamics._evidence_schema import FORECAST_SCHEMA, verify_shape
 from onrecord.dynamics._layout import Layout, forecast_layout
 from onrecord.dynamics._protocol import FloatArray
 from onrecord.episode._verify_files import read_regular
@@ -42,7 +42,6 @@ __all__ = [
     "save_forecasts",
 ]
 
-FORECAST_SCHEMA = "onrecord.forecast/v1"
 ForecastStatus = Literal["ok", "model_error", "simulator_error"]
 
 

@@ -21,13 +21,14 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from onrecord._canonical import atomic_write_bytes
 from onrecord.episode._verify_files import check_entry, read_regular, regular_size
 from onrecord.errors import ConsistencyError, SchemaError
+
+if TYPE_CHECKING:  # NumPy is imported where a blob is met: records without any need none
+    import numpy as np
 
 __all__ = [
     "BLOB_TAG",
@@ -58,6 +59,8 @@ _REF_KEYS = frozenset({"sha256", "dtype", "shape"})
 
 def blob_ref(array: np.ndarray, sink: dict[str, bytes]) -> dict[str, Any]:
     """Put ``array``'s bytes in ``sink`` and return the reference that replaces it."""
+    import numpy as np
+
     data = np.ascontiguousarray(array).tobytes()
     digest = hashlib.sha256(data).hexdigest()
     sink[digest] = data
@@ -77,6 +80,8 @@ def is_blob(value: Any, layout: Any = "list") -> bool:
 
 def decode_blob(ref: Mapping[str, Any], blobs: Mapping[str, bytes]) -> np.ndarray:
     """The array a reference stands for (read-only view of the blob's bytes)."""
+    import numpy as np
+
     meta = ref[BLOB_TAG]
     array = np.frombuffer(blobs[meta["sha256"]], dtype=np.dtype(meta["dtype"]))
     return array.reshape(meta["shape"])
@@ -139,6 +144,8 @@ def blob_size(meta: Any) -> int:
         and meta["shape"]
         and all(type(size) is int and size >= 0 for size in meta["shape"])
     ):
+        import numpy as np
+
         try:
             dtype = np.dtype(meta["dtype"])
         except (TypeError, ValueError):

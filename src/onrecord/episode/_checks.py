@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from onrecord.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["NOT_MEASURED", "OutcomeCheck", "OutcomeVerdict", "outcome_check"]
 

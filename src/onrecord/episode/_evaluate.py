@@ -6,9 +6,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
 from onrecord._exceptions import describe_raised, shown_repr, without_addresses
+from onrecord._numpy import loaded_numpy
 from onrecord.episode._checks import OutcomeCheck, OutcomeVerdict
 from onrecord.episode._evidence import EpisodeEvidence
 from onrecord.errors import InputError
@@ -28,13 +27,15 @@ def run_check(check: OutcomeCheck, subject: Any) -> CheckResult:
     if not isinstance(verdict, OutcomeVerdict):
         return _evaluator_error(check, f"returned {type(verdict).__name__}, not an OutcomeVerdict")
     passed = verdict.passed
-    if type(passed) is np.bool_:  # what np.all(...) and comparisons of arrays give
+    if passed is not None and type(passed) is not bool:
+        numpy = loaded_numpy()  # a NumPy bool is what np.all(...) and array comparisons give
+        if numpy is None or type(passed) is not numpy.bool_:
+            return _evaluator_error(
+                check,
+                f"returned passed={shown_repr(passed, 200)}; "
+                "use True, False or None (not measured)",
+            )
         passed = bool(passed)
-    elif passed is not None and type(passed) is not bool:
-        return _evaluator_error(
-            check,
-            f"returned passed={shown_repr(passed, 200)}; use True, False or None (not measured)",
-        )
     status: Status = "not_measured" if passed is None else "pass" if passed else "fail"
     reason = "" if verdict.reason is None else str(verdict.reason)
     try:

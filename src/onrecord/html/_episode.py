@@ -17,7 +17,7 @@ from onrecord.episode import EPISODE_SCHEMA, EpisodeEvidence
 from onrecord.html._timeline import select_timeline
 from onrecord.report import Trial
 from onrecord.runner import RunStore
-from onrecord.runner._gym import saved_evidence
+from onrecord.runner._sealed import saved_evidence
 from onrecord.runner._toolworld import TOOL_EPISODE_SCHEMA
 
 __all__ = ["episode_view"]

@@ -27,9 +27,9 @@ from onrecord.runner._provider import (
     SavedEpisode,
     failing_agent,
 )
-from onrecord.runner._sealed import CapturedEvidence
+from onrecord.runner._sealed import BLOB_PREFIX, CapturedEvidence, saved_evidence
 
-__all__ = ["COMPLETED", "GymnasiumProvider", "as_interact", "random_agent", "saved_evidence"]
+__all__ = ["COMPLETED", "GymnasiumProvider", "as_interact", "random_agent"]
 
 EnvFactory = Callable[[], gym.Env[Any, Any]]
 TaskEnvFactory = Callable[[EvalCase], gym.Env[Any, Any]]
@@ -38,19 +38,6 @@ Observe = Callable[[gym.Env[Any, Any]], Any]
 # One environment type for ``make``/``make_for_task`` and ``observe``, so an observer
 # typed for the user's own ``gym.Env`` subclass is accepted beside its factory.
 _Env = TypeVar("_Env", bound=gym.Env[Any, Any])
-
-
-_BLOB_PREFIX = "blob/"
-
-
-def saved_evidence(saved: SavedEpisode) -> EpisodeEvidence:
-    """Episode evidence from a run store record, with its large arrays (side files)."""
-    blobs = {
-        name.removeprefix(_BLOB_PREFIX): blob
-        for name, blob in saved.files.items()
-        if name.startswith(_BLOB_PREFIX)
-    }
-    return EpisodeEvidence.from_dict(saved.evidence, blobs)
 
 
 def _completed(episode: EpisodeEvidence) -> OutcomeVerdict:
@@ -208,7 +195,7 @@ class GymnasiumProvider(EnvironmentProvider):
             options=spec.options,
         )
         # Large observation arrays travel as side files named by their sha256.
-        blobs = {f"{_BLOB_PREFIX}{digest}": blob for digest, blob in evidence.blobs.items()}
+        blobs = {f"{BLOB_PREFIX}{digest}": blob for digest, blob in evidence.blobs.items()}
         # Saved from the episode's own bytes, never parsed again (``_sealed``).
         return EpisodeOutput(CapturedEvidence(evidence), evidence, files=blobs)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -25,14 +25,33 @@ from onrecord._canonical import canonical_bytes, content_digest
 from onrecord._splice import dumps_spliced
 from onrecord.episode import EpisodeEvidence
 
+if TYPE_CHECKING:
+    from onrecord.runner._provider import SavedEpisode
+
 __all__ = [
+    "BLOB_PREFIX",
     "CapturedEvidence",
     "captured_fingerprint",
     "digest_of_canonical",
     "events_bytes",
     "evidence_fragment",
     "record_line",
+    "saved_evidence",
 ]
+
+BLOB_PREFIX = "blob/"
+"""A run's side file of a large array: ``blob/`` and the array's sha256."""
+
+
+def saved_evidence(saved: SavedEpisode) -> EpisodeEvidence:
+    """Episode evidence from a run store record, with its large arrays (side files).
+    Here, not beside the Gymnasium provider: reading a run needs no Gymnasium."""
+    blobs = {
+        name.removeprefix(BLOB_PREFIX): blob
+        for name, blob in saved.files.items()
+        if name.startswith(BLOB_PREFIX)
+    }
+    return EpisodeEvidence.from_dict(saved.evidence, blobs)
 
 
 class CapturedEvidence(Mapping[str, Any]):
