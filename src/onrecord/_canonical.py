@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
+from onrecord._loaded import loaded_numpy
 from onrecord._nesting import MAX_NESTING, TooDeep, refuse_deep
-from onrecord._numpy import loaded_numpy
 from onrecord._portable import (
     NDARRAY_TAG,
     PASSTHROUGH,

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from onrecord._exceptions import without_addresses
+from onrecord._loaded import loaded_numpy
 from onrecord._nesting import refuse_deep, too_deep
-from onrecord._numpy import loaded_numpy
 from onrecord.errors import PortabilityError
 
 if TYPE_CHECKING:

@@ -149,7 +149,7 @@ def splicing_is_exact() -> bool:
     array elements and as scalars, must either re-serialize to the same bytes or show a
     float32 notation, and doubles written from arrays must equal doubles written from
     Python floats."""
-    import numpy as np  # here: records are read without NumPy (see onrecord._numpy)
+    import numpy as np  # here: records are read without NumPy (see onrecord._loaded)
 
     exponents = np.arange(-149, 128)
     mantissas = np.array([1.0, 1.0000001, 1.1, 1.2345678, 1.4142135, 1.5, 1.7320508, 1.9999999])

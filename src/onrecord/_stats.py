@@ -183,7 +183,7 @@ def paired_bootstrap_ci(
     differences: Sequence[float], *, resamples: int = 2000, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean paired difference."""
-    import numpy as np  # here: reading records and exact tests need no NumPy (see _numpy)
+    import numpy as np  # here: reading records and exact tests need no NumPy (see _loaded)
 
     values = np.asarray(differences, dtype=float)
     if values.size == 0:

@@ -16,7 +16,7 @@ from onrecord.errors import ConsistencyError, SchemaError
 __all__ = ["CLOSED_LOOP_SCHEMA", "FORECAST_SCHEMA", "verify_shape"]
 
 # Here, beside the shape, so that telling a record's kind needs no NumPy (see
-# onrecord._numpy): the modules reading these records import it.
+# onrecord._loaded): the modules reading these records import it.
 FORECAST_SCHEMA = "onrecord.forecast/v1"
 CLOSED_LOOP_SCHEMA = "onrecord.closed-loop/v1"
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from onrecord._exceptions import describe_raised, shown_repr, without_addresses
-from onrecord._numpy import loaded_numpy
+from onrecord._loaded import loaded_numpy
 from onrecord.episode._checks import OutcomeCheck, OutcomeVerdict
 from onrecord.episode._evidence import EpisodeEvidence
 from onrecord.errors import InputError

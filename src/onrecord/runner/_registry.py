@@ -13,14 +13,12 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import gymnasium as gym
-
 from onrecord._canonical import to_portable
 from onrecord._exceptions import describe
+from onrecord._loaded import loaded
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import InputError
 from onrecord.runner._envref import EnvironmentRef
-from onrecord.runner._gym import GymnasiumProvider
 from onrecord.runner._provider import EnvironmentProvider
 from onrecord.runner._slips import (
     agent_class_problem,
@@ -77,7 +75,7 @@ def register_environment(
             f"register_environment({name!r}, ...): the factory must be an import path "
             f"or a module-level function, got {type(factory).__name__}"
         )
-    if name not in _REGISTRY and not replace and (name in gym.registry or _gym_spec(name)):
+    if name not in _REGISTRY and not replace and _gym_spec(name):
         # Registered names are looked up before Gymnasium ids: this one would silently
         # stop meaning gymnasium.make(name) for every run planned in this process.
         raise InputError(
@@ -154,7 +152,7 @@ def resolve_environment(name: str, config: Mapping[str, Any] | None = None) -> E
         ref = EnvironmentRef(name, "provider", _REGISTRY[name], config)
     elif ":" in name and (failure := _import_failure(name)) is None:
         ref = EnvironmentRef(name, "provider", name, config)
-    elif name in gym.registry or _gym_spec(name):
+    elif _gym_spec(name):  # Gymnasium is imported here, for a name none of the above
         ref = EnvironmentRef(name, "gym", name, config)
         _try_gym_make(name, config)
     elif ":" in name and failure:
@@ -166,12 +164,19 @@ def resolve_environment(name: str, config: Mapping[str, Any] | None = None) -> E
         # build_provider wraps a factory's gymnasium.Env in a GymnasiumProvider named
         # after the factory: record it as such. A provider the factory built itself
         # (its environment_id may happen to equal the name) stays a provider.
-        wrapped = type(provider) is GymnasiumProvider and provider.environment_id == name
+        wrapped = _wraps_gymnasium(provider) and provider.environment_id == name
         if ref.kind == "provider" and wrapped and ":" in name:
             return EnvironmentRef(name, "env", name, config)
         return ref
     finally:
         provider.close()
+
+
+def _wraps_gymnasium(provider: EnvironmentProvider) -> bool:
+    """Whether ``provider`` is a ``GymnasiumProvider`` (none exists before its module is
+    imported: a tool world's run never imports it)."""
+    module = loaded("onrecord.runner._gym")
+    return module is not None and type(provider) is module.GymnasiumProvider
 
 
 def _import_failure(path: str) -> str | None:
@@ -190,6 +195,8 @@ def _import_failure(path: str) -> str | None:
 def _try_gym_make(name: str, config: Mapping[str, Any]) -> None:
     """Make the Gymnasium environment once, so that a missing extra (``box2d``, ...) or a
     keyword it does not take fails the plan, not every episode."""
+    import gymnasium as gym
+
     try:
         gym.make(name, **config).close()
     except Exception as exc:  # gymnasium and the environments raise many types
@@ -206,6 +213,11 @@ def _try_gym_make(name: str, config: Mapping[str, Any]) -> None:
 
 
 def _gym_spec(name: str) -> bool:
+    """Whether ``name`` is a Gymnasium id (registered, or importable as one)."""
+    import gymnasium as gym  # here: a run of a registered tool world needs no Gymnasium
+
+    if name in gym.registry:
+        return True
     try:
         gym.spec(name)
     except Exception:  # gymnasium raises several error types for unknown ids
@@ -214,6 +226,8 @@ def _gym_spec(name: str) -> bool:
 
 
 def _unknown_environment(name: str) -> str:
+    import gymnasium as gym
+
     known = [*_REGISTRY, *gym.registry]
     close = difflib.get_close_matches(name, known, n=3)
     hint = spelling_hint(name) or (
@@ -228,20 +242,17 @@ def _unknown_environment(name: str) -> str:
 def build_provider(ref: EnvironmentRef) -> EnvironmentProvider:
     """Build the provider ``ref`` describes (in whichever process runs episodes)."""
     config = dict(ref.config)
-    if ref.kind == "gym":
-        return GymnasiumProvider(
-            lambda: gym.make(ref.target, **config), environment_id=f"gymnasium:{ref.target}"
-        )
+    if ref.kind in ("gym", "env"):
+        return _gym_provider(ref, config)
     factory = import_object(ref.target)
-    if ref.kind == "env":
-        return GymnasiumProvider(lambda: factory(**config), environment_id=ref.target)
     if not callable(factory):
         raise InputError(
             f"environment {ref.name!r}: {ref.target} is a {type(factory).__name__}, not a "
             "function; give 'module:factory' naming a function that returns an "
             "EnvironmentProvider or a gymnasium.Env"
         )
-    if factory is gym.make:  # takes the id: a factory of every environment, not of one
+    gym = loaded("gymnasium")  # None: then no Gymnasium object exists yet
+    if gym is not None and factory is gym.make:  # a factory of every environment, not one
         raise InputError(
             f"environment {ref.name!r}: {ref.target} is gymnasium.make itself; give the "
             "Gymnasium id instead (onrecord run CartPole-v1 --env-config KEY=VALUE), or a "
@@ -266,13 +277,28 @@ def build_provider(ref: EnvironmentRef) -> EnvironmentProvider:
         ) from exc
     if isinstance(built, EnvironmentProvider):
         return built
-    if isinstance(built, gym.Env):
+    gym = loaded("gymnasium")  # the factory may have imported it
+    if gym is not None and isinstance(built, gym.Env):
         built.close()
-        return GymnasiumProvider(lambda: factory(**config), environment_id=ref.target)
+        return _gym_provider(EnvironmentRef(ref.name, "env", ref.target, ref.config), config)
     raise InputError(
         f"environment {ref.name!r}: {ref.target} returned {_returned(built, ref.target)}; "
         "it must return an EnvironmentProvider or a gymnasium.Env"
     )
+
+
+def _gym_provider(ref: EnvironmentRef, config: dict[str, Any]) -> EnvironmentProvider:
+    """A Gymnasium id's (``gym``) or a factory's environment (``env``) as a provider."""
+    import gymnasium as gym  # here: a tool world's run imports no Gymnasium
+
+    from onrecord.runner._gym import GymnasiumProvider
+
+    if ref.kind == "gym":
+        return GymnasiumProvider(
+            lambda: gym.make(ref.target, **config), environment_id=f"gymnasium:{ref.target}"
+        )
+    factory = import_object(ref.target)
+    return GymnasiumProvider(lambda: factory(**config), environment_id=ref.target)
 
 
 def _returned(built: Any, target: str) -> str:

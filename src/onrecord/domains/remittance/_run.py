@@ -15,9 +15,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import gymnasium as gym
+from typing import TYPE_CHECKING, Any
 
 from onrecord import EvalCase
 from onrecord.domains.remittance._generator import insert_rows
@@ -26,10 +24,12 @@ from onrecord.domains.remittance._schema import SCHEMA
 from onrecord.domains.remittance._tasks import RemittanceTask
 from onrecord.domains.remittance._tools import HIDDEN_TABLES, TOOLS
 from onrecord.envkit import Snapshot, ToolEpisode, ToolWorld, save_episode
-from onrecord.envkit.gym import ToolWorldEnv
 from onrecord.episode import OutcomeCheck
 from onrecord.report import Trial
 from onrecord.runner._toolplay import play_tool_world, tool_world_trial
+
+if TYPE_CHECKING:  # imported by gym_env: running remittance agents needs no Gymnasium
+    import gymnasium as gym
 
 __all__ = [
     "ENVIRONMENT_ID",
@@ -145,6 +145,8 @@ class RemittanceEnvironment:
         """The Gymnasium face of this task: JSON text actions ``{"tool", "arguments"}`` and
         observations; a successful ``finish`` terminates. Save the episode afterwards with
         ``envkit.save_episode(env.world, directory)`` to grade it."""
+        from onrecord.envkit.gym import ToolWorldEnv
+
         return ToolWorldEnv(self.world, case=self.case)
 
     def close(self) -> None:
