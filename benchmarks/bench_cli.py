@@ -40,12 +40,42 @@ def _process(command: Sequence[str]) -> Callable[[], object]:
     return run
 
 
+def _small_run(folder: Path) -> Path:
+    """A run directory of two FrozenLake episodes."""
+    from onrecord.runner import plan_run, start_run
+
+    start_run(folder / "run", plan_run("frozenlake", "walks_to_goal", seeds=[1, 2]))
+    return folder / "run"
+
+
+def _fresh_runs(folder: Path, command: Sequence[str]) -> Callable[[], object]:
+    """``command`` with ``--out`` a new directory under ``folder`` at every call."""
+    calls = iter(range(10**6))
+
+    def run() -> None:
+        out = folder / f"out-{next(calls)}"
+        subprocess.run(
+            [*command, "--out", str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=True,
+        )
+
+    return run
+
+
 def main() -> None:
     print(f"# command-line start-up (whole processes, best of {ROUNDS} interleaved rounds)")
     with tempfile.TemporaryDirectory() as tmp:
         report, policy = _small_records(Path(tmp))
+        run = _small_run(Path(tmp))
         commands: dict[str, list[str]] = {
             "python -c pass (interpreter start-up)": [sys.executable, "-c", "pass"],
+            "python -c 'import numpy' (what reading no longer imports)": [
+                sys.executable,
+                "-c",
+                "import numpy",
+            ],
             "python -c 'import onrecord.cli.main'": [
                 sys.executable,
                 "-c",
@@ -62,11 +92,21 @@ def main() -> None:
                 str(policy),
             ],
             "onrecord show REPORT": [SCRIPT, "show", str(report)],
+            "onrecord verify RUN (2 FrozenLake episodes)": [SCRIPT, "verify", str(run)],
+            "onrecord show RUN": [SCRIPT, "show", str(run)],
         }
+        runs = {
+            "onrecord run remittance (1 task, 1 episode)": [
+                *(SCRIPT, "run", "remittance", "--agent", "careful", "--tasks", "full-01"),
+                *("--seeds", "0", "--no-progress"),
+            ],
+        }
+        functions = [_process(c) for c in commands.values()]
+        functions += [_fresh_runs(Path(tmp), c) for c in runs.values()]
         times = dict(
             zip(
-                commands,
-                best_times_interleaved([_process(c) for c in commands.values()], rounds=ROUNDS),
+                [*commands, *runs],
+                best_times_interleaved(functions, rounds=ROUNDS),
                 strict=True,
             )
         )

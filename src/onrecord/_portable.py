@@ -81,15 +81,17 @@ class _NotFast(Exception):
     """Raised inside the fast walk; the path-tracking walk then decides and explains."""
 
 
-_FLOATS: set[type] = {float}
+_FLOATS: tuple[type, ...] = (float,)
 """The float types the fast walk takes as they are: NumPy's float64 and float32 join
-once NumPy is loaded (``_numpy_floats``), without importing it here."""
+once NumPy is loaded (``_numpy_floats``), without importing it here. A tuple, compared
+by identity first: no type is hashed (a metaclass may make its classes unhashable)."""
 
 
 def _numpy_floats() -> None:
+    global _FLOATS
     numpy = loaded_numpy()
-    if numpy is not None:
-        _FLOATS.update((numpy.float64, numpy.float32))
+    if numpy is not None and len(_FLOATS) == 1:
+        _FLOATS = (float, numpy.float64, numpy.float32)
 
 
 _numpy_floats()

@@ -252,6 +252,7 @@ def test_reading_a_report_imports_no_environment_code(
     assert sorted(imported & set(NOT_FOR_READING) - needed) == []
     assert ("numpy" in imported) == (command == "compare")
     assert "importlib.metadata" not in new
+    assert "onrecord.envkit" not in new
 
 
 @pytest.fixture(scope="module")
@@ -278,6 +279,8 @@ def test_verifying_a_run_directory_still_verifies_without_gymnasium(
         assert code == 0
         new |= more
     assert sorted(name for name in new if name.split(".")[0] in NOT_FOR_READING) == []
+    # Nor the tool-world kit, which `show` imported to look for a saved tool episode.
+    assert "onrecord.envkit" not in new
     # ... and still reads every record: an edited episode is refused.
     edited = tmp_path / "run"
     shutil.copytree(small_run, edited)

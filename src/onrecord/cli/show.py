@@ -179,10 +179,12 @@ def _report(bundle: Bundle) -> EvaluationReport:
 def _tool_episode(path: Path) -> ToolEpisode | None:
     """The saved tool-world episode (``save_episode``) that ``path`` is or holds a file
     of (its manifest.json, its actions.jsonl: shown as the episode is), or None."""
+    folder = saved_episode_folder(path)
+    if folder is None:  # the kit (~15 ms to import) only for a saved tool-world episode
+        return None
     from onrecord.envkit import ToolEpisode
 
-    folder = saved_episode_folder(path)
-    return None if folder is None else ToolEpisode.load(folder)
+    return ToolEpisode.load(folder)
 
 
 def _render(
