@@ -145,10 +145,9 @@ def test_a_step_limited_episode_has_one_coverage_issue_naming_its_last_call(
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
-def test_an_episode_that_stopped_without_finishing_keeps_its_own_line(
-    desk: Path, tmp_path: Path
-) -> None:
-    # An episode saved with no declared ending has no kit line to merge with.
+def _recount_issues(folder: Path, cause: str | None) -> tuple[str, ...]:
+    """The coverage issues of a stockroom episode of one recount call, saved to
+    ``folder``: stopped with ``cause`` declared, or (None) with no ending declared."""
     from stockroom import SNAPSHOT, order, pick, recount
 
     from onrecord.runner._toolplay import tool_world_trial
@@ -156,9 +155,18 @@ def test_an_episode_that_stopped_without_finishing_keeps_its_own_line(
     world = ToolWorld(SNAPSHOT, [pick, recount])
     world.reset(case=order("nut", 3))
     world.call("recount", {"sku": "bolt", "qty": 0})
-    episode = save_episode(world, tmp_path / "undeclared")
+    if cause is not None:
+        world.end_episode("stopped", error=cause)
+    episode = save_episode(world, folder)
     world.close()
-    assert tool_world_trial(episode, []).coverage_issues == (
+    return tool_world_trial(episode, []).coverage_issues
+
+
+def test_an_episode_that_stopped_without_finishing_keeps_its_own_line(
+    desk: Path, tmp_path: Path
+) -> None:
+    # An episode saved with no declared ending has no kit line to merge with.
+    assert _recount_issues(tmp_path / "undeclared", None) == (
         "the episode ended after step 1 (recount) without a successful finish call",
     )
 
@@ -167,17 +175,7 @@ def test_an_ending_declared_with_its_cause_is_one_line_saying_where_it_stopped(
     desk: Path, tmp_path: Path
 ) -> None:
     # Before: the kit's line with the cause, then a second line for the same stop.
-    from stockroom import SNAPSHOT, order, pick, recount
-
-    from onrecord.runner._toolplay import tool_world_trial
-
-    world = ToolWorld(SNAPSHOT, [pick, recount])
-    world.reset(case=order("nut", 3))
-    world.call("recount", {"sku": "bolt", "qty": 0})
-    world.end_episode("stopped", error="the harness lost its lease")
-    episode = save_episode(world, tmp_path / "stopped")
-    world.close()
-    assert tool_world_trial(episode, []).coverage_issues == (
+    assert _recount_issues(tmp_path / "stopped", "the harness lost its lease") == (
         "the episode ended with stopped: the harness lost its lease after step 1 (recount), "
         "not finished",
     )
