@@ -4,12 +4,12 @@ one's awaitable to completion on an event loop of its own."""
 from __future__ import annotations
 
 import inspect
-import sys
 from collections.abc import Awaitable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, TypeVar
 
+from onrecord._loaded import loaded
 from onrecord.errors import InputError
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class AsyncInRunningLoop(InputError):
 def loop_running() -> bool:
     """Whether an event loop runs in this thread (Jupyter, an async application): code
     it called cannot block to run another coroutine to completion."""
-    asyncio = sys.modules.get("asyncio")
+    asyncio = loaded("asyncio")
     if asyncio is None:
         return False
     try:
@@ -120,7 +120,7 @@ def suspended_frame() -> FrameType | None:
     loop is idle (in ``select``, no task running): the innermost frame of its await
     chain outside asyncio (``await asyncio.sleep(...)`` in the agent), else None.
     A signal handler's own frame would name the selector there, not the agent."""
-    asyncio = sys.modules.get("asyncio")
+    asyncio = loaded("asyncio")
     if asyncio is None:  # no loop can be running
         return None
     try:

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from onrecord._loaded import loaded_numpy
+from onrecord._loaded import loaded
 from onrecord._nesting import MAX_NESTING, TooDeep, refuse_deep
 from onrecord._portable import (
     NDARRAY_TAG,
@@ -226,7 +226,7 @@ def _dumps_native(value: Any) -> bytes:
     """The state bytes again with every array in native byte order, or b"" when that
     does not help: orjson refuses a big-endian array (read from a wire format or a file)
     without calling its ``default`` hook, so one was refused though ``info`` kept it."""
-    numpy = loaded_numpy()
+    numpy = loaded("numpy")
     if numpy is None:  # no array anywhere: nothing to change
         return b""
     try:
@@ -252,7 +252,7 @@ def _native_arrays(value: Any, ndarray: Any) -> Any:
 def _holds_array(value: Any) -> bool:
     """Whether ``value`` is a NumPy array or a dict with one among its values, the usual
     observer output (a C scan of the types; other arrays are left to the comparison)."""
-    numpy = loaded_numpy()
+    numpy = loaded("numpy")
     if numpy is None:
         return False
     kind = type(value)
@@ -309,7 +309,7 @@ def _not_plain(value: Any) -> bool:
 
 
 def _not_plain_leaf(value: Any) -> bool:
-    numpy = loaded_numpy()
+    numpy = loaded("numpy")
     if numpy is not None and (type(value) is numpy.ndarray or isinstance(value, numpy.generic)):
         return value.dtype.kind not in "biuf"
     return True
@@ -318,7 +318,7 @@ def _not_plain_leaf(value: Any) -> bool:
 def _numpy_fallback(value: Any) -> Any:
     """orjson's hook for numpy values it does not write natively (non-contiguous arrays,
     float16 scalars, longdoubles a double holds exactly), and plain subclasses."""
-    if loaded_numpy() is None:  # then no value is a NumPy one
+    if loaded("numpy") is None:  # then no value is a NumPy one
         return _plain_subclass(value)
     import numpy as np
 

@@ -12,14 +12,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["loaded", "loaded_numpy"]
+__all__ = ["loaded"]
 
 
 def loaded(module: str) -> Any:
     """``module`` if it is imported, else None (then none of its values exist)."""
     return sys.modules.get(module)
-
-
-def loaded_numpy() -> Any:
-    """The ``numpy`` module if it is imported, else None."""
-    return sys.modules.get("numpy")

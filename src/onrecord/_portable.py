@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from onrecord._exceptions import without_addresses
-from onrecord._loaded import loaded_numpy
+from onrecord._loaded import loaded
 from onrecord._nesting import refuse_deep, too_deep
 from onrecord.errors import PortabilityError
 
@@ -89,7 +89,7 @@ by identity first: no type is hashed (a metaclass may make its classes unhashabl
 
 def _numpy_floats() -> None:
     global _FLOATS
-    numpy = loaded_numpy()
+    numpy = loaded("numpy")
     if numpy is not None and len(_FLOATS) == 1:
         _FLOATS = (float, numpy.float64, numpy.float32)
 
@@ -148,7 +148,7 @@ def _walk(value: Any, path: str) -> Any:
 
 
 def _to_portable_slow(value: Any, path: str) -> Any:
-    numpy = loaded_numpy()  # None: then no value is a NumPy one
+    numpy = loaded("numpy")  # None: then no value is a NumPy one
     if numpy is not None and isinstance(value, numpy.ndarray):
         return _array_to_portable(value, path)
     if isinstance(value, Enum):  # as orjson writes it: an Enum member is its value
@@ -320,7 +320,7 @@ def _narrow(value: Any, path: str) -> Any:
             "exactly; convert it with float() or .astype(np.float64) to round it",
             path,
         )
-    return doubled if isinstance(value, loaded_numpy().ndarray) else doubled[()]
+    return doubled if isinstance(value, loaded("numpy").ndarray) else doubled[()]
 
 
 def from_portable(value: Any) -> Any:

@@ -10,13 +10,13 @@ a run's decision gave its reasons without the requirements' numbers.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from onrecord._loaded import loaded
 from onrecord._natural import natural_key
 from onrecord._numbers import (
     interval_percent,
@@ -114,7 +114,7 @@ def render_bundle(
 def _forecasts(items: Sequence[Any]) -> list[ForecastEvidence]:
     """The forecasts among a bundle's items. Reading one loads their module (and NumPy,
     which reading other records does without): while it is not loaded, there is none."""
-    module = sys.modules.get("onrecord.dynamics._evidence")
+    module = loaded("onrecord.dynamics._evidence")
     if module is None:
         return []
     return [item for item in items if isinstance(item, module.ForecastEvidence)]

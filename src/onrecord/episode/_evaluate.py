@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from onrecord._exceptions import describe_raised, shown_repr, without_addresses
-from onrecord._loaded import loaded_numpy
+from onrecord._loaded import loaded
 from onrecord.episode._checks import OutcomeCheck, OutcomeVerdict
 from onrecord.episode._evidence import EpisodeEvidence
 from onrecord.errors import InputError
@@ -28,7 +28,7 @@ def run_check(check: OutcomeCheck, subject: Any) -> CheckResult:
         return _evaluator_error(check, f"returned {type(verdict).__name__}, not an OutcomeVerdict")
     passed = verdict.passed
     if passed is not None and type(passed) is not bool:
-        numpy = loaded_numpy()  # a NumPy bool is what np.all(...) and array comparisons give
+        numpy = loaded("numpy")  # a NumPy bool is what np.all(...) and array comparisons give
         if numpy is None or type(passed) is not numpy.bool_:
             return _evaluator_error(
                 check,
