@@ -1,12 +1,13 @@
 """The installed ``onrecord`` command, run as a real process (exit codes and output as a
-CI job sees them)."""
+CI job sees them; forked warm, ``tests/warm_client.py``, where that is the same)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.warm_client import run_onrecord
 
 
 def onrecord(
@@ -22,15 +23,7 @@ def onrecord(
     env = {**os.environ, "COLUMNS": str(columns)}
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "onrecord"), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        cwd=cwd,
-        env=env,
-    )
+    return run_onrecord([str(arg) for arg in args], env=env, cwd=cwd, timeout=timeout)
 
 
 def line_after(marker: str, text: str) -> str:

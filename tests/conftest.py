@@ -7,7 +7,8 @@ import os
 import shutil
 import signal
 import stat
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -32,6 +33,36 @@ settings.load_profile(os.environ.get("ONRECORD_HYPOTHESIS", "onrecord"))
 # ignored one is not).
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    """Each test's processes get a ``TMPDIR`` of their own. Tests kill ``onrecord``
+    outright (``kill -9``, a timeout) and leave its scratch directories behind; a run
+    or regrade started by a later test sweeps those it finds and says so on stdout
+    ("removed 4 scratch directories a killed onrecord left in ..."), so that test's
+    output depended on what another test, on either worker, had killed before it."""
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="t", dir=_tests_tmpdir(item.config))
+    try:
+        return (yield)
+    finally:
+        if before is None:
+            del os.environ["TMPDIR"]
+        else:
+            os.environ["TMPDIR"] = before
+
+
+def _tests_tmpdir(config: pytest.Config) -> str:
+    """The directory holding this worker's tests' ``TMPDIR``s, removed at its end."""
+    root: str | None = getattr(config, "_onrecord_tmpdir", None)
+    if root is None:
+        root = tempfile.mkdtemp(prefix="ort-")  # short: Ray puts sockets under it
+        config._onrecord_tmpdir = root  # type: ignore[attr-defined]
+        config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
+    return root
 
 
 # tryfirst: the marks must be in place before pytest-xdist's own hook of this name reads

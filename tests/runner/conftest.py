@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.runner._held import CHILD, held_env, wait_until_held
+from tests.warm_client import run_onrecord
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,16 +21,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def onrecord(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """Run the real CLI in a subprocess (the tests' modules importable)."""
+    """Run the real CLI in a subprocess (the tests' modules importable; forked warm,
+    ``tests/warm_client.py``, where that is the same)."""
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **(env or {})}
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "onrecord"), *args],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_onrecord(list(args), env=environment, cwd=ROOT, timeout=timeout)
 
 
 @pytest.fixture
