@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -30,6 +29,7 @@ from onrecord._numbers import shown_reason
 from onrecord.compare import compare_reports, few_bootstrap_pairs_note
 from onrecord.report import CheckResult, Trial
 from tests.cli_process import onrecord
+from tests.warm_client import run_onrecord
 
 POLICY = """
 name = "release"
@@ -62,14 +62,7 @@ def _command(*args: str | Path, columns: str | None) -> subprocess.CompletedProc
     env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
     if columns is not None:
         env["COLUMNS"] = columns
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "onrecord"), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env=env,
-    )
+    return run_onrecord([str(arg) for arg in args], env=env, cwd=None, timeout=300)
 
 
 @pytest.fixture(scope="module")

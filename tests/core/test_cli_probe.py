@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +25,15 @@ from onrecord.runner import regrade_run
 from tests.dynamics.test_capture import capture, persistence, seed_reference
 from tests.envkit import claims_env
 from tests.runner.test_regrade import _lake_run
+from tests.warm_client import run_onrecord
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "[/]case[red] :warning: ünï 💥"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "onrecord"), *args],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    return run_onrecord(list(args), env=env, cwd=ROOT, timeout=120)
 
 
 def _hostile_records(tmp_path: Path) -> dict[str, Path]:

@@ -8,8 +8,6 @@ in it continues on an indented line, never at column 0."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
@@ -19,9 +17,9 @@ import pytest
 from onrecord.domains.remittance import RemittanceEnvironment, ScriptedAgent
 from onrecord.envkit import save_episode
 from tests.domains.test_remittance_play import TASK  # full-01 at 200 rows
+from tests.warm_client import run_onrecord
 
 ROOT = Path(__file__).resolve().parents[2]
-ONRECORD = str(Path(sys.executable).parent / "onrecord")
 CRASH = "AgentCrashed: the agent crashed right after its first committed write"
 
 
@@ -33,15 +31,8 @@ def env() -> Iterator[RemittanceEnvironment]:
 
 
 def _show(path: Path, columns: int = 200) -> list[str]:
-    done = subprocess.run(
-        [ONRECORD, "show", str(path)],
-        cwd=ROOT,
-        env={**os.environ, "COLUMNS": str(columns)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    env = {**os.environ, "COLUMNS": str(columns)}
+    done = run_onrecord(["show", str(path)], env=env, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 

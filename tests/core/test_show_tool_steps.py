@@ -23,24 +23,17 @@ from rich.console import Console
 from onrecord import EvalCase
 from onrecord.cli._run_episode import render_tool_calls
 from onrecord.integrations.gymnasium import capture_episode
+from tests.warm_client import run_onrecord
 
 from . import show_tool_world
 
 ROOT = Path(__file__).resolve().parents[2]
-ONRECORD = str(Path(sys.executable).parent / "onrecord")
 ROW = re.compile(r"^│ (\d+) +│ (\S+) +│(?: (\S+) +│)?", re.MULTILINE)
 
 
 def _onrecord(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [ONRECORD, *args],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    return run_onrecord(list(args), env=env, cwd=ROOT, timeout=300)
 
 
 @pytest.fixture(scope="module")
