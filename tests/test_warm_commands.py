@@ -149,3 +149,17 @@ def test_a_sitecustomize_on_the_path_starts_afresh(tmp_path: Path) -> None:
     done = run_onrecord(["--version"], env=env, cwd=tmp_path, timeout=120)
     assert done.returncode == 0
     assert done.stderr == "custom\n"  # Python ran it at start: a fresh process
+
+
+def test_a_server_that_is_gone_runs_nothing_and_says_so(tmp_path: Path) -> None:
+    server = warm_client._Server()  # one of this test's own, not the worker's
+    server.process.kill()
+    server.process.wait()
+    marker = tmp_path / "made"
+    done = server.run(
+        [str(SCRIPT), "run", "frozenlake", "--out", str(marker)],
+        env=dict(os.environ), cwd=tmp_path, timeout=30,
+    )  # fmt: skip
+    server.stop()
+    assert done is None  # the caller starts the command afresh: it must not have run
+    assert not marker.exists()

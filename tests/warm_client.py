@@ -37,11 +37,18 @@ def run_onrecord(
     """``onrecord ARGS`` with ``env`` in ``cwd``: its exit code and what it printed."""
     argv = [str(SCRIPT), *args]
     server = None if _needs_fresh_process(env) else _Server.get()
-    if server is None:
+    done = (
+        None
+        if server is None
+        else server.run(argv, env=env, cwd=cwd or Path.cwd(), timeout=timeout)
+    )
+    if done is None:
+        if server is not None:  # it failed: say so once, and start every command afresh
+            _Server.fail("it did not answer")
         return subprocess.run(
             argv, capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd, env=env
         )
-    return server.run(argv, env=env, cwd=cwd or Path.cwd(), timeout=timeout)
+    return done
 
 
 def _needs_fresh_process(env: Mapping[str, str]) -> bool:
@@ -102,10 +109,18 @@ class _Server:
         try:
             cls._current = cls()
         except (OSError, RuntimeError) as error:
-            cls._failed = True
-            print(f"warm onrecord unavailable, commands start afresh: {error}", file=sys.stderr)
+            cls.fail(str(error))
             return None
         return cls._current
+
+    @classmethod
+    def fail(cls, why: str) -> None:
+        """No warm server for this worker from now on."""
+        cls._failed = True
+        if cls._current is not None:
+            cls._current.stop()
+            cls._current = None
+        print(f"warm onrecord unavailable, commands start afresh: {why}", file=sys.stderr)
 
     @classmethod
     def started_env(cls) -> Mapping[str, str]:
@@ -122,24 +137,26 @@ class _Server:
 
     def run(
         self, argv: list[str], *, env: Mapping[str, str], cwd: Path, timeout: float
-    ) -> subprocess.CompletedProcess[str]:
+    ) -> subprocess.CompletedProcess[str] | None:
+        """The command's run, or None if the server could not start it (then nothing
+        of it ran)."""
         deadline = time.monotonic() + timeout
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            request = {"argv": argv, "env": dict(env), "cwd": str(cwd)}
+            answers = connection.makefile("rb")
             try:
                 connection.connect(self.path)
-                _send(
-                    connection,
-                    {"argv": argv, "env": dict(env), "cwd": str(cwd)},
-                    out_write,
-                    err_write,
-                )
-            finally:
+                _send(connection, request, out_write, err_write)
                 os.close(out_write)
                 os.close(err_write)
-            answers = connection.makefile("rb")
-            pid = int(answers.readline().split()[1])
+                pid = int(answers.readline().split()[1])
+            except (OSError, ValueError, IndexError):
+                for fd in (out_read, out_write, err_read, err_write):
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+                return None
             try:
                 output = _read_both(out_read, err_read, deadline)
             except subprocess.TimeoutExpired as expired:
