@@ -44,15 +44,21 @@ def pytest_runtest_protocol(
     or regrade started by a later test sweeps those it finds and says so on stdout
     ("removed 4 scratch directories a killed onrecord left in ..."), so that test's
     output depended on what another test, on either worker, had killed before it."""
-    before = os.environ.get("TMPDIR")
-    os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="t", dir=_tests_tmpdir(item.config))
+    factory = getattr(item.config, "_tmp_path_factory", None)  # tmp_path_factory's
+    if factory is not None:  # pytest's base for tmp_path: in the machine's TMPDIR, as ever
+        factory.getbasetemp()
+    before = os.environ.get("TMPDIR"), tempfile.tempdir
+    own = tempfile.mkdtemp(prefix="t", dir=_tests_tmpdir(item.config))
+    # And the test's own process: onrecord called in-process sweeps (and writes) there.
+    os.environ["TMPDIR"] = tempfile.tempdir = own
     try:
         return (yield)
     finally:
-        if before is None:
+        if before[0] is None:
             del os.environ["TMPDIR"]
         else:
-            os.environ["TMPDIR"] = before
+            os.environ["TMPDIR"] = before[0]
+        tempfile.tempdir = before[1]
 
 
 def _tests_tmpdir(config: pytest.Config) -> str:

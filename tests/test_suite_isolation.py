@@ -1,6 +1,7 @@
-"""The suite's own isolation (``tests/conftest.py``): each test's processes get a
-``TMPDIR`` of their own, empty at its start, so what one test's killed ``onrecord``
-left there (and the notice a later run prints on removing it) never reaches another."""
+"""The suite's own isolation (``tests/conftest.py``): each test's processes, and its own
+process, get a ``TMPDIR`` of their own, empty at its start, so what one test's killed
+``onrecord`` left there (and the notice a later run prints on removing it) never reaches
+another."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def test_each_test_has_an_empty_tmpdir_of_its_own(turn: int) -> None:
     assert os.path.isdir(folder)
     assert os.listdir(folder) == []
     assert folder not in _SEEN
-    assert folder != tempfile.gettempdir()  # not the machine's, where other runs leave things
+    assert tempfile.gettempdir() == folder  # onrecord called in the test's process too
     _SEEN.append(folder)
     with open(os.path.join(folder, f"left-by-{turn}"), "w"):  # the next test must not see it
         pass

@@ -141,6 +141,9 @@ def test_a_timeout_kills_the_command_as_subprocess_run_does(tmp_path: Path) -> N
 def test_an_environment_that_changes_how_python_starts_starts_afresh(name: str, value: str) -> None:
     assert warm_client._needs_fresh_process({**os.environ, name: value})
     assert not warm_client._needs_fresh_process({**os.environ, "COLUMNS": "7"})
+    # Read when breakpoint() is called, not at start: set by Ray in the tests' process,
+    # it sent every later command of that worker to a fresh process.
+    assert not warm_client._needs_fresh_process({**os.environ, "PYTHONBREAKPOINT": "0"})
 
 
 def test_a_sitecustomize_on_the_path_starts_afresh(tmp_path: Path) -> None:

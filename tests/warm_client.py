@@ -55,12 +55,11 @@ def _needs_fresh_process(env: Mapping[str, str]) -> bool:
     """Whether Python would start differently from the server with ``env``."""
     if env.get("ONRECORD_TESTS_EXEC", os.environ.get("ONRECORD_TESTS_EXEC")):
         return True
-    server = _Server.started_env()
-    for key in {*env, *server}:
-        starts_python = key.startswith("PYTHON") and key != "PYTHONPATH"
+    for key in {*env, *_BASE_ENV}:
+        starts_python = key.startswith("PYTHON") and key not in _READ_LATER
         if (starts_python or key.startswith("LC_") or key in ("LANG", "LANGUAGE")) and env.get(
             key
-        ) != server.get(key):
+        ) != _BASE_ENV.get(key):
             return True
     entries = [Path(entry) for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
     return any(
@@ -68,6 +67,15 @@ def _needs_fresh_process(env: Mapping[str, str]) -> bool:
         for entry in entries
         for name in ("sitecustomize.py", "usercustomize.py")
     )
+
+
+_READ_LATER = frozenset({"PYTHONPATH", "PYTHONBREAKPOINT"})
+"""``PYTHON*`` variables read after start-up: the path (the child sets ``sys.path`` from
+it) and ``breakpoint()``'s hook (which Ray sets in the tests' own process)."""
+_BASE_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+"""The environment the suite started with (this module is imported while the tests are
+collected, before any test changes it): the server's, and what a command's environment
+is compared with."""
 
 
 class _Server:
@@ -79,7 +87,6 @@ class _Server:
     def __init__(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="orw-", dir=_short_tmp())
         self.path = os.path.join(self.folder, "s")
-        self.env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
         self.pid = os.getpid()
         # Pipes, as the tests give the commands: the server's sys.stdout and sys.stderr
         # become the children's, and a text stream keeps what it found at its start
@@ -90,7 +97,7 @@ class _Server:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=self.folder,
-            env=self.env,
+            env=_BASE_ENV,
         )
         assert self.process.stdout is not None
         assert self.process.stderr is not None
@@ -121,11 +128,6 @@ class _Server:
             cls._current.stop()
             cls._current = None
         print(f"warm onrecord unavailable, commands start afresh: {why}", file=sys.stderr)
-
-    @classmethod
-    def started_env(cls) -> Mapping[str, str]:
-        server = cls._current
-        return server.env if server is not None else os.environ
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
