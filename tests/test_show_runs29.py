@@ -175,3 +175,17 @@ def test_all_not_passed_needs_a_run_or_regrade(tmp_path: Path) -> None:
     refused = onrecord("show", str(run / "report.json"), "--all-not-passed")
     assert refused.returncode == 3
     assert "--all-not-passed needs a run or regrade directory" in refused.stderr
+
+
+def test_a_one_episode_run_killed_while_grading_says_its_episode_is_recorded(
+    tmp_path: Path,
+) -> None:
+    run = tmp_path / "one"
+    start_run(run, plan_run("frozenlake", "walks_to_goal"))
+    for graded in ("report.json", "decision.json"):  # as a kill before grading leaves it
+        (run / graded).unlink()
+    shown = onrecord("show", str(run), "--no-progress")
+    assert shown.returncode == 0, shown.stderr
+    # Before: "all 1 planned episodes recorded".
+    assert "the one planned episode recorded" in shown.stdout.splitlines()
+    assert f"grade it: onrecord run --resume {run}" in shown.stdout

@@ -109,7 +109,11 @@ def _render_ungraded(console: Console, run: Path, *, every: bool) -> None:
     if len(report.trials) < expected:
         _incomplete(console, run, len(report.trials), expected)
     else:  # killed while grading: every episode is recorded, "incomplete" said otherwise
-        console.print(f"all {expected} planned episodes recorded")
+        console.print(
+            "the one planned episode recorded"
+            if expected == 1
+            else f"all {expected} planned episodes recorded"
+        )
         console.print(
             f"grade it: {literal(f'onrecord run --resume {path_word(run)}')}", soft_wrap=True
         )
