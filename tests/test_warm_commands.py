@@ -1,7 +1,7 @@
 """The tests' warm ``onrecord`` (``tests/warm_client.py``): a command run in a child of
 the warm server must be what the same command is in a fresh process — exit code,
 stdout, stderr, files written, environment, working directory, the user's modules —
-or the suite's ~1,700 command runs would test something other than what a user runs.
+or the suite's ~1,500 warm command runs would test something other than what a user runs.
 Where a fork cannot be the same (an environment that changes how Python starts), the
 command must start afresh."""
 
