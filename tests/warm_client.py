@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 SCRIPT = Path(sys.executable).parent / "onrecord"
 _SERVER_SCRIPT = Path(__file__).with_name("_warm_onrecord.py")
@@ -79,9 +80,13 @@ is compared with."""
 
 
 class _Server:
-    """This worker's warm server."""
+    """One of this worker's two warm servers, taken in turn: each child has its server's
+    hash seed (``str`` hashes, hence set order), so two commands in a row get two seeds,
+    as two fresh processes do, and a test that a command's output does not depend on
+    them can still fail."""
 
-    _current: _Server | None = None
+    _servers: ClassVar[list[_Server | None]] = [None, None]
+    _turn = 0
     _failed = False
 
     def __init__(self) -> None:
@@ -108,25 +113,28 @@ class _Server:
 
     @classmethod
     def get(cls) -> _Server | None:
-        server = cls._current
-        if server is not None and server.pid == os.getpid() and server.process.poll() is None:
-            return server
+        """The server whose turn it is (started if need be), or None if none can run."""
         if cls._failed:
             return None
+        turn = cls._turn = (cls._turn + 1) % len(cls._servers)
+        server = cls._servers[turn]
+        if server is not None and server.pid == os.getpid() and server.process.poll() is None:
+            return server
         try:
-            cls._current = cls()
+            cls._servers[turn] = server = cls()
         except (OSError, RuntimeError) as error:
             cls.fail(str(error))
             return None
-        return cls._current
+        return server
 
     @classmethod
     def fail(cls, why: str) -> None:
         """No warm server for this worker from now on."""
         cls._failed = True
-        if cls._current is not None:
-            cls._current.stop()
-            cls._current = None
+        for server in cls._servers:
+            if server is not None:
+                server.stop()
+        cls._servers = [None, None]
         print(f"warm onrecord unavailable, commands start afresh: {why}", file=sys.stderr)
 
     def stop(self) -> None:
