@@ -62,6 +62,7 @@ def main(socket_path: str) -> dict[str, object] | None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(socket_path)
     listener.listen(64)
+    os.close(os.pidfd_open(os.getpid()))  # how children are waited for (Linux 5.3): or no "ready"
     print("ready", flush=True)
     return _serve(listener)
 

@@ -176,7 +176,10 @@ class _Server:
                     argv, timeout, expired.output, expired.stderr
                 ) from None
             connection.settimeout(max(deadline - time.monotonic(), 0.1))
-            code = int(answers.readline().split()[1])
+            ended = answers.readline().split()
+            if len(ended) != 2:  # the server died while the command ran
+                raise RuntimeError(f"the warm server ended during {argv[1:]}: no exit code")
+            code = int(ended[1])
         return subprocess.CompletedProcess(argv, code, _text(output[0]), _text(output[1]))
 
 
