@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
@@ -68,6 +69,7 @@ def _tests_tmpdir(config: pytest.Config) -> str:
         root = tempfile.mkdtemp(prefix="ort-")  # short: Ray puts sockets under it
         config._onrecord_tmpdir = root  # type: ignore[attr-defined]
         config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)  # a worker ending otherwise
     return root
 
 
