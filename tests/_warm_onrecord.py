@@ -145,9 +145,9 @@ def become(request: dict[str, object]) -> types.CodeType:
 
 def _python_path() -> list[str]:
     """``PYTHONPATH``'s entries as Python puts them on ``sys.path``: absolute, in order,
-    each once."""
-    entries = [os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(":")]
-    return list(dict.fromkeys(entry for entry in entries if entry))
+    each once (none for an empty or unset one)."""
+    words = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    return list(dict.fromkeys(os.path.abspath(word) for word in words if word))
 
 
 # The path a fresh interpreter has past the script's folder and PYTHONPATH (the server

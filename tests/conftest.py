@@ -63,13 +63,13 @@ def pytest_runtest_protocol(
 
 
 def _tests_tmpdir(config: pytest.Config) -> str:
-    """The directory holding this worker's tests' ``TMPDIR``s, removed at its end."""
+    """The directory holding this worker's tests' ``TMPDIR``s, removed at its exit."""
     root: str | None = getattr(config, "_onrecord_tmpdir", None)
     if root is None:
         root = tempfile.mkdtemp(prefix="ort-")  # short: Ray puts sockets under it
         config._onrecord_tmpdir = root  # type: ignore[attr-defined]
-        config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
-        atexit.register(shutil.rmtree, root, ignore_errors=True)  # a worker ending otherwise
+        # At the worker's exit, not pytest's cleanup: that once did not run in a worker.
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
     return root
 
 

@@ -157,15 +157,16 @@ class _Server:
             request = {"argv": argv, "env": dict(env), "cwd": str(cwd)}
             answers = connection.makefile("rb")
             try:
-                connection.connect(self.path)
-                _send(connection, request, out_write, err_write)
-                os.close(out_write)
-                os.close(err_write)
+                try:
+                    connection.connect(self.path)
+                    _send(connection, request, out_write, err_write)
+                finally:  # the child holds them now (or nobody will)
+                    os.close(out_write)
+                    os.close(err_write)
                 pid = int(answers.readline().split()[1])
             except (OSError, ValueError, IndexError):
-                for fd in (out_read, out_write, err_read, err_write):
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
+                os.close(out_read)
+                os.close(err_read)
                 return None
             try:
                 output = _read_both(out_read, err_read, deadline)
