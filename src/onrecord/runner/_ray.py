@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -77,8 +78,16 @@ class RayExecutor(Executor):
             )
         self._ray = ray
         self._started = not ray.is_initialized()
+        # ray.init points breakpoint() at Ray's debugger for the rest of the process,
+        # over the caller's PYTHONBREAKPOINT (0 in a CI job: a stray breakpoint() then
+        # waited for a debugger); close() puts the caller's back.
+        self._breakpoint_hook = os.environ.get("PYTHONBREAKPOINT")
         if self._started:
-            connect(ray, address, runtime_env)
+            try:
+                connect(ray, address, runtime_env)
+            except InputError:
+                _restore("PYTHONBREAKPOINT", self._breakpoint_hook)
+                raise
         else:
             # The address used to be ignored: the run went to the connected cluster.
             check_connected(ray, address)
@@ -189,6 +198,14 @@ class RayExecutor(Executor):
     def close(self) -> None:
         if self._started and self._ray.is_initialized():
             self._ray.shutdown()
+            _restore("PYTHONBREAKPOINT", self._breakpoint_hook)
+
+
+def _restore(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 class _Waiting:
