@@ -3,9 +3,11 @@ saying why a run waits on it."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 from onrecord.errors import InputError
@@ -33,12 +35,13 @@ def connect(ray: Any, address: str | None, runtime_env: dict[str, Any] | None) -
         # 40 s), printing log lines: a plain TCP connection tells at once.
         _check_reachable(target, source)
     try:
-        ray.init(
-            address=address,
-            include_dashboard=False,
-            log_to_driver=False,
-            runtime_env=runtime_env,
-        )
+        with _warnings_for_tasks_only(runtime_env) as tasks_env:
+            ray.init(
+                address=address,
+                include_dashboard=False,
+                log_to_driver=False,
+                runtime_env=tasks_env,
+            )
     except Exception as exc:
         # Ray raises ConnectionError (an OSError, which the CLI would report as "a
         # file"), ValueError, RuntimeError...: name the cluster and the usual causes.
@@ -49,6 +52,27 @@ def connect(ray: Any, address: str | None, runtime_env: dict[str, Any] | None) -
             else ""
         )
         raise InputError(f"could not {where}: {first_line(exc)}{hint}") from exc
+
+
+@contextlib.contextmanager
+def _warnings_for_tasks_only(runtime_env: dict[str, Any] | None) -> Iterator[Any]:
+    """The ``runtime_env`` to start Ray with, while Ray's own processes are started
+    without the caller's ``PYTHONWARNINGS``, which their tasks get instead.
+
+    Ray's processes inherit the driver's environment, and with ``PYTHONWARNINGS=error``
+    (a CI job's strict setting, meant for its own code) a deprecation warning in Ray's
+    dashboard process ended it: a local cluster never started, and the run failed after
+    30 s with "The current node timed out during startup"."""
+    warnings = os.environ.pop("PYTHONWARNINGS", None)
+    if warnings is None:
+        yield runtime_env
+        return
+    tasks_env = dict(runtime_env or {})
+    tasks_env["env_vars"] = {"PYTHONWARNINGS": warnings, **tasks_env.get("env_vars", {})}
+    try:
+        yield tasks_env
+    finally:
+        os.environ["PYTHONWARNINGS"] = warnings
 
 
 def _target(address: str | None) -> tuple[str | None, str]:
