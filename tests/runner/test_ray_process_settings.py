@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from onrecord.runner import RayExecutor, plan_run
+from onrecord.runner._raycluster import _warnings_for_tasks_only
 from tests.runner.test_workers_probe import _walk
 
 ray = pytest.importorskip("ray", reason="pip install 'onrecord[ray]'")
@@ -52,3 +53,38 @@ def test_a_cluster_started_under_a_ci_jobs_settings_keeps_them(
     assert during != "0"
     assert not ray.is_initialized()
     assert os.environ.get("PYTHONBREAKPOINT") == "0"
+
+
+@pytest.mark.parametrize(
+    ("given", "tasks_get"),
+    [
+        (None, {"env_vars": {"PYTHONWARNINGS": "error"}}),
+        (
+            {"env_vars": {"FLAG": "on"}, "pip": ["x"]},
+            {"env_vars": {"PYTHONWARNINGS": "error", "FLAG": "on"}, "pip": ["x"]},
+        ),
+        # The caller's own runtime_env setting wins over the process's.
+        ({"env_vars": {"PYTHONWARNINGS": "default"}}, {"env_vars": {"PYTHONWARNINGS": "default"}}),
+        ({"env_vars": None}, {"env_vars": {"PYTHONWARNINGS": "error"}}),
+    ],
+)
+def test_the_tasks_get_the_warnings_setting_and_rays_processes_do_not(
+    monkeypatch: pytest.MonkeyPatch, given: dict[str, Any] | None, tasks_get: dict[str, Any]
+) -> None:
+    monkeypatch.setenv("PYTHONWARNINGS", "error")
+    copy = None if given is None else dict(given)
+    with _warnings_for_tasks_only(given) as tasks_env:
+        assert "PYTHONWARNINGS" not in os.environ  # what Ray's processes start with
+        assert tasks_env == tasks_get
+    assert os.environ["PYTHONWARNINGS"] == "error"
+    assert given == copy  # the caller's runtime_env is not changed
+
+
+def test_without_the_setting_the_runtime_env_is_passed_as_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("PYTHONWARNINGS", raising=False)
+    given = {"env_vars": {"FLAG": "on"}}
+    with _warnings_for_tasks_only(given) as tasks_env:
+        assert tasks_env is given
+    assert "PYTHONWARNINGS" not in os.environ

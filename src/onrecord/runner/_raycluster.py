@@ -68,7 +68,7 @@ def _warnings_for_tasks_only(runtime_env: dict[str, Any] | None) -> Iterator[Any
         yield runtime_env
         return
     tasks_env = dict(runtime_env or {})
-    tasks_env["env_vars"] = {"PYTHONWARNINGS": warnings, **tasks_env.get("env_vars", {})}
+    tasks_env["env_vars"] = {"PYTHONWARNINGS": warnings, **(tasks_env.get("env_vars") or {})}
     try:
         yield tasks_env
     finally:
