@@ -41,6 +41,7 @@ __all__ = [
     "fsync_directory",
     "load_record_bytes",
     "no_string_values",
+    "only_dtype_string",
     "record_bytes",
     "refuse_deep_bytes",
     "reraise_interrupt",
@@ -213,7 +214,7 @@ def _state_bytes(value: Any, path: str) -> bytes:
             path,
         )
     nulls = b"null" in raw
-    if not nulls and no_string_values(raw):
+    if not nulls and (no_string_values(raw) or only_dtype_string(value, raw)):
         return raw
     # An array beside the null or string never reads back equal (it comes back a list),
     # and the comparison would convert every element: go straight to the next test.
@@ -275,6 +276,24 @@ def no_string_values(raw: bytes) -> bool:
     is written as two quotes and a colon, and without a backslash every quote in the
     bytes is a delimiter. Two counts and a search, cheap enough for every step."""
     return raw.count(b'"') == 2 * raw.count(b'":') and raw.find(b"\\") < 0
+
+
+def only_dtype_string(value: Any, raw: bytes) -> bool:
+    """Whether the one string value in ``raw`` is the ``dtype`` of a tagged array
+    ``value`` (``{"$ndarray": {"dtype", "shape", "data"}}``: what ``to_portable`` makes of
+    an array, and the runner's default observer returns every step). Ten quotes are its
+    four keys and that value, a ``str``, so nothing else was written as text; without
+    this, each such state was parsed back to be compared, 3 µs a step."""
+    if type(value) is not dict or len(value) != 1:
+        return False
+    inner = value.get(NDARRAY_TAG)
+    return (
+        type(inner) is dict
+        and len(inner) == 3
+        and type(inner.get("dtype")) is str
+        and raw.count(b'"') == 10
+        and raw.find(b"\\") < 0
+    )
 
 
 def _reads_back_equal(raw: bytes, value: Any) -> bool:

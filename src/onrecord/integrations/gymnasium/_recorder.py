@@ -20,6 +20,7 @@ from onrecord._canonical import (
     _STATE_OPTIONS,
     _numpy_fallback,
     canonical_bytes,
+    only_dtype_string,
     reraise_interrupt,
     state_bytes,
     to_portable,
@@ -199,7 +200,11 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                         and (quotes != 2 or raw[0] != 123)  # 123: "{"
                         and (quotes != 2 * raw.count(b'":') or raw.find(b"\\") >= 0)
                     )
-                    if not raw or raw.find(b"null") >= 0 or strings:
+                    if (
+                        not raw
+                        or raw.find(b"null") >= 0
+                        or (strings and not only_dtype_string(state, raw))
+                    ):
                         raw = state_bytes(state, "$.state")
                     # The comma is added by copying: the copy is a small pymalloc block,
                     # while orjson's own result sits in an oversized malloc block, and
