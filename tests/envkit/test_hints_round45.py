@@ -22,8 +22,8 @@ import pytest
 
 from onrecord.envkit import ToolWorld, check_rules, save_episode, tool
 from onrecord.errors import InputError
+from onrecord.runner._agents_and_checks import resolve_agent
 from onrecord.runner._gym import GymnasiumProvider
-from onrecord.runner._registry import resolve_agent
 from tests.cli_process import onrecord
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

@@ -15,10 +15,11 @@ from onrecord._canonical import canonical_bytes, content_digest, record_bytes, t
 from onrecord.errors import DigestMismatch
 from onrecord.examples import cartpole_task
 from onrecord.runner import EpisodeSpec, GymnasiumProvider, RunStore, plan_run, start_run
+from onrecord.runner._agents_and_checks import load_agent
 from onrecord.runner._examples import cartpole, frozenlake
 from onrecord.runner._gym import unwrapped_state
 from onrecord.runner._job import EpisodeJob, RunContext, _result, fingerprint
-from onrecord.runner._registry import EnvironmentRef, load_agent
+from onrecord.runner._registry import EnvironmentRef
 from onrecord.runner._sealed import CapturedEvidence, digest_of_canonical, record_line
 from onrecord.runner._store_lines import iterate_records
 

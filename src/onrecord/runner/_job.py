@@ -126,7 +126,8 @@ def _resolved(context: RunContext) -> tuple[EnvironmentProvider, Any, list[Outco
     if key not in _CACHE:
         # Here, not at the top: the registry imports gymnasium, and ``RunStore`` (which
         # reads run directories for ``onrecord verify`` and ``show``) imports this module.
-        from onrecord.runner._registry import build_provider, load_agent, load_checks
+        from onrecord.runner._agents_and_checks import load_agent, load_checks
+        from onrecord.runner._registry import build_provider
 
         provider = build_provider(context.environment)
         checks = load_checks(provider, context.checks)

@@ -19,13 +19,14 @@ from onrecord.episode import OutcomeCheck
 from onrecord.errors import ConsistencyError, InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
+from onrecord.runner._agents_and_checks import load_checks
 from onrecord.runner._decided import REGRADE_POLICY
 from onrecord.runner._interrupts import interrupts_kept, terminations_interrupt
 from onrecord.runner._job import JobResult, Progress, progress_of
 from onrecord.runner._leftovers import remove_unfinished_regrades, staging
 from onrecord.runner._policy_names import refuse_unmatched_requirements
 from onrecord.runner._provider import EnvironmentProvider
-from onrecord.runner._registry import build_provider, load_checks
+from onrecord.runner._registry import build_provider
 from onrecord.runner._run import Graded, save_grading, trials_by_key
 from onrecord.runner._store import RunStore
 

@@ -11,8 +11,9 @@ from typing import TypeVar
 
 from onrecord._exceptions import describe
 from onrecord.errors import InputError
+from onrecord.runner._agents_and_checks import load_checks, resolve_agent
 from onrecord.runner._interrupts import interrupts_kept
-from onrecord.runner._registry import build_provider, load_checks, resolve_agent
+from onrecord.runner._registry import build_provider
 from onrecord.runner._store import RunStore
 
 __all__ = ["check_resumable"]

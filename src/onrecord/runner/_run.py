@@ -18,6 +18,7 @@ from onrecord.case import EvalCase
 from onrecord.errors import InputError, OnrecordError
 from onrecord.policy import AcceptancePolicy, PolicyDecision
 from onrecord.report import EvaluationReport, Trial
+from onrecord.runner._agents_and_checks import load_checks, resolve_agent
 from onrecord.runner._async_preflight import refuse_async_agent_in_loop
 from onrecord.runner._commit import naming_file
 from onrecord.runner._decided import decision_body
@@ -30,12 +31,7 @@ from onrecord.runner._interrupts import (
 from onrecord.runner._job import Progress, progress_of
 from onrecord.runner._policy_names import refuse_unmatched_requirements
 from onrecord.runner._protocol import RunProtocol, tasks_from
-from onrecord.runner._registry import (
-    build_provider,
-    load_checks,
-    resolve_agent,
-    resolve_environment,
-)
+from onrecord.runner._registry import build_provider, resolve_environment
 from onrecord.runner._resumable import check_resumable
 from onrecord.runner._store import DECISION_SCHEMA, RunStore, RunWriter
 from onrecord.runner._timeout import check_timeout, refuse_unenforceable
