@@ -261,18 +261,25 @@ def rebuild_episode(
     return episode_from_evidence(evidence, actions, path, tools, shared_reader=False)
 
 
-# Per start snapshot, its database file without triggers, which would re-derive rows
-# the diff already holds (and write audit rows). Made once: dropping the ~150 triggers
-# in every rebuilt episode (each a schema change) and writing the snapshot with a
-# synced backup were half of re-grading's time per remittance episode.
+# The start snapshot being re-graded from, as a database file without its triggers,
+# which would re-derive rows the diff already holds (and write audit rows). Made once
+# per snapshot: dropping the ~150 triggers in every rebuilt episode (each a schema
+# change) and writing the snapshot with a synced backup were half of re-grading's time
+# per remittance episode. One is held at a time (a regrade goes task by task, in the
+# run's order), so a run of many large snapshots does not hold a copy of each.
 _TRIGGERLESS: weakref.WeakKeyDictionary[Snapshot, bytes] = weakref.WeakKeyDictionary()
 
 
 def _triggerless_image(snapshot: Snapshot) -> bytes:
     """``snapshot`` as the bytes of a SQLite file, its triggers dropped."""
     image = _TRIGGERLESS.get(snapshot)
-    if image is not None:
-        return image
+    if image is None:
+        _TRIGGERLESS.clear()
+        image = _TRIGGERLESS[snapshot] = _without_triggers(snapshot)
+    return image
+
+
+def _without_triggers(snapshot: Snapshot) -> bytes:
     memory = sqlite3.connect(":memory:", isolation_level=None)
     try:
         snapshot.restore_into(memory)
@@ -281,10 +288,9 @@ def _triggerless_image(snapshot: Snapshot) -> bytes:
         for (name,) in triggers.fetchall():
             memory.execute(f"DROP TRIGGER {quote(name)}")
         memory.execute("COMMIT")
-        image = _TRIGGERLESS[snapshot] = memory.serialize()
+        return memory.serialize()
     finally:
         memory.close()
-    return image
 
 
 def _apply_diff(
