@@ -133,11 +133,18 @@ _UNCERTAIN = ("nll", "crps", "calibration_error")
 
 
 def aggregate_grid(metrics: AggregateMetrics) -> Grid:
-    """Many forecasts: how many were measured and censored at each horizon, then bias,
-    MAE, RMSE, skill, and with deviations 90% coverage beside its width, NLL, CRPS and
-    calibration error."""
+    """Many forecasts: how many were measured, censored and unobserved at each horizon,
+    then bias, MAE, RMSE, skill, and with deviations 90% coverage beside its width, NLL,
+    CRPS and calibration error."""
     uncertain = metrics.coverage is not None
-    headers: tuple[str, ...] = ("coordinate", "unit", "horizon", "measured", "censored")
+    headers: tuple[str, ...] = (
+        "coordinate",
+        "unit",
+        "horizon",
+        "measured",
+        "censored",
+        "unobserved",
+    )
     if metrics.same_cohort:
         headers += ("left out censored",)
     headers += ("bias", "MAE", "RMSE", "skill")
@@ -159,10 +166,11 @@ def aggregate_grid(metrics: AggregateMetrics) -> Grid:
 
 
 def _aggregate_cells(metrics: AggregateMetrics, i: int, j: int) -> tuple[Cell, ...]:
-    measured = int(metrics.measured[i, j])
+    measured, unobserved = int(metrics.measured[i, j]), int(metrics.unobserved[i, j])
     counts: tuple[Cell, ...] = (
         Cell(f"{measured} of {metrics.cohort}", "measured", measured),
         Cell(str(int(metrics.censored[i])), "censored", int(metrics.censored[i])),
+        Cell(str(unobserved), "unobserved", unobserved),
     )
     if metrics.same_cohort and metrics.left_out_censored is not None:
         left = int(metrics.left_out_censored[i])
@@ -171,7 +179,9 @@ def _aggregate_cells(metrics: AggregateMetrics, i: int, j: int) -> tuple[Cell, .
     width = len(_AGGREGATE) + (2 + len(_UNCERTAIN) if uncertain else 0)
     if not measured:
         # No forecast had an actual value here: every statistic is NaN, not 0.
-        why = "censored" if metrics.censored[i] else "not measured"
+        why = (
+            "censored" if metrics.censored[i] else "not observed" if unobserved else "not measured"
+        )
         return counts + (Cell(why, "missing"),) + (Cell(NO_VALUE),) * (width - 1)
     stats = tuple(number(getattr(metrics, name)[i, j], name) for name in _AGGREGATE)
     if metrics.coverage is None or metrics.width is None:

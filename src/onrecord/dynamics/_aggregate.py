@@ -83,6 +83,14 @@ class AggregateMetrics:
     left_out_censored: NDArray[np.int64] | None = None
     """With ``same_cohort``: ``[H]`` of those left out, how many were censored there."""
 
+    @property
+    def unobserved(self) -> NDArray[np.int64]:
+        """``[H, d]`` forecasts of the cohort neither measured nor censored there: the
+        reference reached the horizon but its state was not observed (an observer error).
+        Derived, so a row's ``denominator - censored - measured``: rows and saved
+        experiment tables keep their fields."""
+        return self.cohort - self.censored[:, None] - self.measured
+
     def rows(self) -> list[dict[str, Any]]:
         """One portable row per coordinate × horizon (None where unavailable)."""
         out = []

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from onrecord._canonical import to_portable
 from onrecord._exceptions import describe_raised, exception_text
 from onrecord.dynamics._capture import (
     ForecastSpec,
@@ -44,8 +43,9 @@ from onrecord.dynamics._response import (
     check_deviation,
     numeric_array,
     read_answer,
+    read_metadata,
 )
-from onrecord.errors import InputError, OnrecordError
+from onrecord.errors import InputError
 
 if TYPE_CHECKING:
     from onrecord.episode import EpisodeEvidence
@@ -144,12 +144,13 @@ def request_predictor(
         # Read as capture_forecasts reads it, so a bare array or a wrong shape is named
         # as such instead of failing as "'builtin_function_or_method' object is not
         # subscriptable" (an ndarray's ``.mean`` is a method).
-        mean, std, _, _ = _read(prediction, 1, len(request["actions"]), initial.shape[1], mask)
+        steps, dim = len(request["actions"]), initial.shape[1]
+        mean, std, _, sampled = _read(prediction, 1, steps, dim, mask)
         answer: dict[str, Any] = {
             "states": mean[0],
             "metadata": {"model_id": model.model_id},
         }
-        if std is not None:
+        if std is not None and not (sampled and _point_mass(std)):
             answer["standard_deviation"] = std[0]
         return answer
 
@@ -231,11 +232,14 @@ def _read(
         std = None if raw is None else _batch_array(raw, count, steps, dim, "standard_deviation")
     else:
         raise ModelError("the model returned neither 'mean' nor 'samples'")
-    try:
-        metadata = to_portable(dict(answer.get("metadata") or {}), "$.metadata")
-    except (OnrecordError, TypeError, ValueError) as exc:
-        raise ModelError(f"metadata is not portable JSON: {exc}") from None
-    return mean, std, metadata, sampled
+    return mean, std, read_metadata(answer.get("metadata")), sampled
+
+
+def _point_mass(std: np.ndarray) -> bool:
+    """Whether the spread of particles is exactly zero somewhere (and valid elsewhere):
+    such a forecast keeps its mean and no deviations, as ``_row`` keeps it in a batch."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.isfinite(std).all() and (std >= 0).all() and not (std > 0).all())
 
 
 def _batch_array(value: Any, count: int, steps: int, dim: int, name: str) -> np.ndarray:

@@ -77,13 +77,16 @@ def run_closed_loop(
     kept in the record's ``model_error`` and the remaining seeds still run. Actions
     outside the environment's action space are an ``InputError`` before any run."""
     from onrecord.dynamics._protocol import refuse_async, refuse_class
-    from onrecord.dynamics._references import check_actions
+    from onrecord.dynamics._references import check_actions, check_seed
 
     refuse_class(model, "model")
     refuse_async(model, "model")
     refuse_class(planner, "planner", role="planner")
     check_actions(simulator)
-    return [_run_once(simulator, model, planner, seed, max_steps) for seed in seeds]
+    if isinstance(seeds, str | bytes):
+        raise InputError(f"seeds must be a sequence of ints, got {type(seeds).__name__}")
+    checked = [check_seed(seed, f"seeds[{n}]") for n, seed in enumerate(seeds)]  # before any run
+    return [_run_once(simulator, model, planner, seed, max_steps) for seed in checked]
 
 
 def _run_once(

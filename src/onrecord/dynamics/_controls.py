@@ -26,6 +26,7 @@ from onrecord.dynamics._metrics import portable_number
 from onrecord.dynamics._protocol import FloatArray
 from onrecord.dynamics._references import (
     capture_plan,
+    check_seed,
     check_start_state,
     fresh_action,
     random_plan,
@@ -78,6 +79,8 @@ def capture_pairs(
             f"length must be a whole number >= 1 (the first, controlled action and the "
             f"shared ones after it), got {length!r}"
         )
+    # Each arm's seed is seed * 100_000 + n, which reset must still take.
+    seed = check_seed(seed, below=2**64 // 100_000)
     starts = list(start_states)
     for start in starts:  # all of them before any episode runs
         check_start_state(simulator, start)

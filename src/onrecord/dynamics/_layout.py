@@ -80,6 +80,10 @@ def censors(ended: str) -> bool:
     off, ``interact`` returned) censors. A reference whose own ``interact`` raised
     part-way does not: the error says nothing about later horizons, so they are the
     reference's error, the way ``check_plan`` refuses a plan the environment would stop
-    part-way rather than let its later horizons pass for censored.
+    part-way rather than let its later horizons pass for censored. Nor does one whose
+    factory or reset failed (``setup_error``): a simulator error, not an ending.
     """
-    return ended != "interact_error"
+    return ended in _CENSORING_ENDINGS
+
+
+_CENSORING_ENDINGS = frozenset({"terminated", "truncated", "step_limit", "returned"})

@@ -238,14 +238,34 @@ def _choose(
     return PlanChoice(fresh_action(simulator, plan[0]), plan, float(returns[pick]))
 
 
-def _check_length(length: int) -> None:
+def _whole(name: str, value: Any) -> int:
+    """``value`` as a plain int (a NumPy integer too: the budget is recorded as JSON)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise InputError(f"{name} must be a whole number (an int), got {value!r}")
+    return int(value)
+
+
+def _check_length(value: Any) -> int:
+    length = _whole("length", value)
     if not 1 <= length <= 16:
         raise InputError(f"planning horizon must be between 1 and 16 steps, got {length}")
+    return length
 
 
-def _check_count(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise InputError(f"{name} must be a whole number >= 1, got {value!r}")
+def _check_count(name: str, value: Any) -> int:
+    count = _whole(name, value)
+    if count < 1:
+        raise InputError(f"{name} must be a whole number >= 1, got {count!r}")
+    return count
+
+
+def _check_smoothing(smoothing: Any) -> float:
+    valid = isinstance(smoothing, int | float | np.integer | np.floating) and not isinstance(
+        smoothing, bool | np.bool_
+    )
+    if not valid or not 0.0 <= float(smoothing) <= 1.0:
+        raise InputError(f"smoothing must be a number between 0 and 1, got {smoothing!r}")
+    return float(smoothing)
 
 
 class ExhaustivePlanner:
@@ -254,8 +274,7 @@ class ExhaustivePlanner:
     name = "exhaustive"
 
     def __init__(self, length: int = 8) -> None:
-        _check_length(length)
-        self.length = length
+        self.length = _check_length(length)
         self._plans: dict[int, NDArray[np.int64]] = {}
 
     @property
@@ -279,10 +298,8 @@ class RandomShootingPlanner:
     name = "random-shooting"
 
     def __init__(self, length: int = 6, samples: int = 256) -> None:
-        _check_length(length)
-        _check_count("samples", samples)
-        self.length = length
-        self.samples = samples
+        self.length = _check_length(length)
+        self.samples = _check_count("samples", samples)
 
     @property
     def budget(self) -> dict[str, Any]:
@@ -309,15 +326,13 @@ class CrossEntropyPlanner:
         iterations: int = 3,
         smoothing: float = 0.1,
     ) -> None:
-        _check_length(length)
-        _check_count("population", population)
-        _check_count("iterations", iterations)
-        if not 0 < elites <= population:
+        self.length = _check_length(length)
+        self.population = _check_count("population", population)
+        self.iterations = _check_count("iterations", iterations)
+        self.elites = _whole("elites", elites)
+        if not 0 < self.elites <= self.population:
             raise InputError(f"elites must be in 1..population ({population}), got {elites}")
-        if not 0.0 <= smoothing <= 1.0:
-            raise InputError(f"smoothing must be between 0 and 1, got {smoothing}")
-        self.length, self.population, self.elites = length, population, elites
-        self.iterations, self.smoothing = iterations, smoothing
+        self.smoothing = _check_smoothing(smoothing)
 
     @property
     def budget(self) -> dict[str, Any]:

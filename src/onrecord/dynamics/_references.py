@@ -170,6 +170,16 @@ def _array_like(action: Any) -> bool:
     return isinstance(action, list | tuple | np.ndarray) and np.ndim(action) > 0
 
 
+def check_seed(seed: Any, name: str = "seed", *, below: int = 2**64) -> int:
+    """``seed`` as a plain int (a NumPy integer too), or ``InputError`` naming ``name``:
+    seeds are recorded as JSON and handed to ``reset``, which needs a whole number."""
+    if isinstance(seed, bool | np.bool_) or not isinstance(seed, int | np.integer):
+        raise InputError(f"{name} must be a whole number (an int), got {seed!r}")
+    if not 0 <= int(seed) < below:
+        raise InputError(f"{name} must be between 0 and {below - 1}, got {int(seed)}")
+    return int(seed)
+
+
 def check_start_state(simulator: Simulator, start_state: Any, name: str = "start_state") -> None:
     """``InputError`` for a start state that is not ``dimension`` finite numbers: caught
     here it is the caller's mistake, not a reset failure recorded as the simulator's."""

@@ -27,6 +27,7 @@ __all__ = [
     "located",
     "numeric_array",
     "read_answer",
+    "read_metadata",
 ]
 
 _RESPONSE_KEYS = frozenset({"states", "standard_deviation", "metadata"})
@@ -42,8 +43,14 @@ def check_response(
 ) -> dict[str, Any]:
     """The portable response, or ``ModelError`` saying what is wrong with it (``names``:
     the coordinates, to say where)."""
-    if not isinstance(response, Mapping) or "states" not in response:
+    if not isinstance(response, Mapping):
         raise ModelError(f"the model returned {answer_kind(response)}, not a mapping with 'states'")
+    if "states" not in response:
+        found = sorted(map(str, response))
+        raise ModelError(
+            f"the model returned a mapping without 'states' (its keys: {found}); return "
+            "{'states': [one vector per action], ...}"
+        )
     unknown = sorted(set(map(str, response)) - _RESPONSE_KEYS)
     if unknown:
         raise ModelError(
@@ -54,15 +61,27 @@ def check_response(
     deviations = None if std is None else check_array(std, steps, dim, "standard_deviation", names)
     if deviations is not None:
         check_deviation(deviations, ("horizon",), names)
-    try:
-        metadata = to_portable(dict(response.get("metadata") or {}), "$.metadata")
-    except (OnrecordError, TypeError, ValueError) as exc:
-        raise ModelError(f"metadata is not portable JSON: {exc}") from None
     return {
         "states": states.tolist(),
-        "metadata": metadata,
+        "metadata": read_metadata(response.get("metadata")),
         "standard_deviation": None if deviations is None else deviations.tolist(),
     }
+
+
+def read_metadata(metadata: Any) -> dict[str, Any]:
+    """The answer's portable ``metadata`` (``{}`` when absent), or ``ModelError``."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise ModelError(
+            f"metadata is {answer_kind(metadata)}, not a mapping; return a dict of JSON "
+            "values (or no metadata)"
+        )
+    try:
+        portable: dict[str, Any] = to_portable(dict(metadata), "$.metadata")
+    except (OnrecordError, TypeError, ValueError) as exc:
+        raise ModelError(f"metadata is not portable JSON: {exc}") from None
+    return portable
 
 
 def check_array(
