@@ -161,7 +161,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
                 elapsed = clock() - start
                 try:  # gymnasium's (observation, reward, terminated, truncated, info)
                     observation, reward, terminated, truncated, info = result
-                    if info:
+                    if info or type(info) is not dict:  # {} is the common case: one test
                         recorder._keep_info(info, index, elapsed, sent)
                     kept = (
                         observation.tobytes()
@@ -250,10 +250,15 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         return snapshot(observation)
 
     def _keep_info(self, info: Any, index: int, elapsed: int, sent: Any) -> None:
+        """Keep a non-empty ``info``; ``None`` reads as ``{}``, and anything but a dict
+        (an empty list or string too) makes the step malformed."""
+        if info is None:
+            return
         if not isinstance(info, dict):
             self._malformed(index, elapsed, sent, f"an info of type {type(info).__name__}")
         try:
-            self.infos[index] = canonical_bytes(to_portable(info, f"$.info[{index}]"))
+            if info:
+                self.infos[index] = canonical_bytes(to_portable(info, f"$.info[{index}]"))
         except PortabilityError as exc:  # recorded whole, never half a transition
             self._record_failed(index, "env_error", exc, elapsed, sent)
             raise
