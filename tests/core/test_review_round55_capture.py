@@ -1,15 +1,22 @@
 """Review round 55: an empty ``info`` that is not a dict (``[]``, ``""``, ``0``) makes
-its step malformed as a non-empty one does; only ``None`` reads as ``{}``."""
+its step malformed as a non-empty one does; only ``None`` reads as ``{}``. A non-finite
+observation is named within the observation, not within a batch of one."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from typing import Any
 
+import numpy as np
 import pytest
+from gymnasium import spaces
 
 from onrecord.errors import MalformedStepError
 from tests.core.envs import GenericEnv, capture_generic
+
+
+def _one_step(env: Any, observation: Any, info: Any) -> None:
+    env.step(0)
 
 
 def _capture_with_info(info: Any) -> tuple[Any, list[BaseException]]:
@@ -50,3 +57,21 @@ def test_a_non_empty_dict_subclass_is_kept() -> None:
     episode, raised = _capture_with_info(OrderedDict(b=2, a=1))
     assert raised == []
     assert episode.data["steps"]["info"] == [{"a": 1, "b": 2}]
+
+
+@pytest.mark.parametrize(
+    ("shape", "where", "path"),
+    [((3,), (1,), r"$.observation[1] is"), ((2, 3), (1, 2), r"$.observation[1, 2] is")],
+)
+def test_a_non_finite_observation_is_named_within_the_observation(
+    shape: tuple[int, ...], where: tuple[int, ...], path: str
+) -> None:
+    def step(env: GenericEnv, action: Any) -> Any:
+        observation = np.zeros(shape)
+        observation[where] = np.nan
+        return observation, 0.0, False, False, {}
+
+    box = spaces.Box(-np.inf, np.inf, shape, np.float64)
+    episode = capture_generic(GenericEnv(step, observation_space=box), _one_step)
+    message = episode.data["steps"]["error"][0]["message"]
+    assert path in message

@@ -285,7 +285,10 @@ def _refuse_unportable_observations(recorder: EpisodeRecorder) -> bool:
             continue
         try:
             _samples(space, sample, "observation", {})
-        except PortabilityError as exc:
+        except PortabilityError as batch_error:
+            # Named within the observation itself ("$.observation[1]"), not within a
+            # batch of one ("$.observation[0, 1]", which reads as a 2-D index).
+            exc = _own_problem(sample[0]) or batch_error
             problem = PortabilityError(
                 f"the environment returned an observation at attempt {index} that JSON "
                 f"cannot hold ({exc}); the step is kept as an environment error",
@@ -296,6 +299,14 @@ def _refuse_unportable_observations(recorder: EpisodeRecorder) -> bool:
                 recorder.final_flags = (False, False)
             found = recorder.failed = True
     return found
+
+
+def _own_problem(observation: Any) -> PortabilityError | None:
+    try:
+        to_portable(observation, "$.observation")
+    except PortabilityError as exc:
+        return exc
+    return None
 
 
 def _unportable(value: Any) -> bool:
