@@ -156,7 +156,7 @@ def _vs_sqldiff(snapshot: Snapshot, world: ToolWorld, scan: float, folder: Path)
             "<= 1.5x",
             True,
         )
-    before = snapshot.save(folder / f"{snapshot.name}.db")
+    before = snapshot.save(folder / f"{snapshot.name}-{world.path.stem}.db")
     world.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     command = [tool, "--primarykey", str(before), str(world.path)]
     reference = best_time(

@@ -113,18 +113,26 @@ def checked_names(
                 [_table_hint(name, tables, known) for name in unknown],
             )
         )
-    for field in ("where", "to"):
+    for field in ("where", "to", "also"):
         columns = tables[rule["table"]] if field in rule else ()
-        missing = [column for column in rule.get(field, {}) if column not in columns]
+        missing = [column for column in rule.get(field, ()) if column not in columns]
         if missing:
             known = read_facts(facts)
             raise InputError(
                 with_hints(
                     f"{rule_label(rule, where)}: {rule['table']} has no columns {missing} (its "
-                    f"{field!r} could match no row); its columns: {list(columns)}",
+                    f"{field!r} {_USELESS[field]}); its columns: {list(columns)}",
                     [_column_hint(rule["table"], name, columns, known) for name in missing],
                 )
             )
+
+
+_USELESS = {
+    "where": "could match no row",
+    "to": "could match no row",
+    "also": "would allow a change to no column",
+}
+"""What a rule naming a missing column in each field would do instead of its job."""
 
 
 def with_hints(refusal: str, hints: Iterable[str]) -> str:

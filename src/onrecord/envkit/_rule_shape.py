@@ -15,9 +15,11 @@ from onrecord.errors import InputError
 
 __all__ = [
     "FIELDS",
+    "OPTIONAL",
     "Count",
     "checked_count",
     "checked_rule",
+    "column_names",
     "column_values",
     "place",
     "rule_label",
@@ -35,6 +37,9 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "no_other_changes": (),
 }
 """The fields each kind of rule needs."""
+OPTIONAL: dict[str, tuple[str, ...]] = {"changed": ("also",)}
+"""The fields a kind of rule may leave out: a rule without them reads as before they
+existed, so rules written (and recorded) then keep their meaning and their digest."""
 
 
 def checked_count(count: Any, where: str) -> Count:
@@ -96,15 +101,16 @@ def checked_rule(rule: Any, where: str = "") -> None:
             "changed(), deleted(), unchanged(), only_tables() or no_other_changes()"
         )
     fields = FIELDS[kind]
+    allowed = (*fields, *OPTIONAL.get(kind, ()))
     missing = [name for name in fields if name not in rule]
     # A misspelt field ("too" for "to", "counts" for "count") would be ignored, or
     # read as the field it misspells being missing: name it, and the field meant.
-    unknown = sorted(set(rule) - {"rule", *fields}, key=repr)
+    unknown = sorted(set(rule) - {"rule", *allowed}, key=repr)
     if unknown:
         raise InputError(
             f"{label} has the unknown fields {unknown}"
-            f"{misspelt_keys(unknown, missing or fields)}; {kind}() rules have only "
-            f"the fields {['rule', *fields]}"
+            f"{misspelt_keys(unknown, missing or allowed)}; {kind}() rules have only "
+            f"the fields {['rule', *allowed]}"
             + (f", and this one lacks {missing}" if missing else "")
         )
     if missing:
@@ -123,17 +129,51 @@ def checked_rule(rule: Any, where: str = "") -> None:
     ):
         raise InputError(f"{label}: name tables as strings; build it with {kind}()")
     for name in ("where", "to"):
-        if name in fields and not isinstance(rule[name], Mapping):
-            raise InputError(f"{label}: field {name!r} must map columns to values")
+        if name in fields:
+            _column_map(rule[name], f"{label}: field {name!r}")
+    if "also" in rule:
+        column_names(rule["also"], f"{label}: field 'also'")
     if "count" in fields:
         checked_count(rule["count"], label)
 
 
-def column_values(values: Mapping[str, Any] | None) -> dict[str, Any]:
+def _column_map(values: Any, label: str) -> Mapping[str, Any]:
+    """``values`` if it maps column names (strings) to values: a non-string key names
+    no column, so ``count=0`` or an empty match would pass whatever the episode did."""
+    if not isinstance(values, Mapping):
+        raise InputError(
+            f"{label} must map column names to values, like {{'status': 'paid'}}; "
+            f"got {type(values).__name__} {values!r}"
+        )
+    odd = [key for key in values if not isinstance(key, str)]
+    if odd:
+        raise InputError(
+            f"{label} names columns as strings, as the schema declares them; got the keys {odd!r}"
+        )
+    return values
+
+
+def column_names(names: Any, label: str) -> list[str]:
+    """``names`` (``also=``'s columns) as a sorted list without repeats, so one rule has
+    one spelling; a string would be read letter by letter, so it is refused."""
+    if isinstance(names, str) or not isinstance(names, list | tuple | set | frozenset):
+        raise InputError(
+            f"{label} must be a list of column names, like ['updated_at']; got {names!r}"
+        )
+    odd = [name for name in names if not isinstance(name, str) or not name]
+    if odd:
+        raise InputError(f"{label} names columns as non-empty strings; got {odd!r}")
+    return sorted(set(names))
+
+
+def column_values(
+    values: Mapping[str, Any] | None, field: str = "where", owner: str = "a rule"
+) -> dict[str, Any]:
     """Column values as the diff holds them: SQLite stores a bool as 0 or 1, a BLOB
     arrives as ``{"$blob": hex}`` and TEXT that is not UTF-8 as ``{"$text": hex}``
-    (``bytes`` and ``RawText`` are turned into those here)."""
-    given = dict(values or {})
+    (``bytes`` and ``RawText`` are turned into those here). ``owner`` and ``field``
+    name the argument in a refusal (``created('claims') where=``)."""
+    given = dict(_column_map({} if values is None else values, f"{owner} {field}="))
     portable: dict[str, Any] = to_portable(
         {
             column: {BLOB_TAG: bytes(value).hex()}
@@ -145,7 +185,7 @@ def column_values(values: Mapping[str, Any] | None) -> dict[str, Any]:
             else encode_reals(value)  # an infinity as {"$real": ...}: JSON has none
             for column, value in given.items()
         },
-        "$.where",
+        f"$.{field}",
     )
     return portable
 

@@ -11,7 +11,7 @@ from typing import Any
 from onrecord.envkit.log import EVENT_FIELDS
 from onrecord.envkit.tools import Tool
 from onrecord.envkit.world import ToolWorld
-from onrecord.errors import OnrecordError
+from onrecord.errors import InputError, OnrecordError
 
 __all__ = ["EnvironmentCheckError", "check_environment", "environment_problems"]
 
@@ -44,6 +44,11 @@ def check_environment(world: ToolWorld) -> None:
 
 def environment_problems(world: ToolWorld) -> list[str]:
     """Every problem found, as sentences (empty when the world is sound)."""
+    if not isinstance(world, ToolWorld):  # else an AttributeError from its first use
+        raise InputError(
+            "check_environment world must be a ToolWorld (ToolWorld(snapshot, tools)), got "
+            f"{type(world).__name__} {world!r:.80}"
+        )
     problems = _reset_problems(world)
     first = _exercise(world, problems)
     second = _exercise(world, [])

@@ -11,10 +11,12 @@ by name so ``onrecord check NAME --episode DIR`` and reports can find them::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from onrecord.envkit._check_args import check_label
 from onrecord.envkit._rule_names import FactsReader, SchemaFacts, schema_facts
 from onrecord.envkit.episode import ToolEpisode
 from onrecord.envkit.rules import check_rules, compare_diff
@@ -70,7 +72,11 @@ def register_check(item: OutcomeCheck, *, replace: bool = False) -> OutcomeCheck
 
 
 def check(name: str, version: str = "1") -> Callable[[Evaluate], OutcomeCheck]:
-    """Decorator: declare and register a check over a ``ToolEpisode``."""
+    """Decorator: declare and register a check over a ``ToolEpisode``. A ``name`` or
+    ``version`` that is not a string is refused here, where it is written, rather than
+    when the decorated function is defined."""
+    check_label("check", "name", name)
+    check_label("check", "version", version)
 
     def wrap(function: Evaluate) -> OutcomeCheck:
         return register_check(OutcomeCheck(name, version, function))
@@ -122,11 +128,12 @@ def weighted_score(
     results: Sequence[CheckResult], weights: Mapping[str, float] | None = None
 ) -> Score:
     """Combine results into one number (weights default to 1 per check)."""
-    weights = dict(weights or {})
+    weights = _weights(weights)
     unknown = sorted(set(weights) - {result.name for result in results})
-    if unknown or any(weight < 0 for weight in weights.values()):
+    if unknown:
         raise InputError(
-            f"weights must be non-negative and name checks that ran; unknown: {unknown}"
+            f"weights must name checks that ran; unknown: {unknown} (ran: "
+            f"{sorted({result.name for result in results})})"
         )
     total = measured = won = 0.0
     for result in results:
@@ -136,6 +143,32 @@ def weighted_score(
             measured += weight
             won += weight if result.passed else 0.0
     return Score(won / measured if measured else None, measured, total, tuple(results))
+
+
+def _weights(weights: Any) -> dict[str, float]:
+    """``weights`` if each is a finite number at least 0, as ``onrecord check --weight``
+    requires: a NaN passes a ``>= 0`` test and would make the score NaN, read as
+    neither pass nor fail; an infinite weight makes it NaN too."""
+    if weights is None:
+        return {}
+    if not isinstance(weights, Mapping):
+        raise InputError(f"weights must map check names to numbers, got {type(weights).__name__}")
+    bad = {
+        name: weight
+        for name, weight in weights.items()
+        if isinstance(weight, bool)
+        or not isinstance(weight, int | float)
+        or not math.isfinite(weight)
+        or weight < 0
+    }
+    if bad:
+        raise InputError(
+            f"weights must be finite numbers of at least 0; got {bad!r} (leave a check "
+            "out for the default weight 1, or give it 0 to leave it out of the score)"
+        )
+    if not math.isfinite(sum(weights.values())):
+        raise InputError("weights are too large: their sum must be finite")
+    return dict(weights)
 
 
 # -- generic checks every tool world supports ---------------------------------------------

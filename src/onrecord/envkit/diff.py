@@ -16,6 +16,7 @@ full (for databases written by processes that bypassed nothing but may lack trig
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
@@ -40,6 +41,7 @@ from onrecord.envkit._sql import (
 )
 from onrecord.envkit._text import lossless
 from onrecord.envkit.audit import AuditEvent, RawAudit, events_from_raw, read_audit
+from onrecord.envkit.snapshot import SnapshotError, existing_database
 from onrecord.errors import InputError
 
 __all__ = [
@@ -175,10 +177,13 @@ def _by_key(items: list[Any], key: Callable[[Any], Any]) -> list[Any]:
 
 def scan_diff(conn: sqlite3.Connection, before: str = "main", after: str = "cur") -> StateDiff:
     """The diff between two schemas of one connection, by comparing every row."""
-    return lossless(conn, lambda: _scan_diff(conn, before, after))
+    names = {before: f"the database {before!r}", after: f"the database {after!r}"}
+    return lossless(conn, lambda: _scan_diff(conn, before, after, names))
 
 
-def _scan_diff(conn: sqlite3.Connection, before: str, after: str) -> StateDiff:
+def _scan_diff(
+    conn: sqlite3.Connection, before: str, after: str, names: Mapping[str, str]
+) -> StateDiff:
     old = {table.name: table for table in user_tables(conn, before)}
     new = {table.name: table for table in user_tables(conn, after)}
     diff: StateDiff = {}
@@ -187,8 +192,24 @@ def _scan_diff(conn: sqlite3.Connection, before: str, after: str) -> StateDiff:
         created, changed, deleted = _scan_table(
             conn, table, before if name in old else None, after if name in new else None
         )
+        _refuse_null_keys(table, deleted, names[before])
+        _refuse_null_keys(table, created, names[after])
         _put(diff, table, created, changed, deleted)
     return diff
+
+
+def _refuse_null_keys(table: Table, rows: list[Values], database: str) -> None:
+    """Refuse a row with a NULL in its key, as ``Snapshot.from_file`` does: rows are told
+    apart by their key, and a NULL key equals nothing, so an unchanged row would be listed
+    as deleted and created. Such a row never matches across the two, so it is always
+    among the created or deleted rows: checking them costs no extra scan."""
+    positions = table.key_positions
+    if any(row[i] is None for row in rows for i in positions):
+        raise InputError(
+            f"table {table.name!r} of {database} holds a row whose primary key "
+            f"{list(table.key)} is NULL; onrecord tells rows apart by their key: give every "
+            "row a key (and declare the key columns NOT NULL)"
+        )
 
 
 def _same_layout(old: Table | None, new: Table | None) -> Table:
@@ -255,15 +276,34 @@ def _differs(column: str, untyped: bool) -> str:
     return f"a.{name} IS NOT b.{name} COLLATE BINARY"
 
 
-def diff_databases(before_path: str | Path, after_path: str | Path) -> StateDiff:
+def diff_databases(
+    before_path: str | os.PathLike[str], after_path: str | os.PathLike[str]
+) -> StateDiff:
     """Full-scan diff of two SQLite files, both opened read-only."""
+    files = {
+        "b": (existing_database(before_path, "diff_databases before_path"), "before_path"),
+        "a": (existing_database(after_path, "diff_databases after_path"), "after_path"),
+    }
     conn = sqlite3.connect(":memory:", uri=True)
     try:
-        for alias, path in (("b", before_path), ("a", after_path)):
-            conn.execute(internal("ATTACH DATABASE ? AS " + alias), (readonly_uri(path),))
-        return scan_diff(conn, "b", "a")
+        for alias, (path, argument) in files.items():
+            _attach(conn, alias, path, argument)
+        names = {alias: f"{argument} {str(path)!r}" for alias, (path, argument) in files.items()}
+        return lossless(conn, lambda: _scan_diff(conn, "b", "a", names))
     finally:
         conn.close()
+
+
+def _attach(conn: sqlite3.Connection, alias: str, path: Path, argument: str) -> None:
+    """Attach ``path`` read-only as ``alias``, refusing a file that is no database (or
+    cannot be read) by name, where SQLite's error would name neither file nor argument."""
+    try:
+        conn.execute(internal("ATTACH DATABASE ? AS " + alias), (readonly_uri(path),))
+        conn.execute(internal(f"SELECT count(*) FROM {alias}.sqlite_schema")).fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise SnapshotError(
+            f"diff_databases {argument} {str(path)!r} is not a readable SQLite database: {exc}"
+        ) from exc
 
 
 def diff_from_events(events: Iterable[AuditEvent], tables: Mapping[str, Table]) -> StateDiff:

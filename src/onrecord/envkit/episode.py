@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes
 from onrecord.case import EvalCase
@@ -34,13 +34,11 @@ from onrecord.envkit._sql import Table, internal, save_reals
 from onrecord.envkit.audit import AuditEvent, audit_tables
 from onrecord.envkit.diff import StateDiff
 from onrecord.envkit.log import read_action_log
-from onrecord.envkit.snapshot import readonly_uri
+from onrecord.envkit.snapshot import path_argument, readonly_uri
 from onrecord.envkit.state import state_digest
+from onrecord.envkit.world import ToolWorld
 from onrecord.episode._verify_files import check_entry, regular_sha256
 from onrecord.errors import DigestMismatch, InputError, SchemaError
-
-if TYPE_CHECKING:
-    from onrecord.envkit.world import ToolWorld
 
 __all__ = ["EPISODE_FILES", "EPISODE_SCHEMA", "ToolEpisode", "save_episode"]
 
@@ -64,7 +62,6 @@ _MANIFEST_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
-@raises_noted  # it reads the world's connection: a Ctrl-C SQLite swallowed is raised
 def save_episode(
     world: ToolWorld,
     directory: str | os.PathLike[str],
@@ -79,7 +76,8 @@ def save_episode(
     ``database=False`` leaves out ``final.sqlite`` (faster bulk runs; checks that read the
     end state through ``episode.connect()`` then cannot run).
     """
-    target = Path(directory)
+    _check_world(world, "save_episode world")  # before raises_noted reads its guard
+    target = path_argument(directory, "save_episode directory")
     target.mkdir(parents=True, exist_ok=True)
     foreign = sorted(set(_entries(target)) - _OWN_FILES)
     if foreign:  # loading would refuse them: an episode directory holds nothing else
@@ -87,6 +85,13 @@ def save_episode(
             f"save_episode: {str(target)!r} already holds {foreign}, which are not "
             "episode files; save into a new or empty directory"
         )
+    return _save(world, target, ending, error, database)
+
+
+@raises_noted  # it reads the world's connection: a Ctrl-C SQLite swallowed is raised
+def _save(
+    world: ToolWorld, target: Path, ending: str | None, error: str | None, database: bool
+) -> ToolEpisode:
     world.end_episode(ending, error)
     layouts = {
         table.name: {"columns": list(table.columns), "key": list(table.key)}
@@ -129,6 +134,14 @@ def save_episode(
     # loses a data file's bytes is caught on load instead of costing an fsync per file.
     atomic_write_bytes(target / "manifest.json", record_bytes(manifest))
     return ToolEpisode(target, manifest)  # just written: no need to re-hash every file
+
+
+def _check_world(world: Any, where: str) -> None:
+    if not isinstance(world, ToolWorld):
+        raise InputError(
+            f"{where} must be a ToolWorld (ToolWorld(snapshot, tools)), got "
+            f"{type(world).__name__} {world!r:.80}"
+        )
 
 
 def _record(schema: str, **fields: Any) -> bytes:

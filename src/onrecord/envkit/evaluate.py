@@ -88,9 +88,20 @@ def evaluate_tool_episodes(
     episodes: Iterable[ToolEpisode], checks: Sequence[OutcomeCheck | str]
 ) -> EvaluationReport:
     """A report over many episodes; episodes of one case become repeats 0, 1, …"""
+    if isinstance(episodes, ToolEpisode | str | bytes) or not isinstance(episodes, Iterable):
+        raise InputError(
+            f"episodes must be a list of ToolEpisodes, got {type(episodes).__name__}; "
+            "wrap one episode in a list"
+        )
     seen: Counter[str] = Counter()
     trials = []
-    for episode in episodes:
+    for index, episode in enumerate(episodes):
+        if not isinstance(episode, ToolEpisode):  # else an AttributeError deep inside
+            raise InputError(
+                f"episodes[{index}] must be a ToolEpisode, got {type(episode).__name__}: "
+                "load a saved episode with ToolEpisode.load(DIR), or pass what "
+                "save_episode(world, DIR) returns"
+            )
         trial = tool_episode_trial(episode, checks, 0)
         case_id = str(trial.case["case_id"])
         if seen[case_id]:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from onrecord._canonical import canonical_bytes
+from onrecord.envkit._check_args import check_label, check_target
 from onrecord.envkit._sql import portable_value
 from onrecord.envkit._sql_reads import unknown_rows
 from onrecord.envkit.episode import ToolEpisode
@@ -174,7 +175,13 @@ def _written(key: Any) -> Any:
 def read_before_write_check(
     name: str, read: tuple[str, Any] | str, write: tuple[str, Any] | str, version: str = "1"
 ) -> OutcomeCheck:
-    """An ``OutcomeCheck`` wrapping :func:`read_before_write` (register it if you like)."""
+    """An ``OutcomeCheck`` wrapping :func:`read_before_write` (register it if you like).
+    ``read`` and ``write`` that are not a table name or ``(table, key)`` are refused here;
+    whether the tables exist is known only from an episode's database."""
+    check_target("read_before_write_check", "read", read)
+    check_target("read_before_write_check", "write", write)
+    check_label("read_before_write_check", "name", name)
+    check_label("read_before_write_check", "version", version)
 
     def evaluate(episode: ToolEpisode) -> OutcomeVerdict:
         return read_before_write(episode, read, write)

@@ -19,12 +19,36 @@ __all__ = ["Divergence", "ReplayResult", "diff_through_step", "replay", "step_di
 
 def step_diff(episode: ToolEpisode, step: int) -> StateDiff:
     """The rows changed by one step alone."""
+    step = _step_of(episode, step, "step_diff")
     return diff_from_events((e for e in episode.audit if e["step"] == step), episode.tables)
 
 
 def diff_through_step(episode: ToolEpisode, step: int) -> StateDiff:
     """The state diff after ``step`` (every change up to and including it)."""
+    step = _step_of(episode, step, "diff_through_step")
     return diff_from_events((e for e in episode.audit if e["step"] <= step), episode.tables)
+
+
+def _step_of(episode: Any, step: Any, function: str) -> int:
+    """``step`` as a step of ``episode``: a text ``"1"``, a step past the last call or a
+    negative one matched no audit event, and so passed for a step that changed nothing."""
+    _check_episode(episode, f"{function} episode")
+    steps = episode.manifest["steps"]
+    if type(step) is int and 1 <= step <= steps:
+        return step
+    valid = f"an int from 1 to {steps}" if steps else "none: the episode made no call"
+    raise InputError(
+        f"{function} step must be a step of the episode (its calls are numbered from 1; "
+        f"valid steps: {valid}), got {type(step).__name__} {step!r:.80}"
+    )
+
+
+def _check_episode(episode: Any, where: str) -> None:
+    if not isinstance(episode, ToolEpisode):
+        raise InputError(
+            f"{where} must be a ToolEpisode (ToolEpisode.load(directory) or the one "
+            f"save_episode returns), got {type(episode).__name__} {episode!r:.80}"
+        )
 
 
 @dataclass(frozen=True)
@@ -60,6 +84,12 @@ class ReplayResult:
 def replay(world: ToolWorld, episode: ToolEpisode) -> ReplayResult:
     """Reset ``world`` with the episode's seed, re-execute its write calls at their
     original steps, and compare step by step, then by end-state digest."""
+    if not isinstance(world, ToolWorld):
+        raise InputError(
+            "replay world must be a ToolWorld built from the episode's snapshot, got "
+            f"{type(world).__name__} {world!r:.80}"
+        )
+    _check_episode(episode, "replay episode")
     recorded_snapshot = episode.manifest["snapshot"]["digest"]
     if world.snapshot.digest != recorded_snapshot:
         raise InputError(

@@ -16,12 +16,14 @@ from typing import Any
 
 from onrecord._canonical import to_portable
 from onrecord.envkit._compare_diff import compare_diff
+from onrecord.envkit._diff_shape import checked_diff
 from onrecord.envkit._rule_names import FactsReader, checked_names
 from onrecord.envkit._rule_shape import (
     Count,
     Rule,
     checked_count,
     checked_rule,
+    column_names,
     column_values,
     place,
     rule_list,
@@ -46,12 +48,12 @@ __all__ = [
 def created(table: str, where: Mapping[str, Any] | None = None, count: Count = 1) -> Rule:
     """``count`` rows created in ``table`` whose columns equal ``where`` (other columns,
     e.g. generated ids, may be anything). ``count`` is an int or ``{"min", "max"}``."""
-    return _row_rule("created", table, where, count)
+    return _checked(_row_rule("created", table, where, count))
 
 
 def deleted(table: str, where: Mapping[str, Any] | None = None, count: Count = 1) -> Rule:
     """``count`` rows deleted from ``table`` matching ``where``."""
-    return _row_rule("deleted", table, where, count)
+    return _checked(_row_rule("deleted", table, where, count))
 
 
 def changed(
@@ -59,34 +61,59 @@ def changed(
     where: Mapping[str, Any] | None = None,
     to: Mapping[str, Any] | None = None,
     count: Count = 1,
+    *,
+    also: Collection[str] = (),
 ) -> Rule:
     """``count`` rows of ``table`` whose *before* row matches ``where`` changed, and
-    their *after* row matches ``to``."""
-    return {**_row_rule("changed", table, where, count), "to": column_values(to)}
+    their *after* row matches ``to``.
+
+    With ``no_other_changes()`` such a row may change only in the columns named in ``to``
+    and in ``also`` (columns that may take any value, e.g. ``also=("updated_at",)``);
+    a rule with neither (any change) lets it change in any column."""
+    rule = _row_rule("changed", table, where, count)
+    rule["to"] = column_values(to, "to", _who("changed", table))
+    if also:  # left out when empty: a rule written before ``also`` keeps its digest
+        rule["also"] = column_names(also, f"{_who('changed', table)} also=")
+    return _checked(rule)
 
 
 def unchanged(table: str) -> Rule:
     """``table`` has no created, changed or deleted row."""
-    return {"rule": "unchanged", "table": table}
+    return _checked({"rule": "unchanged", "table": table})
 
 
 def only_tables(*tables: str) -> Rule:
     """No table other than ``tables`` changed."""
-    return {"rule": "only_tables", "tables": sorted(tables)}
+    rule = _checked({"rule": "only_tables", "tables": list(tables)})
+    return {**rule, "tables": sorted(tables)}
 
 
 def no_other_changes() -> Rule:
-    """Every row change is accounted for by a created/changed/deleted rule in the list."""
+    """Every row change is accounted for by a created/changed/deleted rule in the list,
+    and a changed row only in the columns its rule lets change (see :func:`changed`)."""
     return {"rule": "no_other_changes"}
 
 
 def _row_rule(kind: str, table: str, where: Mapping[str, Any] | None, count: Count) -> Rule:
+    who = _who(kind, table)
     return {
         "rule": kind,
         "table": table,
-        "where": column_values(where),
-        "count": to_portable(checked_count(count, f"{kind}({table!r})")),
+        "where": column_values(where, "where", who),
+        "count": to_portable(checked_count(count, who)),
     }
+
+
+def _who(kind: str, table: Any) -> str:
+    """How a refusal names the builder call: ``changed('claims')``."""
+    return f"{kind}({table!r})"
+
+
+def _checked(rule: Rule) -> Rule:
+    """``rule``, refused by its builder as ``check_rules`` would refuse it: a malformed
+    rule is the caller's mistake, best named where it is written."""
+    checked_rule(rule)
+    return rule
 
 
 def check_rules(
@@ -105,7 +132,8 @@ def check_rules(
     ``schema`` (``lambda: _rule_names.schema_facts(conn)``), read only when a name is refused,
     lets the refusal say what the name is: a view, a generated column, a rowid."""
     problems: list[str] = []
-    covered: set[tuple[str, str, bytes]] = set()
+    covered: Covered = {}
+    diff = checked_diff(diff)
     rules = rule_list(rules)
     for index, rule in enumerate(rules):
         where = place(index, len(rules))  # a task's rules are alike: say which one
@@ -134,16 +162,19 @@ def check_rules(
     return problems
 
 
-def _row_rule_problems(
-    diff: StateDiff, rule: Rule, covered: set[tuple[str, str, bytes]]
-) -> list[str]:
+Covered = dict[tuple[str, str, bytes], set[str] | None]
+"""Each row change some rule accounts for, by ``(table, kind, canon(entry))``, with the
+columns a changed row may change in (``None``: any column, as for a created row)."""
+
+
+def _row_rule_problems(diff: StateDiff, rule: Rule, covered: Covered) -> list[str]:
     table, kind, where = rule["table"], rule["rule"], rule["where"]
     matches = []
     for entry in entries(diff, table, kind):
         row = entry["before"] if kind == "changed" else entry
         if _matches(row, where):
             matches.append(entry)
-            covered.add((table, kind, canon(entry)))
+            _cover(covered, (table, kind, canon(entry)), _allowed(rule))
     problems = []
     low, high = _bounds(rule["count"])
     if not low <= len(matches) <= high:
@@ -162,13 +193,53 @@ def _row_rule_problems(
     return problems
 
 
-def _uncovered(diff: StateDiff, covered: set[tuple[str, str, bytes]]) -> list[str]:
+def _allowed(rule: Rule) -> set[str] | None:
+    """The columns a row a ``rule`` matches may change in: a ``changed`` rule's ``to`` and
+    ``also`` columns, or any column (``None``) for a changed rule naming neither."""
+    if rule["rule"] != "changed":
+        return None
+    named = {*rule["to"], *rule.get("also", ())}
+    return named or None
+
+
+def _cover(covered: Covered, entry: tuple[str, str, bytes], allowed: set[str] | None) -> None:
+    """Mark ``entry`` accounted for; two rules matching one row let the union change."""
+    if entry in covered:
+        before = covered[entry]
+        allowed = None if before is None or allowed is None else before | allowed
+    covered[entry] = allowed
+
+
+def _uncovered(diff: StateDiff, covered: Covered) -> list[str]:
+    problems = []
+    for table in sorted(diff):
+        for kind in KINDS:
+            for entry in entries(diff, table, kind):
+                mark = (table, kind, canon(entry))
+                if mark not in covered:
+                    problems.append(f"{table}: {kind} {show(entry)} is not allowed by any rule")
+                elif kind == "changed":
+                    problems += _other_columns(table, entry, covered[mark])
+    return problems
+
+
+def _other_columns(table: str, entry: Mapping[str, Any], allowed: set[str] | None) -> list[str]:
+    """A sentence per column of a changed row that changed outside what its rules allow:
+    a rule for one column must not let an agent rewrite the row's others unseen."""
+    if allowed is None:
+        return []
+    before, after = entry["before"], entry["after"]
+    moved = [
+        column
+        for column in sorted({*before, *after} - allowed)
+        if canon(before.get(column)) != canon(after.get(column))
+    ]
     return [
-        f"{table}: {kind} {show(entry)} is not allowed by any rule"
-        for table in sorted(diff)
-        for kind in KINDS
-        for entry in entries(diff, table, kind)
-        if (table, kind, canon(entry)) not in covered
+        f"{table} key {show(entry['key'])}: {column} changed from {show(before.get(column))} "
+        f"to {show(after.get(column))}, which no rule allows (the changed() rules matching "
+        f"the row let only {sorted(allowed)} change; name {column!r} in to= with its new "
+        "value, or in also= to allow any)"
+        for column in moved
     ]
 
 

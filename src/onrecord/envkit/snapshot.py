@@ -10,10 +10,12 @@ state, never a mix (no file copies under an open reader, no stale ``-wal``).
 from __future__ import annotations
 
 import inspect
+import os
 import random
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from onrecord._exceptions import describe
 from onrecord.envkit._sql import INTERNAL_PREFIX, Table, internal, quote, readonly_uri, user_tables
@@ -21,7 +23,15 @@ from onrecord.envkit.audit import CTX, audit_tables, install_audit
 from onrecord.envkit.state import state_digest
 from onrecord.errors import InputError
 
-__all__ = ["Populate", "Snapshot", "SnapshotError", "readonly_uri"]
+__all__ = [
+    "Populate",
+    "Snapshot",
+    "SnapshotError",
+    "existing_database",
+    "new_database",
+    "path_argument",
+    "readonly_uri",
+]
 
 Populate = Callable[[sqlite3.Connection, random.Random], object]
 """``populate(conn, rng)`` inserts seed rows; ``rng`` is seeded, so data is reproducible.
@@ -42,6 +52,8 @@ class Snapshot:
             raise SnapshotError(f"Snapshot name must be a non-empty string, got {name!r}")
         self.name = name
         self._conn = conn
+        self.source: Path | None = None
+        """The file :meth:`from_file` loaded, which is never written to, else ``None``."""
         if _has_audit(conn) and _audit_current(conn):
             _clear_history(conn)  # a saved snapshot or episode database: kept as it is
         else:
@@ -54,26 +66,27 @@ class Snapshot:
         conn.execute(internal("PRAGMA query_only = ON"))  # the pristine copy never changes
 
     @classmethod
-    def from_file(cls, path: str | Path, name: str | None = None) -> Snapshot:
-        """Load a SQLite file (opened read-only; the file itself is never changed)."""
-        if Path(path).is_dir():
-            raise SnapshotError(
-                f"snapshot file {str(path)!r} is a directory; pass the path of a SQLite "
-                "database file in it"
-            )
-        if not Path(path).is_file():
-            raise SnapshotError(
-                f"snapshot file {str(path)!r} does not exist; pass the path of a SQLite database"
-            )
+    def from_file(cls, path: str | os.PathLike[str], name: str | None = None) -> Snapshot:
+        """Load a SQLite file (opened read-only; the file itself is never changed: saving
+        the snapshot, or a world built from it, to that path is refused)."""
+        file = existing_database(path, "snapshot file")
         conn = _memory_connection()
-        source = sqlite3.connect(readonly_uri(path), uri=True)
         try:
-            source.backup(conn)
+            source = sqlite3.connect(readonly_uri(file), uri=True)
+            try:
+                source.backup(conn)
+            finally:
+                source.close()
         except sqlite3.DatabaseError as exc:
-            raise SnapshotError(f"{str(path)!r} is not a readable SQLite database: {exc}") from exc
-        finally:
-            source.close()
-        return cls(name or Path(path).stem, conn)
+            conn.close()
+            raise SnapshotError(f"{str(file)!r} is not a readable SQLite database: {exc}") from exc
+        try:
+            snapshot = cls(name or file.stem, conn)
+        except BaseException:  # refused (a NULL key, a bad name): nothing left open
+            conn.close()
+            raise
+        snapshot.source = file.resolve()
+        return snapshot
 
     @classmethod
     def build(
@@ -100,15 +113,22 @@ class Snapshot:
         """Replace every page of ``conn``'s main database with the snapshot."""
         self._conn.backup(conn)
 
-    def save(self, path: str | Path) -> Path:
-        """Write the snapshot (with its audit triggers) to a SQLite file."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        out = sqlite3.connect(target)
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write the snapshot (with its audit triggers) to a SQLite file. An existing
+        file is refused unless ``overwrite=True``; the file it was loaded from, always."""
+        target = new_database(path, "Snapshot.save path", overwrite=overwrite, source=self.source)
         try:
-            self._conn.backup(out)
-        finally:
-            out.close()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            out = sqlite3.connect(target)
+            try:
+                self._conn.backup(out)
+            finally:
+                out.close()
+        except (OSError, sqlite3.Error) as exc:
+            raise SnapshotError(
+                f"Snapshot.save path {str(target)!r} could not be written: {exc}; pass the "
+                "path of a file in a writable directory"
+            ) from exc
         return target
 
     def identity(self) -> dict[str, str]:
@@ -234,3 +254,63 @@ def _drop_audit(conn: sqlite3.Connection) -> None:
     if _has_audit(conn):
         conn.execute(internal(f"DROP TABLE {CTX}"))
     conn.execute(internal("COMMIT"))
+
+
+def path_argument(value: Any, where: str, error: type[InputError] = InputError) -> Path:
+    """``value`` as a path, refusing what is not one (``None``, a number) by name, where
+    ``Path(value)`` would raise a bare TypeError."""
+    if isinstance(value, str | os.PathLike):
+        try:
+            return Path(value)
+        except TypeError:  # an os.PathLike of bytes
+            pass
+    raise error(
+        f"{where} must be a path (a str or pathlib.Path), got {type(value).__name__} {value!r:.80}"
+    )
+
+
+def existing_database(value: Any, where: str) -> Path:
+    """The path of a database file to read, refused (``SnapshotError`` naming ``where``)
+    when it is not a path, is a directory or does not exist."""
+    path = path_argument(value, where, SnapshotError)
+    if path.is_dir():
+        raise SnapshotError(
+            f"{where} {str(path)!r} is a directory; pass the path of a SQLite database file in it"
+        )
+    if not path.is_file():
+        raise SnapshotError(
+            f"{where} {str(path)!r} does not exist; pass the path of a SQLite database"
+        )
+    return path
+
+
+def new_database(value: Any, where: str, *, overwrite: Any, source: Path | None) -> Path:
+    """The path of a database file to write, refused (``InputError`` naming ``where``) when
+    it is a directory, the snapshot's source file (whatever ``overwrite`` says: loading
+    promises never to change it), or an existing file and ``overwrite`` is not True. An
+    empty file holds nothing to lose (a ``tempfile`` placeholder), so it is no refusal."""
+    if type(overwrite) is not bool:
+        raise InputError(f"{where}: overwrite must be True or False, got {overwrite!r:.80}")
+    path = path_argument(value, where)
+    if path.is_dir():
+        raise InputError(f"{where} {str(path)!r} is a directory; pass the path of a file in it")
+    if source is not None and _same_file(path, source):
+        raise InputError(
+            f"{where} {str(path)!r} is the file the snapshot was loaded from "
+            "(Snapshot.from_file never changes it); pass another path"
+        )
+    empty = path.is_file() and path.stat().st_size == 0
+    if not overwrite and path.exists() and not empty:
+        raise InputError(
+            f"{where} {str(path)!r} already exists and would be overwritten; pass "
+            "overwrite=True to replace it, or a path that does not exist yet"
+        )
+    return path
+
+
+def _same_file(path: Path, source: Path) -> bool:
+    """Whether ``path`` names ``source``, through links and relative paths too."""
+    try:
+        return os.path.samefile(path, source)
+    except OSError:  # one of them does not exist (any more)
+        return path.resolve() == source

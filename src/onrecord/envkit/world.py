@@ -80,10 +80,13 @@ class ToolWorld:
         hidden: Sequence[str] = (),
         tracer: Tracer | None = None,
         foreign_keys: bool = False,
+        overwrite: bool = False,
     ) -> None:
+        """``path`` may be an existing file only if a world left it or ``overwrite=True``
+        (each reset rebuilds it from the snapshot), never the snapshot's source file."""
         if type(foreign_keys) is not bool:
             raise InputError(f"ToolWorld foreign_keys must be True or False, got {foreign_keys!r}")
-        self.snapshot = snapshot
+        self.snapshot = snapshot = _setup.world_snapshot(snapshot)
         self.tools = _setup.declared_tools(tools)
         self.hidden = _setup.hidden_layouts(snapshot, hidden)
         self.tracer = tracer
@@ -92,8 +95,9 @@ class ToolWorld:
         self._tmpdir: ScratchDirectory | None = None  # removed by a later run if killed
         if path is None:
             self._tmpdir = ScratchDirectory("world")
-            path = Path(self._tmpdir.name) / "world.db"
-        self.path = Path(path)
+            self.path = Path(self._tmpdir.name) / "world.db"
+        else:
+            self.path = _setup.world_path(snapshot, path, overwrite)
         self._guard = StatementGuard(self.hidden)  # notes tools' SQL reads of them
         self.conn = _setup.open_world(self.path, self._guard, foreign_keys=foreign_keys)
         self.run_id: str | None = None
@@ -134,7 +138,7 @@ class ToolWorld:
         Usually by undoing the rows the audit history lists (no schema change, so no
         connection re-parses the schema); in full when that cannot be proven exact."""
         self._refuse_nesting("reset")
-        _setup.check_reset(seed, run_id, case)  # before anything is undone
+        _setup.check_reset(seed, run_id, case, log_path)  # before anything is undone
         with self._guard.owned():
             self._ended = True  # until the end: a reset that raised half-way is no episode
             self.conn.end_episode()  # tools' functions and collations: see _connection
@@ -146,11 +150,14 @@ class ToolWorld:
                 if self._undo is not None:
                     self._undo.restored(self.conn)
             self.log.close()
-            self.log = ActionLog(log_path)
+            # Never the old log over the restored rows: should the file fail to open after
+            # all, the ended episode left is an empty one, and save_episode seals that.
+            self.log = ActionLog()
             self.seed, self.run_id, self.case = operator.index(seed), run_id, case
             self.step = self.state_version = 0
             self.ending = self.ending_error = None
             self._inject = None
+            self.log = _setup.open_log(log_path)
             self._ended = False
 
     @property
@@ -362,16 +369,7 @@ class ToolWorld:
 
     def observer(self, tables: Sequence[str] | None = None) -> ReadOnlyObserver:
         """A read-only export of the state (``tables``, default all but hidden ones)."""
-        layouts = {table.name: table for table in self.snapshot.tables}
-        names = (
-            [name for name in layouts if name not in self.hidden]
-            if tables is None
-            else list(tables)
-        )
-        unknown = sorted(set(names) - set(layouts))
-        if unknown:
-            raise InputError(f"observer tables {unknown} do not exist; tables: {sorted(layouts)}")
-        return ReadOnlyObserver(self.path, [layouts[name] for name in names])
+        return ReadOnlyObserver(self.path, _setup.observed(self.snapshot, self.hidden, tables))
 
     def reject_call(self, tool: str, arguments: Any, kind: str, message: str) -> Event:
         """Log a call that was refused before reaching any tool (e.g. unparsable text)."""

@@ -22,6 +22,7 @@ from onrecord.episode import OutcomeCheck
 from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
 from onrecord.report import Trial
+from onrecord.runner._policy_names import refuse_unmatched_requirements
 from onrecord.runner._provider import AgentFactory
 from onrecord.runner._toolrules import check_rule_values
 from onrecord.runner._toolrunner import ToolWorldRunner
@@ -109,6 +110,7 @@ class ToolWorldProvider(ToolWorldRunner):
                 f"{type(policy).__name__}"
             )
         self._policy = policy
+        self._check_policy()
         if isinstance(snapshot, Snapshot):
             self._check_hidden(snapshot)
         if not isinstance(tasks, Sequence) or isinstance(tasks, str):
@@ -171,6 +173,19 @@ class ToolWorldProvider(ToolWorldRunner):
             hidden=self._hidden,
             foreign_keys=self._foreign_keys,
         )
+
+    def _check_policy(self) -> None:
+        """Refuse a policy requiring a check the provider does not grade with, as
+        ``--policy`` is refused: graded anyway, the requirement is undecided in every
+        report, so the run would call the agent for every episode and end
+        indeterminate."""
+        try:
+            refuse_unmatched_requirements(self._policy, self._checks)
+        except InputError as error:
+            raise InputError(
+                f"ToolWorldProvider policy: {error}; a ToolWorldProvider's policy "
+                "grades its own checks, so give the check as checks= or envkit_checks="
+            ) from None
 
     def _check_hidden(self, snapshot: Snapshot) -> None:
         """The hidden tables are in ``snapshot``: refused as ToolWorld refuses them, with

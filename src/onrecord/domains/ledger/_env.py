@@ -107,8 +107,11 @@ class LedgerEnv(gym.Env[Any, Any]):
         return self._connection
 
     def _change_protected(self, connection: sqlite3.Connection) -> None:
-        row = connection.execute("SELECT bank_account FROM protected_records").fetchone()
-        self._saved_account = str(row[0])
+        # Only the first change saves the original: a second one would save the tampered
+        # value, and RESTORE_PROTECTED would then "restore" the attacker's account.
+        if self._saved_account is None:
+            row = connection.execute("SELECT bank_account FROM protected_records").fetchone()
+            self._saved_account = str(row[0])
         with connection:
             connection.execute(
                 "UPDATE protected_records SET bank_account = ?", (_TAMPERED_ACCOUNT,)

@@ -21,10 +21,11 @@ from onrecord import EvalCase
 from onrecord.domains.remittance._generator import insert_rows
 from onrecord.domains.remittance._scenarios import build_scenario
 from onrecord.domains.remittance._schema import SCHEMA
-from onrecord.domains.remittance._tasks import RemittanceTask
+from onrecord.domains.remittance._tasks import RemittanceTask, check_size
 from onrecord.domains.remittance._tools import HIDDEN_TABLES, TOOLS
 from onrecord.envkit import Snapshot, ToolEpisode, ToolWorld, save_episode
 from onrecord.episode import OutcomeCheck
+from onrecord.errors import InputError
 from onrecord.report import Trial
 from onrecord.runner._toolplay import play_tool_world, tool_world_trial
 
@@ -91,6 +92,9 @@ class RemittanceEnvironment:
     """One task's start snapshot and tool world; reset for every episode."""
 
     def __init__(self, task: RemittanceTask, *, path: str | os.PathLike[str] | None = None) -> None:
+        # Also here, not only in load_tasks: a task's size may be replaced in code (as
+        # the runner's ``size`` setting does), and a huge one would build for hours.
+        check_size(task.size, f"task {task.task_id!r}: size")
         generator, self.expectation = build_scenario(task)
         self.task = task
         self.snapshot = Snapshot.build(
@@ -115,6 +119,13 @@ class RemittanceEnvironment:
         """Reset, let ``agent`` act until it finishes, raises or runs out of steps, and
         keep the episode in memory (``run`` saves it; the runner records it). The ending
         is declared to the world (``end_episode``), as the runner's loop does."""
+        # Refused as ToolWorldProvider(max_steps=...) refuses it: "5" failed deep in the
+        # loop, 0 or -1 played no step, and 2.5 played three.
+        if type(max_steps) is not int or max_steps < 1:
+            raise InputError(
+                f"play max_steps must be a positive int (the most tool calls the agent "
+                f"may make), got {max_steps!r}"
+            )
         ending, error = play_tool_world(
             self.world,
             self.case,

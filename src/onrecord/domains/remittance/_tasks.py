@@ -18,7 +18,7 @@ from onrecord.domains.remittance._generator import (
 )
 from onrecord.errors import InputError
 
-__all__ = ["KINDS", "RemittanceTask", "load_tasks"]
+__all__ = ["KINDS", "MAX_SIZE", "RemittanceTask", "check_size", "load_tasks"]
 
 KINDS = (
     "full_payment",
@@ -33,6 +33,8 @@ KINDS = (
     "recoupment",
 )
 _DEFAULT_SIZE = 300
+MAX_SIZE = 1_000_000
+"""Most background rows a task's snapshot may have (building 100k takes seconds)."""
 _LINE_FIELDS = {  # the line fields each kind's builder reads; any other is a mistake
     "full_payment": {"patient_resp"},
     "partial_contractual": {"patient_resp", "paid"},
@@ -82,9 +84,15 @@ def load_tasks(path: str | Path | None = None) -> tuple[RemittanceTask, ...]:
         text = resources.files("onrecord.domains.remittance").joinpath("tasks.toml").read_text()
     else:
         text = Path(path).read_text()
-    data = tomllib.loads(text)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"task file {path or 'tasks.toml'} is not valid TOML: {exc}") from None
     kinds = data.get("kinds", {})
-    tasks = tuple(_task(entry, kinds) for entry in data.get("task", []))
+    entries = data.get("task", [])
+    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
+        raise InputError("the task file's tasks must be [[task]] tables")
+    tasks = tuple(_task(entry, kinds) for entry in entries)
     ids = [task.task_id for task in tasks]
     if len(set(ids)) != len(ids):
         raise InputError("task ids in the task file must be unique; rename the repeated id")
@@ -92,17 +100,31 @@ def load_tasks(path: str | Path | None = None) -> tuple[RemittanceTask, ...]:
 
 
 def _task(entry: Mapping[str, Any], kinds: Mapping[str, Any]) -> RemittanceTask:
+    task_id = entry.get("id")
+    if not isinstance(task_id, str) or not task_id.strip():
+        # An int id was turned into a string: the task ran under a name nobody wrote.
+        raise InputError(
+            f"task {task_id!r}: id must be a non-empty string naming the task, like "
+            f'id = "denial-03"' + (f'; write id = "{task_id}"' if isinstance(task_id, int) else "")
+        )
     kind = entry.get("kind")
     if kind not in KINDS or kind not in kinds:
         raise InputError(
-            f"task {entry.get('id')!r}: kind must be one of {KINDS} and have a "
+            f"task {task_id!r}: kind must be one of {KINDS} and have a "
             f"[kinds.{kind}] table, got {kind!r}"
         )
     known = {"id", "kind", "title", "payer", "lines", "size", "seed"}
-    task_id = str(entry["id"])
     params = {k: v for k, v in entry.items() if k not in known}
     lines = tuple(entry.get("lines", ()))
     _check_task(task_id, kind, entry.get("payer"), lines, params)
+    size = entry.get("size", _DEFAULT_SIZE)
+    check_size(size, f"task {task_id!r} ({kind}): size")
+    seed = entry.get("seed", zlib.crc32(task_id.encode()) % 10_000)
+    if type(seed) is not int:  # TOML ints fit in 64 bits; a string or float is a mistake
+        raise InputError(
+            f"task {task_id!r} ({kind}): seed must be an integer (the background data's "
+            f"seed), got {seed!r}; leave it out to derive one from the id"
+        )
     return RemittanceTask(
         task_id=task_id,
         kind=kind,
@@ -110,11 +132,22 @@ def _task(entry: Mapping[str, Any], kinds: Mapping[str, Any]) -> RemittanceTask:
         payer_id=str(entry["payer"]),
         lines=lines,
         params=params,
-        size=int(entry.get("size", _DEFAULT_SIZE)),
-        seed=int(entry.get("seed", zlib.crc32(task_id.encode()) % 10_000)),
+        size=size,
+        seed=seed,
         allowed_tables=tuple(kinds[kind]["allowed_tables"]),
         focus=tuple(kinds[kind]["focus"]),
     )
+
+
+def check_size(size: Any, where: str) -> None:
+    """Refuse a background size that is not a whole number of rows in 1..``MAX_SIZE``: a
+    huge one (``1e11``) ran for hours building the snapshot before any episode."""
+    if type(size) is not int or not 1 <= size <= MAX_SIZE:
+        raise InputError(
+            f"{where} must be a whole number of background rows from 1 to {MAX_SIZE:,}, "
+            f"got {size!r} (the tasks use a few hundred to a few thousand; the generator "
+            "is built for up to 100k)"
+        )
 
 
 def _check_task(
