@@ -250,6 +250,9 @@ def test_bad_episode_arguments_are_named(live: ToolWorld, tmp_path: Path) -> Non
         save_episode(live, 5)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="save_episode world must be a ToolWorld"):
         save_episode("world", tmp_path / "ep")  # type: ignore[arg-type]
+    for database in ("no", 0, None):
+        with pytest.raises(InputError, match="save_episode database must be True or False"):
+            save_episode(live, tmp_path / "ep", database=database)  # type: ignore[arg-type]
     assert not live.ended  # refused before the episode was ended
     with pytest.raises(InputError, match="replay episode must be a ToolEpisode"):
         replay(live, "ep_dir")  # type: ignore[arg-type]

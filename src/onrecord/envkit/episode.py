@@ -77,6 +77,11 @@ def save_episode(
     end state through ``episode.connect()`` then cannot run).
     """
     _check_world(world, "save_episode world")  # before raises_noted reads its guard
+    if not isinstance(database, bool):  # "no" or 0 would be read as its truth value
+        raise InputError(
+            f"save_episode database must be True or False, got {database!r}; False leaves "
+            "out final.sqlite"
+        )
     target = path_argument(directory, "save_episode directory")
     target.mkdir(parents=True, exist_ok=True)
     foreign = sorted(set(_entries(target)) - _OWN_FILES)
