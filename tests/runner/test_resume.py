@@ -85,7 +85,10 @@ def test_resume_cuts_a_torn_record_and_orphan_log_events(run_dir: Path) -> None:
     episodes, actions = run_dir / "episodes.jsonl", run_dir / "actions.jsonl"
     lines = episodes.read_bytes().splitlines(keepends=True)
     last = RunStore.open(run_dir).committed()
-    # Simulate a kill mid-commit: the last episode's log block written, its record torn.
+    # Simulate a kill mid-commit: the last episode's log block written, its record torn,
+    # and so nothing graded yet (a torn line a decision graded is refused instead).
+    (run_dir / "decision.json").unlink()
+    (run_dir / "report.json").unlink()
     keep = b"".join(lines[:-1])
     episodes.write_bytes(keep + lines[-1][:40])
     result = resume_run(run_dir)

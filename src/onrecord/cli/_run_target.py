@@ -8,15 +8,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from onrecord._canonical import to_portable
 from onrecord._saved_episode import refuse_episode_given_as
 from onrecord.case import EvalCase
 from onrecord.episode._verify_files import check_entry
 from onrecord.errors import InputError
 from onrecord.runner import RunConfig, RunProtocol, RunStore, plan_run
-from onrecord.runner._protocol import tasks_from
+from onrecord.runner._executor_settings import resumed_choice
+from onrecord.runner._protocol import differences_in, settings_differ, tasks_from
+from onrecord.runner._run import did_you_mean
 from onrecord.runner._store import startable_entry
 
-__all__ = ["refuse_used", "resume_target", "task_places", "tasks_file_cases"]
+__all__ = ["refuse_used", "resume_target", "resumed_executor", "task_places", "tasks_file_cases"]
 
 
 def task_places(config: RunConfig) -> dict[str, str] | None:
@@ -40,7 +43,8 @@ def tasks_file_cases(config: RunConfig) -> list[EvalCase] | None:
     for name in config.tasks:
         if name not in by_id:
             raise InputError(
-                f"unknown task {name!r} in {config.tasks_file}; its tasks are: "
+                f"unknown task {name!r} in {config.tasks_file}{did_you_mean(name, by_id)}; "
+                "its tasks are: "
                 f"{', '.join(list(by_id)[:8])}{' ...' if len(by_id) > 8 else ''}"
             )
     return [by_id[name] for name in config.tasks]
@@ -75,10 +79,51 @@ def resume_target(config: RunConfig) -> tuple[str, RunProtocol | None]:
     elif config.out:
         out = config.out
     else:
-        raise InputError(
-            "--resume needs the run directory: `onrecord run --resume RUN` or `--out RUN`"
-        )
-    return out, _expected(config, RunStore.open(out).protocol)
+        raise _no_run(given)
+    stored = RunStore.open(out).protocol
+    _refuse_other_environment(config, stored, out)
+    return out, _expected(config, stored)
+
+
+def _no_run(given: str | None) -> InputError:
+    """Why ``--resume`` has no run to continue: the directory given is not one (before,
+    "--resume needs the run directory" was said of a directory given)."""
+    how = "`onrecord run --resume RUN` takes the run's --out directory"
+    if not given:
+        return InputError(f"--resume needs the run directory: {how}")
+    path = Path(given)
+    if path.is_dir():
+        return InputError(f"{given} is not a run directory (it has no run.json): {how}")
+    if path.exists():
+        return InputError(f"{given} is not a directory: {how}")
+    return InputError(f"no such directory: {given}; {how}")
+
+
+def resumed_executor(config: RunConfig, out: str) -> RunConfig:
+    """``config`` with the executor the run in ``out`` was started with, where the
+    command line names none: a run started on a process pool (its agent may kill its
+    process) must not be resumed in-process, where that kills onrecord."""
+    recorded = RunStore.open(out).executor_settings
+    name, workers, address = resumed_choice(
+        recorded, config.executor, config.workers, config.address
+    )
+    return replace(config, executor=name, workers=workers, address=address)
+
+
+def _refuse_other_environment(config: RunConfig, stored: RunProtocol, out: str) -> None:
+    """Refuse, naming it, an environment or environment setting other than the run's
+    before planning with it: planned, the other environment's own refusal came first
+    (ledger's checks "do not match the policy"; a remittance task "differs from the
+    run's recorded task" for another size), naming no setting."""
+    if config.environment is None and config.environment_config is None:
+        return
+    environment = stored.environment
+    name = _given(config.environment, environment.name)
+    if name != environment.name:
+        raise settings_differ(out, differences_in("environment", environment.name, name))
+    given = to_portable({**environment.config, **(config.environment_config or {})}, "$")
+    if changed := differences_in("environment.config", dict(environment.config), given):
+        raise settings_differ(out, changed)
 
 
 def _expected(config: RunConfig, stored: RunProtocol) -> RunProtocol | None:

@@ -16,6 +16,7 @@ from rich.console import Console
 from onrecord._canonical import load_record_bytes
 from onrecord._natural import natural_key
 from onrecord.cli._bundle import Bundle
+from onrecord.cli._partial import partial_body
 from onrecord.cli._render import _styled, _table, cell, literal
 from onrecord.cli._run_episode import path_word, render_not_passed
 from onrecord.episode._verify_files import read_regular
@@ -163,9 +164,12 @@ def _render_regrades(console: Console, run: Path) -> None:
     for name in names:
         decision = _load(folder / name / "decision.json")
         changes = _load(folder / name / "changes.json")
+        # As `show` of the regrade, gate and the HTML say it: decision.json keeps the
+        # policy's verdict on the recorded episodes, an accept for a partial run too.
+        body = partial_body(decision["decision"], decision["recorded"], decision["expected"])
         table.add_row(
             cell(name),
-            _styled(str(decision["decision"]["decision"])),
+            _styled(str(body["decision"])),
             f"{decision['recorded']} of {decision['expected']}",
             str(len(changes["changes"])),
         )

@@ -16,9 +16,9 @@ from onrecord.cli._partial import folder_why, partial_decision
 from onrecord.cli._progress import ConsoleProgress, add_no_progress
 from onrecord.cli._render import cell, literal, make_console, render_decision, render_report
 from onrecord.errors import InputError, OnrecordError
-from onrecord.policy import AcceptancePolicy
 from onrecord.report import EvaluationReport
 from onrecord.runner import regrade_run
+from onrecord.runner._config import load_policy_file
 
 __all__ = ["register"]
 
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     # Before the policy is read, as `gate` does: a saved episode is the wrong input
     # whatever the policy (regrade_run refuses it too, for callers of the library).
     refuse_saved_episode(Path(args.run_dir), "regrade")
-    policy = AcceptancePolicy.load(args.policy) if args.policy else None
+    policy = load_policy_file(args.policy) if args.policy else None
     # Each episode's world is rebuilt from its evidence: minutes for a few thousand.
     progress = ConsoleProgress(Console(stderr=True, soft_wrap=True), enabled=not args.no_progress)
     regrade = regrade_run(

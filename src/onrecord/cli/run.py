@@ -18,7 +18,13 @@ from onrecord.cli._partial import missing_why, partial_decision
 from onrecord.cli._progress import ConsoleProgress, add_no_progress
 from onrecord.cli._render import literal, make_console, render_decision
 from onrecord.cli._run_episode import path_word
-from onrecord.cli._run_target import refuse_used, resume_target, task_places, tasks_file_cases
+from onrecord.cli._run_target import (
+    refuse_used,
+    resume_target,
+    resumed_executor,
+    task_places,
+    tasks_file_cases,
+)
 from onrecord.errors import InputError
 from onrecord.runner import (
     RunConfig,
@@ -85,7 +91,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="continue an interrupted run; finished episodes never re-run",
     )
-    parser.add_argument("--executor", choices=("inprocess", "process", "ray"))
+    parser.add_argument(
+        "--executor",
+        choices=("inprocess", "process", "ray"),
+        help="where episodes run: inprocess (default), process (a local pool; contains "
+        "agents that crash or call os._exit) or ray (a cluster); on --resume: the run's",
+    )
     parser.add_argument("-w", "--workers", type=int, help="worker processes (or Ray tasks)")
     parser.add_argument(
         "--address",
@@ -182,6 +193,7 @@ def _run(args: argparse.Namespace) -> int:
     expect: RunProtocol | None
     if args.resume:
         out, expect = resume_target(config)
+        config = resumed_executor(config, out)
     else:
         if not config.out:
             raise InputError("--out DIR is required: the run directory to create")

@@ -16,11 +16,12 @@ from onrecord._natural import natural_key
 from onrecord._policy_rules import StatusTable, requirement_interval
 from onrecord._saved_decision import saved_headline
 from onrecord._saved_episode import refuse_saved_episode
+from onrecord.cli._partial import missing_why, partial_body
 from onrecord.dynamics._unchecked import unchecked_line
 from onrecord.errors import DigestMismatch, InputError
 from onrecord.html._report import _count
 from onrecord.html._selection import episodes_data
-from onrecord.html._tasks import task_list
+from onrecord.html._tasks import task_list, task_rows
 from onrecord.report import EvaluationReport
 from onrecord.runner import RunStore
 from onrecord.runner._decided import check_decided
@@ -97,10 +98,21 @@ def report_data(
     decision = (
         _decision(beside, report, store) if store is not None else _foreign_decision(beside, report)
     )
+    views, index, note, recorded = (
+        episodes_data(store, report, episodes) if store is not None else ([], None, "", None)
+    )
+    # A run stopped after recording more episodes than its last grading holds: the page
+    # would otherwise present the older grading as the run's state.
+    stale = recorded is not None and recorded > len(report.trials)
+    # What stopped the missing episodes ("2 timed out"), as run, show and gate say it;
+    # of a stale grading's, errors.jsonl says nothing (some were recorded since).
+    why = missing_why(store, report) if store is not None and not stale else ""
     if decision is not None:
-        decision = _explained(decision, report)
+        decision = _explained(decision, report, why)
+        if stale:  # the headline says it: "6 of 33 recorded" read as the run's state
+            decision["run_recorded"] = recorded
     summary = report.summary().to_dict()
-    tasks = _tasks(report)
+    tasks = task_rows(report, store.protocol.jobs(store.run_id) if store is not None else ())
     data: dict[str, Any] = {
         "generator": f"onrecord {__version__}",
         "title": _title(store, path, len(report.trials), len(tasks)),
@@ -112,25 +124,21 @@ def report_data(
         "findings": _findings(report, decision, summary),
         "tasks": tasks,
         "task_list": task_list(tasks),
-        "episodes": [],
-        "episode_index": None,
-        "detail_note": "",
+        "episodes": views,
+        "episode_index": index,
+        "detail_note": note,
         "horizons": _horizons(summary),
         "images": _images(plots, report_file, run=path if store is not None else None),
     }
     if store is not None:
-        views, index, note, recorded = episodes_data(store, report, episodes)
-        data.update(episodes=views, episode_index=index, detail_note=note)
         data["run"]["recorded"] = recorded  # an earlier grading without its decision
-        if recorded > len(report.trials):
-            # A run stopped after recording more episodes than its last grading holds:
-            # the page would otherwise present the older grading as the run's state.
-            data["findings"].insert(
-                0,
-                f"the run holds {recorded} recorded episodes but this grading covers "
-                f"{len(report.trials)}: it is out of date; `onrecord run --resume "
-                f"{shlex.quote(str(store.path))}` (or `onrecord regrade`) grades them all",
-            )
+    if store is not None and stale:
+        data["findings"].insert(
+            0,
+            f"the run holds {recorded} recorded episodes but this grading covers "
+            f"{len(report.trials)}: it is out of date; `onrecord run --resume "
+            f"{shlex.quote(str(store.path))}` (or `onrecord regrade`) grades them all",
+        )
     return data
 
 
@@ -222,9 +230,10 @@ def _decision(
     return decision
 
 
-def _explained(decision: dict[str, Any], report: EvaluationReport) -> dict[str, Any]:
+def _explained(decision: dict[str, Any], report: EvaluationReport, why: str = "") -> dict[str, Any]:
     """The decision with what the page shows beside it, as ``gate`` and ``show`` give
-    it: the line saying what decided (``PolicyDecision.headline``) and each
+    it: the line saying what decided (``PolicyDecision.headline``; for a partial run
+    led by ``the run is incomplete: N planned episodes have no trial: WHY``) and each
     requirement's 95 % interval clustered by case, made again from the report it decided
     (a saved decision keeps one only for a ``min_lower_bound`` requirement)."""
     table = StatusTable(report)
@@ -240,7 +249,8 @@ def _explained(decision: dict[str, Any], report: EvaluationReport) -> dict[str, 
             matched = tuple(map(str, item["matched"]))
             shown["shown_interval"] = list(requirement_interval(table, matched))
         requirements.append(shown)
-    return {**decision, "requirements": requirements, "headline": saved_headline(decision)}
+    body = partial_body(decision, decision["recorded"], decision["expected"], why)
+    return {**decision, "requirements": requirements, "headline": saved_headline(body)}
 
 
 def _foreign_decision(path: Path, report: EvaluationReport) -> dict[str, Any] | None:
@@ -272,9 +282,10 @@ def _findings(
 ) -> list[str]:
     findings = []
     if decision is not None and not decision["complete"]:
+        graded = f", {decision['recorded']} graded" if "run_recorded" in decision else ""
         findings.append(
-            f"the run is incomplete: {decision['recorded']} of "
-            f"{decision['expected']} episodes recorded"
+            f"the run is incomplete: {decision.get('run_recorded', decision['recorded'])} of "
+            f"{decision['expected']} episodes recorded{graded}"
             + (
                 "; a partial run is never accepted (the policy alone would accept the "
                 "episodes recorded)"
@@ -321,38 +332,6 @@ def _findings(
     if unchecked is not None:  # as `onrecord show` and `gate` say it
         findings.append(unchecked)
     return findings or ["every check passed in every episode, with full coverage"]
-
-
-def _tasks(report: EvaluationReport) -> list[dict[str, Any]]:
-    rows: dict[str, dict[str, Any]] = {}
-    for trial in report.trials:
-        row = rows.setdefault(
-            str(trial.case["case_id"]),
-            {
-                "case_id": str(trial.case["case_id"]),
-                "episodes": 0,
-                "pass": 0,
-                "fail": 0,
-                "incomplete": 0,
-                "failing_checks": [],
-                "unmeasured_checks": [],
-            },
-        )
-        row["episodes"] += 1
-        row[trial.outcome_among(report.check_names)] += 1
-        for result in trial.results:
-            if result.status != "pass":  # failed, or not measured (an evaluator error too)
-                key = "failing_checks" if result.status == "fail" else "unmeasured_checks"
-                if result.name not in row[key]:
-                    row[key].append(result.name)
-    for row in rows.values():
-        row["pass_rate"] = row["pass"] / row["episodes"]
-        row["failing_checks"].sort(key=natural_key)  # not whichever trial failed first
-        # A check that failed in one episode and was not measured in another is listed
-        # once, as failing; an incomplete task showed an empty cell without this list.
-        unmeasured = set(row["unmeasured_checks"]) - set(row["failing_checks"])
-        row["unmeasured_checks"] = sorted(unmeasured, key=natural_key)
-    return list(rows.values())
 
 
 def _horizons(summary: Mapping[str, Any]) -> dict[str, list[list[Any]]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from onrecord._headline import INCOMPLETE_RUN
 from onrecord._numbers import interval_percent, rate_percent, requirement_threshold, shown_reason
 from onrecord._stats import CLUSTERED_INTERVAL
 from onrecord.html._page import (
@@ -34,7 +35,19 @@ def headline(decision: Mapping[str, Any], *, ids: bool = True) -> str:
     """What decided, under the verdict (an incomplete run's verdict says why first);
     ``ids=False`` leaves its element id out (a notebook may show several)."""
     text = str(decision.get("headline") or "")
-    if decision.get("verdict") != decision.get("decision"):
+    held = decision.get("run_recorded")
+    if held is not None and held != decision.get("recorded"):
+        # An out-of-date grading: "6 of 33 recorded" read as the run's state, not 19.
+        text = (
+            f"this grading is out of date: the run holds {held} of "
+            f"{decision.get('expected')} episodes recorded, {decision.get('recorded')} "
+            f"graded; on those graded: {text}"
+        )
+    elif decision.get("verdict") != decision.get("decision") and not text.startswith(
+        INCOMPLETE_RUN
+    ):
+        # ``report_data`` leads a partial run's headline with why, as gate prints it;
+        # a decision given without that says at least that the run is incomplete.
         text = (
             f"the run is incomplete ({decision.get('recorded')} of "
             f"{decision.get('expected')} episodes recorded); the policy: {text}"

@@ -7,9 +7,11 @@ the HTML (what a reader without JavaScript sees), every other page rendered by
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from onrecord._natural import natural_key
 from onrecord.html._listing import ONE_PAGE, PAGE_ROWS
 from onrecord.html._page import (
     NAME_CHARS,
@@ -21,7 +23,52 @@ from onrecord.html._page import (
     table,
 )
 
-__all__ = ["not_passed", "task_list", "tasks_section"]
+if TYPE_CHECKING:
+    from onrecord.report import EvaluationReport
+    from onrecord.runner import EpisodeJob
+
+__all__ = ["not_passed", "task_list", "task_rows", "tasks_section"]
+
+
+def task_rows(report: EvaluationReport, planned: Iterable[EpisodeJob] = ()) -> list[dict[str, Any]]:
+    """One row per task of ``report`` (in its order), then one per ``planned`` task
+    (a run's jobs) it holds no trial of. ``missing``: the task's planned episodes
+    without a trial. A run whose every episode timed out had an empty table, no row
+    for the tasks it planned."""
+    rows: dict[str, dict[str, Any]] = {}
+    for trial in report.trials:
+        row = rows.setdefault(str(trial.case["case_id"]), _new_row(str(trial.case["case_id"])))
+        row["episodes"] += 1
+        row[trial.outcome_among(report.check_names)] += 1
+        for result in trial.results:
+            if result.status != "pass":  # failed, or not measured (an evaluator error too)
+                key = "failing_checks" if result.status == "fail" else "unmeasured_checks"
+                if result.name not in row[key]:
+                    row[key].append(result.name)
+    for case_id, count in Counter(str(job.case["case_id"]) for job in planned).items():
+        row = rows.setdefault(case_id, _new_row(case_id))
+        row["missing"] = max(count - row["episodes"], 0)
+    for row in rows.values():
+        row["pass_rate"] = row["pass"] / row["episodes"] if row["episodes"] else None
+        row["failing_checks"].sort(key=natural_key)  # not whichever trial failed first
+        # A check that failed in one episode and was not measured in another is listed
+        # once, as failing; an incomplete task showed an empty cell without this list.
+        unmeasured = set(row["unmeasured_checks"]) - set(row["failing_checks"])
+        row["unmeasured_checks"] = sorted(unmeasured, key=natural_key)
+    return list(rows.values())
+
+
+def _new_row(case_id: str) -> dict[str, Any]:
+    return {
+        "case_id": case_id,
+        "episodes": 0,
+        "pass": 0,
+        "fail": 0,
+        "incomplete": 0,
+        "missing": 0,
+        "failing_checks": [],
+        "unmeasured_checks": [],
+    }
 
 
 def task_list(tasks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -29,9 +76,13 @@ def task_list(tasks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     (each group in the report's order); ``rates``: each task's pass rate as the page
     writes it. Python formats the rate so that the script need not copy ``percent``
     (Python's rounding of 6.25 to "6.2" is not JavaScript's "6.3")."""
-    bad = [at for at, t in enumerate(tasks) if t["pass"] < t["episodes"]]
-    good = [at for at, t in enumerate(tasks) if t["pass"] >= t["episodes"]]
+    bad = [at for at, t in enumerate(tasks) if _not_all_passed(t)]
+    good = [at for at, t in enumerate(tasks) if not _not_all_passed(t)]
     return {"order": bad + good, "rates": [percent(t["pass_rate"]) for t in tasks]}
+
+
+def _not_all_passed(task: Mapping[str, Any]) -> bool:
+    return bool(task["pass"] < task["episodes"] or task.get("missing"))
 
 
 def tasks_section(data: Mapping[str, Any]) -> str:
@@ -89,6 +140,11 @@ def _row(task: Mapping[str, Any], rate: str) -> str:
 
 def not_passed(task: Mapping[str, Any]) -> str:
     """The checks that failed, then those only not measured in some episode (what made
-    an incomplete task incomplete; its cell was empty). ``taskNotPassed`` in ``report.js``."""
+    an incomplete task incomplete; its cell was empty), then the planned episodes the
+    grading has no trial of. ``taskNotPassed`` in ``report.js``."""
     unmeasured = [f"{name_text(n)} (not measured)" for n in task.get("unmeasured_checks", ())]
-    return ", ".join([*map(name_text, task["failing_checks"]), *unmeasured])
+    missing = task.get("missing") or 0
+    lacking = [f"{missing} planned episode{'' if missing == 1 else 's'} without a trial"]
+    return ", ".join(
+        [*map(name_text, task["failing_checks"]), *unmeasured, *(lacking if missing else ())]
+    )

@@ -306,7 +306,9 @@ if (controls && list) {
     (failed || !unmeasuredCell ? cell : unmeasuredCell).append(' ', button); }); }
 tasksTable();
 // The checks a task did not pass, as _tasks.not_passed writes them.
-function taskNotPassed(t, name = c => c){ return t.failing_checks.map(name).concat((t.unmeasured_checks || []).map(c => name(c) + ' (not measured)')).join(', '); }
+function taskNotPassed(t, name = c => c){ const m = t.missing || 0;
+  const lacking = m ? [m + ' planned episode' + (m === 1 ? '' : 's') + ' without a trial'] : [];
+  return t.failing_checks.map(name).concat((t.unmeasured_checks || []).map(c => name(c) + ' (not measured)'), lacking).join(', '); }
 function taskText(t){ return fold(t.case_id + ' ' + taskNotPassed(t)); }
 function tasksTable(){
   // A run of up to 300 tasks has its whole table in the HTML (failing tasks first),

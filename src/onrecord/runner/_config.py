@@ -23,7 +23,14 @@ from onrecord.policy import AcceptancePolicy
 from onrecord.runner._protocol import MAX_EPISODES, MAX_SEED
 from onrecord.runner._timeout import check_timeout
 
-__all__ = ["RunConfig", "load_config", "load_tasks", "parse_seeds", "split_names"]
+__all__ = [
+    "RunConfig",
+    "load_config",
+    "load_policy_file",
+    "load_tasks",
+    "parse_seeds",
+    "split_names",
+]
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "environment": (str,),
@@ -89,11 +96,23 @@ class RunConfig:
             return None
         if isinstance(self.policy, dict):
             return AcceptancePolicy.from_dict(self.policy, verify_digest=False)
-        return AcceptancePolicy.load(self.policy)
+        return load_policy_file(self.policy)
 
     def cases(self) -> list[EvalCase] | None:
         """Tasks from ``tasks_file``, if set."""
         return None if self.tasks_file is None else load_tasks(self.tasks_file)
+
+
+def load_policy_file(path: str) -> AcceptancePolicy:
+    """``AcceptancePolicy.load``, a missing file named as the ``--policy`` it is (before:
+    "no such file: nosuch.toml", naming no option)."""
+    try:
+        return AcceptancePolicy.load(path)
+    except FileNotFoundError:
+        raise InputError(
+            f"--policy {path}: no such file; give the path of an acceptance policy file "
+            "(TOML with [[requirements]] tables, or JSON saved by onrecord)"
+        ) from None
 
 
 def parse_seeds(value: Any, where: str = "seeds") -> list[int]:

@@ -10,17 +10,20 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
+import shlex
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from typing import Any
 
 from onrecord._scratch import ScratchDirectory
 from onrecord.errors import InputError
 from onrecord.runner._interrupts import interrupts_held, interrupts_kept
 from onrecord.runner._job import EpisodeJob, JobResult, run_chunk
 from onrecord.runner._orphans import end_with_parent
-from onrecord.runner._pool_pipe import DeadWorkerWatch, end_half_read_results
+from onrecord.runner._pool_pipe import DeadWorkerWatch, end_half_read_results, workers_of
 from onrecord.runner._timeout import marker_key, start_pool_worker, take_markers
+from onrecord.runner._worker_scratch import remove_scratch_of
 
 __all__ = [
     "EXECUTORS",
@@ -87,6 +90,11 @@ class Executor:
     def close(self) -> None:
         """Release workers."""
 
+    def settings(self) -> dict[str, Any] | None:
+        """What a resume builds this executor again from (kept in ``run.json``); None
+        for an executor of your own, which ``make_executor`` cannot build."""
+        return None
+
     def __enter__(self) -> Executor:
         return self
 
@@ -98,6 +106,9 @@ class InProcessExecutor(Executor):
     """One episode after another, in this process (the default; easiest to debug)."""
 
     name = "inprocess"
+
+    def settings(self) -> dict[str, Any] | None:
+        return {"name": self.name}
 
     def run(self, jobs: Sequence[EpisodeJob]) -> Iterator[JobResult]:
         for job in jobs:
@@ -168,6 +179,10 @@ class ProcessPoolExecutor(Executor):
         self._notes = self._scratch.name
         self._pool = self._new_pool()
         self._stopped = False
+        self._pids: set[int] = set()  # of every worker started: whose scratch is ours
+
+    def settings(self) -> dict[str, Any] | None:
+        return {"name": self.name, "workers": self.workers}
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
         return cf.ProcessPoolExecutor(
@@ -230,8 +245,15 @@ class ProcessPoolExecutor(Executor):
         return take_markers(self._notes, names)
 
     def _restart(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=not self._stopped)
+        self._shutdown()
         self._pool, self._stopped = self._new_pool(), False
+
+    def _shutdown(self) -> None:
+        """Shut the pool down; then remove what its workers left in ``TMPDIR``: one
+        stopped (Ctrl-C, SIGTERM) or ended by its time limit runs no cleanup."""
+        self._pool.shutdown(wait=True, cancel_futures=not self._stopped)
+        remove_scratch_of(self._pids)
+        self._pids.clear()
 
     def _fill(
         self,
@@ -262,6 +284,7 @@ class ProcessPoolExecutor(Executor):
             with interrupts_held():  # the pool starts its workers inside submit
                 future = self._pool.submit(run_chunk, chunk.jobs)
             pending[future] = chunk
+            self._pids.update(process.pid for process in workers_of(self._pool))
         except BrokenProcessPool:  # a worker died since the last wait
             retries.extend(chunk.jobs)
             return False
@@ -277,8 +300,10 @@ class ProcessPoolExecutor(Executor):
         end_half_read_results(self._pool)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=not self._stopped)
-        self._scratch.cleanup()
+        try:
+            self._shutdown()
+        finally:
+            self._scratch.cleanup()
 
 
 def _start_worker(notes: str, parent: int) -> None:
@@ -341,6 +366,12 @@ def make_executor(
     if name is None and address is not None:
         # An address is a Ray cluster's: it used to be ignored, the run going in-process.
         name = "ray"
+    if address is not None and name in ("inprocess", "process"):
+        # Ignored too, with the executor named: the run went here, not to the cluster.
+        raise InputError(
+            f"--address names a Ray cluster, but the {name} executor runs episodes on this "
+            f"machine: drop --address, or use --executor ray --address {shlex.quote(address)}"
+        )
     if name is None:
         name = "inprocess" if workers in (None, 1) else "process"
     if name == "inprocess":

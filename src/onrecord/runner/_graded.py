@@ -54,13 +54,8 @@ def check_graded(
     if sources is None:
         sources = {record.key: graded_trial(record) for record in store.records()}
     keys = [(str(trial.case["case_id"]), trial.repeat) for trial in report.trials]
-    for key in keys:
-        if key not in sources:
-            raise ConsistencyError(
-                f"{where} grades episode {key[0]}#{key[1]}, which this run did not record: "
-                "the report was copied from another run or edited; re-grade the run with "
-                "`onrecord regrade`"
-            )
+    if any(key not in sources for key in keys):
+        raise _not_recorded(store, report, keys, sources, where)
     _check_lock(store, report, where, own=own)
     for key, trial in zip(keys, report.trials, strict=True):
         recorded = sources[key]
@@ -78,6 +73,42 @@ def check_graded(
                 "report is built from its records' trials, so one of the two was edited; "
                 "restore the run from a copy"
             )
+
+
+def _not_recorded(
+    store: RunStore,
+    report: EvaluationReport,
+    keys: list[tuple[str, int]],
+    sources: Sources,
+    where: str,
+) -> ConsistencyError:
+    """Why ``report`` grades episodes the run holds no record of. When it grades the
+    same evidence as every record the run still holds, the records were deleted (the
+    file, or its last lines): blaming the report ("copied from another run; re-grade")
+    sent the user to a regrade, which cannot bring them back."""
+    missing = [key for key in keys if key not in sources]
+    episodes = store.file("episodes.jsonl")
+    restore = "restore episodes.jsonl and actions.jsonl from a copy of the run"
+    if not episodes.exists():
+        return ConsistencyError(
+            f"{episodes} is missing, but {where} grades {len(keys)} recorded episodes: "
+            f"the run's records were deleted; {restore}"
+        )
+    graded = {key: trial.source for key, trial in zip(keys, report.trials, strict=True)}
+    if all(dict(graded.get(key) or {}) == trial.get("source") for key, trial in sources.items()):
+        named = ", ".join(f"{case}#{repeat}" for case, repeat in missing[:3])
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        return ConsistencyError(
+            f"{where} grades episode {named}{more}, which {episodes} no longer holds, and "
+            "every episode it does hold as recorded: committed records were deleted (or "
+            f"its last lines cut); {restore}"
+        )
+    case, repeat = missing[0]
+    return ConsistencyError(
+        f"{where} grades episode {case}#{repeat}, which this run did not record: "
+        "the report was copied from another run or edited; re-grade the run with "
+        "`onrecord regrade`"
+    )
 
 
 def _check_lock(store: RunStore, report: EvaluationReport, where: str, *, own: bool) -> None:

@@ -21,14 +21,14 @@ import contextlib
 import time
 from typing import Any
 
-__all__ = ["DeadWorkerWatch", "end_half_read_results"]
+__all__ = ["DeadWorkerWatch", "end_half_read_results", "workers_of"]
 
 GRACE = 3.0
 """Seconds a worker may be dead before the pool is taken to be stuck on its half a
 message: the manager thread notices a worker's death within milliseconds otherwise."""
 
 
-def _workers(pool: cf.ProcessPoolExecutor) -> list[Any]:
+def workers_of(pool: cf.ProcessPoolExecutor) -> list[Any]:
     """The worker processes of ``pool`` (a private attribute: absent, none)."""
     return list((getattr(pool, "_processes", None) or {}).values())
 
@@ -36,7 +36,7 @@ def _workers(pool: cf.ProcessPoolExecutor) -> list[Any]:
 def end_half_read_results(pool: cf.ProcessPoolExecutor) -> None:
     """Terminate the workers and close this process's write end of the result pipe, so a
     read waiting for the rest of a message ends (see the module's docstring)."""
-    for process in _workers(pool):
+    for process in workers_of(pool):
         process.terminate()
     writer: Any = getattr(getattr(pool, "_result_queue", None), "_writer", None)
     if writer is not None:
@@ -53,7 +53,7 @@ class DeadWorkerWatch:
         self._since: float | None = None
 
     def stuck(self, pool: cf.ProcessPoolExecutor) -> bool:
-        dead = any(process.exitcode is not None for process in _workers(pool))
+        dead = any(process.exitcode is not None for process in workers_of(pool))
         if not dead or getattr(pool, "_broken", False):
             self._since = None
             return False

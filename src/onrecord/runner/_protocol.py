@@ -16,7 +16,7 @@ from onrecord.policy import AcceptancePolicy
 from onrecord.runner._envref import EnvironmentRef
 from onrecord.runner._job import EpisodeJob, RunContext
 
-__all__ = ["MAX_EPISODES", "MAX_SEED", "RunProtocol"]
+__all__ = ["MAX_EPISODES", "MAX_SEED", "RunProtocol", "differences_in", "settings_differ"]
 
 MAX_SEED = 2**64 - 1
 """Largest seed (seeds are stored as JSON integers, exact up to 64 bits)."""
@@ -222,6 +222,20 @@ class RunProtocol:
     def differences(self, other: RunProtocol) -> list[str]:
         """Fields in which ``other`` differs from this protocol."""
         return _differences("", self.to_dict(), other.to_dict())
+
+
+def differences_in(name: str, mine: Any, theirs: Any) -> list[str]:
+    """How the setting ``name`` differs, key by key (``name.key: the run has ...``)."""
+    return _differences(name, mine, theirs) if mine != theirs else []
+
+
+def settings_differ(path: Any, differences: Sequence[str]) -> InputError:
+    """The refusal of a resume whose settings differ from its run's, each one named."""
+    return InputError(
+        f"the settings differ from the run in {path}:\n  "
+        + "\n  ".join(differences)
+        + "\nresume without them, or start a new run in another --out directory"
+    )
 
 
 _ABSENT = object()

@@ -77,6 +77,7 @@ class RayExecutor(Executor):
                 "leave it out for a local cluster"
             )
         self._ray = ray
+        self._asked = {"workers": workers, "address": address}  # for settings()
         self._started = not ray.is_initialized()
         # ray.init points breakpoint() at Ray's debugger for the rest of the process,
         # over the caller's PYTHONBREAKPOINT (0 in a CI job: a stray breakpoint() then
@@ -119,6 +120,12 @@ class RayExecutor(Executor):
         # tasks are submitted; without it, a few tasks queued per CPU keep every CPU busy.
         self._in_flight = workers if workers is not None else self.workers * 4
         self.chunk_size = chunk_size
+
+    def settings(self) -> dict[str, Any] | None:
+        # What was asked, not what the cluster had: a resume without --workers uses
+        # every CPU of the cluster it finds, as the run did.
+        asked = {key: value for key, value in self._asked.items() if value is not None}
+        return {"name": self.name, **asked}
 
     def run(self, jobs: Sequence[EpisodeJob]) -> Iterator[JobResult]:
         ray = self._ray

@@ -104,21 +104,26 @@ def refuse_lost_records(run: Path, committed: int) -> None:
             "log of recorded episodes: the run's records were deleted; restore "
             "episodes.jsonl from a copy of the run, or start a new run in another directory"
         )
-    # A torn last line is treated as what a killed writer leaves (and cut off), as
-    # always: only whole committed lines missing are refused.
+    # Every line decision.json graded was whole (committed) before it was written: a
+    # killed writer tears only a line appended after it. Fewer whole lines than it
+    # graded, a partial last line or not, is a record deleted or cut, never a crash;
+    # counting the partial line as the missing record had a resume cut off an episode
+    # the decision graded and run it again.
     graded = _graded_count(run / "decision.json")
-    if graded is not None and graded > committed + _torn(run / "episodes.jsonl"):
+    if graded is not None and graded > committed:
+        torn = _torn_bytes(run / "episodes.jsonl")
+        cut = f" whole records and a partial last line ({torn} bytes)" if torn else ""
         raise ConsistencyError(
             f"{run}/decision.json graded {graded} recorded episodes, but "
-            f"episodes.jsonl now holds {committed}: committed records were deleted; "
-            "restore episodes.jsonl and actions.jsonl from a copy of the run, or start a "
-            "new run in another directory"
+            f"episodes.jsonl now holds {committed}{cut}: committed records were deleted "
+            "or cut; restore episodes.jsonl and actions.jsonl from a copy of the run, or "
+            "start a new run in another directory"
         )
 
 
-def _torn(path: Path) -> int:
-    """1 when ``path`` ends in a partial line, else 0."""
-    return int(path.exists() and _last_newline_end(path) != path.stat().st_size)
+def _torn_bytes(path: Path) -> int:
+    """The bytes of a partial last line of ``path`` (0: none, or no file)."""
+    return path.stat().st_size - _last_newline_end(path) if path.exists() else 0
 
 
 def _graded_count(path: Path) -> int | None:

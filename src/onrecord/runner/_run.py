@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import secrets
 import time
@@ -30,7 +31,7 @@ from onrecord.runner._interrupts import (
 )
 from onrecord.runner._job import Progress, progress_of
 from onrecord.runner._policy_names import refuse_unmatched_requirements
-from onrecord.runner._protocol import RunProtocol, tasks_from
+from onrecord.runner._protocol import RunProtocol, settings_differ, tasks_from
 from onrecord.runner._registry import build_provider, resolve_environment
 from onrecord.runner._resumable import check_resumable
 from onrecord.runner._store import DECISION_SCHEMA, RunStore, RunWriter
@@ -195,10 +196,17 @@ def _select_tasks(
         else:
             known = ", ".join(list(by_id)[:8]) + (" ..." if len(by_id) > 8 else "")
             raise InputError(
-                f"unknown task {item!r} for environment {environment!r}; its "
-                f"tasks are: {known or 'none'}"
+                f"unknown task {item!r} for environment {environment!r}"
+                f"{did_you_mean(item, by_id)}; its tasks are: {known or 'none'}"
             )
     return chosen
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'full-01'?)`` for a mistyped id, or nothing: the 8 ids listed
+    after it may not include the one meant (``full-1`` among 33 tasks)."""
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
 
 
 def _check_task(provider: Any, case: EvalCase, places: Mapping[str, str]) -> None:
@@ -230,7 +238,8 @@ def start_run(
     _refuse_unenforceable(executor, limit)  # before the directory is made
     refuse_async_agent_in_loop(path, protocol, executor)
     run_id = run_id or f"run-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
-    store = RunStore.create(path, run_id, protocol, episode_timeout=limit)
+    used = (executor or InProcessExecutor()).settings()  # what a resume runs with
+    store = RunStore.create(path, run_id, protocol, episode_timeout=limit, executor=used)
     return _execute(store, executor, progress, limit)
 
 
@@ -259,12 +268,7 @@ def resume_run(
         )
     check_resumable(store)  # before anything runs: the checks, and importing the agent
     if expect is not None and (differences := store.protocol.differences(expect)):
-        raise InputError(
-            f"the settings differ from the run in {store.path}:\n  "
-            + "\n  ".join(differences)
-            + "\nresume without them, or start a new "
-            "run in another --out directory"
-        )
+        raise settings_differ(store.path, differences)
     return _execute(store, executor, progress, limit)
 
 

@@ -46,6 +46,7 @@ from onrecord.episode._verify_files import (
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
 from onrecord.runner._actionlog import read_events
 from onrecord.runner._commit import GroupCommit
+from onrecord.runner._executor_settings import check_settings
 from onrecord.runner._job import JobResult
 from onrecord.runner._leftovers import remove_leftovers
 from onrecord.runner._lock import LOCK_NAME, lock_directory, unlock
@@ -96,10 +97,12 @@ class RunStore:
         protocol: RunProtocol,
         *,
         episode_timeout: float | None = None,
+        executor: dict[str, Any] | None = None,
     ) -> RunStore:
         """Start a new run directory; refuses one that already holds anything. Locked
         first, and for the ``RunWriter``: two runs must not both write ``run.json``.
-        ``episode_timeout`` is kept beside the protocol for resumes to use."""
+        ``episode_timeout`` and the ``executor``'s settings are kept beside the protocol
+        for resumes to use."""
         target = Path(path)
         if target.exists() and not target.is_dir():
             raise InputError(
@@ -117,7 +120,7 @@ class RunStore:
                 )
             for entry in target.glob(_MANIFEST_TEMPS):
                 entry.unlink(missing_ok=True)
-            store = cls._write_manifest(target, run_id, protocol, episode_timeout)
+            store = cls._write_manifest(target, run_id, protocol, episode_timeout, executor)
         except BaseException:
             if not had_lock:  # a refused directory is left as it was found; removed while
                 (target / LOCK_NAME).unlink(missing_ok=True)  # still held (see _lock.py)
@@ -128,7 +131,12 @@ class RunStore:
 
     @classmethod
     def _write_manifest(
-        cls, target: Path, run_id: str, protocol: RunProtocol, episode_timeout: float | None
+        cls,
+        target: Path,
+        run_id: str,
+        protocol: RunProtocol,
+        episode_timeout: float | None,
+        executor: dict[str, Any] | None,
     ) -> RunStore:
         # Imported here, not at the top: the version comes from importlib.metadata (~25 ms),
         # which commands that only read records need not load.
@@ -143,6 +151,8 @@ class RunStore:
         }
         if episode_timeout is not None:  # outside the protocol: resumes may change it
             manifest["episode_timeout"] = check_timeout(episode_timeout)
+        if executor is not None:  # outside the protocol too (_executor_settings.py)
+            manifest["executor"] = check_settings(executor, "executor")
         manifest["digest"] = content_digest(manifest)
         atomic_write_bytes(target / "run.json", record_bytes(manifest))
         return cls(target, manifest)
@@ -185,6 +195,12 @@ class RunStore:
         return check_timeout(
             self.manifest.get("episode_timeout"), f"{self.file('run.json')}: episode_timeout"
         )
+
+    @property
+    def executor_settings(self) -> dict[str, Any] | None:
+        """The executor the run was started with (None: not kept, an older run)."""
+        where = f"{self.file('run.json')}: executor"
+        return check_settings(self.manifest.get("executor"), where)
 
     @property
     def library_version(self) -> str:
