@@ -17,6 +17,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -48,6 +49,32 @@ def _has_widgets() -> bool:
         return importlib.util.find_spec("ipywidgets") is not None
     except (ImportError, ValueError):  # a module in sys.modules without a spec
         return "ipywidgets" in sys.modules
+
+
+NARROW = 100
+"""Terminal columns below which the episode bar is abbreviated (``_episode_columns``)."""
+
+
+def _episode_columns(console: Console) -> list[ProgressColumn]:
+    """The bar's columns. On a terminal narrower than ``NARROW`` columns the label goes,
+    the bar halves and the counts are abbreviated: whole, they cut the elapsed and
+    remaining times to ``0:00:…`` at 80 columns."""
+    narrow = console.width < NARROW
+    names = ("fail", "inc", "err") if narrow else ("failed", "incomplete", "errors")
+    counts = (
+        f"[red]{names[0]} {{task.fields[failed]}}[/] · [yellow]{names[1]} "
+        f"{{task.fields[incomplete]}}[/] · [magenta]{names[2]} {{task.fields[errors]}}"
+    )
+    label = [] if narrow else [TextColumn("[bold]episodes")]
+    return [
+        *label,
+        BarColumn(bar_width=14 if narrow else 40),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]} ep/s"),
+        TextColumn(counts),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    ]
 
 
 class _Lines:
@@ -98,16 +125,7 @@ class ConsoleProgress(RunProgress):
         self._started = time.perf_counter()
         self._lines = _Lines(console, enabled=enabled)
         self._bar = Progress(
-            TextColumn("[bold]episodes"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]} ep/s"),
-            TextColumn(
-                "[red]failed {task.fields[failed]}[/] · [yellow]incomplete "
-                "{task.fields[incomplete]}[/] · [magenta]errors {task.fields[errors]}"
-            ),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
+            *_episode_columns(console),
             console=console,
             disable=not enabled or not _live(console),
             transient=False,

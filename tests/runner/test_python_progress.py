@@ -7,6 +7,7 @@ in worker processes; stderr replaced by streams without a file descriptor, as Ju
 from __future__ import annotations
 
 import io
+import re
 import sys
 import types
 import warnings
@@ -124,6 +125,20 @@ def test_a_console_of_ones_own_draws_the_bar_on_a_terminal(tmp_path: Path) -> No
     assert "episodes" in drawn
     assert "3/3" in drawn
     assert "episodes 0/3 · " not in drawn  # no plain line beside the bar
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_bar_keeps_its_times_whole_on_an_80_column_terminal(tmp_path: Path, width: int) -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=width, color_system=None)
+    start_run(tmp_path / "run", _cartpole(), progress=ConsoleProgress(console))
+    final = [line for line in out.getvalue().replace("\r", "\n").splitlines() if "3/3" in line]
+    assert final, out.getvalue()
+    last = final[-1]
+    assert "…" not in last  # the elapsed and remaining times were cut to 0:00:…
+    assert re.search(r"\d:\d\d:\d\d\s+\d:\d\d:\d\d\s*$", last), last
+    words = ("fail 0 · inc 0 · err 0", "failed 0 · incomplete 0 · errors 0")
+    assert words[width >= 100] in last
 
 
 class _Events(Progress):
