@@ -32,6 +32,7 @@ from onrecord._canonical import (
 )
 from onrecord._exceptions import naming_file
 from onrecord._headline import INCOMPLETE_RUN, decision_headline
+from onrecord._policy_fields import check_min_cases, directory_given, plain_scalar
 from onrecord._policy_rules import (
     StatusTable,
     fraction,
@@ -103,6 +104,8 @@ class CheckRequirement:
     76 %. In (0, 1): no finite evidence puts the lower bound at 1."""
 
     def __post_init__(self) -> None:
+        for label in ("critical", "min_pass_rate", "min_cases", "min_coverage", "min_lower_bound"):
+            object.__setattr__(self, label, plain_scalar(getattr(self, label)))
         if not isinstance(self.check, str) or not self.check.strip():
             raise PolicyError(
                 f"CheckRequirement.check must be a check name or glob, got {self.check!r}"
@@ -113,11 +116,7 @@ class CheckRequirement:
             )
         # bool is an int: ``min_pass_rate = true`` in TOML is a mistake, not 1.0.
         fraction("min_pass_rate", self.min_pass_rate)
-        cases = self.min_cases
-        if isinstance(cases, bool) or not isinstance(cases, int) or cases < 1:
-            raise PolicyError(
-                f"CheckRequirement.min_cases must be a positive integer such as 20, got {cases!r}"
-            )
+        check_min_cases(self.min_cases)
         fraction("min_coverage", self.min_coverage)
         if self.min_lower_bound is not None:
             fraction("min_lower_bound", self.min_lower_bound, below_one=True)
@@ -353,6 +352,8 @@ class AcceptancePolicy:
         TOML file with ``[[requirements]]`` tables."""
         from onrecord.episode._verify_files import read_regular  # (a cycle at import time)
 
+        if Path(path).is_dir():  # else "not a regular file … put a regular file there"
+            raise PolicyError(directory_given(Path(path)))
         raw = read_regular(Path(path), follow=True)  # a FIFO as --policy waited for ever
         if Path(path).suffix.lower() == ".toml":
             import tomllib

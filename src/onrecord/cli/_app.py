@@ -30,6 +30,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "build_parser",
     "main",
+    "print_error",
     "refusal",
 ]
 
@@ -149,10 +150,14 @@ def refusal(exc: Exception) -> str:
 
 
 def _error(command: str, message: str) -> int:
-    """One refused command's message on stderr; a path or an agent's text in it cannot
-    start a line of its own (see ``_hanging``)."""
-    print(f"onrecord {command}: error: {_hanging(message)}", file=sys.stderr)
+    print_error(command, message)
     return EXIT_ERROR
+
+
+def print_error(command: str, message: str) -> None:
+    """One refused command's (or input's) message on stderr; a path or an agent's text
+    in it cannot start a line of its own (see ``_hanging``)."""
+    print(f"onrecord {command}: error: {_hanging(message)}", file=sys.stderr)
 
 
 def _hanging(message: str) -> str:

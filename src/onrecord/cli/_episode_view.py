@@ -27,6 +27,7 @@ from onrecord._tool_steps import DONE as _DONE
 from onrecord._tool_steps import tool_call, tool_calls
 from onrecord.cli._lines import counted, print_phrases, print_sentence
 from onrecord.cli._render import FIRST_STEPS, _styled, _table, literal, plain
+from onrecord.cli._step_spec import refuse_absent_steps
 from onrecord.episode import EpisodeEvidence
 
 __all__ = [
@@ -96,6 +97,7 @@ def render_episode(
     steps, a ``call`` column says what became of each call (the step ``status`` stays
     the capture's), its error is in ``error``, and a call that did not succeed is shown
     by default like a failed step. ``command`` is how the notices name the command."""
+    refuse_absent_steps(steps, range(len(episode)))  # before a line of it is printed
     case, env = episode.case, episode.environment
     # Phrases: a case id's (a task file's) second line hangs, never at column 0.
     print_phrases(

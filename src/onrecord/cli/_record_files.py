@@ -290,5 +290,26 @@ def _what(path: Path, raw: bytes, data: Any) -> str:
             "an action log, not a record: it carries no digest of its own and is pinned "
             "by the run or tool-world episode directory it belongs to; verify that"
         )
-    what = "JSON without an onrecord schema" if data is not None else "not JSON"
-    return f"not a record onrecord writes ({what}); onrecord verify reads {KINDS}"
+    return f"not a record onrecord writes ({_json_kind(raw, data)}); onrecord verify reads {KINDS}"
+
+
+_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+
+
+def _json_kind(raw: bytes, data: Any) -> str:
+    """What the file holds instead of a record: a JSON value that is no object, or where
+    its JSON breaks. A file holding ``null`` and a truncated one both read "not JSON"."""
+    if isinstance(data, dict):
+        return "JSON without an onrecord schema"
+    if data is not None:
+        return f"a JSON {_JSON_KINDS.get(type(data), 'value')}, not a record object"
+    try:
+        orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if not raw.strip():
+            return "an empty file, not JSON"
+        where = f"line {exc.lineno}, column {exc.colno}"
+        if exc.msg == "unexpected end of data":
+            return f"not JSON: it ends in the middle of a value at {where}, truncated or damaged"
+        return f"not JSON: {exc.msg} at {where}, damaged or not JSON at all"
+    return "a JSON null, not a record object"

@@ -22,6 +22,7 @@ from onrecord.cli._episode_view import Cells, next_steps, render_episode
 from onrecord.cli._lines import print_phrases, print_sentence
 from onrecord.cli._render import FIRST_STEPS, _styled, _table, cell, literal
 from onrecord.cli._row_history import render_row_history
+from onrecord.cli._step_spec import call_numbers, refuse_absent_steps
 from onrecord.cli._verdict_evidence import render_evidence
 from onrecord.episode import EPISODE_SCHEMA
 from onrecord.errors import InputError
@@ -69,6 +70,12 @@ def render_run_episode(
             f"e.g. {known or '(none recorded yet)'}"
         )
     data = record.data
+    saved = store.saved_episode(record)
+    evidence = saved_evidence(saved) if saved.evidence.get("schema") == EPISODE_SCHEMA else None
+    # Before anything is printed: a --steps naming no step of this episode is refused.
+    refuse_absent_steps(
+        steps, range(len(evidence)) if evidence is not None else call_numbers(saved.action_log)
+    )
     # Phrases: a case id's (a task file's) second line hangs, never at column 0.
     print_phrases(
         console,
@@ -78,7 +85,6 @@ def render_run_episode(
             f"sha256:{str(data['digest'])[:16]}",
         ],
     )
-    saved = store.saved_episode(record)
     _print_tool_ending(console, saved.evidence)
     trial, named = data["trial"], run
     if regrade is not None:
@@ -90,8 +96,7 @@ def render_run_episode(
     render_evidence(
         console, trial.get("results", ()), every=all_evidence, full=full, command=command
     )
-    if saved.evidence.get("schema") == EPISODE_SCHEMA:
-        evidence = saved_evidence(saved)  # with its side-file blobs (image observations)
+    if evidence is not None:  # with its side-file blobs (image observations)
         render_episode(console, evidence, steps, full=full, command=command)
     else:
         shown = render_tool_calls(console, saved.action_log, steps, full=full, command=command)
@@ -223,7 +228,8 @@ def render_tool_calls(
     events = list(events)
     cell = Cells(full=full)
     shown: set[int] = set()
-    numbers = [event.get("step", index) for index, event in enumerate(events)]
+    numbers = call_numbers(events)
+    refuse_absent_steps(steps, numbers)
     for index, (number, event) in enumerate(zip(numbers, events, strict=True)):
         # By default, as for Gymnasium steps, the first FIRST_STEPS calls and every call
         # that did not succeed: an episode of 100,000 calls printed every one of them.

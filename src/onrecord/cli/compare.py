@@ -11,6 +11,7 @@ from typing import Any
 from onrecord._canonical import atomic_write_bytes
 from onrecord._compare_notes import one_sided_measures_note
 from onrecord.cli._app import refusal
+from onrecord.cli._bundle import named
 from onrecord.cli._ci_files import (
     CiOutput,
     ci_output,
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     on_stdout = any(item is not None and item.to_stdout for item in (json, markdown))
     notice = stderr_notice if on_stdout else emit
     try:
-        source_a, source_b = load_source(args.report_a), load_source(args.report_b)
+        source_a, source_b = _loaded(args.report_a), _loaded(args.report_b)
     except (OnrecordError, OSError) as exc:
         # A or B that cannot be read at all (missing, damaged, an interrupted run, a saved
         # episode) is refused too, and the CI summary and page say why, as gate's do:
@@ -112,6 +113,14 @@ def run(args: argparse.Namespace) -> int:
     if one_sided:
         print_sentence(console, f"[yellow]note:[/] {literal(one_sided)}")
     return 0
+
+
+def _loaded(given: str) -> ComparedSource:
+    """A or B read, as ``gate`` and ``verify`` read it: a record whose digest matches but
+    whose fields do not (a trial's ``source`` a string, a run's ``check_versions``) is a
+    "malformed record", exit 3. Its KeyError or ValueError escaped as a traceback and
+    exit 1, which a CI job reads as "reject"."""
+    return named(Path(given), lambda: load_source(given))
 
 
 def _write_html(

@@ -29,6 +29,7 @@ from onrecord.cli._markdown import gate_markdown
 from onrecord.cli._partial import gated, run_directory
 from onrecord.cli._records import named
 from onrecord.cli._render import literal, make_console, print_unchecked, render_decision
+from onrecord.cli._run_episode import path_word
 from onrecord.cli._unpassed_table import print_unpassed
 from onrecord.compare import ComparedSource, load_source
 from onrecord.dynamics._unchecked import unchecked_line
@@ -218,6 +219,8 @@ def _report_file(path: str) -> EvaluationReport:
     """A saved report. A TOML file as REPORT is the policy given the wrong way round:
     it was refused as "not valid JSON …; the file is damaged or was edited: restore it",
     telling the user to restore a policy that was fine."""
+    if Path(path).is_dir():
+        raise InputError(_not_a_run(Path(path)))
     try:
         return named(Path(path), lambda: EvaluationReport.load(path))
     except SchemaError as exc:
@@ -228,3 +231,17 @@ def _report_file(path: str) -> EvaluationReport:
             "hand-written policy goes to --policy; give the report file, or the run or "
             f"regrade directory, first: onrecord gate REPORT --policy {path}"
         ) from exc
+
+
+def _not_a_run(folder: Path) -> str:
+    """Why a directory that holds no run.json is no REPORT, as ``compare`` says it: it
+    was "a directory, not a regular file … put a regular file there", which asked for
+    the directory to be replaced by a file."""
+    report = folder / "report.json"
+    instead = (
+        f"; its report.json is a report: onrecord gate {path_word(str(report))} --policy POLICY"
+        if report.is_file()
+        else "; give a report file, or a run or regrade directory (start a run with "
+        "`onrecord run ... --out DIR`)"
+    )
+    return f"{folder} is not a run directory (it has no run.json){instead}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Container
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ from onrecord.cli._run_episode import (
     render_tool_calls,
 )
 from onrecord.cli._show_run import regrade_of, render_regrade_directory, render_run_directory
+from onrecord.cli._step_spec import call_numbers, parse_steps, refuse_absent_steps
 from onrecord.cli._verdict_evidence import ALL_EVIDENCE
 from onrecord.episode import EpisodeEvidence
 from onrecord.errors import InputError
@@ -89,7 +89,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Render whichever record the file holds."""
-    steps = _steps(args.steps)
+    steps = parse_steps(args.steps)
     # A run directory is verified whole first: seconds for thousands of episodes.
     progress = CountProgress(
         Console(stderr=True), "episodes verified", enabled=not args.no_progress
@@ -131,12 +131,14 @@ def run(args: argparse.Namespace) -> int:
         # What stopped a partial run's missing episodes (timed out, ...) for its reason.
         directory = (run_dir or regrade_run) is not None and _has_report(record)
         why = folder_why(path, _report(record)) if directory else ""
+        episode = _tool_episode(Path(args.file))
+        if episode is not None:  # before anything is printed
+            refuse_absent_steps(steps, call_numbers(episode.actions))
         render_bundle(console, record, all_measures=args.all_measures, command=command, why=why)
         if run_dir is not None:  # its failures, whether complete, and its regrades
             render_run_directory(console, path, record, every=args.all_not_passed)
         elif regrade_run is not None:
             render_regrade_directory(console, path, record, every=args.all_not_passed)
-        episode = _tool_episode(Path(args.file))
         if episode is not None:  # its calls and row changes, as `--episode` shows a run's
             print_ending(console, episode.manifest)
             shown = render_tool_calls(
@@ -204,19 +206,3 @@ def _render(
         render_policy(console, record)
     else:
         render_forecasts(console, [record])
-
-
-def _steps(spec: str | None) -> Container[int] | None:
-    if spec is None:
-        return None
-    if spec == "all":
-        return range(sys.maxsize)
-    first, dash, last = spec.partition("-")
-    try:
-        low = int(first)
-        high = int(last) if dash else low
-    except ValueError:
-        low, high = -1, -1
-    if low < 0 or high < low:
-        raise InputError(f"--steps {spec!r}: write 'all', a step like 42 or a range like 100-160")
-    return range(low, high + 1)

@@ -141,6 +141,14 @@ def _verify_steps(steps: dict[str, Any], environment: dict[str, Any]) -> None:
     else:
         executed = [i for i, value in enumerate(status) if value in ("ok", "env_error")]
         succeeded = [i for i, value in enumerate(status) if value == "ok"]
+    for name in ("action_index", "transition_index"):
+        # Before the comparison below, whose message sliced the field: an integer there
+        # raised "'int' object is not subscriptable" instead of naming it.
+        if type(steps[name]) is not list:
+            raise SchemaError(
+                f"steps.{name} must be a list of attempt numbers such as [0, 1, 2], "
+                f"got {steps[name]!r:.40}"
+            )
     if steps["action_index"] != executed:
         raise ConsistencyError(
             "steps.action_index must list exactly the executed attempts "

@@ -25,7 +25,7 @@ from onrecord.errors import (
     OnrecordError,
     SchemaError,
 )
-from onrecord.report._results import Trial
+from onrecord.report._results import Trial, trial_from_dict
 from onrecord.report._summary import ReportSummary, summarize
 
 if TYPE_CHECKING:
@@ -241,7 +241,10 @@ class EvaluationReport:
             )
         if not isinstance(data.get("trials"), list) or not isinstance(data.get("lock"), dict):
             raise SchemaError("a report needs a 'lock' object and a 'trials' list")
-        report = cls._unverified((Trial.from_dict(item) for item in data["trials"]), data["lock"])
+        trials = (
+            trial_from_dict(item, f"trials[{index}]") for index, item in enumerate(data["trials"])
+        )
+        report = cls._unverified(trials, data["lock"])
         if data.get("digest") != report.digest:
             raise DigestMismatch(
                 f"report digest is {data.get('digest')!r} but its content "

@@ -11,7 +11,7 @@ from onrecord._canonical import to_portable
 from onrecord._portable import key_path
 from onrecord.errors import InputError, SchemaError
 
-__all__ = ["STATUSES", "CheckResult", "Status", "Trial"]
+__all__ = ["STATUSES", "CheckResult", "Status", "Trial", "result_from_dict", "trial_from_dict"]
 
 Status = Literal["pass", "fail", "not_measured", "evaluator_error", "model_error"]
 STATUSES: tuple[Status, ...] = ("pass", "fail", "not_measured", "evaluator_error", "model_error")
@@ -87,13 +87,7 @@ class CheckResult:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
         """Inverse of ``to_dict``."""
-        _refuse_unknown_keys(data, _RESULT_KEYS, "a check result")
-        try:
-            return cls(
-                data["name"], data["version"], data["status"], data["reason"], data["evidence"]
-            )
-        except (KeyError, TypeError) as exc:
-            raise SchemaError(f"check result {data!r:.80} is malformed: {exc}") from exc
+        return result_from_dict(data, "check result")
 
 
 @dataclass(frozen=True)
@@ -130,6 +124,13 @@ class Trial:
             )
         object.__setattr__(self, "repeat", _repeat_number(self.repeat))
         object.__setattr__(self, "coverage_issues", _issues(self.coverage_issues))
+        for label in ("source", "measures", "settings"):
+            # dict() of a string raised "dictionary update sequence element #0 ...".
+            if not isinstance(getattr(self, label), Mapping):
+                raise InputError(
+                    f"Trial.{label} must be a mapping (a JSON object), e.g. "
+                    f"{_EXAMPLES[label]}, got {getattr(self, label)!r:.60}"
+                )
         for label in ("case", "source", "measures", "settings"):
             object.__setattr__(
                 self, label, to_portable(dict(getattr(self, label)), f"$.trial.{label}")
@@ -185,19 +186,72 @@ class Trial:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Trial:
         """Inverse of ``to_dict``."""
-        _refuse_unknown_keys(data, _TRIAL_KEYS, "a trial record")
-        try:
-            return cls(
-                data["case"],
-                data["repeat"],
-                data["source"],
-                tuple(CheckResult.from_dict(item) for item in data["results"]),
-                data["coverage_issues"],
-                data["measures"],
-                data["settings"],
-            )
-        except (KeyError, TypeError) as exc:
-            raise SchemaError(f"trial record is malformed: missing or wrong {exc}") from exc
+        return trial_from_dict(data, "trial")
+
+
+_EXAMPLES = {
+    "source": '{"kind": "episode", "digest": "…"}',
+    "measures": '{"steps": 12.0}',
+    "settings": '{"environment_id": "…", "seed": 0}',
+}
+
+
+def trial_from_dict(data: Any, where: str) -> Trial:
+    """A saved trial, its errors naming the field at fault from ``where`` (the trial's
+    place in the record, e.g. ``trials[3]``): a digest-consistent record can still
+    hold a string where an object belongs, and loading it raised a bare ValueError."""
+    _refuse_unknown_keys(data, _TRIAL_KEYS, where)
+    missing = sorted(_TRIAL_KEYS - set(data))
+    if missing:
+        raise SchemaError(f"{where} lacks field(s) {missing}: restore the saved file")
+    if not isinstance(data["results"], list):
+        raise SchemaError(
+            f"{where}.results must be a list of check results, got {data['results']!r:.60}"
+        )
+    results = tuple(
+        result_from_dict(item, f"{where}.results[{index}]")
+        for index, item in enumerate(data["results"])
+    )
+    try:
+        return Trial(
+            data["case"],
+            data["repeat"],
+            data["source"],
+            results,
+            data["coverage_issues"],
+            data["measures"],
+            data["settings"],
+        )
+    except InputError as exc:
+        # "Trial.source must be ..." names the constructor's argument; a saved file's
+        # reader needs the field: "trials[3].source must be ...".
+        raise SchemaError(_at(str(exc), "Trial", where)) from exc
+
+
+def result_from_dict(data: Any, where: str) -> CheckResult:
+    """A saved check result, its errors naming the field at fault from ``where``."""
+    _refuse_unknown_keys(data, _RESULT_KEYS, where)
+    missing = sorted(_RESULT_KEYS - set(data))
+    if missing:
+        raise SchemaError(f"{where} lacks field(s) {missing}: restore the saved file")
+    if not isinstance(data["reason"], str):
+        raise SchemaError(
+            f"{where}.reason must be a sentence (a string), got {data['reason']!r:.60}"
+        )
+    try:
+        return CheckResult(
+            data["name"], data["version"], data["status"], data["reason"], data["evidence"]
+        )
+    except InputError as exc:
+        raise SchemaError(_at(str(exc), "CheckResult", where)) from exc
+
+
+def _at(message: str, owner: str, where: str) -> str:
+    """``message`` of the constructor ``owner`` about a saved record's field at
+    ``where``: ``Trial.source must ...`` reads ``trials[3].source must ...``."""
+    if message.startswith(f"{owner}."):
+        return where + message[len(owner) :]
+    return f"{where}: {message}"
 
 
 _MAX_REPEAT = 2**64 - 1
