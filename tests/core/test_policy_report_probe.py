@@ -138,7 +138,7 @@ def test_summary_counts_a_trial_missing_a_check_as_incomplete() -> None:
 
 
 def test_the_html_task_table_agrees_with_the_summary_on_a_missing_check() -> None:
-    from onrecord.html._data import _tasks
+    from onrecord.html._tasks import task_rows
 
     merged = EvaluationReport.merge(
         [report(trial("x", a="pass")), report(trial("y", a="pass", b="pass"))]
@@ -146,7 +146,7 @@ def test_the_html_task_table_agrees_with_the_summary_on_a_missing_check() -> Non
     first, second = merged.trials
     assert (first.outcome, first.outcome_among(merged.check_names)) == ("pass", "incomplete")
     assert second.outcome_among(merged.check_names) == "pass"
-    rows = {row["case_id"]: row for row in _tasks(merged)}
+    rows = {row["case_id"]: row for row in task_rows(merged)}
     assert (rows["x"]["pass"], rows["x"]["incomplete"], rows["y"]["pass"]) == (0, 1, 1)
 
 

@@ -72,13 +72,13 @@ DICT, TUPLE = spaces.Dict({"a": BOX}), spaces.Tuple((spaces.Discrete(2), BOX))
 @pytest.mark.parametrize(
     ("space", "good", "bad", "path"),
     [
-        (DICT, {"a": np.zeros(2)}, {"a": _masked()}, "$.observation.a[0]"),
-        (TUPLE, (0, np.zeros(2)), (0, _masked()), "$.observation[1][0]"),
+        (DICT, {"a": np.zeros(2)}, {"a": _masked()}, "$.observation.a"),
+        (TUPLE, (0, np.zeros(2)), (0, _masked()), "$.observation[1]"),
         (
             spaces.Dict({"t": TUPLE}),
             {"t": (0, np.zeros(2))},
             {"t": (0, _masked())},
-            "$.observation.t[1][0]",
+            "$.observation.t[1]",
         ),
     ],
     ids=["dict", "tuple", "nested"],
@@ -95,7 +95,7 @@ def test_a_masked_part_of_an_observation_is_an_environment_error_naming_it(
 
 def test_a_masked_part_of_the_reset_observation_is_refused_naming_it() -> None:
     env = _Env(DICT, spaces.Discrete(2), {"a": np.zeros(2)}, {"a": _masked()})
-    with pytest.raises(PortabilityError, match=r"\$\.initial\.observation\.a\[0\] holds a numpy"):
+    with pytest.raises(PortabilityError, match=r"\$\.initial\.observation\.a holds a numpy"):
         _capture(env, 0)
 
 

@@ -26,7 +26,7 @@ from onrecord.integrations.gymnasium._spaces import encode_batch, rounds, stacke
 if TYPE_CHECKING:
     from onrecord.integrations.gymnasium._recorder import EpisodeRecorder
 
-__all__ = ["encode_steps", "no_steps"]
+__all__ = ["encode_steps", "no_steps", "own_problem"]
 
 # The fields of the recorder's Success records, in order, by column name.
 _SUCCESS = ("action", "wall_time_ns", "observation", "reward", "state")
@@ -288,7 +288,7 @@ def _refuse_unportable_observations(recorder: EpisodeRecorder) -> bool:
         except PortabilityError as batch_error:
             # Named within the observation itself ("$.observation[1]"), not within a
             # batch of one ("$.observation[0, 1]", which reads as a 2-D index).
-            exc = _own_problem(sample[0]) or batch_error
+            exc = own_problem(sample[0], "$.observation") or batch_error
             problem = PortabilityError(
                 f"the environment returned an observation at attempt {index} that JSON "
                 f"cannot hold ({exc}); the step is kept as an environment error",
@@ -301,9 +301,10 @@ def _refuse_unportable_observations(recorder: EpisodeRecorder) -> bool:
     return found
 
 
-def _own_problem(observation: Any) -> PortabilityError | None:
+def own_problem(observation: Any, path: str) -> PortabilityError | None:
+    """What makes one observation unstorable, named within it, or None."""
     try:
-        to_portable(observation, "$.observation")
+        to_portable(observation, path)
     except PortabilityError as exc:
         return exc
     return None

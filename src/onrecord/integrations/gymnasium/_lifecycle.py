@@ -22,7 +22,7 @@ from onrecord.episode._blobs import BLOB_TAG, BLOB_THRESHOLD, blob_ref, is_blob
 from onrecord.episode._coverage import coverage_issues, ending
 from onrecord.episode._history import unbatch
 from onrecord.errors import LifecycleError, MalformedStepError, PortabilityError
-from onrecord.integrations.gymnasium._columns import encode_steps, no_steps
+from onrecord.integrations.gymnasium._columns import encode_steps, no_steps, own_problem
 from onrecord.integrations.gymnasium._envspec import describe_spec
 from onrecord.integrations.gymnasium._recorder import (
     NOT_EXECUTED,
@@ -194,7 +194,12 @@ def _initial_observation(space: Any, observation: Any, recorder: EpisodeRecorder
     if _plain_box_sample(observation, recorder.box):
         return observation.tolist()  # what the step column holds for the same sample
     blobs = recorder.blobs
-    encoded = encode_batch(space, [observation], "initial.observation", blobs)
+    try:
+        encoded = encode_batch(space, [observation], "initial.observation", blobs)
+    except PortabilityError as batch_error:
+        # Named within the observation ("$.initial.observation.a"), not within a batch
+        # of one ("…a[0]"), as a step's observation is.
+        raise own_problem(observation, "$.initial.observation") or batch_error from None
     layout = batch_layout(space)
     if is_blob(encoded, layout):  # a Dict observation with a "$blob" key is no blob
         meta = encoded[BLOB_TAG]
