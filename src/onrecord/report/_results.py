@@ -196,14 +196,19 @@ _EXAMPLES = {
 }
 
 
+def _require_exact_keys(data: Any, keys: Collection[str], where: str) -> None:
+    """A saved mapping with exactly ``keys``: no field onrecord never writes, none lost."""
+    _refuse_unknown_keys(data, keys, where)
+    missing = sorted(set(keys) - set(data))
+    if missing:
+        raise SchemaError(f"{where} lacks field(s) {missing}: restore the saved file")
+
+
 def trial_from_dict(data: Any, where: str) -> Trial:
     """A saved trial, its errors naming the field at fault from ``where`` (the trial's
     place in the record, e.g. ``trials[3]``): a digest-consistent record can still
     hold a string where an object belongs, and loading it raised a bare ValueError."""
-    _refuse_unknown_keys(data, _TRIAL_KEYS, where)
-    missing = sorted(_TRIAL_KEYS - set(data))
-    if missing:
-        raise SchemaError(f"{where} lacks field(s) {missing}: restore the saved file")
+    _require_exact_keys(data, _TRIAL_KEYS, where)
     if not isinstance(data["results"], list):
         raise SchemaError(
             f"{where}.results must be a list of check results, got {data['results']!r:.60}"
@@ -230,10 +235,7 @@ def trial_from_dict(data: Any, where: str) -> Trial:
 
 def result_from_dict(data: Any, where: str) -> CheckResult:
     """A saved check result, its errors naming the field at fault from ``where``."""
-    _refuse_unknown_keys(data, _RESULT_KEYS, where)
-    missing = sorted(_RESULT_KEYS - set(data))
-    if missing:
-        raise SchemaError(f"{where} lacks field(s) {missing}: restore the saved file")
+    _require_exact_keys(data, _RESULT_KEYS, where)
     if not isinstance(data["reason"], str):
         raise SchemaError(
             f"{where}.reason must be a sentence (a string), got {data['reason']!r:.60}"
