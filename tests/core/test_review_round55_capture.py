@@ -1,6 +1,8 @@
 """Review round 55: an empty ``info`` that is not a dict (``[]``, ``""``, ``0``) makes
 its step malformed as a non-empty one does; only ``None`` reads as ``{}``. A non-finite
-observation is named within the observation, not within a batch of one."""
+observation is named within the observation, not within a batch of one. A call capture
+refused is a lifecycle error in the coverage issues, not a failure (records with the old
+wording still verify)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from onrecord.errors import MalformedStepError
+from onrecord._canonical import content_digest
+from onrecord.episode import EpisodeEvidence
+from onrecord.errors import ConsistencyError, LifecycleError, MalformedStepError
 from tests.core.envs import GenericEnv, capture_generic
 
 
@@ -75,3 +79,38 @@ def test_a_non_finite_observation_is_named_within_the_observation(
     episode = capture_generic(GenericEnv(step, observation_space=box), _one_step)
     message = episode.data["steps"]["error"][0]["message"]
     assert path in message
+
+
+def _refused_reset(env: Any, observation: Any, info: Any) -> None:
+    env.step(0)
+    with pytest.raises(LifecycleError):
+        env.reset()
+
+
+def _resealed(data: dict[str, Any]) -> EpisodeEvidence:
+    body = {key: value for key, value in data.items() if key != "digest"}
+    return EpisodeEvidence.from_dict({**body, "digest": content_digest(body)})
+
+
+def test_a_refused_call_is_a_lifecycle_error_not_a_failure() -> None:
+    episode = capture_generic(GenericEnv(_ok_step), _refused_reset, max_steps=3)
+    [issue] = [i for i in episode.coverage_issues if "LifecycleError" in i]
+    assert issue.startswith("lifecycle error at reset: onrecord.errors.LifecycleError: reset()")
+    assert not any("reset failed" in i for i in episode.coverage_issues)
+    assert episode.failures() == []  # the environment's own reset never failed
+
+
+def test_a_record_saved_with_the_old_wording_still_verifies_and_an_edit_is_refused() -> None:
+    data = capture_generic(GenericEnv(_ok_step), _refused_reset, max_steps=3).data
+    index = next(i for i, text in enumerate(data["coverage_issues"]) if "LifecycleError" in text)
+    old = data["coverage_issues"][index].replace("lifecycle error at reset", "reset failed")
+    legacy = {**data, "coverage_issues": [*data["coverage_issues"]]}
+    legacy["coverage_issues"][index] = old
+    assert _resealed(legacy).coverage_issues[index].startswith("reset failed: ")
+    legacy["coverage_issues"][index] = old.replace("reset failed", "step failed")
+    with pytest.raises(ConsistencyError, match="coverage_issues do not match"):
+        _resealed(legacy)
+
+
+def _ok_step(env: GenericEnv, action: Any) -> Any:
+    return env.observation_space.sample(), 1.0, False, False, {}

@@ -33,12 +33,12 @@ def ending(data: dict[str, Any]) -> str:
     return "returned"
 
 
-def coverage_issues(data: dict[str, Any]) -> list[str]:
-    """Every reason the episode's evidence is incomplete, as sentences."""
+def coverage_issues(data: dict[str, Any], *, legacy: bool = False) -> list[str]:
+    """Every reason the episode's evidence is incomplete, as sentences. ``legacy``: as
+    records saved before 2026-12-02 worded a refused call ("reset failed: …"), which
+    verification still accepts."""
     issues = _ending_issues(data) + _step_issues(data["steps"]) + _observer_issues(data)
-    issues += [
-        f"{event['phase']} failed: {event['type']}: {event['message']}" for event in data["events"]
-    ]
+    issues += [_event_issue(event, legacy) for event in data["events"]]
     cleanup = data["cleanup"]
     if cleanup["ok"] is False:
         issues.append(
@@ -46,6 +46,19 @@ def coverage_issues(data: dict[str, Any]) -> list[str]:
             f"{cleanup['error']['message']}"
         )
     return issues
+
+
+def _event_issue(event: dict[str, Any], legacy: bool) -> str:
+    """A factory that raised failed; a lifecycle error is a call capture refused (a
+    reset inside interact, a step while one was in flight) or steps that went around
+    it (a TimeLimit count): nothing there failed, so it is not worded as a failure."""
+    lifecycle = event["type"].rsplit(".", 1)[-1] == "LifecycleError"
+    what = (
+        f"lifecycle error at {event['phase']}"
+        if lifecycle and not legacy
+        else f"{event['phase']} failed"
+    )
+    return f"{what}: {event['type']}: {event['message']}"
 
 
 def _ending_issues(data: dict[str, Any]) -> list[str]:
