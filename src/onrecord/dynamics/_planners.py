@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._protocol import FloatArray, Prediction, WorldModel, summarize_particles
-from onrecord.dynamics._references import fresh_action
+from onrecord.dynamics._references import fresh_action, whole_number
 from onrecord.dynamics._response import (
     ModelError,
     answer_kind,
@@ -238,22 +238,15 @@ def _choose(
     return PlanChoice(fresh_action(simulator, plan[0]), plan, float(returns[pick]))
 
 
-def _whole(name: str, value: Any) -> int:
-    """``value`` as a plain int (a NumPy integer too: the budget is recorded as JSON)."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
-        raise InputError(f"{name} must be a whole number (an int), got {value!r}")
-    return int(value)
-
-
 def _check_length(value: Any) -> int:
-    length = _whole("length", value)
+    length = whole_number(value, "length")
     if not 1 <= length <= 16:
         raise InputError(f"planning horizon must be between 1 and 16 steps, got {length}")
     return length
 
 
 def _check_count(name: str, value: Any) -> int:
-    count = _whole(name, value)
+    count = whole_number(value, name)
     if count < 1:
         raise InputError(f"{name} must be a whole number >= 1, got {count!r}")
     return count
@@ -329,7 +322,7 @@ class CrossEntropyPlanner:
         self.length = _check_length(length)
         self.population = _check_count("population", population)
         self.iterations = _check_count("iterations", iterations)
-        self.elites = _whole("elites", elites)
+        self.elites = whole_number(elites, "elites")
         if not 0 < self.elites <= self.population:
             raise InputError(f"elites must be in 1..population ({population}), got {elites}")
         self.smoothing = _check_smoothing(smoothing)

@@ -170,14 +170,21 @@ def _array_like(action: Any) -> bool:
     return isinstance(action, list | tuple | np.ndarray) and np.ndim(action) > 0
 
 
+def whole_number(value: Any, name: str) -> int:
+    """``value`` as a plain int (a NumPy integer too: settings and seeds are recorded as
+    JSON), or ``InputError`` naming ``name``; a bool is no count."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise InputError(f"{name} must be a whole number (an int), got {value!r}")
+    return int(value)
+
+
 def check_seed(seed: Any, name: str = "seed", *, below: int = 2**64) -> int:
-    """``seed`` as a plain int (a NumPy integer too), or ``InputError`` naming ``name``:
-    seeds are recorded as JSON and handed to ``reset``, which needs a whole number."""
-    if isinstance(seed, bool | np.bool_) or not isinstance(seed, int | np.integer):
-        raise InputError(f"{name} must be a whole number (an int), got {seed!r}")
-    if not 0 <= int(seed) < below:
-        raise InputError(f"{name} must be between 0 and {below - 1}, got {int(seed)}")
-    return int(seed)
+    """``seed`` as a plain int in ``[0, below)``, or ``InputError`` naming ``name``:
+    seeds are handed to ``reset``, which needs a whole number."""
+    value = whole_number(seed, name)
+    if not 0 <= value < below:
+        raise InputError(f"{name} must be between 0 and {below - 1}, got {value}")
+    return value
 
 
 def check_start_state(simulator: Simulator, start_state: Any, name: str = "start_state") -> None:
