@@ -28,7 +28,7 @@ import tempfile
 import weakref
 from pathlib import Path
 
-__all__ = ["KINDS", "MARKER", "ScratchDirectory", "remove_abandoned_scratch"]
+__all__ = ["KINDS", "MARKER", "ScratchDirectory", "open_marker", "remove_abandoned_scratch"]
 
 KINDS = ("world", "toolworld", "ledger", "timeouts", "remittance")
 """What the directories are for; each is named ``onrecord-KIND-XXXXXXXX``."""
@@ -37,7 +37,8 @@ MARKER = ".onrecord-scratch"
 _NAME = re.compile(rf"onrecord-(?:{'|'.join(KINDS)})-[a-z0-9_]{{8}}")
 """``tempfile.mkdtemp(prefix="onrecord-KIND-")``: eight characters after the prefix."""
 _NAMED = 5
-_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: a FIFO by the marker's name must not hang the sweep in open().
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class ScratchDirectory:
@@ -119,13 +120,10 @@ def _sweep(entry: os.DirEntry[str]) -> bool:
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
         return False
     marker = os.path.join(entry.path, MARKER)
-    try:
-        fd = os.open(marker, _OPEN)
-    except OSError:  # no marker: not ours (or made by an onrecord without them)
+    fd = open_marker(entry.path)
+    if fd is None:  # no marker: not ours (or made by an onrecord without them)
         return False
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:  # held: its owner is alive (or another sweep is removing it)
@@ -136,6 +134,23 @@ def _sweep(entry: os.DirEntry[str]) -> bool:
         return not os.path.lexists(entry.path)
     finally:
         os.close(fd)
+
+
+def open_marker(directory: str) -> int | None:
+    """A descriptor of the directory's marker when it is a regular file (no link), or
+    None; the caller closes it."""
+    try:
+        fd = os.open(os.path.join(directory, MARKER), _OPEN)
+    except OSError:
+        return None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _same(fd: int, path: str) -> bool:

@@ -13,15 +13,12 @@ live process holding its own directories keeps them. Only a parent killed outrig
 from __future__ import annotations
 
 import os
-import stat
 import tempfile
 from collections.abc import Collection
 
-from onrecord._scratch import _NAME, MARKER, _sweep
+from onrecord._scratch import _NAME, _sweep, open_marker
 
 __all__ = ["remove_scratch_of"]
-
-_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def remove_scratch_of(pids: Collection[int], root: str | None = None) -> int:
@@ -42,13 +39,10 @@ def remove_scratch_of(pids: Collection[int], root: str | None = None) -> int:
 
 def _owner(directory: str) -> int | None:
     """The pid a scratch directory's marker names (None: no readable marker)."""
-    try:
-        fd = os.open(os.path.join(directory, MARKER), _OPEN)
-    except OSError:
+    fd = open_marker(directory)
+    if fd is None:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         text = os.read(fd, 32).decode("ascii", "replace").strip()
     except OSError:
         return None
