@@ -102,15 +102,25 @@ def test_model_sees_only_a_detached_request(reference: Any) -> None:
     assert seen[0]["initial_state"] == reference.initial["state"]["state"]
 
 
-def test_mutating_the_request_is_a_model_error(reference: Any) -> None:
-    def mutating(request: dict[str, Any]) -> dict[str, Any]:
+def test_a_model_editing_its_own_request_is_scored_and_the_record_keeps_the_original(
+    reference: Any,
+) -> None:
+    def editing(request: dict[str, Any]) -> dict[str, Any]:
         answer = persistence(request)
         request["actions"].append(1)
+        request["initial_state"][0] += 100.0
+        del request["actions"][0]
         return answer
 
-    forecast = capture(reference, mutating)
-    assert forecast.status == "model_error"
-    assert "mutated its request" in forecast.error["message"]  # type: ignore[index]
+    forecast = capture(reference, editing)
+    untouched = capture(reference, persistence)
+    assert forecast.status == "ok", forecast.error
+    assert forecast.data["request"] == untouched.data["request"]
+    assert forecast.data["request"]["actions"] == ACTIONS
+    assert forecast.data["response"] == untouched.data["response"]
+    np.testing.assert_array_equal(
+        forecast_metrics(forecast).error, forecast_metrics(untouched).error
+    )
 
 
 def test_omitted_plan_records_observed_prefix(reference: Any) -> None:
