@@ -7,6 +7,7 @@ whitespace, no NaN or Infinity. The portable value codec (``to_portable``) lives
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import tempfile
@@ -26,7 +27,7 @@ from onrecord._portable import (
     to_portable,
     walk,
 )
-from onrecord.errors import DigestMismatch, PortabilityError, SchemaError
+from onrecord.errors import DigestMismatch, InputError, PortabilityError, SchemaError
 
 __all__ = [
     "MAX_NESTING",
@@ -34,6 +35,7 @@ __all__ = [
     "TooDeep",
     "atomic_write_bytes",
     "canonical_bytes",
+    "check_save_target",
     "content_digest",
     "digest_bytes",
     "file_sha256",
@@ -87,27 +89,49 @@ def record_bytes(record: Mapping[str, Any]) -> bytes:
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary file and rename, so readers never
-    see a half-written file and a crash never leaves one behind."""
+    """Write ``data`` to ``path`` via a temporary file and rename: readers never see a
+    half-written file, a crash never leaves one; an ``OSError`` names ``path``."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    check_save_target(target)
+    tmp = ""
     try:
-        # mkstemp makes the file private (0600); a plain open() would have honoured the
-        # umask, and reports and evidence are meant to be shared like any other file.
-        os.chmod(tmp, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        while True:  # locked until renamed: a cleaner unlinks only unlocked leftovers
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            with os.fdopen(fd, "wb") as handle:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                if os.fstat(fd).st_nlink:
+                    os.fchmod(fd, 0o666 & ~_umask())  # shared as open() makes files, not 0600
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(fd)
+                    os.replace(tmp, target)
+                    break
+        fsync_directory(target.parent)  # else a power loss could undo the rename
+    except BaseException as exc:
+        if tmp:
+            Path(tmp).unlink(missing_ok=True)
+        ours = f".{target.name}."  # a temporary file's name starts so; no name is taken as one
+        name = os.path.basename(os.fsdecode(getattr(exc, "filename", None) or ours))
+        if isinstance(exc, OSError) and exc.errno and name.startswith(ours):
+            raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(target)) from exc
         raise
-    # The rename is durable only once the directory is: without this a power loss could
-    # leave the old file (or none) under the name, though the bytes were fsynced.
-    fsync_directory(target.parent)
     return target
+
+
+def check_save_target(target: Path) -> None:
+    """Refuse a path no file can be saved to (a directory, a path through a file) before
+    anything is written, naming it and the fix; make its missing parent folders."""
+    if target.is_dir() and not target.is_symlink():
+        raise InputError(
+            f"cannot save to {target}: it is a directory; give a file's path, or remove it"
+        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise InputError(
+            f"cannot save to {target}: a file is where its folder {target.parent} must "
+            "be; choose another path or move that file"
+        ) from exc
 
 
 def fsync_directory(path: Path) -> None:

@@ -4,6 +4,7 @@ progress bar, a summary table and the acceptance decision as the exit code."""
 from __future__ import annotations
 
 import argparse
+import errno
 import shlex
 import sys
 from pathlib import Path
@@ -229,12 +230,28 @@ def _run(args: argparse.Namespace) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         errors.print(
             f"onrecord run: error: {literal(where)}{literal(exc.strerror or str(exc))}; "
-            "the episodes saved before are kept: fix the cause (a full disk: free space), "
+            f"the episodes saved before are kept: {_remedy(exc.errno)}, "
             f"then `onrecord run --resume --out {_pasteable(out)}` continues"
         )
         return EXIT_ERROR
     _summary(console, result, progress, executor.name, executor.workers)
     return result.exit_code
+
+
+def _remedy(code: int | None) -> str:
+    """What to do about the OS error ``code`` a run stopped on, before resuming it."""
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return "fix the cause: free space on its disk (or raise your disk quota)"
+    if code == errno.EFBIG:
+        return "fix the cause: raise the file size limit (`ulimit -f`)"
+    if code == errno.EROFS:
+        return (
+            "fix the cause: its file system is read-only; remount it read-write (or copy "
+            "the run directory somewhere writable and resume it there)"
+        )
+    if code in (errno.EACCES, errno.EPERM):
+        return "fix the cause: let your user write to the run directory and its files"
+    return "fix the cause"
 
 
 def _pasteable(path: str | Path) -> str:

@@ -5,9 +5,11 @@ An observation or action column whose samples are at least ``BLOB_THRESHOLD`` by
 holds ``{"$blob": {"sha256", "dtype", "shape"}}``. The reference is part of the digested
 record, so a changed blob is caught like any other change. ``save_json`` writes the
 blobs to ``<file>.blobs/<sha256>``; ``load`` reads and verifies them. The folder belongs
-to its evidence file: it holds exactly the blobs the record references, so ``save_json``
-removes the ones an earlier save to the same path left, and ``load`` refuses any other
-entry.
+to its evidence file. Saving again writes the new record's blobs, renames the record into
+place, then removes the blobs no longer referenced: a save killed in between, or a reader
+meanwhile, finds the folder holding both records' blobs. So ``load`` accepts an entry
+the record does not reference only when it is a whole blob (its bytes hash to its name:
+a blob file is only ever renamed into place whole), and refuses any other entry.
 
 Only a Box column (batch layout ``"list"``) can be a blob: a Dict observation with a
 ``"$blob"`` key is a Dict batch, never mistaken for a reference.
@@ -19,13 +21,18 @@ import hashlib
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from onrecord._canonical import atomic_write_bytes
-from onrecord.episode._verify_files import check_entry, read_regular, regular_size
-from onrecord.errors import ConsistencyError, SchemaError
+from onrecord._canonical import atomic_write_bytes, check_save_target
+from onrecord.episode._verify_files import (
+    check_entry,
+    read_regular,
+    regular_sha256,
+    regular_size,
+)
+from onrecord.errors import ConsistencyError, EvidenceError, SchemaError
 
 if TYPE_CHECKING:  # NumPy is imported where a blob is met: records without any need none
     import numpy as np
@@ -42,6 +49,7 @@ __all__ = [
     "load_blobs",
     "load_blobs_of",
     "prune_blobs",
+    "read_while_saved",
     "referenced_blobs",
     "save_blobs",
     "verify_blobs",
@@ -53,6 +61,8 @@ _PARTIAL = re.compile(r"\.[0-9a-f]{64}\..*\.tmp")
 BLOB_TAG = "$blob"
 BLOB_THRESHOLD = 1024
 """Bytes per sample from which a column is stored as a blob."""
+READS = 10
+"""Reads of a file by ``read_while_saved`` while another process keeps saving it, at most."""
 _NUMERIC = "biuf"  # the dtype kinds a Box column can have
 _REF_KEYS = frozenset({"sha256", "dtype", "shape"})
 
@@ -165,7 +175,9 @@ def blob_dir(path: str | os.PathLike[str]) -> Path:
 
 def save_blobs(path: str | os.PathLike[str], blobs: Mapping[str, bytes]) -> None:
     """Write each blob atomically under ``<path>.blobs/``. A file already there is kept
-    only if it holds exactly the blob's bytes (a damaged one is written again)."""
+    only if it holds exactly the blob's bytes (a damaged one is written again). A ``path``
+    no record can be saved to is refused first, before a blob is written for it."""
+    check_save_target(Path(path))
     folder = blob_dir(path)
     for digest, blob in blobs.items():
         target = folder / digest
@@ -195,6 +207,42 @@ def _holds(target: Path, blob: bytes) -> bool:
         return False
 
 
+_T = TypeVar("_T")
+
+
+def read_while_saved(path: str | os.PathLike[str], load: Callable[[], _T]) -> _T:
+    """``load()`` of the record file ``path``, again while the file is saved anew.
+
+    A save removes the blobs of the record it replaced once the new record is in place: a
+    reader that read the old record may then miss its blobs. A load that failed while
+    the file changed under it is no verdict on either record, so it is repeated (up to
+    ``READS`` times); one that failed on an unchanged file is the file's own fault."""
+    attempt = 1
+    while True:
+        before = _identity(path)
+        try:
+            return load()
+        except EvidenceError as exc:
+            if _identity(path) == before:
+                raise
+            if attempt == READS:
+                raise type(exc)(
+                    f"{exc} (the file was saved again during each of {READS} reads: load "
+                    "it once the process saving it is done)"
+                ) from exc
+        attempt += 1
+
+
+def _identity(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
+    """What changes whenever the file at ``path`` is saved again (a new file is renamed
+    into place: its inode, times or size differ), or None when it cannot be found."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def find_blob_dir(path: str | os.PathLike[str]) -> Path:
     """The blobs folder of ``path``: beside it, or beside the file a symlink points to."""
     folder = blob_dir(path)
@@ -206,15 +254,16 @@ def find_blob_dir(path: str | os.PathLike[str]) -> Path:
 
 
 def load_blobs(folder: Path, data: Mapping[str, Any]) -> dict[str, bytes]:
-    """Read the blobs ``data`` references from ``folder``, refusing any other entry.
-    Nothing is trusted yet: a malformed record yields no blobs and fails verification
-    with its own message."""
+    """Read the blobs ``data`` references from ``folder``, refusing any other entry but a
+    whole blob (``load_blobs_of``). Nothing is trusted yet: a malformed record yields no
+    blobs and fails verification with its own message."""
     return load_blobs_of(folder, (data,))
 
 
 def load_blobs_of(folder: Path, records: Iterable[Mapping[str, Any]]) -> dict[str, bytes]:
     """Read the blobs any of ``records`` references from ``folder`` (the one folder of a
-    JSON Lines file of episodes), refusing any entry none of them references. A
+    JSON Lines file of episodes), refusing any entry none of them references unless it is
+    a whole blob (an interrupted or concurrent save's, see the module's docstring). A
     malformed record adds no blobs (and, as the folder cannot be judged without it, no
     entry is refused): its verification fails with its own message."""
     found: dict[str, bytes] = {}
@@ -237,10 +286,12 @@ def load_blobs_of(folder: Path, records: Iterable[Mapping[str, Any]]) -> dict[st
     if not check_entry(folder, directory=True):
         return found  # verification names what is missing
     for entry in sorted(folder.iterdir()) if judged else ():
-        if entry.name not in wanted and not _PARTIAL.fullmatch(entry.name):
+        name = entry.name
+        if name not in wanted and not _PARTIAL.fullmatch(name) and not _whole_blob(entry):
             raise ConsistencyError(
                 f"{entry} is not a blob this evidence references: the folder holds "
-                "exactly the evidence's blobs; it was added after saving — remove it"
+                "the evidence's blobs (and whole blobs, named by their sha256, an "
+                "interrupted save left); it was added after saving — remove it"
             )
     for digest, expected in sorted(wanted.items()):
         target = folder / digest
@@ -260,6 +311,19 @@ def load_blobs_of(folder: Path, records: Iterable[Mapping[str, Any]]) -> dict[st
         except OSError as exc:
             raise SchemaError(f"{target} cannot be read as a blob: {exc}") from exc
     return found
+
+
+def _whole_blob(entry: Path) -> bool:
+    """Whether ``entry`` is a blob some save wrote whole (a regular file whose bytes hash
+    to its name), or is gone: removed meanwhile by the save that made it stale."""
+    if not _HEX64.fullmatch(entry.name):
+        return False
+    try:
+        return regular_sha256(entry) == entry.name  # never a link, a FIFO or a device
+    except FileNotFoundError:
+        return True
+    except (OSError, SchemaError):
+        return False
 
 
 def _announced(meta: Any) -> int | None:

@@ -25,6 +25,7 @@ from onrecord.episode._blobs import (
     is_blob,
     load_blobs,
     prune_blobs,
+    read_while_saved,
     save_blobs,
     verify_blobs,
 )
@@ -176,7 +177,14 @@ class EpisodeEvidence:
     def load(cls, path: str | os.PathLike[str]) -> EpisodeEvidence:
         """Read and verify evidence saved by ``save_json``, and its blobs from
         ``<path>.blobs/`` (or from beside the file a symlinked ``path`` points to). Every
-        ``EvidenceError`` names the file at fault."""
+        ``EvidenceError`` names the file at fault.
+
+        A save to ``path`` by another process meanwhile is read whole, old or new
+        (``_blobs.read_while_saved``)."""
+        return read_while_saved(path, lambda: cls._load_once(path))
+
+    @classmethod
+    def _load_once(cls, path: str | os.PathLike[str]) -> EpisodeEvidence:
         raw = read_regular(Path(path), follow=True)  # never a FIFO or a device
         folder = find_blob_dir(path)
         try:
@@ -212,7 +220,9 @@ class EpisodeEvidence:
     def save_json(self, path: str | os.PathLike[str]) -> Path:
         """Write the evidence atomically in its canonical form; large arrays go to
         ``<path>.blobs/`` first, so the record never points at a missing blob, and blobs
-        an earlier save to ``path`` left there are removed after it."""
+        an earlier save to ``path`` left there are removed after it (``load`` accepts
+        them until then: a save killed in between leaves the earlier or the new record,
+        loadable). A ``path`` that is a directory is refused before anything is written."""
         save_blobs(path, self._blobs)
         written = atomic_write_bytes(path, self.to_bytes())
         prune_blobs(path, self._blobs)

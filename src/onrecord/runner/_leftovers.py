@@ -4,7 +4,10 @@ Every file onrecord writes into a run directory is written to a temporary name a
 renamed into place (``atomic_write_bytes``, ``_commit._write_file``). A kill -9 between
 the two leaves the temporary file: never read, never renamed, but kept for ever. Only a
 process holding the directory lock may remove them (a writer without it might be about
-to rename its own), and only names these writers make: anything else stays.
+to rename its own), and only names these writers make: anything else stays. One writer
+does without the lock: ``onrecord report`` (``RUN/report.html``, and
+``RUN/regrades/NAME/report.html``). ``atomic_write_bytes`` holds its temporary file
+locked (``flock``) until renamed, so only a file nobody holds is removed.
 
 A killed ``onrecord regrade`` leaves its staging directory (``RUN/.regrade-XXXXXXXX``,
 written whole and then renamed to ``regrades/NAME``). Regrades do not take the run's
@@ -27,8 +30,11 @@ from pathlib import Path
 
 __all__ = ["remove_leftovers", "remove_unfinished_regrades", "staging", "unfinished_regrades"]
 
-_TOP = re.compile(r"\.(?:run|report|decision)\.json\.[a-z0-9_]{8}\.tmp")
+_TOP = re.compile(r"\.(?:(?:run|report|decision)\.json|report\.html)\.[a-z0-9_]{8}\.tmp")
 """``tempfile.mkstemp(prefix=".NAME.", suffix=".tmp")``: eight characters between."""
+_REGRADED = re.compile(r"\.report\.html\.[a-z0-9_]{8}\.tmp")
+"""``onrecord report RUN --grading NAME``'s, in ``RUN/regrades/NAME/`` (a regrade's own
+files are written in its staging directory, renamed there whole)."""
 _SIDE = re.compile(r"\.[0-9a-f]{64}\.[0-9]+\.tmp")
 """``files/.<sha256>.<pid>.tmp`` (``_commit._write_file``)."""
 _STAGING = re.compile(r"\.regrade-[a-z0-9_]{8}")
@@ -38,6 +44,8 @@ _STAGING = re.compile(r"\.regrade-[a-z0-9_]{8}")
 def remove_leftovers(run: Path) -> list[str]:
     """Remove the temporary files of writes that never finished; one notice for them."""
     removed = _remove(run, _TOP) + _remove(run / "files", _SIDE)
+    for regrade in _directories(run / "regrades", re.compile(".*", re.DOTALL)):
+        removed += _remove(regrade, _REGRADED)
     notices = remove_unfinished_regrades(run)
     if not removed:
         return notices
@@ -57,12 +65,33 @@ def _remove(directory: Path, pattern: re.Pattern[str]) -> list[Path]:
     removed = []
     for entry in entries:
         # A regular file only: a link or a directory of that name is not ours to remove.
-        if pattern.fullmatch(entry.name) and stat.S_ISREG(
-            entry.stat(follow_symlinks=False).st_mode
+        if (
+            pattern.fullmatch(entry.name)
+            and stat.S_ISREG(entry.stat(follow_symlinks=False).st_mode)
+            and _unlink_unheld(Path(entry.path))
         ):
-            os.unlink(entry.path)
             removed.append(Path(entry.path))
     return removed
+
+
+def _unlink_unheld(path: Path) -> bool:
+    """Unlink the temporary file ``path`` unless a live writer holds it (about to rename
+    it: ``atomic_write_bytes``); whether it was. It is unlinked under the lock, so its
+    writer, locking it just after, finds it unlinked and writes another."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # renamed into place meanwhile, or no longer a file
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if not _same(fd, path):
+            return False
+        os.unlink(path)
+        return True
+    except BlockingIOError:  # being written
+        return False
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -102,16 +131,19 @@ def remove_unfinished_regrades(run: Path) -> list[str]:
 
 
 def _staged(run: Path) -> list[Path]:
+    return _directories(run, _STAGING)
+
+
+def _directories(parent: Path, pattern: re.Pattern[str]) -> list[Path]:
     try:
-        entries = sorted(os.scandir(run), key=lambda entry: entry.name)
+        entries = sorted(os.scandir(parent), key=lambda entry: entry.name)
     except (FileNotFoundError, NotADirectoryError):
         return []
     # A real directory only: a link of that name is not ours to follow or remove.
     return [
         Path(entry.path)
         for entry in entries
-        if _STAGING.fullmatch(entry.name)
-        and stat.S_ISDIR(entry.stat(follow_symlinks=False).st_mode)
+        if pattern.fullmatch(entry.name) and stat.S_ISDIR(entry.stat(follow_symlinks=False).st_mode)
     ]
 
 

@@ -45,7 +45,7 @@ from onrecord.episode._verify_files import (
 )
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
 from onrecord.runner._actionlog import read_events
-from onrecord.runner._commit import GroupCommit
+from onrecord.runner._commit import GroupCommit, naming_file
 from onrecord.runner._executor_settings import check_settings
 from onrecord.runner._job import JobResult
 from onrecord.runner._leftovers import remove_leftovers
@@ -154,7 +154,8 @@ class RunStore:
         if executor is not None:  # outside the protocol too (_executor_settings.py)
             manifest["executor"] = check_settings(executor, "executor")
         manifest["digest"] = content_digest(manifest)
-        atomic_write_bytes(target / "run.json", record_bytes(manifest))
+        with naming_file(target / "run.json"):  # a full disk named no file
+            atomic_write_bytes(target / "run.json", record_bytes(manifest))
         return cls(target, manifest)
 
     @classmethod
