@@ -102,6 +102,7 @@ def _verified_line(
         )
     _check_evidence(where, record, _builtin(store))
     _check_versions(where, record, store)
+    _check_files(where, record)
     key = (str(record["case_id"]), int(record["repeat"]))
     if key in seen:
         raise ConsistencyError(f"{where}: episode {key[0]}#{key[1]} is recorded twice")
@@ -175,6 +176,19 @@ def _check_versions(where: str, record: dict[str, Any], store: RunStore) -> None
             f"with checks {graded}{twice}, but {store.file('run.json')} says the run "
             f"is graded with {expected}: one of the two was edited; restore the run from "
             "a copy"
+        )
+
+
+def _check_files(where: str, record: dict[str, Any]) -> None:
+    """``files`` maps each side file's name to its sha256 (each sha256 is checked when
+    the file is read): anything else made ``report`` and ``RunStore.saved_episode`` fail
+    with an AttributeError where ``verify`` refused the run."""
+    files = record.get("files")
+    if not isinstance(files, dict) or not all(isinstance(name, str) for name in files):
+        raise SchemaError(
+            f"{where}: files is {type(files).__name__} {str(files)[:40]!r}, not a mapping of "
+            "side file names to their sha256: the record was edited; restore "
+            "episodes.jsonl from a copy of the run"
         )
 
 
