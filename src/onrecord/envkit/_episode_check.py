@@ -3,9 +3,9 @@
 ``ToolEpisode.load`` verifies each file against the sha256 its manifest pins and the
 manifest against its own digest: a manifest re-sealed with another end-state digest,
 task id, step count, state version, tool list or hidden tables verified, though the
-files it pins say otherwise. These checks read every file (and hash the end-state
-database's rows), so they run in ``verify`` only, not on every load (``regrade`` and
-the bench load many episodes).
+files it pins say otherwise. These checks hash the end-state database's rows (and
+check the audit history and the diff against it: ``_episode_database``), so they run in
+``verify`` only, not on every load.
 
 Each compares a manifest field with what ``ToolWorld`` itself logged, so no genuine
 episode fails one: a call's event holds the state version after it (a write tool's
@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from onrecord.envkit._episode_database import check_database_agrees
+from onrecord.envkit.state import state_digest
 from onrecord.envkit.world import ENDINGS
 from onrecord.errors import ConsistencyError, SchemaError
 
@@ -39,12 +41,19 @@ writes it when nobody declared how the episode ended)."""
 
 def check_episode_agrees(episode: ToolEpisode) -> None:
     """Raise ``ConsistencyError`` naming the manifest field that disagrees with the file
-    it describes (final.sqlite, task.json, actions.jsonl, audit.json), or
+    it describes (final.sqlite, task.json, actions.jsonl, audit.json) or the part that
+    disagrees with final.sqlite (audit.json, diff.json: ``_episode_database``), or
     ``SchemaError`` for an ending no writer of this version saves."""
     manifest, where = episode.manifest, episode.path / "manifest.json"
     _check_ending(manifest, where)
-    if episode.database is not None and episode.end_state_digest() != manifest["end_state_digest"]:
-        _refuse(where, "end_state_digest", "the state digest of final.sqlite")
+    if episode.database is not None:
+        conn = episode.connect()
+        try:
+            if state_digest(conn) != manifest["end_state_digest"]:
+                _refuse(where, "end_state_digest", "the state digest of final.sqlite")
+            check_database_agrees(episode, conn)  # audit.json and diff.json against it
+        finally:
+            conn.close()
     task = episode.task
     if task is not None and task.get("case_id") != manifest["task_id"]:
         _refuse(where, "task_id", f"the task in task.json ({task.get('case_id')!r})")

@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from onrecord._canonical import canonical_bytes, content_digest
-from onrecord.envkit._sql import load_reals
 from onrecord.episode._verify_files import read_regular
 from onrecord.errors import DigestMismatch, SchemaError
 
 if TYPE_CHECKING:
     from onrecord.envkit.episode import ToolEpisode
 
-__all__ = ["pinned_bytes", "verified_record"]
+__all__ = ["pinned_bytes", "record_of", "verified_record"]
 
 
 def pinned_bytes(episode: ToolEpisode, name: str) -> bytes:
@@ -33,12 +32,15 @@ def pinned_bytes(episode: ToolEpisode, name: str) -> bytes:
     return data
 
 
-def verified_record(
-    path: Path, schema: str, episode: ToolEpisode | None = None, reals: str | None = None
-) -> dict[str, Any]:
-    """The record in ``path``, verified; its field ``reals`` with infinite REALs decoded
-    (``save_reals``), so a loaded episode holds what the live world held."""
-    data = read_regular(path) if episode is None else pinned_bytes(episode, path.name)
+def verified_record(path: Path, schema: str) -> dict[str, Any]:
+    """The record in ``path``, verified (see :func:`record_of`)."""
+    return record_of(path, read_regular(path), schema)
+
+
+def record_of(path: Path, data: bytes, schema: str) -> dict[str, Any]:
+    """The record ``data`` (the bytes of ``path``), verified: canonical JSON with the
+    ``schema`` and a ``digest`` of its own. A part edited and pinned again by a re-sealed
+    manifest still fails here: the manifest's sha256 is not the record's digest."""
     try:
         record = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -46,7 +48,8 @@ def verified_record(
     if not isinstance(record, dict) or record.get("schema") != schema:
         raise SchemaError(f"{path} must hold a record with schema {schema!r}")
     if canonical_bytes(record) + b"\n" != data or record.get("digest") != content_digest(record):
-        raise DigestMismatch(f"{path} does not match its digest: it was changed after saving")
-    if reals is not None and b'"$real"' in data:
-        record[reals] = load_reals(record[reals])
+        raise DigestMismatch(
+            f"{path} does not match its digest: it was changed after saving; restore the "
+            "episode from a copy"
+        )
     return record

@@ -12,7 +12,7 @@ import secrets
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
@@ -82,14 +82,21 @@ class Table:
         """Values -> ``{column: value}``, as ``dict(zip(columns, values))`` but with the
         keys compiled in: a diff builds a dict per changed row, and this is twice as
         fast. Column names enter the source only as ``repr`` string literals."""
-        items = ", ".join(f"{column!r}: values[{i}]" for i, column in enumerate(self.columns))
-        built: Callable[[Sequence[Any]], dict[str, Any]] = eval(f"lambda values: {{{items}}}")
-        return built
+        return _row_builder(self.columns)
 
     def select_list(self, alias: str = "") -> str:
         """``"a", "b"`` (optionally ``x."a"``) in column order, for SELECT statements."""
         prefix = f"{alias}." if alias else ""
         return ", ".join(prefix + quote(column) for column in self.columns)
+
+
+@lru_cache(maxsize=1024)
+def _row_builder(columns: tuple[str, ...]) -> Callable[[Sequence[Any]], dict[str, Any]]:
+    """``Table.row_of`` of a column layout, compiled once per process (a layout read
+    again, from a saved episode or the schema, would be compiled again: ~0.2 ms each)."""
+    items = ", ".join(f"{column!r}: values[{i}]" for i, column in enumerate(columns))
+    built: Callable[[Sequence[Any]], dict[str, Any]] = eval(f"lambda values: {{{items}}}")
+    return built
 
 
 def user_tables(conn: sqlite3.Connection, schema: str = "main") -> list[Table]:

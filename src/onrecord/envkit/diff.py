@@ -336,4 +336,7 @@ _OP_LETTERS = {"insert": "I", "update": "U", "delete": "D"}
 def _values(table: Table, row: Mapping[str, Any] | None) -> tuple[Any, ...]:
     if row is None:
         return (None,) * len(table.columns)
-    return tuple(native_value(row[column]) for column in table.columns)
+    values = tuple(map(row.__getitem__, table.columns))
+    if dict in map(type, values):  # an encoded BLOB, RawText or infinity (rare)
+        return tuple(map(native_value, values))
+    return values

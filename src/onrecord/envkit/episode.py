@@ -11,7 +11,8 @@ Layout::
                          "snapshot", "end_state_digest", ..., "digest"}
 
 The manifest is written last, so a directory without one is an unfinished save.
-Loading re-checks every file's sha256 and every record's digest.
+Loading re-checks every file's sha256, every record's digest and the shape of every
+part, and that the diff is the one the audit history folds to (``_episode_parts``).
 """
 
 from __future__ import annotations
@@ -29,23 +30,25 @@ from typing import Any
 from onrecord._canonical import atomic_write_bytes, content_digest, record_bytes
 from onrecord.case import EvalCase
 from onrecord.envkit._ctrl_c import raises_noted
+from onrecord.envkit._episode_parts import (
+    AUDIT_SCHEMA,
+    DIFF_SCHEMA,
+    PARTS,
+    TASK_SCHEMA,
+    read_parts,
+)
 from onrecord.envkit._episode_records import pinned_bytes, verified_record
 from onrecord.envkit._sql import Table, internal, save_reals
 from onrecord.envkit.audit import AuditEvent, audit_tables
 from onrecord.envkit.diff import StateDiff
-from onrecord.envkit.log import read_action_log
 from onrecord.envkit.snapshot import path_argument, readonly_uri
 from onrecord.envkit.state import state_digest
 from onrecord.envkit.world import ToolWorld
-from onrecord.episode._verify_files import check_entry, regular_sha256
 from onrecord.errors import DigestMismatch, InputError, SchemaError
 
 __all__ = ["EPISODE_FILES", "EPISODE_SCHEMA", "ToolEpisode", "save_episode"]
 
 EPISODE_SCHEMA = "onrecord.envkit.episode/v1"
-AUDIT_SCHEMA = "onrecord.envkit.audit/v1"
-DIFF_SCHEMA = "onrecord.envkit.diff/v1"
-TASK_SCHEMA = "onrecord.envkit.task/v1"
 EPISODE_FILES = ("actions.jsonl", "audit.json", "diff.json", "final.sqlite", "task.json")
 _PART_FIELDS = ("digest", "hidden", "snapshot", "steps", "tools")
 _OWN_FILES = frozenset({*EPISODE_FILES, "manifest.json"})
@@ -190,7 +193,8 @@ class ToolEpisode:
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> ToolEpisode:
-        """Load and verify a saved episode directory."""
+        """Load and verify a saved episode directory: its files, every record's digest,
+        the shape of every part, and the diff against the audit history."""
         path = Path(directory).absolute()  # later reads must not depend on the cwd
         manifest_path = path / "manifest.json"
         if not manifest_path.is_file():
@@ -212,21 +216,11 @@ class ToolEpisode:
                 f"{path / name} is not part of the saved episode (its manifest does not "
                 "list it): it was added after saving; remove it"
             )
-        for name in sorted(expected):
-            # Never a link (its target lies outside the episode; a database opened
-            # through one is not the file verified), a FIFO (blocked forever) or a device.
-            if not check_entry(path / name):
-                raise DigestMismatch(
-                    f"{path / name} is missing (or not a file): the manifest pins it, "
-                    "so the episode was changed after saving"
-                )
-            if regular_sha256(path / name) != manifest["files"][name]:
-                raise DigestMismatch(
-                    f"{path / name} does not match the sha256 in its "
-                    "manifest: the episode was changed after saving"
-                )
+        parts = read_parts(path, manifest["files"], sorted(expected))
         episode = cls(path, manifest)
-        episode.__dict__["_pinned"] = True  # its database file is opened immutable
+        # Its database is opened immutable (_pinned); each part is re-hashed when first
+        # read (the file may change after load), but not parsed and checked again.
+        episode.__dict__.update(_parts=parts, _pinned=True)
         return episode
 
     @classmethod
@@ -276,15 +270,24 @@ class ToolEpisode:
         """The manifest digest, which pins every file of the episode."""
         return str(self.manifest["digest"])
 
+    def _part(self, name: str) -> Any:
+        """A part of the saved episode: read from the file (which must still match its
+        manifest sha256), or, once ``load`` has read and checked it, as it was then."""
+        data = pinned_bytes(self, name)
+        attribute, read = PARTS[name]
+        loaded = self.__dict__.get("_parts", {})
+        return loaded[attribute] if attribute in loaded else read(self.path / name, data)
+
     @cached_property
     def actions(self) -> tuple[dict[str, Any], ...]:
         """The action log events, in order."""
-        pinned_bytes(self, "actions.jsonl")  # the bytes parsed are the bytes verified
-        return read_action_log(self.path / "actions.jsonl").events
+        events: tuple[dict[str, Any], ...] = self._part("actions.jsonl")
+        return events
 
     @cached_property
     def _audit(self) -> dict[str, Any]:
-        return verified_record(self.path / "audit.json", AUDIT_SCHEMA, self, reals="events")
+        record: dict[str, Any] = self._part("audit.json")
+        return record
 
     @property
     def audit(self) -> list[AuditEvent]:
@@ -302,17 +305,13 @@ class ToolEpisode:
     @cached_property
     def diff(self) -> StateDiff:
         """The end-state diff."""
-        diff: StateDiff = verified_record(self.path / "diff.json", DIFF_SCHEMA, self, reals="diff")[
-            "diff"
-        ]
+        diff: StateDiff = self._part("diff.json")
         return diff
 
     @cached_property
     def task(self) -> dict[str, Any] | None:
         """The task (an ``EvalCase`` in dict form), or ``None``."""
-        case: dict[str, Any] | None = verified_record(self.path / "task.json", TASK_SCHEMA, self)[
-            "case"
-        ]
+        case: dict[str, Any] | None = self._part("task.json")
         return case
 
     @property

@@ -19,7 +19,7 @@ import orjson
 from onrecord._canonical import canonical_bytes
 from onrecord.errors import SchemaError
 
-__all__ = ["EVENT_FIELDS", "ActionLog", "ActionLogRead", "read_action_log"]
+__all__ = ["EVENT_FIELDS", "ActionLog", "ActionLogRead", "parse_action_log", "read_action_log"]
 
 Event = dict[str, Any]
 EVENT_FIELDS = (
@@ -91,7 +91,11 @@ class ActionLogRead:
 
 def read_action_log(path: str | os.PathLike[str]) -> ActionLogRead:
     """Read a JSONL action log; a partial last line is dropped and reported."""
-    data = Path(path).read_bytes()
+    return parse_action_log(Path(path).read_bytes(), path)
+
+
+def parse_action_log(data: bytes, path: str | os.PathLike[str]) -> ActionLogRead:
+    """:func:`read_action_log` of bytes already read (``path`` names them in errors)."""
     lines = data.split(b"\n")
     tail = lines.pop()  # b"" when the file ends with a newline
     events = []
