@@ -174,7 +174,10 @@ class Comparison:
     def from_dict(cls, data: Mapping[str, Any]) -> Comparison:
         """Rebuild a comparison from ``to_dict()``, or from what ``onrecord compare
         --json`` saved (its ``schema`` and ``digest`` are left to ``onrecord verify``,
-        which checks them). A field missing or of the wrong shape is a ``SchemaError``."""
+        which checks them). Each field is checked as ``verify`` checks it: one missing,
+        of the wrong kind or out of range is a ``SchemaError`` naming it; counts,
+        p-values, rates or means that do not follow from one another (or a check listed
+        twice) a ``ConsistencyError``."""
         from onrecord._comparison_dict import comparison_from_dict
 
         return comparison_from_dict(data)

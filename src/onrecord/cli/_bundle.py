@@ -19,7 +19,7 @@ from onrecord.errors import (
     SchemaError,
 )
 
-__all__ = ["Bundle", "digested", "named"]
+__all__ = ["UNNAMED", "Bundle", "digested", "named"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,12 @@ _T = TypeVar("_T")
 
 def named(path: Path, load: Callable[[], _T]) -> _T:
     """Run a loader; its error names the file, and a malformed field is a schema error
-    (a record can be digest-consistent and still hold garbage)."""
+    (a record can be digest-consistent and still hold garbage).
+
+    Loaders name the field and its fix themselves; a KeyError, TypeError and the like is
+    a field one of them did not check. This net keeps it from a traceback and exit 1
+    (which a CI job reads as "reject") and says so (``UNNAMED``): a test that meets it
+    has found a loader to fix, not a refusal to expect."""
     try:
         return load()
     except OnrecordError as exc:
@@ -54,7 +59,14 @@ def named(path: Path, load: Callable[[], _T]) -> _T:
             raise
         raise _same_kind(exc, f"{path}: {exc}") from exc
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise SchemaError(f"{path}: malformed record ({describe(exc)})") from exc
+        raise SchemaError(
+            f"{path}: {UNNAMED} ({describe(exc)}): re-create it with the command that wrote "
+            "it; if onrecord wrote it so, please report a bug with this message"
+        ) from exc
+
+
+UNNAMED = "malformed record, in a way onrecord's checks do not name"
+"""What opens the refusal of a record a loader failed on without naming the field."""
 
 
 def _same_kind(exc: OnrecordError, message: str) -> OnrecordError:

@@ -13,12 +13,12 @@ now refused (exit 3) naming the field and what it must be.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from onrecord._policy_rules import requirement_from_dict, ruling
+from onrecord._record_fields import field_error, is_count, is_digest
 from onrecord.errors import ConsistencyError, OnrecordError, SchemaError
 from onrecord.policy import CheckRequirement
 
@@ -31,28 +31,8 @@ __all__ = [
 ]
 
 _VERDICTS = ("accept", "reject", "indeterminate")
-_DIGEST = re.compile("[0-9a-f]{64}")
 # What a requirement's threshold is saved as (``CheckRequirement.to_dict``).
 _THRESHOLD_KEYS = ("check", "critical", "min_pass_rate", "min_cases", "min_coverage")
-
-
-def is_digest(value: Any) -> bool:
-    """Whether ``value`` is a sha256 digest as onrecord writes one: 64 lowercase hex."""
-    return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
-
-
-def is_count(value: Any) -> bool:
-    """Whether ``value`` is a count as a record saves one: an int, 0 or more."""
-    return type(value) is int and value >= 0  # bool is an int, and not a count
-
-
-def field_error(path: Path, field: str, must: str, value: Any) -> SchemaError:
-    """``PATH: 'FIELD' must be MUST, not VALUE``: a field of a saved record refused."""
-    # true/false as the file says them: "not True" read as a Python value, and `true`
-    # passes for a count in Python (bool is an int) but is none.
-    shown = f"{str(value).lower()} (a boolean)" if isinstance(value, bool) else f"{value!r:.60}"
-    shown = "missing (or null)" if value is None else shown
-    return SchemaError(f"{path}: '{field}' must be {must}, not {shown}")
 
 
 def check_run_decision_fields(path: Path, data: Mapping[str, Any]) -> None:

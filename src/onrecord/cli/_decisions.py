@@ -118,12 +118,42 @@ def check_decision_body(path: Path, body: Mapping[str, Any]) -> None:
         and bool(reasons)
         and reasons[-1].startswith(INCOMPLETE_RUN)
     )
-    if not partial and (body.get("decision"), reasons) != (verdict, expected):
+    if not partial and body.get("decision") != verdict:
         raise ConsistencyError(
             f"{path} says {body.get('decision')!r}, but its requirements' statuses and "
             f"coverage issues make it {verdict!r} (with their reasons): it was changed "
             "after it was decided"
         )
+    if not partial and reasons != expected:
+        # The verdict follows; its reasons do not: say which reason, not the verdict twice.
+        raise ConsistencyError(
+            f"{path} says {verdict!r}, as its requirements' statuses and coverage issues "
+            f"make it, but {_reasons_differ(requirements, reasons, expected)}: its "
+            "'reasons' must be the explanation of each requirement not met, in order, then "
+            "'coverage: ' and each coverage issue; it was changed after it was decided"
+        )
+
+
+def _reasons_differ(
+    requirements: list[dict[str, Any]], reasons: list[str], expected: list[str]
+) -> str:
+    """The first way a decision's saved ``reasons`` differ from those its requirements
+    and coverage issues give."""
+    extra = next((reason for reason in reasons if reason not in expected), None)
+    if extra is not None:
+        met = next(
+            (r for r in requirements if r["explanation"] == extra and r["status"] == "met"), None
+        )
+        if met is not None:
+            return (
+                f"its reasons include {extra!r:.120}, the explanation of requirement "
+                f"{met['check']!r}, whose status is 'met'"
+            )
+        return f"its reasons include {extra!r:.120}, which none of them gives"
+    missing = next((reason for reason in expected if reason not in reasons), None)
+    if missing is not None:
+        return f"its reasons leave out {missing!r:.120}"
+    return "its reasons are in another order than theirs, or one is listed twice"
 
 
 def _beside(path: Path, kind: str) -> Path:

@@ -43,6 +43,7 @@ from onrecord.domains.ledger._experiment import (
     LedgerResult,
     ablation,
 )
+from onrecord.domains.ledger._summary import summary_problem
 from onrecord.episode import EpisodeEvidence, evaluate_episode
 from onrecord.episode._verify_files import read_regular, regular_sha256
 from onrecord.errors import DigestMismatch, EvidenceError, InputError, SchemaError
@@ -252,7 +253,7 @@ def analyze_ledger_dir(output_dir: str | Path) -> LedgerAnalysis:
     except (OSError, EvidenceError, InputError) as exc:
         analysis.problems.append(f"cannot read the summary or policy: {exc}")
         return analysis
-    shape = _summary_shape_problem(summary)
+    shape = summary_problem(summary)
     if shape is not None:
         analysis.problems.append(f"summary.json: {shape}")
         return analysis
@@ -265,33 +266,8 @@ def analyze_ledger_dir(output_dir: str | Path) -> LedgerAnalysis:
     return analysis
 
 
-_EPISODE_ROW = {
-    "name": str,
-    "variant": str,
-    "seed": int,
-    "attempt": int,
-    "decisions": dict,
-    "expected": str,
-}
-
-
-def _summary_shape_problem(summary: dict[str, Any]) -> str | None:
-    """What makes a (digest-valid, hand-made) summary unusable, or None."""
-    episodes, classic = summary.get("episodes"), summary.get("classic")
-    if not isinstance(episodes, list) or not isinstance(classic, list):
-        return "'episodes' and 'classic' must be lists"
-    for index, row in enumerate(episodes):
-        if not isinstance(row, dict):
-            return f"episodes[{index}] must be an object"
-        for key, kind in _EPISODE_ROW.items():
-            if not isinstance(row.get(key), kind):
-                return f"episodes[{index}].{key} must be of type {kind.__name__}"
-    for index, row in enumerate(classic):
-        if not isinstance(row, dict) or not all(
-            isinstance(row.get(key), str) for key in ("name", "decision")
-        ):
-            return f"classic[{index}] must be an object with string 'name' and 'decision'"
-    return None
+_summary_shape_problem = summary_problem
+"""The summary's field checks, by the name ``onrecord.cli._experiments`` imports."""
 
 
 def _reanalyze(
