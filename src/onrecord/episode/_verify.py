@@ -4,6 +4,7 @@ shape, and no internal contradiction (step indices, data after the end)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from onrecord.case import EvalCase
@@ -11,7 +12,7 @@ from onrecord.episode._blobs import BLOB_TAG, blob_size, is_blob
 from onrecord.episode._verify_parts import verify_parts
 from onrecord.errors import ConsistencyError, InputError, SchemaError
 
-__all__ = ["ATTEMPT_STATUSES", "STEP_COLUMNS", "verify_episode_shape"]
+__all__ = ["ATTEMPT_STATUSES", "STEP_COLUMNS", "episode_return", "verify_episode_shape"]
 
 STEP_COLUMNS = (
     "status",
@@ -285,9 +286,30 @@ def _name_the_step_out_of_order(status: list[Any], ended_at: int | None, max_ste
     raise ConsistencyError("steps.status is out of order")  # the checks above are the same
 
 
+def episode_return(rewards: Sequence[float]) -> float:
+    """The sum of an episode's rewards, exact then rounded once (``math.fsum``). Where
+    fsum's own partial sums overflow though the sum does not (``1e308, 1e308, -1e308``)
+    it is taken from the exact sum. ``OverflowError`` when the sum itself is beyond a
+    double, which JSON cannot hold: capture keeps the step that takes it there as an
+    environment error."""
+    try:
+        return math.fsum(rewards)
+    except OverflowError:
+        from fractions import Fraction  # rare: not loaded for every record read
+
+        return float(sum(map(Fraction, rewards), Fraction(0)))  # raises when beyond
+
+
 def _verify_measures(data: dict[str, Any]) -> None:
     rewards = data["steps"]["reward"]
-    expected = {"return": math.fsum(rewards), "steps": len(rewards)}
+    try:
+        total = episode_return(rewards)
+    except OverflowError:  # written by another tool, or forged: capture never records it
+        raise ConsistencyError(
+            "steps.reward sums beyond the largest number a double holds, so no "
+            "measures.return can match them"
+        ) from None
+    expected = {"return": total, "steps": len(rewards)}
     if data["measures"] != expected:
         raise ConsistencyError(
             f"measures {data['measures']} do not match the recorded rewards {expected}"

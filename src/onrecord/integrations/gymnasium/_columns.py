@@ -7,12 +7,10 @@ columns are spliced into the record as bytes rather than built as Python objects
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import orjson
 from gymnasium import spaces
 
 from onrecord._canonical import MAX_NESTING, refuse_deep_bytes, to_portable
@@ -21,6 +19,11 @@ from onrecord.episode._blobs import BLOB_THRESHOLD
 from onrecord.episode._verify import STEP_COLUMNS
 from onrecord.errors import PortabilityError
 from onrecord.integrations.gymnasium._recorder import NOT_EXECUTED, Failure, error_record
+from onrecord.integrations.gymnasium._rewards import (
+    refuse_invalid_rewards,
+    refuse_overflowing_rewards,
+    rewards,
+)
 from onrecord.integrations.gymnasium._spaces import encode_batch, rounds, stacked_box
 
 if TYPE_CHECKING:
@@ -54,17 +57,21 @@ def _encode_steps(recorder: EpisodeRecorder) -> tuple[dict[str, Any], float]:
     # One C-level pass over the states' lengths: a state that short cannot be too deep.
     if max(map(len, raw["state"]), default=0) > 2 * MAX_NESTING and _refuse_deep_states(recorder):
         raw = _split(records) if recorder.failed else _unzip(records)
-    encoded = _rewards(raw["reward"])
+    encoded = rewards(raw["reward"])
     if encoded is None:  # rare: kept as environment errors, and the columns built again
-        _refuse_invalid_rewards(recorder)
+        refuse_invalid_rewards(recorder)
         raw = _split(records)
-        encoded = _rewards(raw["reward"])
-        if encoded is None:  # every reward finite, yet their sum is not
-            raise PortabilityError(
-                "$.measures.return: the rewards sum to a number JSON cannot hold",
-                "$.measures.return",
-            )
-    rewards, total = encoded
+        encoded = rewards(raw["reward"])
+        if encoded is None:  # every reward a double, yet their sum is beyond one
+            refuse_overflowing_rewards(recorder)
+            raw = _split(records)
+            encoded = rewards(raw["reward"])
+            if encoded is None:  # cannot be: each prefix of the rewards kept is a double
+                raise PortabilityError(
+                    "$.measures.return: the rewards sum to a number JSON cannot hold",
+                    "$.measures.return",
+                )
+    reward_column, total = encoded
     transitions = raw["transition_index"]
     columns = {
         "status": raw["status"],
@@ -81,7 +88,7 @@ def _encode_steps(recorder: EpisodeRecorder) -> tuple[dict[str, Any], float]:
             "steps.observation",
             recorder.blobs,
         ),
-        "reward": rewards,
+        "reward": reward_column,
         **_flags(len(transitions), recorder.final_flags),
         "info": _infos(transitions, recorder.infos),
     }
@@ -230,49 +237,14 @@ def _spread(sparse: dict[int, Any], count: int) -> list[Any]:
     return values
 
 
-def _rewards(raw: Sequence[Any]) -> tuple[Any, float] | None:
-    """The reward column and the episode's return, or None when a reward is not a
-    finite real number. A constant reward (CartPole's +1, MountainCar's -1 every step) is
-    written once and repeated: equal to a nonzero float, every reward converts to that
-    float (zero is left out: -0.0 equals it)."""
-    first = raw[0] if raw else None
-    if type(first) is float and first and math.isfinite(first) and raw.count(first) == len(raw):
-        text = orjson.dumps(first)
-        return Spliced(b"[" + (text + b",") * (len(raw) - 1) + text + b"]"), math.fsum(raw)
-    try:
-        total = math.fsum(raw)  # refuses None and strings, which float() would convert
-    except (TypeError, OverflowError):
-        return None
-    if not math.isfinite(total):
-        return None
-    return list(map(float, raw)), total
-
-
-def _refuse_invalid_rewards(recorder: EpisodeRecorder) -> None:
-    """Record each step whose reward is not a finite real number as an environment
-    error: JSON cannot hold it, and dropping the episode would lose everything else."""
-    records = recorder.records
-    last = max((i for i, item in enumerate(records) if not isinstance(item, Failure)), default=-1)
-    for index, item in enumerate(records):
-        if isinstance(item, Failure) or _finite_number(item[3]):
-            continue
-        sent, elapsed, _, reward, state = item
-        problem = PortabilityError(
-            f"the environment returned the reward {reward!r} at attempt {index}, which is "
-            "not a finite real number (JSON has no NaN or Infinity); the step is kept as an "
-            "environment error",
-            f"$.steps.reward[{index}]",
-        )
-        records[index] = Failure("env_error", error_record(problem), elapsed, sent, state)
-        if index == last:  # its end flags went with it
-            recorder.final_flags = (False, False)
-    recorder.failed = True
-
-
 def _refuse_unportable_observations(recorder: EpisodeRecorder) -> bool:
-    """Record each step whose observation holds a NaN, an Infinity or a masked array as
-    an environment error naming the value; False when none does (the error is elsewhere, e.g. a Dict
-    sample off its space's keys, and stays a refusal of the episode)."""
+    """Record each step whose observation the record cannot hold (a NaN, an Infinity,
+    a masked array, a complex number, an int beyond 64 bits, a longdouble a double
+    would round, an object, a string with a lone surrogate) as an environment error
+    naming the value within the observation; False when none is (the error is
+    elsewhere, e.g. a Dict sample off its space's keys, and stays a refusal of the
+    episode). Each observation is encoded on its own: this runs only after the column
+    failed, so the common path pays nothing for it."""
     records, space = recorder.records, recorder.env.observation_space
     last = max((i for i, item in enumerate(records) if not isinstance(item, Failure)), default=-1)
     found = False
@@ -281,23 +253,25 @@ def _refuse_unportable_observations(recorder: EpisodeRecorder) -> bool:
             continue
         sent, elapsed, observation, _, state = item
         sample = _observations([observation], recorder)
-        if not _unportable(sample):
-            continue
         try:
             _samples(space, sample, "observation", {})
-        except PortabilityError as batch_error:
+            continue
+        except PortabilityError:
             # Named within the observation itself ("$.observation[1]"), not within a
-            # batch of one ("$.observation[0, 1]", which reads as a 2-D index).
-            exc = own_problem(sample[0], "$.observation") or batch_error
-            problem = PortabilityError(
-                f"the environment returned an observation at attempt {index} that JSON "
-                f"cannot hold ({exc}); the step is kept as an environment error",
-                f"$.steps.observation[{index}]",
-            )
-            records[index] = Failure("env_error", error_record(problem), elapsed, sent, state)
-            if index == last:  # its end flags went with it
-                recorder.final_flags = (False, False)
-            found = recorder.failed = True
+            # batch of one ("$.observation[0, 1]", which reads as a 2-D index). A sample
+            # that is storable on its own is off its space's layout: not kept here.
+            exc = own_problem(sample[0], "$.observation")
+        if exc is None:
+            continue
+        problem = PortabilityError(
+            f"the environment returned an observation at attempt {index} that JSON "
+            f"cannot hold ({exc}); the step is kept as an environment error",
+            f"$.steps.observation[{index}]",
+        )
+        records[index] = Failure("env_error", error_record(problem), elapsed, sent, state)
+        if index == last:  # its end flags went with it
+            recorder.final_flags = (False, False)
+        found = recorder.failed = True
     return found
 
 
@@ -308,23 +282,3 @@ def own_problem(observation: Any, path: str) -> PortabilityError | None:
     except PortabilityError as exc:
         return exc
     return None
-
-
-def _unportable(value: Any) -> bool:
-    """Whether a native sample holds a NaN, an Infinity or a masked array anywhere."""
-    if isinstance(value, np.ma.MaskedArray):
-        return True
-    if isinstance(value, np.ndarray):
-        return value.dtype.kind in "fc" and not np.isfinite(value).all()
-    if isinstance(value, dict):
-        return any(_unportable(item) for item in value.values())
-    if isinstance(value, list | tuple):
-        return any(_unportable(item) for item in value)
-    return isinstance(value, float | np.floating) and not math.isfinite(value)
-
-
-def _finite_number(value: Any) -> bool:
-    try:
-        return math.isfinite(value)  # a TypeError for None, strings and other objects
-    except TypeError:
-        return False

@@ -209,13 +209,16 @@ def _initial_observation(space: Any, observation: Any, recorder: EpisodeRecorder
 
 
 def _plain_box_sample(observation: Any, box: tuple[Any, Any] | None) -> bool:
-    """A small, finite sample exactly of the declared Box: ``tolist()`` encodes it."""
+    """A small, finite sample exactly of the declared Box: ``tolist()`` encodes it (not
+    a longdouble's: its ``tolist()`` keeps NumPy scalars, which JSON has no form for)."""
     if box is None or type(observation) is not np.ndarray:
         return False
     if (observation.dtype, observation.shape) != box or observation.nbytes >= BLOB_THRESHOLD:
         return False
     kind = observation.dtype.kind
-    return kind in "biu" or (kind == "f" and bool(np.isfinite(observation).all()))
+    return kind in "biu" or (
+        kind == "f" and observation.dtype.itemsize <= 8 and bool(np.isfinite(observation).all())
+    )
 
 
 def _close(env: gym.Env[Any, Any]) -> dict[str, Any]:

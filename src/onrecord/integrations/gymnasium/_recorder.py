@@ -35,7 +35,7 @@ from onrecord.errors import (
     PortabilityError,
     StepLimitReached,
 )
-from onrecord.integrations.gymnasium._spaces import fast_contains, invalid_action_message
+from onrecord.integrations.gymnasium._actions import fast_contains, invalid_action_message
 from onrecord.integrations.gymnasium._step_values import is_flag, result_problem, snapshot
 
 __all__ = ["EpisodeRecorder", "describe", "error_record"]  # the last two re-exported

@@ -13,10 +13,17 @@ import numpy as np
 from gymnasium import spaces
 
 from onrecord._canonical import to_portable
-from onrecord._exceptions import shown_repr, without_addresses
+from onrecord._exceptions import json_text, shown_repr, without_addresses
 from onrecord._portable import key_path, masked_refusal
 from onrecord.episode._blobs import BLOB_THRESHOLD, blob_ref
 from onrecord.errors import PortabilityError
+
+# Re-exported: where the refusal of an action lived before it had its own module.
+from onrecord.integrations.gymnasium._actions import (
+    fast_contains,
+    invalid_action_message,
+    why_not_in,
+)
 
 __all__ = [
     "batch_layout",
@@ -80,7 +87,8 @@ def _description(space: spaces.Space[Any]) -> dict[str, Any]:
     # A space class without its own __repr__ (here or nested in a Dict) prints its memory
     # address, which differs in every process: the same episode would record differently
     # under two executors. The address says nothing about the space, so it is dropped.
-    described = without_addresses(repr(space))
+    # A Text charset may hold a lone surrogate, which UTF-8 JSON cannot: kept escaped.
+    described = json_text(without_addresses(repr(space)))
     return {"repr": described, "type": type(space).__name__, "layout": batch_layout(space)}
 
 
@@ -130,17 +138,26 @@ def stacked_box(values: Sequence[Any], field: str) -> np.ndarray | None:
     different shapes (an environment off its space), a dtype JSON has no numbers for, or
     a sample whose dtype or exact value stacking would change. A masked sample is
     refused, naming it. An array (the recorder's column of matching samples) is taken
-    as it is."""
+    as it is. A longdouble column is kept apart too: written as doubles in one cast (or
+    as a blob whose bytes differ between platforms), its values were rounded silently;
+    one by one, each is stored as the double that holds it exactly, or refused."""
     if isinstance(values, np.ndarray):
-        return values if values.dtype.kind in "biuf" else None
+        return values if _columnar(values.dtype) else None
     refuse_masked(values, field)
     try:
         stacked = np.array(values)  # far cheaper than np.stack for many small arrays
     except ValueError:
         return None
-    if stacked.dtype.kind not in "biuf" or promoted(values, stacked.dtype):
+    if not _columnar(stacked.dtype) or promoted(values, stacked.dtype):
         return None
     return stacked
+
+
+def _columnar(dtype: np.dtype[Any]) -> bool:
+    """Whether a column of ``dtype`` is written exactly by one cast: bools, integers,
+    and floats no wider than a double."""
+    kind = dtype.kind
+    return kind in "biu" or (kind == "f" and dtype.itemsize <= 8)
 
 
 def refuse_masked(values: Sequence[Any], field: str) -> None:
@@ -179,10 +196,22 @@ def promoted(values: Sequence[Any], dtype: np.dtype[Any]) -> bool:
     """Whether stacking changed some sample's dtype: one step off its Box's dtype (an
     int64 array among uint64 ones, a bool array among uint8 ones) made ``np.array``
     promote the whole column, rounding every uint64 or int64 beyond 2**53 to a float
-    and writing bools as 0 and 1, on the steps that matched the space too."""
-    if {getattr(value, "dtype", None) for value in values} == {dtype}:
+    and writing bools as 0 and 1, on the steps that matched the space too. The byte
+    order is no change: ``np.array`` stacks big-endian ``>f4`` samples into a native
+    float32 column of the same values (which went to JSON lists, not a blob)."""
+    dtypes = {getattr(value, "dtype", None) for value in values}
+    if dtypes == {dtype}:
         return False  # the usual column: arrays (or NumPy scalars) of one dtype, at half the cost
-    return any(np.asarray(value).dtype != dtype or rounds(value, dtype) for value in values)
+    native = dtype.newbyteorder("=")
+    if {_native(found) for found in dtypes} == {native}:
+        return False  # arrays of one dtype, in either byte order
+    return any(
+        _native(np.asarray(value).dtype) != native or rounds(value, dtype) for value in values
+    )
+
+
+def _native(dtype: np.dtype[Any] | None) -> np.dtype[Any] | None:
+    return dtype if dtype is None or dtype.isnative else dtype.newbyteorder("=")
 
 
 _EXACT_IN_DOUBLE = 2**53
@@ -266,99 +295,3 @@ def _as_returned(values: list[Any], field: str) -> list[Any]:
         to_portable(value.tolist() if isinstance(value, np.ndarray) else value, f"$.{field}[{i}]")
         for i, value in enumerate(values)
     ]
-
-
-def fast_contains(space: spaces.Space[Any] | None, action: Any) -> bool:
-    """``space.contains`` with a shortcut for plain ints in ``Discrete`` spaces."""
-    if space is None:
-        return True
-    if type(action) is int and type(space) is spaces.Discrete:
-        start = int(space.start)
-        return start <= action < start + int(space.n)
-    try:
-        return bool(space.contains(action)) and _numbers_in_boxes(space, action)
-    except Exception:  # a malformed action can make contains() itself fail
-        return False
-
-
-def _numbers_in_boxes(space: spaces.Space[Any], action: Any) -> bool:
-    """Whether every part of ``action`` in a Box holds finite numbers. ``Box.contains``
-    converts with the Box's dtype, and anything converts to bool: ``object()`` was "in"
-    ``Box(0, 1, (), bool)``; and an unbounded Box contains an infinity. Either was sent
-    to the environment, and the episode then failed to seal (an action JSON cannot
-    hold), losing every step, instead of recording an invalid action. A masked array
-    passes ``contains`` on its data alone, and is refused for the same reason."""
-    if isinstance(action, np.ma.MaskedArray):
-        return False
-    if isinstance(space, spaces.Box):
-        array = np.asarray(action)
-        kind = array.dtype.kind
-        return kind in "biu" or (kind == "f" and bool(np.isfinite(array).all()))
-    if isinstance(space, spaces.Tuple):
-        return all(map(_numbers_in_boxes, space.spaces, action))
-    if isinstance(space, spaces.Dict):
-        return all(_numbers_in_boxes(space[key], action[key]) for key in space.spaces)
-    return True
-
-
-def invalid_action_message(space: spaces.Space[Any] | None, action: Any) -> str:
-    """The refusal of an action outside ``space``: what it was, why, and the fix."""
-    shown = shown_repr(action, 200)  # a refusal is recorded: no addresses in it
-    reason = why_not_in(space, action)
-    return (
-        f"action {shown} is not in the action space {space}"
-        f"{': ' + reason if reason else ''}; it was refused before execution"
-    )
-
-
-def why_not_in(space: spaces.Space[Any] | None, action: Any) -> str:
-    """Why ``fast_contains`` refused ``action``, and the fix, for the refusal message
-    (an empty string when the space gives no more detail than its repr)."""
-    masked = _masked_part(action, "action")
-    if masked:
-        return (
-            f"{masked} is a numpy masked array, whose masked values the environment would "
-            "receive as real ones and JSON cannot record: send array.filled(value)"
-        )
-    if isinstance(space, spaces.Box):
-        return _why_not_in_box(space, action)
-    if isinstance(space, spaces.Discrete):
-        start, n = int(space.start), int(space.n)
-        return f"an action of this space is an int from {start} to {start + n - 1}"
-    return ""
-
-
-def _masked_part(value: Any, path: str) -> str:
-    """The path of the first masked array in an action, or an empty string."""
-    if isinstance(value, np.ma.MaskedArray):
-        return path
-    if isinstance(value, dict):
-        items: Any = ((f"{path}[{key!r}]", item) for key, item in value.items())
-    elif type(value) in (list, tuple):
-        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
-    else:
-        return ""
-    return next((found for where, item in items if (found := _masked_part(item, where))), "")
-
-
-def _why_not_in_box(space: spaces.Box, action: Any) -> str:
-    try:
-        array = np.asarray(action)
-    except Exception:  # a ragged list
-        return "it is not an array of numbers"
-    if array.dtype.kind not in "biuf":
-        return f"it holds {array.dtype} values, not numbers"
-    if array.shape != space.shape:
-        return f"its shape is {array.shape}, the space's is {space.shape}"
-    # Box.contains converts a list with the space's dtype, but takes an array as it is.
-    if isinstance(action, np.ndarray) and not np.can_cast(array.dtype, space.dtype):
-        return (
-            f"its dtype {array.dtype} does not cast safely to the space's {space.dtype}: "
-            f"send action.astype(np.{space.dtype})"
-        )
-    if array.dtype.kind == "f" and not np.isfinite(array).all():
-        return (
-            "it holds a NaN or an infinity, which no bounded Box contains and JSON cannot "
-            "record: clip it to finite values"
-        )
-    return "it lies outside the space's bounds: clip it with np.clip(action, low, high)"
