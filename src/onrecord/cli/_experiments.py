@@ -18,11 +18,13 @@ import orjson
 
 from onrecord._canonical import file_sha256, load_record_bytes
 from onrecord.cli._bundle import Bundle, digested
+from onrecord.dynamics._closed_loop_schema import verify_run_record
 from onrecord.errors import ConsistencyError, DigestMismatch, SchemaError
 
 __all__ = [
     "MANIFEST_SCHEMA",
     "check_in_manifest",
+    "episodes_of",
     "experiment_root",
     "verify_closed_loop",
     "verify_ledger_protocol",
@@ -75,45 +77,12 @@ def check_in_manifest(path: Path, root: Path) -> str:
     return sha
 
 
-_CLOSED_LOOP: dict[str, type | tuple[type, ...]] = {
-    "schema": str,
-    "model_id": str,
-    "env_id": str,
-    "budget": dict,
-    "seed": int,
-    "max_steps": int,
-    "episode": str,
-    "predicted_returns": list,
-    "model_error": (dict, type(None)),
-    "digest": str,
-}
-
-
 def _closed_loop_record(where: str, record: dict[str, Any]) -> None:
-    digested(Path(where), record)
-    if set(record) != set(_CLOSED_LOOP) or not all(
-        isinstance(record[key], kind) and not isinstance(record[key], bool)
-        for key, kind in _CLOSED_LOOP.items()
-    ):
-        raise SchemaError(
-            f"{where}: a closed-loop record has exactly the fields "
-            f"{', '.join(_CLOSED_LOOP)} ({', '.join(sorted(record))} given, or of another kind)"
-        )
-    returns, error = record["predicted_returns"], record["model_error"]
-    if len(returns) > record["max_steps"] or not all(
-        type(value) in (int, float) for value in returns
-    ):
-        raise SchemaError(f"{where}: 'predicted_returns' must be at most max_steps numbers")
-    if error is not None and not (
-        set(error) == {"step", "type", "message"}
-        and type(error["step"]) is int
-        and isinstance(error["type"], str)
-        and isinstance(error["message"], str)
-    ):
-        raise SchemaError(f"{where}: 'model_error' must be null or {{step, type, message}}")
+    digested(Path(where), record)  # first: "changed after saving", not the field it broke
+    verify_run_record(record, where)  # what load_runs checks, field by field
 
 
-def _episodes_of(path: Path) -> Path | None:
+def episodes_of(path: Path) -> Path | None:
     """Where the closed-loop episodes of ``path`` are: ``NAME.episodes.jsonl`` beside it,
     or a worldmodel run's ``data/closed_loop/NAME.episodes.jsonl``."""
     stem = path.name.removesuffix(".jsonl").removesuffix(".json")
@@ -126,10 +95,15 @@ def _episodes_of(path: Path) -> Path | None:
     return None
 
 
-def verify_closed_loop(path: Path, records: list[tuple[str, dict[str, Any]]]) -> Bundle:
+def verify_closed_loop(
+    path: Path,
+    records: list[tuple[str, dict[str, Any]]],
+    episodes: dict[str, Any] | None = None,
+) -> Bundle:
     """Closed-loop decision records (``save_runs``): each one's digest and fields, and,
     when their episodes are found, that each references one of them by digest, run with
-    its seed."""
+    its seed. ``episodes`` are those episodes already verified (digest -> episode), when
+    the caller has read them."""
     from onrecord.dynamics import load_runs
     from onrecord.dynamics.experiment._store import load_episodes
 
@@ -138,7 +112,7 @@ def verify_closed_loop(path: Path, records: list[tuple[str, dict[str, Any]]]) ->
     models = sorted({record["model_id"] for _, record in records})
     runs = "1 run" if len(records) == 1 else f"{len(records)} runs"
     summary = f"{runs} of {', '.join(models)}"
-    source = _episodes_of(path)
+    source = episodes_of(path)
     if source is None:
         summary += "; their episodes not found beside them, so not checked"
         return Bundle(
@@ -147,14 +121,9 @@ def verify_closed_loop(path: Path, records: list[tuple[str, dict[str, Any]]]) ->
             summary,
             record=tuple(record for _, record in records),
         )
-    episodes = {episode.digest: episode for episode in load_episodes(source)}
-    loaded = load_runs(path, episodes)
-    for (where, _), run in zip(records, loaded, strict=True):
-        if run.episode.environment["seed"] != run.record["seed"]:
-            raise ConsistencyError(
-                f"{where} (seed {run.record['seed']}) references an episode run with "
-                f"seed {run.episode.environment['seed']}"
-            )
+    if episodes is None:
+        episodes = {episode.digest: episode for episode in load_episodes(source)}
+    loaded = load_runs(path, episodes)  # each references its episode, run with its seed
     summary += f"; each references its episode in {source.name}"
     return Bundle(
         "closed-loop records",
@@ -223,9 +192,8 @@ def _same_decision(path: Path, decision_file: Path, decision: Any) -> None:
 def verify_worldmodel_protocol(path: Path, data: dict[str, Any], sha: str) -> Bundle:
     """The world-model experiment's protocol (pinned by its run's manifest, no digest of
     its own): every field this version writes, of the kind it writes."""
-    from onrecord.dynamics.experiment import build_protocol
-    from onrecord.dynamics.experiment._analyze import _check_protocol
+    from onrecord.dynamics.experiment._analyze import check_saved_protocol
 
-    _check_protocol(data, build_protocol(smoke=bool(data.get("smoke"))), str(path))
+    check_saved_protocol(data, path, str(path))  # as `analyze --replay` checks it
     summary = f"horizons {data['horizons']}, {len(data['models'])} models"
     return Bundle("world-model protocol", sha, summary)

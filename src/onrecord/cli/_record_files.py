@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from onrecord.cli._decisions import (
 from onrecord.cli._experiments import (
     MANIFEST_SCHEMA,
     check_in_manifest,
+    episodes_of,
     experiment_root,
     verify_closed_loop,
     verify_ledger_protocol,
@@ -40,7 +42,7 @@ from onrecord.errors import DigestMismatch, SchemaError
 from onrecord.policy import POLICY_SCHEMA, AcceptancePolicy
 from onrecord.report import REPORT_SCHEMA, EvaluationReport
 
-__all__ = ["KINDS", "verify_file"]
+__all__ = ["KINDS", "Listed", "verify_file"]
 
 RUN, RUN_DECISION = "onrecord.run/v1", "onrecord.run.decision/v1"
 REGRADE, TOOL_EPISODE = "onrecord.run.regrade/v1", "onrecord.envkit.episode/v1"
@@ -73,12 +75,31 @@ KINDS = (
 )
 
 
-def verify_file(path: Path) -> Any:
+@dataclass
+class Listed:
+    """How ``onrecord verify DIR`` verifies each file of an experiment output directory
+    whose manifest it has just verified: as ``verify FILE`` would, without checking the
+    file against the manifest again, nor verifying the directory again from inside it."""
+
+    root: Path
+    """The directory whose (sealed) manifest lists the file."""
+    files: dict[str, str]
+    """Every file the manifest lists → its sha256, each already checked."""
+    episodes: dict[Path, dict[str, Any]] = field(default_factory=dict)
+    """The episodes of each JSON Lines file verified so far (digest → episode): the
+    closed-loop records referencing them are checked against them, not read again."""
+
+
+def verify_file(path: Path, listed: Listed | None = None) -> Any:
     """Verify the file ``path``: a record, JSON Lines of records, or a file of a directory
-    that pins it. Errors name the file (and line) and what failed."""
+    that pins it. Errors name the file (and line) and what failed. ``listed``: the file
+    is one of a directory being verified (``Listed``)."""
     from onrecord.cli._records import run_decision_file
 
     if _HEX64.fullmatch(path.name) and path.parent.name.endswith(".blobs"):
+        evidence = path.parent.with_name(path.parent.name.removesuffix(".blobs"))
+        if listed is not None and _name(evidence, listed.root) in listed.files:
+            return None  # its bytes hash to its name: checked with the evidence it is of
         return named(path, lambda: _blob(path))
     if _HEX64.fullmatch(path.name) and (path.parent.parent / "run.json").is_file():
         return named(path, lambda: _side_file(path))
@@ -91,6 +112,8 @@ def verify_file(path: Path) -> Any:
         if schema in _INDEX or (
             schema in _TOOL_PARTS and (path.parent / "manifest.json").is_file()
         ):
+            if listed is not None and path.parent.absolute() == listed.root.absolute():
+                return None  # the very directory being verified
             return _owner(path)  # a directory's file: verify the whole directory
         if schema == RUN_DECISION:
             return named(path, lambda: run_decision_file(path, load_record_bytes(raw, str(path))))
@@ -99,19 +122,33 @@ def verify_file(path: Path) -> Any:
         if schema in _RECORDS:
             record = load_record_bytes(raw, str(path))  # byte for byte canonical
             verified = named(path, partial(_RECORDS[schema], path, record))
-            root = experiment_root(path)
-            if root is not None:
-                named(path, partial(check_in_manifest, path, root))
+            _pinned(path, listed)
             return verified
     elif data is None and _RECORD_MARK in raw:  # JSON Lines of records, or a damaged one
         if b"\n" not in raw.rstrip(b"\n"):
             load_record_bytes(raw, str(path))  # says it is not valid JSON any more
-        verified = _lines(path, raw)
-        root = experiment_root(path)
-        if root is not None:
-            named(path, partial(check_in_manifest, path, root))
+        verified = _lines(path, raw, listed)
+        _pinned(path, listed)
         return verified
-    return _other(path, raw, data)
+    return _other(path, raw, data, listed)
+
+
+def _pinned(path: Path, listed: Listed | None) -> None:
+    """A file inside an experiment output directory must match its manifest entry (a
+    directory being verified has checked every entry already)."""
+    if listed is not None:
+        return
+    root = experiment_root(path)
+    if root is not None:
+        named(path, partial(check_in_manifest, path, root))
+
+
+def _name(path: Path, root: Path) -> str:
+    """``path`` relative to ``root``, as a manifest names it ("" when outside it)."""
+    try:
+        return path.absolute().relative_to(root.absolute()).as_posix()
+    except ValueError:
+        return ""
 
 
 def _forecast(data: dict[str, Any]) -> Any:
@@ -181,7 +218,7 @@ def _side_file(path: Path) -> Bundle:
     return Bundle("run side file", path.name, f"of {path.parent.parent.name} ({run.summary})")
 
 
-def _lines(path: Path, raw: bytes) -> Bundle:
+def _lines(path: Path, raw: bytes, listed: Listed | None = None) -> Bundle:
     from onrecord.dynamics.experiment._store import verified_episodes
 
     items: list[Any] = []  # in line order; an episode's place kept until it is verified
@@ -207,12 +244,17 @@ def _lines(path: Path, raw: bytes) -> Bundle:
         else:
             items.append(named(Path(where), partial(_forecast, data)))
     if episodes:  # with the blobs of their large arrays, from the file's .blobs/ folder
-        verified = iter(named(path, partial(verified_episodes, path, episodes)))
+        loaded = named(path, partial(verified_episodes, path, episodes))
+        if listed is not None:
+            listed.episodes[path.absolute()] = {episode.digest: episode for episode in loaded}
+        verified = iter(loaded)
         items = [next(verified) if item is None else item for item in items]
     if loops and items:
         raise SchemaError(f"{path} mixes closed-loop records with other records")
     if loops:
-        return named(path, lambda: verify_closed_loop(path, loops))
+        source = episodes_of(path) if listed is not None else None
+        known = None if listed is None or source is None else listed.episodes.get(source.absolute())
+        return named(path, lambda: verify_closed_loop(path, loops, known))
     kinds = sorted({type(item).__name__ for item in items})
     return Bundle(
         f"{'/'.join(kinds)} lines", items[0].digest, f"{len(items)} records", tuple(items)
@@ -225,7 +267,7 @@ def _owner(path: Path) -> Any:
     return directory(path.parent)
 
 
-def _other(path: Path, raw: bytes, data: Any) -> Any:
+def _other(path: Path, raw: bytes, data: Any, listed: Listed | None = None) -> Any:
     """A file without a known schema: verified through the directory that pins it, or
     refused saying what it is."""
     from onrecord.cli._records import directory
@@ -240,6 +282,11 @@ def _other(path: Path, raw: bytes, data: Any) -> Any:
     )
     if isinstance(manifest, dict) and manifest.get("schema") == TOOL_EPISODE:
         return directory(parent)  # a tool-world episode's log or database
+    if listed is not None:  # pinned by the manifest of the directory being verified
+        sha = listed.files[_name(path, listed.root)]
+        if isinstance(data, dict) and data.get("schema") == "onrecord.worldmodel-protocol/v1":
+            return named(path, partial(verify_worldmodel_protocol, path, data, sha))
+        return None
     root = experiment_root(path)
     if root is not None:
         sha = named(path, partial(check_in_manifest, path, root))

@@ -22,7 +22,7 @@ from onrecord.cli._decisions import check_decision_body
 from onrecord.cli._experiments import check_in_manifest, experiment_root
 from onrecord.cli._partial import partial_summary
 from onrecord.cli._progress import CountProgress
-from onrecord.cli._record_files import KINDS, verify_file
+from onrecord.cli._record_files import KINDS, Listed, verify_file
 from onrecord.cli._run_episode import path_word
 from onrecord.episode._verify_files import check_entry, read_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
@@ -332,6 +332,13 @@ def _manifest_directory(path: Path) -> Bundle:
         verified = verify_manifest(path)
         if not verified.sealed:  # every file matches, but the manifest could be rewritten
             raise SchemaError(unsealed_message(path / "manifest.json"))
+        # Each file then as `verify FILE` verifies it: matching hashes only show that no
+        # file changed since the manifest was written, and a record edited and re-sealed
+        # with its manifest entry passed while `verify FILE` refused it. The episodes
+        # first, so the closed-loop records are checked against them as verified.
+        listed = Listed(path, verified.files)
+        for name in sorted(verified.files, key=lambda n: (not n.endswith(".episodes.jsonl"), n)):
+            verify_file(path / name, listed)
         return Bundle("world-model output", verified.digest, f"{len(verified.files)} files")
     if schema == _MANIFEST and "sha256" in manifest:  # a ledger experiment
         from onrecord.domains.ledger import analyze_ledger_dir

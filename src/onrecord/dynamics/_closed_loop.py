@@ -25,6 +25,7 @@ from onrecord._canonical import (
 )
 from onrecord._user_errors import raised_record
 from onrecord.case import EvalCase
+from onrecord.dynamics._closed_loop_schema import verify_run_record
 from onrecord.dynamics._evidence_schema import CLOSED_LOOP_SCHEMA
 from onrecord.episode._verify_files import read_regular
 from onrecord.errors import ConsistencyError, DigestMismatch, InputError, SchemaError
@@ -162,7 +163,10 @@ def load_runs(
 ) -> list[ClosedLoopRun]:
     """Read and verify decision records and attach their episodes by digest: from
     ``episodes`` (digest -> ``EpisodeEvidence``) or, when None, from the
-    ``NAME.episodes.jsonl`` that ``save_runs(..., episodes=True)`` wrote beside them."""
+    ``NAME.episodes.jsonl`` that ``save_runs(..., episodes=True)`` wrote beside them.
+
+    Every field of every line is checked (``SchemaError`` naming the line and the field),
+    and each run's episode must be the one run with its seed (``ConsistencyError``)."""
     if episodes is None:
         beside = episodes_beside(Path(path))
         # ``exists``, not ``is_file``: a FIFO there is refused by name when read, rather
@@ -186,11 +190,26 @@ def load_runs(
             raise SchemaError(f"{path}:{number} is not a closed-loop record")
         if record.get("digest") != content_digest(record):
             raise DigestMismatch(f"{path}:{number} does not match its digest")
+        # Field by field: a re-sealed line without its episode (or with a dict among its
+        # returns) was a KeyError here, or a TypeError in closed_loop_summary.
+        where = f"{path}: line {number}"
+        verify_run_record(record, where)
         episode = episodes.get(record["episode"])
         if episode is None:
             raise ConsistencyError(
                 f"{path}:{number} references episode "
                 f"{record['episode'][:12]}, which is not in the run"
             )
+        _check_seed(record, episode, where)
         runs.append(ClosedLoopRun(record, episode))
     return runs
+
+
+def _check_seed(record: dict[str, Any], episode: Any, where: str) -> None:
+    """The run's seed is its episode's: the summaries pair the models' runs by it."""
+    environment = getattr(episode, "environment", None)
+    seed = environment.get("seed") if isinstance(environment, Mapping) else None
+    if seed is not None and seed != record["seed"]:
+        raise ConsistencyError(
+            f"{where} (seed {record['seed']}) references an episode run with seed {seed}"
+        )

@@ -25,9 +25,17 @@ def _rewards(run: ClosedLoopRun) -> np.ndarray:
 
 def prediction_gap(run: ClosedLoopRun) -> float | None:
     """Mean of (predicted − realized) return over the planning horizon, over decisions
-    whose realized horizon is known (not cut off by the step cap)."""
+    whose realized horizon is known (not cut off by the step cap). ``InputError`` when
+    the run's planner recorded no horizon (``budget["length"]``)."""
     rewards = _rewards(run)
-    length = int(run.record["budget"]["length"])
+    length = run.record["budget"].get("length")
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        # A planner of your own may record no horizon: there is no window to compare.
+        raise InputError(
+            f"prediction_gap needs the planning horizon, the planner's budget 'length' "
+            f"(a positive whole number), got {length!r:.40}; record it in your planner's "
+            "budget"
+        )
     terminated = run.episode.ended == "terminated"
     gaps = []
     for step, predicted in enumerate(run.record["predicted_returns"][: len(rewards)]):

@@ -152,7 +152,7 @@ class ForecastEvidence:
         """Raise ``ConsistencyError`` unless ``episode`` is the reference this forecast was
         scored against (same digest, same observed states). ``state_key`` is the one the
         forecast was captured with."""
-        from onrecord.dynamics._capture import prepared
+        from onrecord.dynamics._capture import episode_reference, prepared
         from onrecord.dynamics._gaps import unobserved_steps
         from onrecord.episode import EpisodeEvidence
 
@@ -165,6 +165,21 @@ class ForecastEvidence:
             raise ConsistencyError(
                 f"forecast {self._digest[:12]} references episode "
                 f"{self.episode_digest[:12]}, not {episode.digest[:12]}"
+            )
+        # Its case identity and settings too: a report pairs the forecast's trial by
+        # them, and a record naming another case (re-sealed) verified on its own.
+        named = episode_reference(episode)
+        for key, value in self._data["episode"].items():
+            if named[key] != value:
+                raise ConsistencyError(
+                    f"forecast {self._digest[:12]} says its reference's {key} is "
+                    f"{value!r:.80}, but episode {episode.digest[:12]} has {named[key]!r:.80}"
+                )
+        if self._data["reference"]["ended"] != episode.ended:
+            raise ConsistencyError(
+                f"forecast {self._digest[:12]} says its reference ended "
+                f"{self._data['reference']['ended']!r}, but episode {episode.digest[:12]} "
+                f"ended {episode.ended!r}"
             )
         # The same extraction capture used: vectors of the wrong length were kept out,
         # and the reasons it recorded for them (if it did) are the episode's.

@@ -9,9 +9,13 @@ the metrics.
 
 from __future__ import annotations
 
+import re
+from itertools import chain
 from typing import Any
 
-from onrecord.errors import ConsistencyError, SchemaError
+from onrecord.case import EvalCase
+from onrecord.episode._coverage import ENDINGS
+from onrecord.errors import ConsistencyError, InputError, SchemaError
 
 __all__ = ["CLOSED_LOOP_SCHEMA", "FORECAST_SCHEMA", "verify_shape"]
 
@@ -38,6 +42,9 @@ _KEYS = {
     "digest",
 }
 _EPISODE_KEYS = {"digest", "case", "environment_id", "observer_id", "seed"}
+_LIST, _NUMBERS = frozenset({list}), frozenset({int, float})
+_HEX64 = re.compile("[0-9a-f]{64}")
+_RESTORE = "restore the record capture_forecast wrote, or capture it again"
 
 
 def _fail(message: str) -> SchemaError:
@@ -71,6 +78,12 @@ def verify_shape(data: dict[str, Any]) -> None:
     reference = data["reference"]
     if not isinstance(reference, dict) or set(reference) - {"unobserved"} != {"states", "ended"}:
         raise _fail("reference must be {states, ended} with an optional unobserved")
+    if not isinstance(reference["ended"], str) or reference["ended"] not in ENDINGS:
+        # A list here was a TypeError ("unhashable type") when the forecast was sealed.
+        raise _fail(
+            f"reference.ended is {reference['ended']!r:.60}, not how an episode ends (one "
+            f"of {', '.join(ENDINGS)}); {_RESTORE}"
+        )
     _verify_vectors(reference["states"], dim, "reference.states", allow_none=True)
     if "unobserved" in reference:
         _verify_unobserved(reference["unobserved"], reference["states"])
@@ -91,6 +104,40 @@ def _verify_episode(episode: Any) -> None:
         or not isinstance(episode["case"], dict)
     ):
         raise _fail(f"episode must be {{{', '.join(sorted(_EPISODE_KEYS))}}} naming its digest")
+    _verify_case_identity(episode["case"])
+
+
+_IDENTITY = ("case_id", "source_id", "content_digest")
+
+
+def _verify_case_identity(case: dict[str, Any]) -> None:
+    """The reference's case identity (``EvalCase.identity``), which reports pair trials
+    by: its names by the rules episode evidence checks its case with (``EvalCase``), and
+    the content digest it cannot recompute here (the content is in the episode) as a
+    sha256. A forecast without ``case_id`` verified, and its report raised a KeyError."""
+    missing = [key for key in _IDENTITY if key not in case]
+    unknown = sorted(set(case) - set(_IDENTITY))
+    if missing or unknown:
+        problem = f"lacks {missing[0]!r}" if missing else f"has {unknown[0]!r}"
+        raise _fail(
+            f"episode.case {problem}: it is the case identity {{{', '.join(_IDENTITY)}}} "
+            f"(source_id may be null); {_RESTORE}"
+        )
+    # Episode evidence checks its case by rebuilding it (``EvalCase.from_dict``, in
+    # ``episode._verify``); a forecast holds no case content to rebuild, so its names
+    # get the checks that rebuilding makes of them.
+    try:
+        EvalCase(None, case_id=case["case_id"], source_id=case["source_id"])
+    except InputError as exc:
+        raise _fail(f"episode.case does not verify: {exc}; {_RESTORE}") from exc
+    if case["case_id"] is None:
+        raise _fail(f"episode.case.case_id is null: every case identity names it; {_RESTORE}")
+    digest = case["content_digest"]
+    if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
+        raise _fail(
+            f"episode.case.content_digest is {digest!r:.60}, not a sha256 (64 hex "
+            f"digits); {_RESTORE}"
+        )
 
 
 def _verify_coordinates(coordinates: Any) -> int:
@@ -194,7 +241,16 @@ def _verify_vectors(
 ) -> None:
     if not isinstance(rows, list) or (length is not None and len(rows) != length):
         raise _fail(f"{field} must be a list of {length or 'some'} vectors")
-    for row in rows:
+    present = [row for row in rows if row is not None] if allow_none else rows
+    # The common case in C (a record holds thousands of numbers): lists of ``dim`` plain
+    # ints and floats, as read from JSON (never a bool, whose type is not int).
+    if (
+        set(map(type, present)) <= _LIST
+        and set(map(len, present)) <= {dim}
+        and set(map(type, chain.from_iterable(present))) <= _NUMBERS
+    ):
+        return
+    for row in rows:  # name the row at fault
         if row is None and allow_none:
             continue
         if (

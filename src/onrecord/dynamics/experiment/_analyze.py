@@ -23,7 +23,7 @@ from onrecord.dynamics.experiment._tables import Evidence, Pair, compute_tables,
 from onrecord.dynamics.experiment._user_models import slug, user_slugs
 from onrecord.errors import ConsistencyError, InputError, SchemaError
 
-__all__ = ["REPLAY_STEPS", "load_evidence", "replay"]
+__all__ = ["REPLAY_STEPS", "check_saved_protocol", "load_evidence", "replay"]
 
 Step = Callable[[str], None]
 """Called with a label after each step of a replay (``onrecord worldmodel analyze``
@@ -94,6 +94,20 @@ def _check_bootstrap(path: Path, settings: dict[str, Any]) -> None:
             )
 
 
+def check_saved_protocol(protocol: Any, path: Path, where: str) -> None:
+    """Raise ``SchemaError`` unless ``protocol`` (read from ``path``, named ``where`` in
+    messages) is one a run of this or an earlier version wrote: every field of the kind
+    it writes, a known analysis version, bootstrap settings a run writes. ``replay`` and
+    ``onrecord verify`` check it alike (verify refused a run written before analysis v2,
+    which replays)."""
+    expected = build_protocol(smoke=isinstance(protocol, dict) and protocol.get("smoke") is True)
+    if isinstance(protocol, dict) and "analysis" not in protocol:
+        del expected["analysis"]  # written before analysis v2: replayed the v1 way
+    _check_protocol(protocol, expected, where)
+    analysis_of(protocol)  # an unknown analysis version is refused before any work
+    _check_bootstrap(path, protocol["bootstrap"])
+
+
 def replay(
     root: str | os.PathLike[str], *, step: Step | None = None, progress: bool = False
 ) -> dict[str, Any]:
@@ -112,12 +126,7 @@ def _replay(root: Path, tick: Step) -> dict[str, Any]:
     manifest = verify_manifest(root)
     tick("manifest and hashes")
     protocol = read_json(root / "protocol.json")
-    expected = build_protocol(smoke=protocol.get("smoke") is True)
-    if isinstance(protocol, dict) and "analysis" not in protocol:
-        del expected["analysis"]  # written before analysis v2: replayed the v1 way
-    _check_protocol(protocol, expected)
-    analysis_of(protocol)  # an unknown analysis version is refused before any work
-    _check_bootstrap(root / "protocol.json", protocol["bootstrap"])
+    check_saved_protocol(protocol, root / "protocol.json", "protocol.json")
     tick("protocol")
     evidence = load_evidence(root, protocol, step=tick)
     try:
