@@ -33,7 +33,13 @@ from onrecord._canonical import (
     load_record_bytes,
 )
 from onrecord._exceptions import naming_file
-from onrecord.episode._blobs import find_blob_dir, load_blobs_of, prune_blobs, save_blobs
+from onrecord.episode._blobs import (
+    find_blob_dir,
+    load_blobs_of,
+    prune_blobs,
+    read_while_saved,
+    save_blobs,
+)
 from onrecord.episode._verify_files import _kind, check_entry, read_regular, regular_sha256
 from onrecord.errors import DigestMismatch, EvidenceError, SchemaError
 
@@ -105,7 +111,13 @@ def load_episodes(path: Path) -> list[Any]:
     """Read and verify every episode of a JSON Lines file, with the blobs its episodes
     reference from ``<path>.blobs/``; an error names the line. ``path`` may be a link
     (commands read files the user names this way); a FIFO or device is refused rather
-    than waited on. In an output directory ``verify_manifest`` has refused links first."""
+    than waited on. In an output directory ``verify_manifest`` has refused links first.
+    A save to ``path`` by another process meanwhile is read whole, old or new
+    (``read_while_saved``), as ``EpisodeEvidence.load`` reads one record."""
+    return read_while_saved(path, lambda: _load_episodes_once(path))
+
+
+def _load_episodes_once(path: Path) -> list[Any]:
     numbered = [
         (f"{path}:{number}", load_record_bytes(line, f"{path}:{number}"))
         for number, line in enumerate(read_regular(path, follow=True).splitlines(), start=1)
