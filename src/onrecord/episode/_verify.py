@@ -45,6 +45,10 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "interact": (dict, type(None)),
     "final_observer_error": (str, type(None)),
 }
+_TOP_LEVEL = frozenset({"schema", "digest", "final_state", *_FIELDS})
+"""Every top-level field capture writes, the same since the first ``onrecord.episode/v1``
+record: another one was added by hand or by another tool, and is refused."""
+_MISSING = object()
 _SUBFIELDS = {
     "environment": (
         "environment_id",
@@ -70,18 +74,35 @@ def verify_episode_shape(data: dict[str, Any]) -> None:
     if "final_state" not in data:
         raise SchemaError("field 'final_state' is missing (null when it could not be read)")
     for name, kind in _FIELDS.items():
-        if not isinstance(data.get(name), kind):
+        # A missing field is not a null one: ``interact`` and ``final_observer_error``
+        # may be null, and read as ``data.get`` a missing one passed here and raised
+        # KeyError in the checks below.
+        if not isinstance(data.get(name, _MISSING), kind):
             raise SchemaError(f"field {name!r} is missing or not a {_kind_name(kind)}")
+    _refuse_unknown(data.keys() - _TOP_LEVEL, "the record")
     for name, keys in _SUBFIELDS.items():
         missing = [key for key in keys if key not in data[name]]
         if missing:
             raise SchemaError(f"field {name!r} lacks {', '.join(map(repr, missing))}")
+        if len(data[name]) != len(keys):  # every key is there, so one more is unknown
+            _refuse_unknown(data[name].keys() - set(keys), f"field {name!r}")
     _verify_case(data["case"])
     _verify_settings(data["environment"])
     _verify_step_values(data["steps"])
     _verify_steps(data["steps"], data["environment"])
     _verify_measures(data)
     verify_parts(data)
+
+
+def _refuse_unknown(unknown: set[str], where: str) -> None:
+    """Capture writes each part with these fields only, so another one was added by
+    hand or by another tool: refused, as reports refuse theirs, rather than carried
+    along unread under the digest."""
+    if unknown:
+        raise SchemaError(
+            f"{where} has unknown field(s) {sorted(unknown)}: onrecord writes no such "
+            "field; it was edited or written by another tool (restore the saved file)"
+        )
 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
@@ -157,6 +178,8 @@ def _verify_steps(steps: dict[str, Any], environment: dict[str, Any]) -> None:
         )
     if steps["transition_index"] != succeeded:
         raise ConsistencyError("steps.transition_index must list exactly the successful attempts")
+    for name in ("action_index", "transition_index"):
+        _refuse_non_int(steps[name], name)
     for name in _PER_TRANSITION:
         _same_length(steps, name, len(succeeded), "successful steps")
     for name, count, unit in (
@@ -174,6 +197,19 @@ def _verify_steps(steps: dict[str, Any], environment: dict[str, Any]) -> None:
         _verify_lifecycle(steps, environment["max_steps"])
     else:
         _verify_order(steps, environment["max_steps"])
+
+
+def _refuse_non_int(column: list[Any], name: str) -> None:
+    """The comparisons above are Python's, where ``0.0 == 0`` and ``True == 1``: a float
+    or a bool there verified, then ``transitions()`` and ``onrecord show`` indexed with
+    it and raised TypeError. One C pass over the types in the common case."""
+    types = list(map(type, column))
+    if types.count(int) != len(types):
+        position = next(i for i, kind in enumerate(types) if kind is not int)
+        raise SchemaError(
+            f"steps.{name}[{position}] is {column[position]!r:.40}, not an integer: "
+            f"steps.{name} holds attempt numbers such as [0, 1, 2]"
+        )
 
 
 def _batch_holds(batch: Any, layout: Any, count: int) -> bool:

@@ -15,6 +15,7 @@ from onrecord.errors import InputError, SchemaError
 from onrecord.policy import AcceptancePolicy
 from onrecord.runner._envref import EnvironmentRef
 from onrecord.runner._job import EpisodeJob, RunContext
+from onrecord.runner._protocol_fields import checked_protocol, protocol_field
 
 __all__ = ["MAX_EPISODES", "MAX_SEED", "RunProtocol", "differences_in", "settings_differ"]
 
@@ -201,23 +202,24 @@ class RunProtocol:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunProtocol:
-        """Inverse of ``to_dict``; every task's content digest is re-checked."""
+        """Inverse of ``to_dict``; every field's type and every task's content digest
+        are re-checked (SchemaError naming the field, ``protocol.check_versions``)."""
+        data = checked_protocol(data)
         try:
-            tasks = tuple(EvalCase.from_dict(task).to_dict() for task in data["tasks"])
             return cls(
                 EnvironmentRef.from_dict(data["environment"]),
                 data["agent"],
                 tuple(data["checks"]),
                 dict(data["check_versions"]),
-                tasks,
+                tuple(data["tasks"]),
                 data["repeats"],
                 tuple(data["seeds"]),
                 data["max_steps"],
                 data.get("options"),
                 dict(data["policy"]),
             )
-        except (KeyError, TypeError) as exc:
-            raise SchemaError(f"the run protocol is malformed: missing or wrong {exc}") from exc
+        except InputError as exc:  # a value __post_init__ refuses (repeats: 0)
+            raise SchemaError(protocol_field(str(exc))) from exc
 
     def differences(self, other: RunProtocol) -> list[str]:
         """Fields in which ``other`` differs from this protocol."""

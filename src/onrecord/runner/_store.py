@@ -51,6 +51,7 @@ from onrecord.runner._job import JobResult
 from onrecord.runner._leftovers import remove_leftovers
 from onrecord.runner._lock import LOCK_NAME, lock_directory, unlock
 from onrecord.runner._protocol import RunProtocol
+from onrecord.runner._protocol_fields import check_manifest
 from onrecord.runner._provider import SavedEpisode
 from onrecord.runner._repair import (
     DECISION_SCHEMA,
@@ -183,7 +184,14 @@ class RunStore:
                 f"{manifest_path} does not match its digest: the run's "
                 "protocol was edited after the run started"
             )
-        return cls(target, manifest)
+        try:  # digest-consistent, yet re-sealed after an edit: each field is checked
+            check_manifest(manifest)
+            return cls(target, manifest)
+        except SchemaError as exc:
+            raise SchemaError(
+                f"{manifest_path}: {exc}; it was edited and its digest made again (or "
+                "written by another tool): restore the run.json the run wrote"
+            ) from exc
 
     @property
     def run_id(self) -> str:
