@@ -28,7 +28,14 @@ import tempfile
 import weakref
 from pathlib import Path
 
-__all__ = ["KINDS", "MARKER", "ScratchDirectory", "open_marker", "remove_abandoned_scratch"]
+__all__ = [
+    "KINDS",
+    "MARKER",
+    "ScratchDirectory",
+    "open_marker",
+    "remove_abandoned_scratch",
+    "same_file",
+]
 
 KINDS = ("world", "toolworld", "ledger", "timeouts", "remittance")
 """What the directories are for; each is named ``onrecord-KIND-XXXXXXXX``."""
@@ -128,7 +135,7 @@ def _sweep(entry: os.DirEntry[str]) -> bool:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:  # held: its owner is alive (or another sweep is removing it)
             return False
-        if not _same(fd, marker):  # removed by another sweep before we locked it
+        if not same_file(fd, marker):  # removed by another sweep before we locked it
             return False
         shutil.rmtree(entry.path, ignore_errors=True)
         return not os.path.lexists(entry.path)
@@ -153,7 +160,9 @@ def open_marker(directory: str) -> int | None:
     return fd
 
 
-def _same(fd: int, path: str) -> bool:
+def same_file(fd: int, path: str | os.PathLike[str]) -> bool:
+    """Whether the open ``fd`` is still the file named ``path`` (not removed or
+    replaced since it was opened)."""
     try:
         named = os.stat(path, follow_symlinks=False)
     except OSError:

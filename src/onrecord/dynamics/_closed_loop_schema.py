@@ -10,9 +10,9 @@ reads these records too.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from onrecord._record_fields import is_digest
 from onrecord.errors import SchemaError
 
 __all__ = ["CLOSED_LOOP_FIELDS", "verify_run_record"]
@@ -31,7 +31,6 @@ CLOSED_LOOP_FIELDS: dict[str, tuple[type, ...]] = {
 }
 """Every field of a record ``run_closed_loop`` makes, and the JSON kinds it may hold."""
 
-_HEX64 = re.compile("[0-9a-f]{64}")
 _FIX = "restore the line save_runs wrote, or re-run"
 _KINDS = {str: "a string", int: "a whole number", dict: "an object", list: "a list"}
 
@@ -84,7 +83,7 @@ def verify_run_record(record: dict[str, Any], where: str) -> None:
         raise SchemaError(
             f"{where}: field 'max_steps' is {record['max_steps']}, not a positive step cap: {_FIX}"
         )
-    if not _HEX64.fullmatch(record["episode"]):
+    if not is_digest(record["episode"]):
         raise SchemaError(
             f"{where}: field 'episode' is {record['episode']!r:.40}, not an episode digest "
             f"(64 hex digits): {_FIX}"

@@ -9,10 +9,10 @@ the metrics.
 
 from __future__ import annotations
 
-import re
 from itertools import chain
 from typing import Any
 
+from onrecord._record_fields import is_digest
 from onrecord.case import EvalCase
 from onrecord.episode._coverage import ENDINGS
 from onrecord.errors import ConsistencyError, InputError, SchemaError
@@ -43,7 +43,6 @@ _KEYS = {
 }
 _EPISODE_KEYS = {"digest", "case", "environment_id", "observer_id", "seed"}
 _LIST, _NUMBERS = frozenset({list}), frozenset({int, float})
-_HEX64 = re.compile("[0-9a-f]{64}")
 _RESTORE = "restore the record capture_forecast wrote, or capture it again"
 
 
@@ -133,7 +132,7 @@ def _verify_case_identity(case: dict[str, Any]) -> None:
     if case["case_id"] is None:
         raise _fail(f"episode.case.case_id is null: every case identity names it; {_RESTORE}")
     digest = case["content_digest"]
-    if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
+    if not is_digest(digest):
         raise _fail(
             f"episode.case.content_digest is {digest!r:.60}, not a sha256 (64 hex "
             f"digits); {_RESTORE}"

@@ -28,6 +28,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from onrecord._scratch import same_file
+
 __all__ = ["remove_leftovers", "remove_unfinished_regrades", "staging", "unfinished_regrades"]
 
 _TOP = re.compile(r"\.(?:(?:run|report|decision)\.json|report\.html)\.[a-z0-9_]{8}\.tmp")
@@ -84,7 +86,7 @@ def _unlink_unheld(path: Path) -> bool:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        if not _same(fd, path):
+        if not same_file(fd, path):
             return False
         os.unlink(path)
         return True
@@ -104,7 +106,7 @@ def staging(run: Path) -> Iterator[Path]:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # a cleaner holds it only while removing
-            if _same(fd, path):
+            if same_file(fd, path):
                 try:
                     yield path
                 finally:
@@ -164,12 +166,3 @@ def _unheld(path: Path, mode: int, *, remove: bool) -> bool:
         return True
     finally:
         os.close(fd)
-
-
-def _same(fd: int, path: Path) -> bool:
-    try:
-        named = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    held = os.fstat(fd)
-    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)

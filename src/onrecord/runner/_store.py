@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,6 +33,7 @@ from onrecord._canonical import (
     load_record_bytes,
     record_bytes,
 )
+from onrecord._record_fields import is_digest
 from onrecord._scratch import remove_abandoned_scratch
 from onrecord.episode._verify_files import (
     MAX_LINE,
@@ -66,7 +66,6 @@ from onrecord.runner._timeout import check_timeout
 __all__ = ["DECISION_SCHEMA", "RUN_SCHEMA", "EpisodeRecord", "RunStore", "RunWriter"]
 
 RUN_SCHEMA = "onrecord.run/v1"
-_HEX64 = re.compile("[0-9a-f]{64}")
 
 
 _MANIFEST_TEMPS = ".run.json.*.tmp"
@@ -270,7 +269,7 @@ class RunStore:
         return data
 
     def _side_path(self, digest: str) -> Path:
-        if not (isinstance(digest, str) and _HEX64.fullmatch(digest)):
+        if not is_digest(digest):
             # A forged record naming "../../elsewhere" or "/dev/zero" made `verify`
             # read a file outside the run directory: only a sha256 names a side file.
             raise SchemaError(
