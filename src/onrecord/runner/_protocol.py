@@ -15,7 +15,7 @@ from onrecord.errors import InputError, SchemaError
 from onrecord.policy import AcceptancePolicy
 from onrecord.runner._envref import EnvironmentRef
 from onrecord.runner._job import EpisodeJob, RunContext
-from onrecord.runner._protocol_fields import checked_protocol, protocol_field
+from onrecord.runner._protocol_fields import checked_protocol, protocol_field, shortened
 
 __all__ = ["MAX_EPISODES", "MAX_SEED", "RunProtocol", "differences_in", "settings_differ"]
 
@@ -290,8 +290,7 @@ def _shown(value: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return shortened(value, 80)
 
 
 def tasks_from(cases: Sequence[EvalCase]) -> tuple[dict[str, Any], ...]:
