@@ -108,6 +108,19 @@ def _in_child(body: Callable[[], None]) -> int:
     return pid
 
 
+def _saving_in_turns(save: Callable[[bool], None]) -> int:
+    """A child process calling ``save(True)``, ``save(False)``, ``save(True)``... until it
+    is killed (``_killed``); its pid."""
+
+    def forever() -> None:
+        turn = 0
+        while True:
+            save(turn % 2 == 0)
+            turn += 1
+
+    return _in_child(forever)
+
+
 def _killed(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
@@ -192,13 +205,7 @@ def test_a_resave_loop_killed_at_random_moments_never_breaks_the_record(
         shutil.rmtree(tmp_path, ignore_errors=True)
         old.save_json(path)
 
-        def save_forever() -> None:
-            turn = 0
-            while True:
-                (new if turn % 2 == 0 else old).save_json(path)
-                turn += 1
-
-        pid = _in_child(save_forever)
+        pid = _saving_in_turns(lambda first: (new if first else old).save_json(path))
         time.sleep(rng.uniform(0.001, 0.06))
         _killed(pid)
         _loads_whole(path, old, new)
@@ -212,13 +219,7 @@ def test_a_reader_during_resaves_gets_the_old_or_the_new_record_whole(
     path = tmp_path / "e.json"
     old.save_json(path)
 
-    def save_forever() -> None:
-        turn = 0
-        while True:
-            (new if turn % 2 == 0 else old).save_json(path)
-            turn += 1
-
-    pid = _in_child(save_forever)
+    pid = _saving_in_turns(lambda first: (new if first else old).save_json(path))
     loads, failures, seen = 0, [], set()
     try:
         end = time.monotonic() + 1.5

@@ -5,10 +5,7 @@ the old lines then missed them."""
 
 from __future__ import annotations
 
-import os
-import signal
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ from onrecord import EvalCase
 from onrecord.dynamics.experiment._store import load_episodes, save_episodes
 from onrecord.episode import EpisodeEvidence
 from onrecord.integrations.gymnasium import capture_episode
+from tests.core.test_review_round56_saves import _killed, _saving_in_turns
 
 
 class Frames(Env[Any, Any]):
@@ -57,17 +55,7 @@ def test_lines_read_during_resaves_are_the_old_or_the_new_whole(tmp_path: Path) 
     old, new = _episodes(10), _episodes(20)
     path = tmp_path / "episodes.jsonl"
     save_episodes(path, old)
-    with warnings.catch_warnings():  # fork() beside threads warns on newer Pythons
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child saves until it is killed
-        try:
-            turn = 0
-            while True:
-                save_episodes(path, new if turn % 2 == 0 else old)
-                turn += 1
-        finally:
-            os._exit(1)
+    pid = _saving_in_turns(lambda first: save_episodes(path, new if first else old))
     failures: list[str] = []
     seen: set[tuple[str, ...]] = set()
     loads = 0
@@ -86,7 +74,6 @@ def test_lines_read_during_resaves_are_the_old_or_the_new_whole(tmp_path: Path) 
                 failures.append(f"{type(exc).__name__}: {exc}")
             loads += 1
     finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        _killed(pid)
     assert not failures, f"{len(failures)} of {loads} loads failed: {failures[:3]}"
     assert len(seen) == 2  # the file did change under the reader
