@@ -1,5 +1,5 @@
 """World-model scoring: forecast_metrics, aggregate_metrics, forecast_case_result, size,
-and the experiment's wall time.
+a planner's decision, and the experiment's wall time.
 
 Run: ``python -m benchmarks.bench_dynamics`` (add ``--experiment`` to also time the smoke
 and full ``worldmodel run``). Metric figures are ratios against a plain NumPy computation
@@ -9,6 +9,7 @@ of the same numbers in this run (TARGETS.md): 100 CartPole forecasts of horizon 
 
 from __future__ import annotations
 
+import itertools
 import math
 import subprocess
 import sys
@@ -21,9 +22,17 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtr
 
-from benchmarks._timing import best_time, row
+from benchmarks._timing import best_time, best_times_interleaved, row
 from onrecord import EvalCase
-from onrecord.dynamics import BayesianLinearModel, Transitions, capture_forecasts, get_simulator
+from onrecord.dynamics import (
+    BayesianLinearModel,
+    BootstrapEnsembleModel,
+    RandomModel,
+    Transitions,
+    capture_forecasts,
+    get_simulator,
+)
+from onrecord.dynamics._request_noise import request_rng
 from onrecord.dynamics_metrics import (
     aggregate_metrics,
     forecast_case_result,
@@ -159,6 +168,59 @@ def metrics_figures() -> list[str]:
     ]
 
 
+def _plain_random_walk(model: RandomModel, states: Any, actions: Any) -> Any:
+    """The random walk as one plainly seeded generator per row would draw it."""
+    steps = np.stack(
+        [
+            request_rng(model.seed, states[n : n + 1], actions[n : n + 1]).standard_normal(
+                (actions.shape[1], states.shape[1])
+            )
+            for n in range(len(states))
+        ]
+    )
+    return states[:, None, :] + np.cumsum(steps, axis=1)
+
+
+def _plain_ensemble(model: BootstrapEnsembleModel, states: Any, actions: Any) -> Any:
+    """The ensemble's planning mean as one call per member would compute it."""
+    members = [m.predict(states, actions, uncertainty=False).mean for m in model._models]
+    return np.mean(members, axis=0)
+
+
+def planning_figures() -> list[str]:
+    """One exhaustive-planner decision (256 plans of 8 CartPole steps), the model's
+    answer against the plain computation of the same numbers in this run."""
+    simulator = get_simulator("CartPole-v1")
+    transitions = Transitions.from_episodes(_references()[:20])
+    walk, ensemble = RandomModel(simulator), BootstrapEnsembleModel(simulator)
+    walk.fit(transitions)
+    ensemble.fit(transitions)
+    indices = np.array(list(itertools.product(range(2), repeat=8)))  # ExhaustivePlanner(8)'s
+    actions = np.asarray(simulator.actions)[indices]
+    states = np.repeat(transitions.states[3:4], len(indices), axis=0)
+    lines = []
+    for name, model, plain in (
+        ("random walk vs one generator a row", walk, _plain_random_walk),
+        ("ensemble vs one call a member", ensemble, _plain_ensemble),
+    ):
+        ours, base = best_times_interleaved(
+            [
+                lambda model=model: model.predict(states, actions, uncertainty=False),
+                lambda model=model, plain=plain: plain(model, states, actions),
+            ],
+            rounds=15,
+        )
+        lines.append(
+            row(
+                f"planning 256 plans × 8: {name}",
+                f"{ours / base:.2f}× ({ours * 1e3:.2f} ms)",
+                "measured",
+                True,
+            )
+        )
+    return lines
+
+
 def experiment_figures() -> list[str]:
     lines = []
     for label, flags, limit in (("smoke", ["--smoke"], 30.0), ("full", [], 180.0)):
@@ -191,7 +253,7 @@ def experiment_figures() -> list[str]:
 
 
 def main() -> None:
-    for line in metrics_figures():
+    for line in [*metrics_figures(), *planning_figures()]:
         print(line)
     if "--experiment" in sys.argv:
         for line in experiment_figures():

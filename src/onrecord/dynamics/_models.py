@@ -5,7 +5,6 @@ walk that serves as the floor when closed-loop scores are normalized.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +14,7 @@ from numpy.typing import NDArray
 from onrecord.dynamics._angles import wrap_angles
 from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._protocol import FloatArray, Prediction, Transitions
+from onrecord.dynamics._request_noise import request_normals
 from onrecord.errors import InputError
 
 __all__ = ["BayesianLinearModel", "BootstrapEnsembleModel", "PersistenceModel", "RandomModel"]
@@ -32,16 +32,6 @@ def _check_inputs(
             f"actions must be [N, H] or [N, H, a] with N={states.shape[0]}, got {acts.shape}"
         )
     return states, acts
-
-
-def _request_rng(seed: int, states: FloatArray, actions: NDArray[Any]) -> np.random.Generator:
-    """A generator seeded by ``seed`` and the exact bytes of one request."""
-    digest = hashlib.sha256()
-    for array in (states, np.asarray(actions, dtype=np.float64)):
-        digest.update(repr(array.shape).encode())
-        digest.update(np.ascontiguousarray(array, dtype="<f8").tobytes())
-    words = np.frombuffer(digest.digest(), dtype="<u4")
-    return np.random.default_rng([seed, *(int(w) for w in words)])
 
 
 class PersistenceModel:
@@ -244,21 +234,40 @@ class BootstrapEnsembleModel:
         if not self._models:
             raise InputError(f"{self.model_id} is not fitted: call fit(transitions) first")
         if not uncertainty:
-            means = [m.predict(states, acts, uncertainty=False).mean for m in self._models]
-            return Prediction(np.mean(means, axis=0))
+            return Prediction(self._mean_of_members(states, acts))
         # Each reference's noise comes from the seed and that reference's own request
         # (as RandomModel's does): one shared generator would make a forecast depend on
         # which other references shared its batch, and on their order.
-        count, horizon, dim = states.shape[0], acts.shape[1], states.shape[1]
-        noise = np.empty((count, len(self._models), horizon, self.particles, dim))
-        for n in range(count):
-            rng = _request_rng(self.seed, states[n : n + 1], acts[n : n + 1])
-            noise[n] = rng.standard_normal(noise.shape[1:])
+        horizon, dim = acts.shape[1], states.shape[1]
+        noise = request_normals(
+            self.seed, states, acts, (len(self._models), horizon, self.particles, dim)
+        )
         samples = [
             self._particles(member, states, acts, noise[:, k])
             for k, member in enumerate(self._models)
         ]
         return Prediction.from_samples(np.concatenate(samples, axis=1))
+
+    def _mean_of_members(self, states: FloatArray, acts: NDArray[Any]) -> FloatArray:
+        """The members' noise-free trajectories averaged: every member stepped at once
+        (one ``[members, N, p]`` product a step, not one call per member, as planners
+        ask for it hundreds of times an episode), with the same arithmetic, in the same
+        order, as each member's own ``predict(..., uncertainty=False)``."""
+        first = self._models[0]
+        coef = np.stack([m.params.coef for m in self._models]).transpose(0, 2, 1)  # [M, p, d]
+        intercept = np.stack([m.params.intercept for m in self._models])[:, None, :]
+        encoded = self.simulator.action_features(acts)
+        count, horizon, dim = states.shape[0], acts.shape[1], states.shape[1]
+        members = len(self._models)
+        means = np.empty((members, count, horizon, dim))
+        mean = np.broadcast_to(states, (members, count, dim))
+        for step in range(horizon):
+            step_actions = np.broadcast_to(encoded[:, step], (members, *encoded[:, step].shape))
+            inputs = first.features(mean, step_actions)
+            mean = mean + inputs @ coef + intercept
+            means[:, :, step] = mean
+        averaged: FloatArray = np.mean(means, axis=0)
+        return averaged
 
     def _particles(
         self,
@@ -328,11 +337,7 @@ class RandomModel:
         scale = self._scale if self._scale is not None else np.ones(states.shape[1])
         # One generator per row (per reference, or per plan): seeded by the whole batch,
         # a reference's forecast would change with the other references batched with it.
-        steps = np.empty((states.shape[0], acts.shape[1], states.shape[1]))
-        for n in range(len(states)):
-            steps[n] = _request_rng(self.seed, states[n : n + 1], acts[n : n + 1]).standard_normal(
-                steps.shape[1:]
-            )
+        steps = request_normals(self.seed, states, acts, (acts.shape[1], states.shape[1]))
         return Prediction(states[:, None, :] + np.cumsum(steps * scale, axis=1))
 
     def describe(self) -> dict[str, Any]:
