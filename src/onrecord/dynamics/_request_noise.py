@@ -138,8 +138,9 @@ class _HashConstant:
 
 
 def _mix(left: NDArray[np.uint32], right: NDArray[np.uint32]) -> NDArray[np.uint32]:
-    result = np.uint32(_MIX_LEFT) * left - np.uint32(_MIX_RIGHT) * right
-    return result ^ (result >> np.uint32(16))
+    result: NDArray[np.uint32] = np.uint32(_MIX_LEFT) * left - np.uint32(_MIX_RIGHT) * right
+    mixed: NDArray[np.uint32] = result ^ (result >> np.uint32(16))
+    return mixed
 
 
 def _mix_entropy(entropy: NDArray[np.uint32]) -> list[NDArray[np.uint32]]:
