@@ -283,6 +283,17 @@ def _evaluation(episode: EpisodeEvidence) -> None:
             True,
         )
     )
+    wide = _large_report(5, 2000)
+    per_check = AcceptancePolicy(tuple(CheckRequirement(name) for name in wide.check_names))
+    judged_wide = best_time(lambda: per_check.evaluate(wide), repeat=5)
+    print(
+        row(
+            "AcceptancePolicy.evaluate, a requirement per check, 2,000",
+            f"{judged_wide * 1e3:.0f} ms",
+            "info",
+            True,
+        )
+    )
     long_episode = _long_episode(2000)
     trivial = [
         OutcomeCheck(f"trivial_{i}", "v1", lambda e: OutcomeVerdict(True, "ok", {}))

@@ -8,7 +8,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING, Any, Literal
@@ -57,6 +57,21 @@ def matches(pattern: str, name: str) -> bool:
     """A check name equal to ``pattern`` or matched by it as a glob (case-sensitive on
     every platform)."""
     return name == pattern or fnmatch.fnmatchcase(name, pattern)
+
+
+_GLOB_CHARACTERS = frozenset("*?[")
+
+
+def matched_names(
+    pattern: str, names: Sequence[str], known: Container[str] | None = None
+) -> tuple[str, ...]:
+    """The names of ``names`` that ``pattern`` matches, in their order; ``known``, when
+    given, holds the same names for lookups. A pattern without a glob character matches
+    only itself, so it is looked up rather than compared with every name: a run grading
+    2,000 checks has a requirement per check, and 4 million comparisons took 6 s."""
+    if _GLOB_CHARACTERS.isdisjoint(pattern):
+        return (pattern,) if pattern in (names if known is None else known) else ()
+    return tuple(name for name in names if matches(pattern, name))
 
 
 def _spelt_apart(pattern: str, names: Sequence[str]) -> str:
@@ -130,6 +145,11 @@ class StatusTable:
         self._columns: dict[str, _Column] = {}
         self._tallies: dict[tuple[str, ...], _Tally] = {}
 
+    @property
+    def names(self) -> Container[str]:
+        """Every check of the report, for lookups."""
+        return self._statuses.keys()
+
     def tally(self, matched: tuple[str, ...]) -> _Tally:
         """The counts and interval of every (trial, check in ``matched``) result."""
         found = self._tallies.get(matched)
@@ -193,7 +213,8 @@ def judge(
     """met, failed or undecided, with counts over every (trial, matched check) result
     (``table``, when given, must be ``StatusTable(report)``)."""
     label = f"{requirement.check!r} ({'critical' if requirement.critical else 'advisory'})"
-    matched = tuple(name for name in report.check_names if matches(requirement.check, name))
+    known = None if table is None else table.names
+    matched = matched_names(requirement.check, report.check_names, known)
     if not matched:
         why = f"no check in the report matches {requirement.check!r}" + _spelt_apart(
             requirement.check, report.check_names

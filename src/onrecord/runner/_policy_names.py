@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from onrecord._policy_rules import matches
+from onrecord._policy_rules import matched_names
 from onrecord.episode import OutcomeCheck
 from onrecord.errors import InputError
 from onrecord.policy import AcceptancePolicy
@@ -24,10 +24,9 @@ def refuse_unmatched_requirements(
     if policy is None:
         return
     names = [check.name for check in checks]
+    known = set(names)
     unmatched = [
-        req.check
-        for req in policy.requirements
-        if not any(matches(req.check, name) for name in names)
+        req.check for req in policy.requirements if not matched_names(req.check, names, known)
     ]
     if not unmatched:
         return
