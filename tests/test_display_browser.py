@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from onrecord import AcceptancePolicy, CheckRequirement, compare_reports
+from tests.chromium import CHROMIUM, MISSING, dump_dom
 from tests.display_helpers import HOSTILE, hostile_report
-from tests.html.test_browser import _dom
 
 pytestmark = pytest.mark.browser
+if CHROMIUM is None:
+    pytest.skip(MISSING, allow_module_level=True)
 
 # Runs after the fragments: proves the page runs script, so a handler in them would
 # have run too (the image's source "x" fails to load, which fires onerror).
@@ -34,7 +36,7 @@ def test_fragments_run_no_record_text_in_chromium(tmp_path: Path) -> None:
         + "</body></html>",
         encoding="utf-8",
     )
-    dom = _dom(page, tmp_path / "profile")
+    dom = dump_dom(page)
     body = re.search(r"<body([^>]*)>", dom)
     assert body is not None
     assert 'data-ran="yes"' in body.group(1)  # script runs on this page

@@ -9,8 +9,6 @@ read from the saved records, not from the code under test."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -19,6 +17,7 @@ import pytest
 
 from onrecord.envkit import Snapshot, ToolContext, ToolWorld, save_episode, tool
 from onrecord.report import CheckResult, EvaluationReport, Trial
+from tests.chromium import CHROMIUM, MISSING, dump_dom
 from tests.cli_process import onrecord
 
 HEADERS = ["measure", "trials", "mean", "min", "median", "max", "above 0"]
@@ -171,9 +170,8 @@ class _DiffTable(HTMLParser):
 
 @pytest.mark.browser
 def test_the_html_row_diff_has_no_unheaded_column(tmp_path: Path) -> None:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.skip("headless Chromium is not installed")
+    if CHROMIUM is None:
+        pytest.skip(MISSING)
     run = tmp_path / "run"
     done = onrecord(
         "run", "remittance", "-a", "change_and_restore", "-s", "0", "--no-progress",
@@ -186,14 +184,7 @@ def test_the_html_row_diff_has_no_unheaded_column(tmp_path: Path) -> None:
     data = orjson.loads((run / "report.json").read_bytes())
     trial = data["trials"][0]
     key = f"{trial['case']['case_id']}%23{trial['repeat']}"
-    dom = subprocess.run(
-        [
-            chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
-            page.as_uri() + f"#episode={key}",
-        ],
-        capture_output=True, text=True, timeout=90, check=True,
-    ).stdout  # fmt: skip
+    dom = dump_dom(page, fragment=f"episode={key}")
     parsed = _DiffTable()
     parsed.feed(dom)
     assert parsed.rows, "no row diff rendered"

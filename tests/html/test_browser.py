@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import html
 import re
-import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -15,42 +13,11 @@ import orjson
 import pytest
 
 from onrecord.html import write_comparison, write_report
+from tests.chromium import CHROMIUM, MISSING, dump_dom
 
 pytestmark = pytest.mark.browser
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:
-    pytest.skip(
-        "headless Chromium is not installed: apt-get install chromium "
-        "(or run scripts/install-system-deps.sh)",
-        allow_module_level=True,
-    )
-
-
-def _dom(page: Path, profile: Path, window: str | None = None, fragment: str = "") -> str:
-    """The DOM of ``page`` (opened at ``#fragment`` if given) once loaded."""
-    size = [f"--window-size={window}"] if window else []
-    done = subprocess.run(
-        [
-            str(CHROMIUM),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile}",
-            *size,
-            "--dump-dom",
-            page.as_uri() + (f"#{fragment}" if fragment else ""),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+    pytest.skip(MISSING, allow_module_level=True)
 
 
 def _cells(dom: str, attribute: str, name: str) -> dict[str, str]:
@@ -62,7 +29,7 @@ def _cells(dom: str, attribute: str, name: str) -> dict[str, str]:
 def test_report_renders_and_matches_its_json(remittance_run: Path, tmp_path: Path) -> None:
     page = write_report(remittance_run, tmp_path / "r.html", data_json=tmp_path / "r.json")
     data: dict[str, Any] = orjson.loads((tmp_path / "r.json").read_bytes())
-    dom = _dom(page, tmp_path / "profile")
+    dom = dump_dom(page)
     assert 'data-rendered="yes"' in dom  # the script ran to the end
     assert re.search(r'id="decision"[^>]*>reject<', dom)
     # The counts the browser shows, against counts taken straight from the saved
@@ -108,7 +75,7 @@ def test_report_renders_and_matches_its_json(remittance_run: Path, tmp_path: Pat
 
 def test_comparison_renders_and_matches_its_json(remittance_run: Path, tmp_path: Path) -> None:
     page, _ = write_comparison(remittance_run, remittance_run, tmp_path / "c.html")
-    dom = _dom(page, tmp_path / "profile")
+    dom = dump_dom(page)
     assert 'data-rendered="yes"' in dom
     # A run compared with itself: every episode pairs with itself, so each check's
     # counts follow from the saved report.json's trials alone (not the page's data).

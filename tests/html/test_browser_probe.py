@@ -30,9 +30,11 @@ from onrecord.runner import (
     start_run,
 )
 from onrecord.runner._job import EpisodeJob, run_chunk
-from tests.html.test_browser import _dom
+from tests.chromium import CHROMIUM, MISSING, dump_dom
 
 pytestmark = pytest.mark.browser
+if CHROMIUM is None:
+    pytest.skip(MISSING, allow_module_level=True)
 
 _CATCHER = (
     "<script>window.__errors=[];addEventListener('error',e=>__errors.push(String(e.message)));"
@@ -67,7 +69,7 @@ def _drive(
     end = text.rindex("</body>")
     driven = tmp_path / f"driven-{page.stem}.html"
     driven.write_text(text[:end] + probe + text[end:])
-    dom = _dom(driven, tmp_path / "profile", window, fragment)
+    dom = dump_dom(driven, window=window, fragment=fragment)
     found = re.search(r'data-probe="([^"]*)"', dom)
     assert found, dom[-2000:]
     out: dict[str, Any] = orjson.loads(html.unescape(found.group(1)))
