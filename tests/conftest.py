@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import copy
 import hashlib
 import os
 import shutil
@@ -11,7 +12,7 @@ import stat
 import tempfile
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import settings
@@ -100,7 +101,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group(group))
 
 
-SHARED_RUN_FIXTURES = ("_shared_smoke_run", "_sometimes_nan_run", "_remittance_pair_runs")
+SHARED_RUN_FIXTURES = (
+    "_shared_smoke_run",
+    "_sometimes_nan_run",
+    "_remittance_pair_runs",
+    "_demo_suite_run",
+)
 """The session fixtures that make whole runs (``tests/dynamics/conftest.py`` has the
 second), each grouped as above."""
 
@@ -115,9 +121,10 @@ class SmokeRun(NamedTuple):
     stderr: str
 
 
-SMOKE_COMMAND = ("worldmodel", "run", "--smoke", "--no-progress", "--output-dir")
+SMOKE_COMMAND = ("worldmodel", "run", "--smoke", "--output-dir")
 """How the shared run is made (with ``COLUMNS=200``, as ``tests.runner.conftest.onrecord``
-sets it), for a test that compares its own run's output with it."""
+sets it; not on a terminal, so its progress is plain lines on stderr, as in a CI log),
+for a test that compares its own run's output with it."""
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -192,6 +199,29 @@ def remittance_pair_runs(_remittance_pair_runs: tuple[Path, str]) -> Iterator[tu
     root, fingerprint = _remittance_pair_runs
     yield root / "careful", root / "double_poster"
     assert _fingerprint(root) == fingerprint, "the test changed the shared remittance runs"
+
+
+@pytest.fixture(scope="session")
+def _demo_suite_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any, str]]:
+    """``run_demo_suite(DIR, repeats=1)``: every reference agent on every remittance task
+    once (about 8 s) per test worker, its directory read-only, with its fingerprint."""
+    from onrecord.domains.remittance import run_demo_suite
+
+    out = tmp_path_factory.mktemp("demo-suite")
+    result = run_demo_suite(out, repeats=1)
+    _set_writable(out, writable=False)
+    yield out, result, _fingerprint(out)
+    _set_writable(out, writable=True)  # so pytest can remove it
+
+
+@pytest.fixture
+def demo_suite(_demo_suite_run: tuple[Path, Any, str]) -> Iterator[tuple[Path, Any]]:
+    """The shared demo suite's directory and a ``SuiteResult`` of the test's own (a
+    copy: a test may change it), the directory checked after each test as
+    ``smoke_world_model_run`` is."""
+    out, result, fingerprint = _demo_suite_run
+    yield out, copy.deepcopy(result)
+    assert _fingerprint(out) == fingerprint, "the test changed the shared demo suite's files"
 
 
 def _fingerprint(root: Path) -> str:

@@ -18,7 +18,7 @@ from rich.console import Console
 from onrecord import EvaluationReport
 from onrecord.cli.ledger import decision_table
 from onrecord.domains.ledger import LedgerResult, run_ledger_experiment
-from onrecord.domains.remittance import SuiteResult, run_demo_suite, suite_table
+from onrecord.domains.remittance import SuiteResult, suite_table
 from tests.cli_process import onrecord
 
 
@@ -99,10 +99,10 @@ def _render(table: object, width: int) -> str:
     return console.export_text()
 
 
-@pytest.fixture(scope="module")
-def suite() -> SuiteResult:
+@pytest.fixture
+def suite(demo_suite: tuple[Path, SuiteResult]) -> SuiteResult:
     """Every reference agent on every remittance task, once: the demo's names."""
-    return run_demo_suite(repeats=1)
+    return demo_suite[1]
 
 
 @pytest.mark.parametrize("width", [100, 120])

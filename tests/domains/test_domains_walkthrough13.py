@@ -21,9 +21,9 @@ from onrecord.domains.remittance import (
     REMITTANCE_CHECKS,
     RemittanceEnvironment,
     RemittanceTask,
+    SuiteResult,
     load_tasks,
     remittance_trial,
-    run_demo_suite,
 )
 from onrecord.errors import InputError
 
@@ -334,7 +334,7 @@ def test_the_docs_own_agent_snippet_runs_and_prints_what_the_docs_say() -> None:
     assert printed.getvalue().strip() == said[1]
 
 
-def test_the_docs_results_table_matches_a_real_run() -> None:
+def test_the_docs_results_table_matches_a_real_run(demo_suite: tuple[Path, SuiteResult]) -> None:
     """Before: ``ignores_threshold`` also failed only_expected_tables_changed (2): it opened
     the underpayment cases the approval lines called for."""
     rows = re.findall(
@@ -343,7 +343,7 @@ def test_the_docs_results_table_matches_a_real_run() -> None:
         re.M,
     )
     assert len(rows) == 8
-    result = run_demo_suite(repeats=1)
+    result = demo_suite[1]
     for agent, decision, accept, reject, indet, checks in rows:
         outcome = result.outcomes[agent]
         counts = Counter(outcome.task_decisions.values())

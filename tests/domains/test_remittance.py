@@ -25,10 +25,9 @@ from onrecord.domains.remittance import (
 TASKS = load_tasks()
 
 
-@pytest.fixture(scope="module")
-def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SuiteResult]:
-    out = tmp_path_factory.mktemp("demo")
-    return out, run_demo_suite(out, repeats=1)
+@pytest.fixture
+def suite(demo_suite: tuple[Path, SuiteResult]) -> tuple[Path, SuiteResult]:
+    return demo_suite
 
 
 def test_task_file_covers_every_kind_with_at_least_30_tasks() -> None:

@@ -98,6 +98,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             *[word for spec in specs for word in ("--model", spec)],
         )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert "world-model steps" not in done.stderr  # --no-progress: no progress lines
     (base / "wt7_models.py").unlink()  # the replay and the viewers import nothing
     return {
         "dir": out,
