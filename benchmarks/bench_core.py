@@ -272,28 +272,13 @@ def _evaluation(episode: EpisodeEvidence) -> None:
             evaluate <= 3e-3,
         )
     )
-    large = _large_report(10_000, 10)
-    every = AcceptancePolicy(tuple(CheckRequirement(name) for name in large.check_names))
-    judged = best_time(lambda: every.evaluate(large), repeat=7)
-    print(
-        row(
-            "AcceptancePolicy.evaluate, 10,000 trials x 10 checks",
-            f"{judged * 1e3:.0f} ms",
-            "info",
-            True,
-        )
-    )
-    wide = _large_report(5, 2000)
-    per_check = AcceptancePolicy(tuple(CheckRequirement(name) for name in wide.check_names))
-    judged_wide = best_time(lambda: per_check.evaluate(wide), repeat=5)
-    print(
-        row(
-            "AcceptancePolicy.evaluate, a requirement per check, 2,000",
-            f"{judged_wide * 1e3:.0f} ms",
-            "info",
-            True,
-        )
-    )
+    for label, report, repeat in (
+        ("10,000 trials x 10 checks", _large_report(10_000, 10), 7),
+        ("a requirement per check, 2,000", _large_report(5, 2000), 5),
+    ):
+        every = AcceptancePolicy(tuple(CheckRequirement(name) for name in report.check_names))
+        judged = best_time(lambda every=every, report=report: every.evaluate(report), repeat=repeat)
+        print(row(f"AcceptancePolicy.evaluate, {label}", f"{judged * 1e3:.0f} ms", "info", True))
     long_episode = _long_episode(2000)
     trivial = [
         OutcomeCheck(f"trivial_{i}", "v1", lambda e: OutcomeVerdict(True, "ok", {}))

@@ -169,7 +169,7 @@ class _Browser:
             if until is not None:
                 self._evaluate(session, _UNTIL.replace("CONDITION", until))
             value = self._evaluate(session, _SERIALIZE)
-            self._events = [e for e in self._events if e.get("sessionId") != session]
+            self._events.clear()  # nothing waits across pages: none of them is wanted
             return str(value)
         finally:
             self.send("Target.disposeBrowserContext", browserContextId=context)

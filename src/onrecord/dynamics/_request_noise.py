@@ -53,9 +53,8 @@ def request_normals(
     """``[N, *shape]`` standard normals: row ``n`` is exactly
     ``request_rng(seed, states[n:n+1], actions[n:n+1]).standard_normal(shape)``."""
     global _fast_path_agrees
-    out = np.empty((len(states), *shape))
     if len(states) == 0:
-        return out
+        return np.empty((0, *shape))
     if _fast_path_agrees is None:
         plain = request_rng(seed, states[:1], actions[:1]).standard_normal(shape)
         _fast_path_agrees = bool(
@@ -63,6 +62,7 @@ def request_normals(
         )
     if _fast_path_agrees:
         return _mixed_normals(seed, states, actions, shape)
+    out = np.empty((len(states), *shape))
     for n in range(len(states)):
         out[n] = request_rng(seed, states[n : n + 1], actions[n : n + 1]).standard_normal(shape)
     return out
@@ -71,24 +71,20 @@ def request_normals(
 def _mixed_normals(
     seed: int, states: NDArray[Any], actions: NDArray[Any], shape: tuple[int, ...]
 ) -> NDArray[np.float64]:
+    seed_words = _int_words(seed)
     entropy = np.concatenate(
-        [
-            np.broadcast_to(_int_words(seed), (len(states), len(_int_words(seed)))),
-            _row_words(states, actions),
-        ],
+        [np.broadcast_to(seed_words, (len(states), len(seed_words))), _row_words(states, actions)],
         axis=1,
     )
     pool = _mix_entropy(entropy)
-    bit_generator = np.random.PCG64()
+    bit_generator = np.random.PCG64(0)  # its state is set for each row below
     generator = np.random.Generator(bit_generator)
     out = np.empty((len(states), *shape))
     for n, (initstate, initseq) in enumerate(_pcg_seeds(pool)):
+        state, increment = _pcg_state(initstate, initseq)
         bit_generator.state = {
             "bit_generator": "PCG64",
-            "state": {
-                "state": _pcg_state(initstate, initseq),
-                "inc": (initseq << 1 | 1) & _MASK128,
-            },
+            "state": {"state": state, "inc": increment},
             "has_uint32": 0,
             "uinteger": 0,
         }
@@ -172,9 +168,9 @@ def _pcg_seeds(pool: list[NDArray[np.uint32]]) -> list[tuple[int, int]]:
     ]
 
 
-def _pcg_state(initstate: int, initseq: int) -> int:
-    """PCG64's state after seeding: one step from zero, ``initstate`` added, one step."""
+def _pcg_state(initstate: int, initseq: int) -> tuple[int, int]:
+    """PCG64's state and increment after seeding: one step from zero, ``initstate``
+    added, one step."""
     increment = (initseq << 1 | 1) & _MASK128
-    state = increment  # 0 * multiplier + increment
-    state = (state + initstate) & _MASK128
-    return (state * _PCG_MULTIPLIER + increment) & _MASK128
+    state = (increment + initstate) & _MASK128  # 0 * multiplier + increment, then added
+    return (state * _PCG_MULTIPLIER + increment) & _MASK128, increment
