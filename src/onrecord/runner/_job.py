@@ -8,7 +8,6 @@ parent does no per-episode serialization.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import traceback
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from onrecord.episode import EPISODE_SCHEMA, OutcomeCheck
 from onrecord.errors import InputError
 from onrecord.runner._envref import EnvironmentRef
 from onrecord.runner._provider import EnvironmentProvider, EpisodeOutput, EpisodeSpec
+from onrecord.runner._provider_cache import ProviderCache, Resolved
 from onrecord.runner._sealed import (
     CapturedEvidence,
     captured_fingerprint,
@@ -116,20 +116,26 @@ class JobResult:
         return (self.case_id, self.repeat)
 
 
-_CACHE: dict[str, tuple[EnvironmentProvider, Any, list[OutcomeCheck]]] = {}
+MAX_KEPT_PROVIDERS = 8
+"""Providers a process keeps, the most recently used, for later runs of the same
+environment, agent and checks (``_provider_cache``: all but the one in use released)."""
+_CACHE = ProviderCache(MAX_KEPT_PROVIDERS)
 
 
-def _resolved(context: RunContext) -> tuple[EnvironmentProvider, Any, list[OutcomeCheck]]:
-    # Built once per worker process: the provider may hold an expensive template (a
-    # snapshot database) that each episode copies.
-    key = _cache_key(context)
-    if key not in _CACHE:
-        # Here, not at the top: the registry imports gymnasium, and ``RunStore`` (which
-        # reads run directories for ``onrecord verify`` and ``show``) imports this module.
-        from onrecord.runner._agents_and_checks import load_agent, load_checks
-        from onrecord.runner._registry import build_provider
+def _resolved(context: RunContext) -> Resolved:
+    """The provider, agent and checks of ``context``: built once per process (the
+    provider may hold an expensive template, a snapshot database each episode copies)."""
+    return _CACHE.get(_cache_key(context), lambda: _build(context))
 
-        provider = build_provider(context.environment)
+
+def _build(context: RunContext) -> Resolved:
+    # Here, not at the top: the registry imports gymnasium, and ``RunStore`` (which
+    # reads run directories for ``onrecord verify`` and ``show``) imports this module.
+    from onrecord.runner._agents_and_checks import load_agent, load_checks
+    from onrecord.runner._registry import build_provider
+
+    provider = build_provider(context.environment)
+    try:
         checks = load_checks(provider, context.checks)
         versions = {check.name: check.version for check in checks}
         if versions != dict(context.check_versions):
@@ -138,8 +144,10 @@ def _resolved(context: RunContext) -> tuple[EnvironmentProvider, Any, list[Outco
                 f"started with {dict(context.check_versions)}; finish it with "
                 "the original checks, then use `onrecord regrade`"
             )
-        _CACHE[key] = (provider, load_agent(provider, context.agent), checks)
-    return _CACHE[key]
+        return (provider, load_agent(provider, context.agent), checks)
+    except BaseException:
+        provider.close()  # never kept: its worlds would stay open
+        raise
 
 
 def _cache_key(context: RunContext) -> str:
@@ -171,27 +179,15 @@ def run_job(job: EpisodeJob) -> JobResult:
 
 
 def _forget(context: RunContext) -> None:
-    entry = _CACHE.pop(_cache_key(context), None)
-    if entry is not None:  # a world left mid-call may refuse to close: dropped anyway
-        with contextlib.suppress(Exception):
-            entry[0].close()
+    _CACHE.forget(_cache_key(context))
 
 
 def _run_job(job: EpisodeJob) -> JobResult:
     case_id, repeat = job.key
+    context = job.context
     try:
-        provider, agent, checks = _resolved(job.context)
-        spec = EpisodeSpec(
-            EvalCase.from_dict(job.case),
-            repeat,
-            job.seed,
-            job.context.max_steps,
-            job.context.options,
-            job.context.run_id,
-        )
-        output = provider.run_episode(spec, agent)
-        trial = provider.trial(output.subject, checks, repeat)
-        return _result(job, output, trial.to_dict(), trial.outcome)
+        with _CACHE.using(_cache_key(context), lambda: _build(context)) as resolved:
+            return _episode(job, *resolved)
     except AsyncInRunningLoop:  # every episode here would meet it: the run stops on it
         raise
     # SystemExit too: an agent calling sys.exit() must not end the whole run (with the
@@ -200,6 +196,22 @@ def _run_job(job: EpisodeJob) -> JobResult:
         where = traceback.extract_tb(exc.__traceback__)[-1:]
         place = f" (at {where[0].filename}:{where[0].lineno})" if where else ""
         return JobResult(case_id, repeat, error=f"{describe(exc)}{place}")
+
+
+def _episode(
+    job: EpisodeJob, provider: EnvironmentProvider, agent: Any, checks: list[OutcomeCheck]
+) -> JobResult:
+    spec = EpisodeSpec(
+        EvalCase.from_dict(job.case),
+        job.repeat,
+        job.seed,
+        job.context.max_steps,
+        job.context.options,
+        job.context.run_id,
+    )
+    output = provider.run_episode(spec, agent)
+    trial = provider.trial(output.subject, checks, job.repeat)
+    return _result(job, output, trial.to_dict(), trial.outcome)
 
 
 def run_chunk(jobs: Sequence[EpisodeJob]) -> list[JobResult]:

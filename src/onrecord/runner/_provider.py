@@ -160,5 +160,11 @@ class EnvironmentProvider:
         """Grade one episode's subject with ``checks``."""
         raise NotImplementedError
 
+    def release(self) -> None:
+        """Close what the provider holds open between episodes (files, connections),
+        keeping what is costly to rebuild: called when this process moves on to another
+        run, so that a process running many keeps few files open. The next episode must
+        work as before. Does nothing by default."""
+
     def close(self) -> None:
         """Release anything the provider holds (temporary files); called once per worker."""

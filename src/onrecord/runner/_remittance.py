@@ -89,8 +89,14 @@ class RemittanceProvider(ToolWorldRunner):
         # demo` build the same ones once per agent before its first episode.
         _same_task(case, task_case(self._task(self._world_key(case))))
 
-    def _close_worlds(self) -> None:
-        for env in self._envs.values():
+    def _close_world(self, key: str, world: ToolWorld) -> None:
+        # The environment keeps its snapshot (the costly part) and opens a new world
+        # when next asked for one.
+        self._envs[key].close()
+
+    def close(self) -> None:
+        super().close()
+        for env in self._envs.values():  # those whose world was never kept
             env.close()
         self._envs.clear()
 

@@ -5,6 +5,7 @@ recorded the same way (``onrecord.run.tool-episode/v1``, see ``_toolworld``)."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,13 +19,20 @@ from onrecord.report import Trial
 from onrecord.runner._provider import EnvironmentProvider, EpisodeOutput, EpisodeSpec, SavedEpisode
 from onrecord.runner._toolplay import build_act, play_tool_world, tool_world_trial
 from onrecord.runner._toolworld import (
+    close_reader,
     episode_from_evidence,
     rebuild_episode,
     table_layouts,
     tool_evidence,
 )
 
-__all__ = ["TaskWorld", "ToolWorldRunner"]
+__all__ = ["MAX_OPEN_WORLDS", "TaskWorld", "ToolWorldRunner"]
+
+MAX_OPEN_WORLDS = 40
+"""Task worlds a provider keeps open, the most recently used: each holds a database,
+its journal, a reader and a scratch directory (about six descriptors), so a run over
+hundreds of tasks kept them all open until ``ulimit -n`` ran out. A run goes task by
+task (``RunProtocol.jobs``), so a world is rarely built twice."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,7 @@ class ToolWorldRunner(EnvironmentProvider):
     """The tool whose successful call ends an episode."""
 
     def __init__(self) -> None:
-        self._worlds: dict[str, TaskWorld] = {}
+        self._worlds: OrderedDict[str, TaskWorld] = OrderedDict()
         self._workdir: ScratchDirectory | None = None
 
     # -- what a subclass decides --------------------------------------------------------
@@ -71,16 +79,25 @@ class ToolWorldRunner(EnvironmentProvider):
         ``InputError`` for a task this environment cannot run)."""
         return case
 
-    def _close_worlds(self) -> None:
-        for entry in self._worlds.values():
-            entry.world.close()
+    def _close_world(self, key: str, world: ToolWorld) -> None:
+        """Close the world of ``key`` (no longer kept; built again if needed)."""
+        world.close()
+
+    def _drop_oldest_world(self) -> None:
+        key, entry = self._worlds.popitem(last=False)
+        close_reader(entry.world.path)
+        self._close_world(key, entry.world)
 
     # -- the provider ---------------------------------------------------------------------
     def _task_world(self, case: EvalCase) -> TaskWorld:
         key = self._world_key(case)
-        if key not in self._worlds:
-            self._worlds[key] = TaskWorld.of(self._build_world(case))
-        return self._worlds[key]
+        if key in self._worlds:
+            self._worlds.move_to_end(key)
+            return self._worlds[key]
+        while len(self._worlds) >= MAX_OPEN_WORLDS:
+            self._drop_oldest_world()
+        self._worlds[key] = entry = TaskWorld.of(self._build_world(case))
+        return entry
 
     def run_episode(self, spec: EpisodeSpec, agent: Any) -> EpisodeOutput:
         case = self._episode_case(spec.case)
@@ -123,9 +140,13 @@ class ToolWorldRunner(EnvironmentProvider):
     def trial(self, subject: Any, checks: Sequence[OutcomeCheck], repeat: int) -> Trial:
         return tool_world_trial(subject, checks, repeat, finish_tool=self.finish_tool)
 
+    def release(self) -> None:
+        """Close every task world (built again, from its snapshot, when next needed)."""
+        while self._worlds:
+            self._drop_oldest_world()
+
     def close(self) -> None:
-        self._close_worlds()
-        self._worlds.clear()
+        self.release()
         if self._workdir is not None:
             self._workdir.cleanup()
             self._workdir = None

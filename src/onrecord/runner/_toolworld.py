@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import sqlite3
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -48,6 +49,7 @@ from onrecord.errors import ConsistencyError, PortabilityError, SchemaError
 __all__ = [
     "TOOL_EPISODE_SCHEMA",
     "LiveToolEpisode",
+    "close_reader",
     "episode_from_evidence",
     "rebuild_episode",
     "table_digests",
@@ -214,6 +216,14 @@ class _SharedReader(sqlite3.Connection):
 
 
 _READERS: dict[str, sqlite3.Connection] = {}
+
+
+def close_reader(path: str | os.PathLike[str]) -> None:
+    """Close the shared reader of the database at ``path``, if one is open: its world is
+    closing, and a reader kept open would hold the deleted file (three descriptors)."""
+    reader = _READERS.pop(str(path), None)
+    if reader is not None:
+        sqlite3.Connection.close(reader)
 
 
 def rebuild_episode(

@@ -103,10 +103,19 @@ class RemittanceEnvironment:
             lambda conn, _rng: insert_rows(generator, conn),
             seed=task.seed,
         )
-        self.world = ToolWorld(self.snapshot, TOOLS, hidden=HIDDEN_TABLES, path=path)
+        self._path = path
+        self._world: ToolWorld | None = None
+        self._schemas = self.world.tool_schemas()
         self.brief = _brief(self.expectation)
         self.case = _case(task, self.brief, self.expectation)
-        self._schemas = self.world.tool_schemas()
+
+    @property
+    def world(self) -> ToolWorld:
+        """The task's tool world, reset for every episode; after ``close``, a new one
+        (from the same snapshot) is opened when next asked for."""
+        if self._world is None:
+            self._world = ToolWorld(self.snapshot, TOOLS, hidden=HIDDEN_TABLES, path=self._path)
+        return self._world
 
     def play(
         self,
@@ -161,8 +170,10 @@ class RemittanceEnvironment:
         return ToolWorldEnv(self.world, case=self.case)
 
     def close(self) -> None:
-        """Close the world (and its temporary database)."""
-        self.world.close()
+        """Close the world (and its temporary database), if open."""
+        world, self._world = self._world, None
+        if world is not None:
+            world.close()
 
 
 def task_case(task: RemittanceTask) -> EvalCase:
