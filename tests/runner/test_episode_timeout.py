@@ -6,9 +6,11 @@ spinning, catching ``Exception``, catching ``BaseException``."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -110,6 +112,30 @@ def interrupted(env: Any, observation: Any, info: dict[str, Any]) -> str:
     return _walk(env)
 
 
+_SLOW_COLLECTIONS: list[float] = []
+
+
+def _slow_collection(phase: str, info: dict[str, Any]) -> None:
+    if phase == "stop" and _SLOW_COLLECTIONS:  # the limit expires in here
+        time.sleep(_SLOW_COLLECTIONS.pop())
+
+
+def collected(env: Any, observation: Any, info: dict[str, Any]) -> str:
+    """On seed 1 the limit expires in a garbage-collector callback (where Python ignores
+    an exception), then the agent naps for 5 s."""
+    if _hangs(env):
+        _SLOW_COLLECTIONS[:] = [1.5]
+        gc.callbacks.append(_slow_collection)
+        try:
+            gc.collect()
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+        finally:
+            gc.callbacks.remove(_slow_collection)
+    return _walk(env)
+
+
 OPENED: list[int] = []
 CLOSED: list[int] = []
 
@@ -151,6 +177,18 @@ def _timed_out(result: RunResult, repeat: int, limit: str = "0.5 s") -> str:
 
 def _outer_handler(signum: int, frame: Any) -> None:
     raise AssertionError("the caller's own SIGALRM timer fired during the test")
+
+
+@pytest.fixture(autouse=True)
+def _no_long_collection() -> Iterator[None]:
+    """A long-lived test worker holds a big heap: in CI a full collection of it outlasted
+    the 0.5 s limit of an episode that never hangs. Frozen, the heap is not scanned."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 @pytest.fixture
@@ -224,6 +262,19 @@ def test_a_busy_loop_and_an_agent_catching_exception_are_stopped_too(run_dir: Pa
     assert result.exit_code == 2
     assert signal.getsignal(signal.SIGALRM) == before
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_timeout_python_ignored_in_a_gc_callback_is_raised_again(run_dir: Path) -> None:
+    hook = sys.unraisablehook
+    started = time.monotonic()
+    result = start_run(run_dir, _plan("collected"), episode_timeout=0.5)
+    # Before: ignored there ("Exception ignored in ..."), and the episode ran on.
+    error = _timed_out(result, 1)
+    assert "caught the timeout" not in error
+    assert f"stuck at {HERE}:" in error
+    assert time.monotonic() - started < 4  # stopped, not the agent's 5 s nap
+    assert _keys(run_dir) == [0, 2, 3]
+    assert sys.unraisablehook is hook  # put back
 
 
 def test_an_episode_that_swallows_the_timeout_is_not_recorded(run_dir: Path) -> None:

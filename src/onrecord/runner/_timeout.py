@@ -48,6 +48,8 @@ T = TypeVar("T")
 
 MAX_TIMEOUT = 1e9
 """Largest limit (about 31 years): longer is no limit, and thread waits overflow."""
+RAISE_AGAIN = 0.005
+"""Seconds after which a timeout Python swallowed (``_Alarm.swallowed``) is raised again."""
 EXIT_TIMED_OUT = 124
 """Exit status of a worker the watchdog ended (as the ``timeout`` command's)."""
 _PREFIX = "timed out: "
@@ -153,6 +155,19 @@ class _Alarm:
         self.where: str | None = None
         self.between = False
         """The signal came between the episode's return and the disarming."""
+        self.over = False
+        """The episode ended: nothing to raise again."""
+
+    def swallowed(self, unraisable: Any) -> bool:
+        """Whether ``unraisable`` is the timeout, raised where Python cannot propagate it
+        (a garbage-collector callback, a ``__del__``): then it is raised again shortly,
+        where the episode runs. Found in CI: a long collection in a big process ended in
+        a callback, where the signal was ignored, and the episode ran on."""
+        if not isinstance(unraisable.exc_value, EpisodeTimeout) or self.over:
+            return False
+        self.armed = True
+        signal.setitimer(signal.ITIMER_REAL, RAISE_AGAIN)
+        return True
 
     def handler(self, signum: int, frame: FrameType | None) -> None:
         if not self.armed:  # the episode ended as the signal came: nothing to stop
@@ -169,10 +184,17 @@ def _with_alarm(limit: float, run: Callable[[], T]) -> T | TimedOut:
     alarm = _Alarm(limit)
     outer = signal.getitimer(signal.ITIMER_REAL)  # someone else's timer: re-armed after
     previous = signal.getsignal(signal.SIGALRM)
+    hook = sys.unraisablehook
     started = time.monotonic()
     returned: list[T] = []
+
+    def unraisable(unraisable: Any) -> None:
+        if not alarm.swallowed(unraisable):
+            hook(unraisable)
+
     try:
         signal.signal(signal.SIGALRM, alarm.handler)
+        sys.unraisablehook = unraisable
         alarm.armed = True
         signal.setitimer(signal.ITIMER_REAL, limit)
         returned.append(run())
@@ -181,7 +203,9 @@ def _with_alarm(limit: float, run: Callable[[], T]) -> T | TimedOut:
         pass
     finally:
         alarm.armed = False
+        alarm.over = True
         signal.setitimer(signal.ITIMER_REAL, 0)
+        sys.unraisablehook = hook
         # None: a handler not set from Python; the default is the closest Python can do.
         signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
         if outer[0] > 0:  # delayed by the episode if it was due during it, never lost
