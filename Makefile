@@ -8,10 +8,14 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
 
+# uv (from PyPI, into the venv) installs and byte-compiles the project and its test extras
+# in ~30 s where pip took ~75 s of CI's 15 minutes; pip is the fallback if uv fails.
+# Byte-compiled: where PYTHONDONTWRITEBYTECODE is set, nothing would compile them later.
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet -e '.[test]'
+	( $(BIN)/pip install --quiet uv \
+	  && $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[test]' ) \
+	|| ( $(BIN)/pip install --quiet --upgrade pip && $(BIN)/pip install --quiet -e '.[test]' )
 	touch $(STAMP)
 
 # Bytecode of the editable install's sources (and of the tests, whose modules worker and

@@ -180,15 +180,12 @@ def _outer_handler(signum: int, frame: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _no_long_collection() -> Iterator[None]:
+def _no_long_collection() -> None:
     """A long-lived test worker holds a big heap: in CI a full collection of it outlasted
-    the 0.5 s limit of an episode that never hangs. Frozen, the heap is not scanned."""
+    the 0.5 s limit of an episode that never hangs. Frozen, the heap is not scanned (the
+    suite's conftest unfreezes and collects it every ``FREEZE_EVERY`` tests)."""
     gc.collect()
     gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 @pytest.fixture
