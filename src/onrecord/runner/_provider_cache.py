@@ -56,12 +56,6 @@ class ProviderCache:
             self._trim()
             return entry
 
-    def _release_others(self, key: str) -> None:
-        for other, entry in self._entries.items():
-            if other != key and not self._busy[other] and other not in self._released:
-                self._released.add(other)
-                _quietly(entry[0].release)
-
     @contextlib.contextmanager
     def using(self, key: str, build: Callable[[], Resolved]) -> Iterator[Resolved]:
         """The entry of ``key``, never closed by a trim while the block runs."""
@@ -86,6 +80,12 @@ class ProviderCache:
             self._released.discard(key)
         if entry is not None:
             _quietly(entry[0].close)
+
+    def _release_others(self, key: str) -> None:
+        for other, entry in self._entries.items():
+            if other != key and not self._busy[other] and other not in self._released:
+                self._released.add(other)
+                _quietly(entry[0].release)
 
     def _trim(self) -> None:
         idle = [key for key in self._entries if not self._busy[key]]
