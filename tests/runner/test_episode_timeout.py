@@ -263,13 +263,12 @@ def test_a_busy_loop_and_an_agent_catching_exception_are_stopped_too(run_dir: Pa
 
 def test_a_timeout_python_ignored_in_a_gc_callback_is_raised_again(run_dir: Path) -> None:
     hook = sys.unraisablehook
-    started = time.monotonic()
     result = start_run(run_dir, _plan("collected"), episode_timeout=0.5)
-    # Before: ignored there ("Exception ignored in ..."), and the episode ran on.
+    # Before: ignored there ("Exception ignored in ..."), and the episode napped on to
+    # its end: "it caught the timeout and went on".
     error = _timed_out(result, 1)
     assert "caught the timeout" not in error
     assert f"stuck at {HERE}:" in error
-    assert time.monotonic() - started < 4  # stopped, not the agent's 5 s nap
     assert _keys(run_dir) == [0, 2, 3]
     assert sys.unraisablehook is hook  # put back
 
