@@ -163,30 +163,32 @@ def _cache_key(context: RunContext) -> str:
 def run_job(job: EpisodeJob) -> JobResult:
     """Run, grade and serialize one episode. Harness failures come back as ``error``, and
     so does an episode stopped by the run's ``episode_timeout``."""
+    key = _cache_key(job.context)
+    with _CACHE.tidied(key):  # other runs' providers released outside the limit
+        return _limited(job, key)
+
+
+def _limited(job: EpisodeJob, key: str) -> JobResult:
     limit = job.context.episode_timeout
     if limit is None:
-        return _run_job(job)
+        return _run_job(job, key)
     case_id, repeat = job.key
     outcome = run_limited(
-        limit, lambda: _run_job(job), marker_key(job.context.run_id, case_id, repeat)
+        limit, lambda: _run_job(job, key), marker_key(job.context.run_id, case_id, repeat)
     )
     if isinstance(outcome, TimedOut):
         # Stopped anywhere, perhaps mid-reset of a reused tool world: the next episode
         # gets a provider (and agent) built afresh.
-        _forget(job.context)
+        _CACHE.forget(key)
         return JobResult(case_id, repeat, error=outcome.message)
     return outcome
 
 
-def _forget(context: RunContext) -> None:
-    _CACHE.forget(_cache_key(context))
-
-
-def _run_job(job: EpisodeJob) -> JobResult:
+def _run_job(job: EpisodeJob, key: str) -> JobResult:
     case_id, repeat = job.key
     context = job.context
     try:
-        with _CACHE.using(_cache_key(context), lambda: _build(context)) as resolved:
+        with _CACHE.using(key, lambda: _build(context)) as resolved:
             return _episode(job, *resolved)
     except AsyncInRunningLoop:  # every episode here would meet it: the run stops on it
         raise

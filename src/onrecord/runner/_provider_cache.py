@@ -31,7 +31,8 @@ Resolved = tuple[EnvironmentProvider, Any, list[OutcomeCheck]]
 
 
 class ProviderCache:
-    """Providers by key, the ``capacity`` most recently used kept (in-use ones always)."""
+    """Providers by key, the ``capacity`` most recently used kept (in-use ones always):
+    an episode runs as ``with cache.tidied(key): ... with cache.using(key, build)``."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -51,19 +52,34 @@ class ProviderCache:
                 self._entries.move_to_end(key)
                 return self._entries[key]
             # Built under the lock: two threads of one run must not build the same
-            # provider twice (one would leak); building is rare.
+            # provider twice (one would leak); building is rare. Closing the ones beyond
+            # capacity is left to ``tidied``.
             self._entries[key] = entry = build()
-            self._trim()
             return entry
 
     @contextlib.contextmanager
+    def tidied(self, key: str) -> Iterator[None]:
+        """Around an episode of ``key``'s provider, outside its time limit: before it, the
+        idle providers of other runs are released (each once until used again); after
+        it, the oldest idle ones beyond ``capacity`` are closed. Closing another run's
+        worlds is no episode's time: inside the limit it timed out a quick episode of
+        the next run (found under load, in an in-process run with a 0.3 s limit)."""
+        with self._lock:
+            self._released.discard(key)
+            self._release_others(key)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._trim()
+
+    @contextlib.contextmanager
     def using(self, key: str, build: Callable[[], Resolved]) -> Iterator[Resolved]:
-        """The entry of ``key``, never closed by a trim while the block runs."""
+        """The entry of ``key``, never released or closed while the block runs."""
         with self._lock:
             entry = self.get(key, build)
             self._busy[key] += 1
             self._released.discard(key)
-            self._release_others(key)
         try:
             yield entry
         finally:
@@ -71,7 +87,6 @@ class ProviderCache:
                 self._busy[key] -= 1
                 if not self._busy[key]:
                     del self._busy[key]
-                self._trim()
 
     def forget(self, key: str) -> None:
         """Drop and close the entry of ``key`` (rebuilt when next asked for)."""
