@@ -25,6 +25,25 @@ def _lake_run(path: Path) -> None:
     )
 
 
+def test_checks_the_runs_policy_does_not_name_get_a_note_on_the_policy(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    """Before: the decision was indeterminate, its requirements "undecided" with "no check
+    in the report matches 'short'", and nothing said that the run's policy, written for
+    the run's checks, was the one judging the new checks, nor how to give another."""
+    _lake_run(run_dir)
+    done = onrecord("regrade", str(run_dir), "--checks", "default", "--no-progress")
+    assert done.returncode == 2, done.stdout + done.stderr
+    note = " ".join(done.stdout.split("note:", 1)[1].split())
+    assert note.startswith("1 requirement of the run's policy matches no check of default (short)")
+    assert "pass --policy FILE with requirements for these checks" in note
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[requirements]]\ncheck = "*"\n')
+    given = onrecord("regrade", str(run_dir), "--checks", "default", "--policy", str(policy))
+    assert given.returncode == 0, given.stdout + given.stderr  # the walker reaches the goal
+    assert "no check of" not in given.stdout, given.stdout  # a policy of the user's
+
+
 def test_regrade_lists_changed_verdicts_without_calling_the_agent(
     run_dir: Path, tmp_path: Path
 ) -> None:
@@ -42,6 +61,7 @@ def test_regrade_lists_changed_verdicts_without_calling_the_agent(
     )
     assert done.returncode == 1, done.stdout + done.stderr  # every episode now fails
     assert not calls.exists()  # neither the agent nor the environment ran
+    assert "no check of" not in done.stdout  # the run's policy names "short": judged
     assert "check short: version v1 → v2" in done.stdout
     assert "2 verdicts changed" in done.stdout
     assert "frozenlake/goal#0 short: pass → fail" in done.stdout

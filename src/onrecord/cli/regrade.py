@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -19,6 +19,9 @@ from onrecord.errors import InputError, OnrecordError
 from onrecord.report import EvaluationReport
 from onrecord.runner import regrade_run
 from onrecord.runner._config import load_policy_file
+
+if TYPE_CHECKING:
+    from onrecord.policy import PolicyDecision
 
 __all__ = ["register"]
 
@@ -100,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
     missing = regrade.expected - len(regrade.report.trials)
     why = folder_why(regrade.path, regrade.report) if missing > 0 else ""
     render_decision(console, partial_decision(regrade.decision, max(missing, 0), why=why))
+    if checks and not args.policy:
+        _policy_hint(console, regrade.decision, checks)
     if not regrade.complete:
         # The command with the run's path (quoted), as `compare` and `gate` give it.
         from onrecord.cli._run_episode import path_word  # (its episode views: only here)
@@ -115,6 +120,22 @@ def run(args: argparse.Namespace) -> int:
     for problem in _unverified_grading(Path(args.run_dir)):
         print_sentence(console, f"[yellow]warning:[/] {literal(problem)}")
     return regrade.exit_code
+
+
+def _policy_hint(console: Console, decision: PolicyDecision, checks: list[str]) -> None:
+    """Checks given with ``--checks`` are judged by the run's own policy, written for
+    the run's checks: a requirement naming none of the new ones is undecided, and the
+    run can never be accepted that way. Says so, and how to give a policy for them."""
+    unmatched = [o.requirement.check for o in decision.outcomes if not o.matched]
+    if not unmatched:
+        return
+    verb = "matches" if len(unmatched) == 1 else "match"
+    print_sentence(
+        console,
+        f"[yellow]note:[/] {counted(len(unmatched), 'requirement')} of the run's policy "
+        f"{verb} no check of {literal(','.join(checks))} ({literal(', '.join(unmatched))}), "
+        "so they stay undecided: pass --policy FILE with requirements for these checks",
+    )
 
 
 def _unverified_grading(run: Path) -> list[str]:
