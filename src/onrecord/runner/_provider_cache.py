@@ -65,7 +65,6 @@ class ProviderCache:
         worlds is no episode's time: inside the limit it timed out a quick episode of
         the next run (found under load, in an in-process run with a 0.3 s limit)."""
         with self._lock:
-            self._released.discard(key)
             self._release_others(key)
         try:
             yield
