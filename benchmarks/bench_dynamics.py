@@ -1,5 +1,5 @@
 """World-model scoring: forecast_metrics, aggregate_metrics, forecast_case_result, size,
-a planner's decision, and the experiment's wall time.
+a planner's decision, model fitting, and the experiment's wall time.
 
 Run: ``python -m benchmarks.bench_dynamics`` (add ``--experiment`` to also time the smoke
 and full ``worldmodel run``). Metric figures are ratios against a plain NumPy computation
@@ -221,6 +221,44 @@ def planning_figures() -> list[str]:
     return lines
 
 
+def _sklearn_fit(inputs: Any, deltas: Any) -> None:
+    """What ``BayesianLinearModel.fit`` did before 2026-12-03: one scikit-learn
+    ``BayesianRidge`` a coordinate."""
+    from sklearn.linear_model import BayesianRidge
+
+    for column in range(deltas.shape[1]):
+        BayesianRidge().fit(inputs, deltas[:, column])
+
+
+def fitting_figures() -> list[str]:
+    """Fitting the Bayesian linear model on 100 CartPole episodes' transitions against
+    scikit-learn's ``BayesianRidge`` on the same features, and what importing
+    scikit-learn costs a fresh process (every ``worldmodel run`` paid it)."""
+    simulator = get_simulator("CartPole-v1")
+    transitions = Transitions.from_episodes(_references())
+    model = BayesianLinearModel(simulator)
+    inputs = model.features(transitions.states, simulator.action_features(transitions.actions))
+    deltas = transitions.next_states - transitions.states
+    ours, theirs = best_times_interleaved(
+        [lambda: model.fit(transitions), lambda: _sklearn_fit(inputs, deltas)], rounds=21
+    )
+    code = "import time; t = time.perf_counter(); import sklearn.linear_model; "
+    code += "print(time.perf_counter() - t)"
+    imports = min(
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, check=True).stdout)
+        for _ in range(3)
+    )
+    return [
+        row(
+            f"Bayesian linear fit ({len(transitions)} transitions) / sklearn",
+            f"{ours / theirs:.2f}× ({ours * 1e3:.1f} ms)",
+            "measured",
+            True,
+        ),
+        row("import sklearn.linear_model (no longer needed)", f"{imports:.2f} s", "info", True),
+    ]
+
+
 def experiment_figures() -> list[str]:
     lines = []
     for label, flags, limit in (("smoke", ["--smoke"], 30.0), ("full", [], 180.0)):
@@ -253,7 +291,7 @@ def experiment_figures() -> list[str]:
 
 
 def main() -> None:
-    for line in [*metrics_figures(), *planning_figures()]:
+    for line in [*metrics_figures(), *planning_figures(), *fitting_figures()]:
         print(line)
     if "--experiment" in sys.argv:
         for line in experiment_figures():

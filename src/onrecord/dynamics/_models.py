@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from onrecord.dynamics._angles import wrap_angles
+from onrecord.dynamics._bayes_ridge import fit_bayes_ridge
 from onrecord.dynamics._envs import Simulator
 from onrecord.dynamics._protocol import FloatArray, Prediction, Transitions
 from onrecord.dynamics._request_noise import request_normals
@@ -67,7 +68,9 @@ class _LinearParams:
 
 
 class BayesianLinearModel:
-    """Bayesian ridge regression (scikit-learn ``BayesianRidge``) of the state change.
+    """Bayesian ridge regression of the state change (``_bayes_ridge``: the precisions
+    of the weights and the noise estimated from the data, as scikit-learn's
+    ``BayesianRidge`` does).
 
     Features are the state, ``sin``/``cos`` of angular coordinates and, unless
     ``action_conditioned=False`` (the action-removal control), the action. Forecasts
@@ -97,21 +100,19 @@ class BayesianLinearModel:
         return np.concatenate(parts, axis=-1)
 
     def fit(self, transitions: Transitions) -> None:
-        """Fit one ``BayesianRidge`` per coordinate of the state change."""
-        from sklearn.linear_model import BayesianRidge
-
+        """Fit one Bayesian ridge regression per coordinate of the state change."""
         encoded = self.simulator.action_features(transitions.actions)
         self._action_width = encoded.shape[-1]
         inputs = self.features(transitions.states, encoded)
         deltas = transitions.next_states - transitions.states
         wrap_angles(deltas, self._angular)
-        fits = [BayesianRidge().fit(inputs, deltas[:, i]) for i in range(deltas.shape[1])]
+        fit = fit_bayes_ridge(inputs, deltas)
         self._params = _LinearParams(
-            coef=np.array([f.coef_ for f in fits]),
-            intercept=np.array([f.intercept_ for f in fits], dtype=np.float64),
-            offset=np.array([f.X_offset_ for f in fits]),
-            sigma=np.array([f.sigma_ for f in fits]),
-            noise=np.array([1.0 / f.alpha_ for f in fits]),
+            coef=fit.coef,
+            intercept=fit.intercept,
+            offset=np.tile(fit.offset, (fit.coef.shape[0], 1)),  # one row per coordinate
+            sigma=fit.sigma,
+            noise=fit.noise,
         )
 
     @property
