@@ -15,10 +15,17 @@ the marker is renamed into place: a marker that can be seen is one that was held
 only directories named as onrecord names them, owned by this user, carrying the marker,
 and unheld; it removes each while holding its lock, so two sweeps at once never both
 remove one, and never a live one.
+
+A process killed outright can also be caught between making the directory and placing
+its marker, or while removing it. So the name carries the maker's pid
+(``onrecord-KIND-PID-XXXXXXXX``), and the marker is removed last, after everything else:
+a directory without a marker is one of those two moments, and is removed once its
+maker is gone (not just unlocked: a pid may be reused, and then it is kept).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -38,11 +45,12 @@ __all__ = [
 ]
 
 KINDS = ("world", "toolworld", "ledger", "timeouts", "remittance")
-"""What the directories are for; each is named ``onrecord-KIND-XXXXXXXX``."""
+"""What the directories are for; each is named ``onrecord-KIND-PID-XXXXXXXX``."""
 MARKER = ".onrecord-scratch"
 """The file whose ``flock`` says the directory's owner is alive."""
-_NAME = re.compile(rf"onrecord-(?:{'|'.join(KINDS)})-[a-z0-9_]{{8}}")
-"""``tempfile.mkdtemp(prefix="onrecord-KIND-")``: eight characters after the prefix."""
+_NAME = re.compile(rf"onrecord-(?:{'|'.join(KINDS)})-(?:(?P<pid>[0-9]+)-)?[a-z0-9_]{{8}}")
+"""``tempfile.mkdtemp(prefix="onrecord-KIND-PID-")``: eight characters after the prefix
+(directories of onrecord versions before 2026-12-03 have no ``PID-``)."""
 _NAMED = 5
 # O_NONBLOCK: a FIFO by the marker's name must not hang the sweep in open().
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -55,7 +63,7 @@ class ScratchDirectory:
     def __init__(self, kind: str) -> None:
         if kind not in KINDS:  # a new kind must be added to KINDS, or no sweep finds it
             raise ValueError(f"unknown scratch directory kind {kind!r}; one of {KINDS}")
-        self.name = tempfile.mkdtemp(prefix=f"onrecord-{kind}-")
+        self.name = tempfile.mkdtemp(prefix=f"onrecord-{kind}-{os.getpid()}-")
         try:
             fd = _held_marker(self.name)
         except BaseException:
@@ -92,8 +100,29 @@ def _remove(directory: str, fd: int, owner: int) -> None:
     # A forked child that exits normally runs finalizers too: the directory is its
     # parent's, still in use there (the child shares the lock; it is not the owner).
     if os.getpid() == owner:
-        shutil.rmtree(directory, ignore_errors=True)
+        remove_marker_last(directory)
     os.close(fd)
+
+
+def remove_marker_last(directory: str) -> None:
+    """Remove ``directory``: everything in it but the marker, then the marker, then the
+    directory itself, so a process killed midway leaves a directory that still says
+    whose it is (or an empty one named with its pid)."""
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.name == MARKER:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+    except OSError:  # already gone, or not a directory: rmtree below says nothing either
+        pass
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(directory, MARKER))
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def remove_abandoned_scratch(root: str | os.PathLike[str] | None = None) -> list[str]:
@@ -128,8 +157,8 @@ def _sweep(entry: os.DirEntry[str]) -> bool:
         return False
     marker = os.path.join(entry.path, MARKER)
     fd = open_marker(entry.path)
-    if fd is None:  # no marker: not ours (or made by an onrecord without them)
-        return False
+    if fd is None:  # made or removed by a process killed midway, or not ours at all
+        return _sweep_unmarked(entry)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -137,10 +166,38 @@ def _sweep(entry: os.DirEntry[str]) -> bool:
             return False
         if not same_file(fd, marker):  # removed by another sweep before we locked it
             return False
-        shutil.rmtree(entry.path, ignore_errors=True)
+        remove_marker_last(entry.path)
         return not os.path.lexists(entry.path)
     finally:
         os.close(fd)
+
+
+def _sweep_unmarked(entry: os.DirEntry[str]) -> bool:
+    """A directory without a marker is removed only when its name gives the pid of its
+    maker and no process has that pid: its maker was killed between making it and
+    marking it, or while removing it. Without a pid in its name it is not onrecord's
+    (or an older onrecord's, killed that way: left alone, as it always was)."""
+    pid = named_pid(entry.name)
+    if pid is None or _alive(pid):
+        return False
+    shutil.rmtree(entry.path, ignore_errors=True)
+    return not os.path.lexists(entry.path)
+
+
+def named_pid(name: str) -> int | None:
+    """The pid in a scratch directory's name, if it is one of onrecord's and has one."""
+    match = _NAME.fullmatch(name)
+    return int(match["pid"]) if match and match["pid"] else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 def open_marker(directory: str) -> int | None:

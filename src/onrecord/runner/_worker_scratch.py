@@ -16,7 +16,7 @@ import os
 import tempfile
 from collections.abc import Collection
 
-from onrecord._scratch import _NAME, _sweep, open_marker
+from onrecord._scratch import _NAME, _sweep, named_pid, open_marker
 
 __all__ = ["remove_scratch_of"]
 
@@ -38,7 +38,11 @@ def remove_scratch_of(pids: Collection[int], root: str | None = None) -> int:
 
 
 def _owner(directory: str) -> int | None:
-    """The pid a scratch directory's marker names (None: no readable marker)."""
+    """The pid a scratch directory's name gives, or (made by an onrecord before
+    2026-12-03) its marker (None: neither)."""
+    named = named_pid(os.path.basename(directory))
+    if named is not None:
+        return named
     fd = open_marker(directory)
     if fd is None:
         return None
