@@ -33,6 +33,8 @@ LEVELS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)
 """Nominal central-interval levels reported wherever a standard deviation exists."""
 Z_SCORES = np.array([NormalDist().inv_cdf(0.5 + level / 2) for level in LEVELS])
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+_Z_COLUMN = Z_SCORES[:, None, None]
+"""``Z_SCORES`` shaped to scale a ``[H, d]`` std into ``[levels, H, d]`` half-widths."""
 
 
 def portable_number(value: Any) -> float | str | None:
@@ -246,12 +248,18 @@ def forecast_metrics(forecast: ForecastEvidence) -> ForecastMetrics:
     abs_error = np.abs(error)
     if sd is None:
         return ForecastMetrics._make(forecast, measured, error, abs_error)
-    half = Z_SCORES[:, None, None] * sd
+    half = _Z_COLUMN * sd
     if layout.angular:
         mean = _on_truth_branch(forecast, rows, mean, error, total)
+    # In place: the arrays are small (H x d), so each new array costs about as much as
+    # the arithmetic filling it.
     with np.errstate(over="ignore"):  # a tiny deviation: the density's log is truly -inf
         z = error / sd
-        nll = _HALF_LOG_2PI + np.log(sd) + 0.5 * z * z
+        squared = z * 0.5  # (0.5 z) z, as the formula's order: z z would overflow first
+        squared *= z
+        nll = np.log(sd)
+        nll += _HALF_LOG_2PI
+        nll += squared
     return ForecastMetrics._make(
         forecast, measured, error, abs_error, sd, mean - half, mean + half, abs_error <= half, nll
     )
