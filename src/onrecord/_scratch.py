@@ -191,6 +191,7 @@ def named_pid(name: str) -> int | None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether a process has ``pid`` (another user's counts: it may be making one)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

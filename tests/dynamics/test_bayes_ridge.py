@@ -9,11 +9,14 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.linear_model import BayesianRidge
 
+from onrecord.dynamics import BayesianLinearModel, Transitions, get_simulator
 from onrecord.dynamics._bayes_ridge import fit_bayes_ridge
+from onrecord.errors import InputError
 
 
 def _close(ours: np.ndarray, reference: np.ndarray, tolerance: float = 1e-7) -> bool:
@@ -117,3 +120,17 @@ def test_fitting_the_world_models_does_not_import_scikit_learn() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("field", "value"), [("states", np.nan), ("next_states", np.inf)])
+def test_a_transition_holding_nan_or_infinity_is_named_not_fitted(field: str, value: float) -> None:
+    # scikit-learn refused these with its own ValueError; a bare SVD would fail with
+    # "SVD did not converge", naming nothing.
+    states = np.random.default_rng(0).normal(size=(30, 4))
+    arrays = {"states": states, "next_states": states + 0.01}
+    arrays[field][7, 2] = value
+    model = BayesianLinearModel(get_simulator("CartPole-v1"))
+    with pytest.raises(InputError, match=rf"Transitions\.{field}\[7\] holds NaN or an infinity"):
+        model.fit(Transitions(arrays["states"], np.zeros(30, int), arrays["next_states"]))
+    with pytest.raises(InputError, match="is not fitted"):
+        model.predict(states[:1], np.zeros((1, 3), int))

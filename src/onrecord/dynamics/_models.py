@@ -35,6 +35,23 @@ def _check_inputs(
     return states, acts
 
 
+def _refuse_non_finite(transitions: Transitions, encoded: FloatArray) -> None:
+    """A regression cannot fit NaN or infinite values (they would only make its
+    decomposition fail): name the first transition holding one."""
+    for field, values in (
+        ("states", transitions.states),
+        ("next_states", transitions.next_states),
+        ("actions", encoded),
+    ):
+        finite = np.isfinite(np.asarray(values, dtype=np.float64))
+        if not finite.all():
+            row = int(np.flatnonzero(~finite.reshape(len(finite), -1).all(axis=1))[0])
+            raise InputError(
+                f"Transitions.{field}[{row}] holds NaN or an infinity, which a Bayesian "
+                "linear model cannot fit: drop the transitions holding one before fit()"
+            )
+
+
 class PersistenceModel:
     """Predicts that nothing changes: every future state equals the initial state."""
 
@@ -102,6 +119,7 @@ class BayesianLinearModel:
     def fit(self, transitions: Transitions) -> None:
         """Fit one Bayesian ridge regression per coordinate of the state change."""
         encoded = self.simulator.action_features(transitions.actions)
+        _refuse_non_finite(transitions, encoded)
         self._action_width = encoded.shape[-1]
         inputs = self.features(transitions.states, encoded)
         deltas = transitions.next_states - transitions.states
