@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from onrecord.dynamics._angles import wrap_angles
 from onrecord.dynamics._evidence import ForecastEvidence
+from onrecord.dynamics._extras import normal_cdf
 from onrecord.dynamics._metrics import (
     _HALF_LOG_2PI,
     LEVELS,
@@ -359,8 +360,7 @@ def _rms(values: FloatArray, denominator: FloatArray) -> FloatArray:
 def _uncertainty(
     error: FloatArray, mask: _Mask, std: FloatArray, denominator: FloatArray
 ) -> dict[str, Any]:
-    from scipy.special import ndtr
-
+    ndtr = normal_cdf()
     with np.errstate(over="ignore", under="ignore"):  # tiny deviations: |z| may be inf
         z = error / std
         abs_z = np.abs(z)

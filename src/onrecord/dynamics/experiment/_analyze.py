@@ -17,6 +17,7 @@ from onrecord._canonical import canonical_bytes
 from onrecord._steps import shown_steps
 from onrecord.dynamics._closed_loop import load_runs
 from onrecord.dynamics._evidence import ForecastEvidence, load_forecasts
+from onrecord.dynamics._extras import require_extras
 from onrecord.dynamics.experiment._protocol import analysis_of, build_protocol
 from onrecord.dynamics.experiment._store import load_episodes, read_json, verify_manifest
 from onrecord.dynamics.experiment._tables import Evidence, Pair, compute_tables, decisions
@@ -123,6 +124,7 @@ def replay(
 
 
 def _replay(root: Path, tick: Step) -> dict[str, Any]:
+    require_extras("replaying a world-model run", plots=False)
     manifest = verify_manifest(root)
     tick("manifest and hashes")
     protocol = read_json(root / "protocol.json")

@@ -14,6 +14,7 @@ from onrecord.dynamics._closed_loop import run_closed_loop, save_runs
 from onrecord.dynamics._controls import PairedReference, capture_pairs
 from onrecord.dynamics._envs import Simulator, get_simulator
 from onrecord.dynamics._evidence import ForecastEvidence, save_forecasts
+from onrecord.dynamics._extras import require_extras
 from onrecord.dynamics._models import (
     BayesianLinearModel,
     BootstrapEnsembleModel,
@@ -120,6 +121,7 @@ def _run_experiment(
     root: Path, smoke: bool, tick: Step, user_models: Sequence[str]
 ) -> dict[str, Any]:
     _check_new(root)
+    require_extras("onrecord's world-model experiment", plots=True)
     protocol = build_protocol(smoke=smoke)
     users = load_user_models(user_models, protocol, build_models)
     protocol = build_protocol(
