@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from statistics import NormalDist
 from typing import Any
 
@@ -148,3 +149,15 @@ def test_model_errors_are_counted_not_scored(cartpole: Simulator, heldout: Any) 
     table = aggregate_metrics(broken)
     assert (table.model_errors, table.cohort) == (3, 0)
     assert np.isnan(table.mae).all()
+
+
+def test_the_density_is_the_formula_to_the_last_bit(forecasts: dict[str, Any]) -> None:
+    # forecast_metrics computes it in place (fewer arrays); (0.5 z) z in that order,
+    # as written, so a huge z overflows where the formula does and nowhere else.
+    for forecast in forecasts["action"]:
+        metrics = forecast_metrics(forecast)
+        rows = [h - 1 for h in forecast.horizons if h <= forecast.observed_steps]
+        std = forecast.std[rows]  # type: ignore[index]
+        z = (forecast.mean[rows] - forecast.truth[rows]) / std
+        formula = 0.5 * math.log(2 * math.pi) + np.log(std) + 0.5 * z * z
+        assert np.array_equal(metrics.nll[: len(rows)], formula)  # type: ignore[index]
