@@ -13,6 +13,8 @@ from onrecord.cli._progress import CountProgress, add_no_progress
 from onrecord.cli._record_files import KINDS
 from onrecord.cli._records import Bundle, load_any
 from onrecord.cli._render import emit, plain
+from onrecord.episode import EpisodeEvidence
+from onrecord.episode._blobs import find_blob_dir, referenced_blobs
 from onrecord.errors import OnrecordError
 from onrecord.runner._interrupts import raise_noted_interrupt
 
@@ -61,3 +63,26 @@ def _verify(path: str, no_progress: bool) -> None:
         emit(plain(f"ok  {path}  {record.kind} ({record.summary})  sha256:{record.digest}"))
     else:
         emit(plain(f"ok  {path}  {type(record).__name__}  sha256:{record.digest}"))
+    if isinstance(record, EpisodeEvidence):
+        _note_unreferenced_blobs(path, record)
+
+
+def _note_unreferenced_blobs(path: str, episode: EpisodeEvidence) -> None:
+    """Whole blobs the evidence does not reference verify (an interrupted or concurrent
+    save leaves them, and they cannot change the record), but are said: a reviewer
+    seeing more files than the record uses should know why, and that they may go."""
+    folder = find_blob_dir(path)
+    try:
+        entries = sorted(entry.name for entry in folder.iterdir())
+    except OSError:  # no folder: the evidence has no blobs
+        return
+    used = {meta["sha256"] for meta in referenced_blobs(episode.data)}
+    extra = [name for name in entries if name not in used]
+    if extra:
+        print(
+            f"onrecord verify: note: {folder} holds {len(extra)} blob file"
+            f"{'' if len(extra) == 1 else 's'} the evidence does not use, left by an "
+            f"interrupted (or running) save: the next save to {path} removes them, or "
+            "delete them",
+            file=sys.stderr,
+        )
