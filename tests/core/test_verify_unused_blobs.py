@@ -11,10 +11,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from onrecord import EvalCase
-from onrecord.integrations.gymnasium import capture_episode
 from tests.cli_process import onrecord
-from tests.core.envs import GenericEnv
+from tests.core.envs import GenericEnv, capture_generic
 
 IMAGE = spaces.Box(0, 255, (24, 24, 3), np.uint8)  # 1,728 bytes a frame: kept as a blob
 
@@ -29,16 +27,7 @@ def _saved(path: Path) -> Path:
         for _ in range(2):
             env.step(1)
 
-    episode = capture_episode(
-        lambda: env,
-        interact,
-        case=EvalCase("pixels"),
-        environment_id="pixels/v1",
-        observer_id="none",
-        observe=dict,
-        seed=3,
-        max_steps=10,
-    )
+    episode = capture_generic(env, interact, max_steps=10)
     return episode.save_json(path)
 
 
